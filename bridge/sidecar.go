@@ -1,0 +1,116 @@
+// Package bridge is the engine that bridges the database and the cloud. It
+// starts the sidecar's parts against one database: it checks the server,
+// installs or upgrades the SQL objects, and runs capture (and, as the later
+// parts land, the reconcile cycle and the requests of the SQL procedures).
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iasql/iasql/logical"
+	iasqlsql "github.com/iasql/iasql/sql"
+)
+
+// Config configures a sidecar.
+type Config struct {
+	DSN    string
+	Slot   string // empty: logical.SlotName(database)
+	Logger *slog.Logger
+	// OnReady is called once the sidecar captures (it holds leadership).
+	OnReady func()
+}
+
+// Run runs the sidecar in the foreground until ctx ends. Errors are one
+// line that says what to do.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	conn, err := Connect(ctx, cfg.DSN)
+	if err != nil {
+		return err
+	}
+	slot, err := Prepare(ctx, conn, cfg.Slot, cfg.Logger)
+	conn.Close(context.Background())
+	if err != nil {
+		return err
+	}
+	return logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger, OnLeader: cfg.OnReady}).Run(ctx)
+}
+
+// Prepare checks the server and role, then installs or upgrades the SQL
+// objects. It returns the slot name to capture through.
+func Prepare(ctx context.Context, conn *pgx.Conn, slot string, log *slog.Logger) (string, error) {
+	if slot == "" {
+		slot = logical.SlotName(conn.Config().Database)
+	}
+	in, err := iasqlsql.Detect(ctx, conn)
+	if err != nil {
+		return "", err
+	}
+	if err := logical.Preflight(ctx, conn, slot, in.Version != iasqlsql.Version); err != nil {
+		return "", err
+	}
+	did, err := iasqlsql.Ensure(ctx, conn, true)
+	if err != nil {
+		return "", err
+	}
+	if did != "" {
+		log.Info(did)
+	}
+	return slot, nil
+}
+
+// Connect opens a connection, turning the usual failures into one line that
+// says what to check.
+func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	if dsn == "" {
+		return nil, errors.New("no database given: pass --dsn or set IASQL_DSN (e.g. postgres://user@host:5432/db)")
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("invalid DSN: %s; use postgres://user:password@host:port/database", redact(err.Error()))
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		where := fmt.Sprintf("%s:%d/%s as %s", cfg.Host, cfg.Port, cfg.Database, cfg.User)
+		var pgErr *pgconn.PgError
+		var netErr net.Error
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "3D000":
+			return nil, fmt.Errorf("cannot connect to %s: database %q does not exist; create it or fix --dsn", where, cfg.Database)
+		case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
+			return nil, fmt.Errorf("cannot connect to %s: %s; check the user and password in --dsn (and pg_hba.conf)", where, pgErr.Message)
+		case errors.As(err, &netErr) || strings.Contains(err.Error(), "connect"):
+			return nil, fmt.Errorf("cannot connect to %s: %s; check that PostgreSQL is running there and --dsn is right", where, lastLine(err))
+		}
+		return nil, fmt.Errorf("cannot connect to %s: %w", where, err)
+	}
+	return conn, nil
+}
+
+func lastLine(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
+		return s[i+2:]
+	}
+	return s
+}
+
+// redact keeps passwords out of messages about unparsable DSNs.
+func redact(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 {
+		if j := strings.Index(s[i:], "@"); j >= 0 {
+			return s[:i+3] + "***" + s[i+j:]
+		}
+	}
+	return s
+}

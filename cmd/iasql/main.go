@@ -1,0 +1,159 @@
+// Command iasql is the iasql sidecar: infrastructure as SQL, continuously.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+const usage = `iasql keeps a PostgreSQL database and the cloud in two-way sync.
+
+Usage:
+  iasql <command> [flags]
+
+Commands:
+  run       run the sidecar in the foreground (installs or upgrades the SQL objects)
+  install   install or upgrade the SQL objects as plain SQL (no extension needed)
+  status    show capture health; exits 1 when capture is not healthy
+  demo      start a throwaway PostgreSQL with the sidecar and print how to connect
+
+Run 'iasql <command> --help' for a command's flags and environment.
+Flags: --help, --version.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "--version", "version":
+		fmt.Fprintln(stdout, "iasql", version())
+		return 0
+	case "run":
+		err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "install":
+		err = cmdInstall(ctx, args[1:], stdout, stderr)
+	case "status":
+		err = cmdStatus(ctx, args[1:], stdout, stderr)
+	case "demo":
+		err = cmdDemo(ctx, args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "iasql: unknown command %q; run 'iasql --help' for the list\n", args[0])
+		return 1
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	fmt.Fprintf(stderr, "iasql %s: %s\n", args[0], oneLine(err.Error()))
+	return 1
+}
+
+var errUsage = errors.New("usage")
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// flags is a flag set whose every flag names its environment variable, with
+// precedence flag > environment > default.
+type flags struct {
+	*flag.FlagSet
+	env map[string]string // flag name -> env var
+}
+
+func newFlags(name, summary, examples string, stderr io.Writer) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &flags{FlagSet: fs, env: map[string]string{}}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: iasql %s [flags]\n\n%s\n\nFlags:\n", name, summary)
+		fs.PrintDefaults()
+		if examples != "" {
+			fmt.Fprintf(fs.Output(), "\nExamples:\n%s\n", examples)
+		}
+	}
+	return f
+}
+
+func (f *flags) String(name, env, def, help string) *string {
+	if env != "" {
+		f.env[name] = env
+		help += " (env " + env + ")"
+	}
+	return f.FlagSet.String(name, def, help)
+}
+
+func (f *flags) parse(args []string) error {
+	f.SetOutput(f.Output())
+	if err := f.FlagSet.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if f.NArg() > 0 {
+		fmt.Fprintf(f.Output(), "unexpected argument %q\n", f.Arg(0))
+		f.Usage()
+		return errUsage
+	}
+	set := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for name, env := range f.env {
+		if v, ok := os.LookupEnv(env); ok && !set[name] {
+			if err := f.Set(name, v); err != nil {
+				return fmt.Errorf("environment %s: %w", env, err)
+			}
+		}
+	}
+	return nil
+}
+
+// logFlags adds --log-level and --log-format and returns a builder.
+func logFlags(f *flags, stderr io.Writer) func() (*slog.Logger, error) {
+	level := f.String("log-level", "IASQL_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	format := f.String("log-format", "IASQL_LOG_FORMAT", "text", "log format: text or json")
+	return func() (*slog.Logger, error) {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(*level)); err != nil {
+			return nil, fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", *level)
+		}
+		opts := &slog.HandlerOptions{Level: l}
+		switch *format {
+		case "text":
+			return slog.New(slog.NewTextHandler(stderr, opts)), nil
+		case "json":
+			return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+		}
+		return nil, fmt.Errorf("invalid --log-format %q: use text or json", *format)
+	}
+}

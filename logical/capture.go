@@ -1,0 +1,432 @@
+// Package logical captures user intent from logical replication: it keeps a
+// pgoutput slot and the publication of registered tables, decodes each
+// committed change, writes it to iasql_audit_log together with the capture
+// progress, and only then acknowledges the position to PostgreSQL. One
+// sidecar per database captures at a time; the others wait to take over.
+package logical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// EngineMessagePrefix is the prefix of the transactional logical-decoding
+// message (iasql_engine_mark) that marks a transaction as the engine's.
+const EngineMessagePrefix = "iasql_engine"
+
+// Config configures capture.
+type Config struct {
+	DSN         string        // the database; a role with REPLICATION (or superuser)
+	Slot        string        // slot name; empty means SlotName(database)
+	Logger      *slog.Logger  // nil means slog.Default()
+	LeaderPoll  time.Duration // how often a waiting sidecar tries to take over; default 1s
+	StatusEvery time.Duration // standby status interval; default 10s
+	BatchRows   int           // rows held before spilling into the open audit transaction; default 2000
+	BatchDelay  time.Duration // longest a committed change waits for its batch to commit; default 50ms
+	// OnLeader, when set, is called once capture holds the leadership.
+	OnLeader func()
+}
+
+func (c *Config) defaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.LeaderPoll <= 0 {
+		c.LeaderPoll = time.Second
+	}
+	if c.StatusEvery <= 0 {
+		c.StatusEvery = 10 * time.Second
+	}
+	if c.BatchRows <= 0 {
+		c.BatchRows = 2000
+	}
+	if c.BatchDelay <= 0 {
+		c.BatchDelay = 50 * time.Millisecond
+	}
+}
+
+// Capture is the capture loop of one sidecar.
+type Capture struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a capture loop for cfg.
+func New(cfg Config) *Capture {
+	cfg.defaults()
+	return &Capture{cfg: cfg, log: cfg.Logger}
+}
+
+// Run captures until ctx ends, reconnecting with backoff after connection
+// loss or a PostgreSQL restart. It returns nil when ctx ends, and an error
+// only for conditions a retry cannot fix (a lost slot, missing rights).
+func (c *Capture) Run(ctx context.Context) error {
+	backoff := 200 * time.Millisecond
+	for {
+		started := time.Now()
+		err := c.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var fatal *FatalError
+		if errors.As(err, &fatal) {
+			return err
+		}
+		if time.Since(started) > 30*time.Second {
+			backoff = 200 * time.Millisecond
+		}
+		c.log.Warn("capture interrupted; reconnecting", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// session is one connection's worth of capture: lead, then stream.
+func (c *Capture) session(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, c.cfg.DSN)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `SET synchronous_commit = on; SET application_name = 'iasql capture'`); err != nil {
+		return fmt.Errorf("configure session: %w", err)
+	}
+	if err := c.lead(ctx, conn); err != nil {
+		return err
+	}
+	slot := c.cfg.Slot
+	if slot == "" {
+		slot = SlotName(conn.Config().Database)
+	}
+	start, err := prepareSlot(ctx, conn, slot)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
+		return fatalf("sync publication %s: %w", Publication, err)
+	}
+	if c.cfg.OnLeader != nil {
+		c.cfg.OnLeader()
+	}
+	rc, err := connectReplication(ctx, c.cfg.DSN)
+	if err != nil {
+		return err
+	}
+	defer rc.Close(context.Background())
+	err = pglogrepl.StartReplication(ctx, rc, slot, start, pglogrepl.StartReplicationOptions{
+		PluginArgs: []string{"proto_version '1'", "publication_names '" + Publication + "'", "messages 'true'"},
+	})
+	if err != nil {
+		return fmt.Errorf("start replication on slot %s: %w", slot, err)
+	}
+	c.log.Info("capturing", "slot", slot, "from", start.String())
+	s := &stream{c: c, conn: conn, rc: rc, w: newWriter(conn, slot), resumeAfter: start, flushed: start, rels: map[uint32]*relation{}}
+	defer s.w.abort(context.Background())
+	return s.run(ctx)
+}
+
+// lead blocks until this session holds the capture leadership lock.
+func (c *Capture) lead(ctx context.Context, conn *pgx.Conn) error {
+	logged := false
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), 1)`).Scan(&ok); err != nil {
+			return fmt.Errorf("take capture leadership: %w", err)
+		}
+		if ok {
+			if logged {
+				c.log.Info("took over capture leadership")
+			}
+			return nil
+		}
+		if !logged {
+			c.log.Info("another sidecar is capturing; waiting to take over")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(c.cfg.LeaderPoll):
+		}
+	}
+}
+
+func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, fatalf("parse DSN: %w", err)
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	cfg.RuntimeParams["application_name"] = "iasql capture"
+	rc, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open replication connection: %w", err)
+	}
+	return rc, nil
+}
+
+// stream is the receive loop over one replication connection.
+type stream struct {
+	c    *Capture
+	conn *pgx.Conn
+	rc   *pgconn.PgConn
+	w    *writer
+	rels map[uint32]*relation
+
+	resumeAfter pglogrepl.LSN // transactions ending at or before it are recorded already
+	flushed     pglogrepl.LSN // acknowledged position
+
+	// the transaction being received
+	inTx      bool
+	skip      bool
+	begin     *pglogrepl.BeginMessage
+	seq       int32
+	engine    bool
+	engineM   *string
+	spilled   bool
+	txRows    int
+	last      progress // last transaction in the open batch
+	batchOpen bool     // a committed transaction waits in the batch
+	batchAge  time.Time
+	warned    map[string]bool
+}
+
+func (s *stream) run(ctx context.Context) error {
+	nextStatus := time.Now().Add(s.c.cfg.StatusEvery)
+	for {
+		deadline := nextStatus
+		if s.batchOpen && !s.inTx {
+			// Something committed is waiting for its batch: wait briefly for
+			// more, and commit the batch when the stream pauses.
+			deadline = earliest(deadline, time.Now().Add(2*time.Millisecond), s.batchAge.Add(s.c.cfg.BatchDelay))
+		}
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		raw, err := s.rc.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !pgconn.Timeout(err) {
+				return fmt.Errorf("receive: %w", err)
+			}
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+			if time.Now().After(nextStatus) {
+				if err := s.status(ctx, 0, false); err != nil {
+					return err
+				}
+				nextStatus = time.Now().Add(s.c.cfg.StatusEvery)
+			}
+			continue
+		}
+		switch msg := raw.(type) {
+		case *pgproto3.CopyData:
+			if err := s.copyData(ctx, msg.Data); err != nil {
+				return err
+			}
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("replication stream: %w", pgconn.ErrorResponseToPgError(msg))
+		default:
+			return fmt.Errorf("replication stream: unexpected message %T", msg)
+		}
+	}
+}
+
+func (s *stream) copyData(ctx context.Context, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	switch data[0] {
+	case pglogrepl.PrimaryKeepaliveMessageByteID:
+		ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+		if err != nil {
+			return fmt.Errorf("parse keepalive: %w", err)
+		}
+		if !s.inTx && !s.batchOpen {
+			// Idle: everything sent before the keepalive is recorded, so
+			// the slot may advance to the server's position and free WAL.
+			return s.status(ctx, ka.ServerWALEnd, ka.ReplyRequested)
+		}
+		if ka.ReplyRequested {
+			return s.status(ctx, 0, true)
+		}
+		return nil
+	case pglogrepl.XLogDataByteID:
+		xld, err := pglogrepl.ParseXLogData(data[1:])
+		if err != nil {
+			return fmt.Errorf("parse XLogData: %w", err)
+		}
+		m, err := pglogrepl.Parse(xld.WALData)
+		if err != nil {
+			return fmt.Errorf("decode pgoutput message: %w", err)
+		}
+		return s.message(ctx, m)
+	}
+	return nil
+}
+
+func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
+	switch m := m.(type) {
+	case *pglogrepl.RelationMessage:
+		keys, err := primaryKey(ctx, s.conn, m.RelationID)
+		if err != nil {
+			return err
+		}
+		s.rels[m.RelationID] = newRelation(m, keys)
+	case *pglogrepl.BeginMessage:
+		s.inTx, s.begin, s.seq, s.engine, s.engineM, s.spilled, s.txRows = true, m, 0, false, nil, false, 0
+		// Already recorded before a restart: PostgreSQL resends from the
+		// slot's confirmed position, which may trail the audit trail.
+		s.skip = m.FinalLSN < s.resumeAfter
+	case *pglogrepl.CommitMessage:
+		return s.commit(ctx, m)
+	case *pglogrepl.LogicalDecodingMessage:
+		if m.Transactional && m.Prefix == EngineMessagePrefix && s.inTx && !s.skip {
+			msg := string(m.Content)
+			s.engine, s.engineM = true, &msg
+			if s.txRows > 0 {
+				return s.w.markEngine(ctx, s.begin.FinalLSN, s.engineM, s.spilled)
+			}
+		}
+	case *pglogrepl.InsertMessage:
+		return s.change(ctx, m.RelationID, "INSERT", nil, m.Tuple)
+	case *pglogrepl.UpdateMessage:
+		return s.change(ctx, m.RelationID, "UPDATE", m.OldTuple, m.NewTuple)
+	case *pglogrepl.DeleteMessage:
+		return s.change(ctx, m.RelationID, "DELETE", m.OldTuple, nil)
+	case *pglogrepl.TruncateMessage:
+		for _, id := range m.RelationIDs {
+			if err := s.change(ctx, id, "TRUNCATE", nil, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *stream) change(ctx context.Context, relID uint32, kind string, old, new *pglogrepl.TupleData) error {
+	if !s.inTx || s.skip {
+		return nil
+	}
+	rel, ok := s.rels[relID]
+	if !ok {
+		return fmt.Errorf("change to relation %d before its description", relID)
+	}
+	s.seq++
+	s.txRows++
+	r := auditRow{
+		lsn: s.begin.FinalLSN, seq: s.seq, xid: int64(s.begin.Xid), ts: s.begin.CommitTime,
+		table: rel.name, changeType: kind, origin: "user",
+	}
+	if s.engine {
+		r.origin, r.message = "engine", s.engineM
+	}
+	var missing bool
+	if old != nil {
+		r.oldRow, _ = rel.rowJSON(old, nil)
+		r.recordID = rel.recordID(old)
+	}
+	if new != nil {
+		r.newRow, missing = rel.rowJSON(new, old)
+		r.recordID = rel.recordID(new)
+	}
+	if missing && !s.warned[rel.name] {
+		if s.warned == nil {
+			s.warned = map[string]bool{}
+		}
+		s.warned[rel.name] = true
+		s.c.log.Warn("unchanged TOASTed values are not in the stream; they are recorded as null. Set REPLICA IDENTITY FULL (registering the table does)", "table", rel.name)
+	}
+	s.w.add(r)
+	if len(s.w.rows) >= s.c.cfg.BatchRows {
+		if err := s.w.spill(ctx); err != nil {
+			return err
+		}
+		s.spilled = true
+	}
+	return nil
+}
+
+func (s *stream) commit(ctx context.Context, m *pglogrepl.CommitMessage) error {
+	s.inTx = false
+	if s.skip || s.txRows == 0 {
+		// Nothing to record; an idle keepalive will advance the slot.
+		return nil
+	}
+	if !s.batchOpen {
+		s.batchOpen, s.batchAge = true, time.Now()
+	}
+	s.last = progress{endLSN: m.TransactionEndLSN, commitLSN: m.CommitLSN, commitTime: m.CommitTime}
+	if s.spilled || len(s.w.rows) >= s.c.cfg.BatchRows || time.Since(s.batchAge) >= s.c.cfg.BatchDelay {
+		return s.flush(ctx)
+	}
+	return nil // the receive loop commits the batch when the stream pauses
+}
+
+// flush commits the open batch, then acknowledges its position.
+func (s *stream) flush(ctx context.Context) error {
+	if s.inTx || !s.batchOpen {
+		return nil
+	}
+	if err := s.w.commit(ctx, s.last); err != nil {
+		return err
+	}
+	s.batchOpen = false
+	s.resumeAfter = s.last.endLSN
+	return s.status(ctx, s.last.endLSN, false)
+}
+
+// status reports the flushed position to PostgreSQL; pos, when greater,
+// becomes the new flushed position.
+func (s *stream) status(ctx context.Context, pos pglogrepl.LSN, reply bool) error {
+	if pos > s.flushed {
+		s.flushed = pos
+	}
+	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.rc, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: s.flushed, WALFlushPosition: s.flushed, WALApplyPosition: s.flushed,
+		ClientTime: time.Now(), ReplyRequested: reply,
+	})
+	if err != nil {
+		return fmt.Errorf("send standby status: %w", err)
+	}
+	return nil
+}
+
+func primaryKey(ctx context.Context, conn *pgx.Conn, relID uint32) ([]string, error) {
+	rows, err := conn.Query(ctx, `
+		SELECT a.attname FROM pg_catalog.pg_index i
+		  JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+		 WHERE i.indrelid = $1 AND i.indisprimary
+		 ORDER BY array_position(i.indkey::int2[], a.attnum)`, relID)
+	if err != nil {
+		return nil, fmt.Errorf("read primary key of relation %d: %w", relID, err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read primary key of relation %d: %w", relID, err)
+	}
+	return keys, nil
+}
+
+func earliest(t time.Time, ts ...time.Time) time.Time {
+	for _, u := range ts {
+		if u.Before(t) {
+			t = u
+		}
+	}
+	return t
+}

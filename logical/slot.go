@@ -1,0 +1,164 @@
+package logical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Publication is the publication that carries the registered tables (the
+// SQL function iasql_publication() names the same).
+const Publication = "iasql"
+
+// FatalError is a capture failure that retrying cannot fix: the operator
+// must act (the message says how).
+type FatalError struct{ Err error }
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+func (e *FatalError) Unwrap() error { return e.Err }
+
+func fatalf(format string, args ...any) error {
+	return &FatalError{Err: fmt.Errorf(format, args...)}
+}
+
+// ErrSlotLost means PostgreSQL removed WAL the slot still needed
+// (wal_status = lost): changes since its position can no longer be captured.
+var ErrSlotLost = errors.New("replication slot lost required WAL")
+
+var slotUnsafe = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// SlotName is the default slot name for a database: slots are cluster-wide,
+// so the name carries the database's.
+func SlotName(database string) string {
+	s := "iasql_" + strings.Trim(slotUnsafe.ReplaceAllString(strings.ToLower(database), "_"), "_")
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	return s
+}
+
+// SlotInfo is what pg_replication_slots and the capture progress say.
+type SlotInfo struct {
+	Name         string
+	Exists       bool
+	Plugin       string
+	Database     string
+	Active       bool
+	ActivePID    *int32
+	WALStatus    string // reserved, extended, unreserved, lost
+	ConfirmedLSN *string
+	LagBytes     *int64 // current WAL position minus confirmed flush
+	// From iasql_capture_progress:
+	CapturedLSN *string
+	CommitTime  *time.Time
+	Changes     int64
+}
+
+// ReadSlot reads the state of slot and of capture through it.
+func ReadSlot(ctx context.Context, conn *pgx.Conn, slot string) (SlotInfo, error) {
+	info := SlotInfo{Name: slot}
+	err := conn.QueryRow(ctx, `
+		SELECT plugin, database, active, active_pid, coalesce(wal_status, ''), confirmed_flush_lsn::text,
+		       (pg_catalog.pg_current_wal_lsn() - confirmed_flush_lsn)::bigint
+		  FROM pg_catalog.pg_replication_slots WHERE slot_name = $1`, slot).
+		Scan(&info.Plugin, &info.Database, &info.Active, &info.ActivePID, &info.WALStatus, &info.ConfirmedLSN, &info.LagBytes)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return info, fmt.Errorf("read slot %s: %w", slot, err)
+	default:
+		info.Exists = true
+	}
+	var has bool
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.to_regclass('public.iasql_capture_progress') IS NOT NULL`).Scan(&has); err != nil {
+		return info, fmt.Errorf("read capture progress: %w", err)
+	}
+	if has {
+		err = conn.QueryRow(ctx, `SELECT end_lsn::text, commit_ts, changes FROM public.iasql_capture_progress WHERE slot_name = $1`, slot).
+			Scan(&info.CapturedLSN, &info.CommitTime, &info.Changes)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return info, fmt.Errorf("read capture progress: %w", err)
+		}
+	}
+	return info, nil
+}
+
+// prepareSlot makes sure the slot exists and is usable and returns the
+// position to resume from: the end of the last recorded transaction.
+func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.LSN, error) {
+	info, err := ReadSlot(ctx, conn, slot)
+	if err != nil {
+		return 0, err
+	}
+	if err := info.usable(conn.Config().Database); err != nil {
+		return 0, err
+	}
+	if !info.Exists {
+		if info.CapturedLSN != nil {
+			return 0, &FatalError{Err: fmt.Errorf("%w: slot %s is gone but capture had reached %s; changes since then cannot be captured. To accept the gap and capture from now, delete its progress (DELETE FROM iasql_capture_progress WHERE slot_name = '%s', as the sidecar's role with iasql_audit_log's guard trigger disabled) and restart", ErrSlotLost, slot, *info.CapturedLSN, slot)}
+		}
+		if err := CreateSlot(ctx, conn, slot); err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+	if info.CapturedLSN == nil {
+		return 0, nil
+	}
+	lsn, err := pglogrepl.ParseLSN(*info.CapturedLSN)
+	if err != nil {
+		return 0, fmt.Errorf("parse capture progress %q: %w", *info.CapturedLSN, err)
+	}
+	return lsn, nil
+}
+
+// usable says why an existing slot cannot be used, if it cannot.
+func (info SlotInfo) usable(database string) error {
+	if !info.Exists {
+		return nil
+	}
+	if info.WALStatus == "lost" {
+		at := "its last position"
+		if info.CapturedLSN != nil {
+			at = *info.CapturedLSN
+		}
+		return &FatalError{Err: fmt.Errorf("%w: slot %s (wal_status = lost) cannot deliver changes after %s, so they cannot be captured. Raise max_slot_wal_keep_size to avoid it; to accept the gap, drop the slot (SELECT pg_drop_replication_slot('%s')) and delete its row from iasql_capture_progress, then restart", ErrSlotLost, info.Name, at, info.Name)}
+	}
+	if info.Plugin != "pgoutput" {
+		return fatalf("replication slot %s uses plugin %q, not pgoutput: drop it or pass another --slot", info.Name, info.Plugin)
+	}
+	if info.Database != database {
+		return fatalf("replication slot %s belongs to database %s, not %s: pass another --slot", info.Name, info.Database, database)
+	}
+	return nil
+}
+
+// CreateSlot creates the logical slot, with a clear message for the usual
+// reasons it cannot be.
+func CreateSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
+	_, err := conn.Exec(ctx, `SELECT pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')`, slot)
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "53400": // configuration_limit_exceeded
+			var max string
+			_ = conn.QueryRow(ctx, `SHOW max_replication_slots`).Scan(&max)
+			return fatalf("cannot create replication slot %s: all max_replication_slots (%s) are in use; drop an unused slot (SELECT pg_drop_replication_slot(name)) or raise max_replication_slots and restart PostgreSQL", slot, max)
+		case "42501": // insufficient_privilege
+			return fatalf("cannot create replication slot %s: role %s lacks REPLICATION; run ALTER ROLE %s REPLICATION as a superuser (on RDS: GRANT rds_replication TO %s)", slot, conn.Config().User, conn.Config().User, conn.Config().User)
+		case "55000": // object_not_in_prerequisite_state: wal_level
+			return fatalf("cannot create replication slot %s: %s; set wal_level = logical and restart PostgreSQL", slot, pgErr.Message)
+		}
+	}
+	return fmt.Errorf("create replication slot %s: %w", slot, err)
+}

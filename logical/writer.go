@@ -1,0 +1,144 @@
+package logical
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+const oidPgLSN = 3220
+
+// auditRow is one change on its way to iasql_audit_log.
+type auditRow struct {
+	lsn        pglogrepl.LSN // commit LSN of its transaction
+	seq        int32
+	xid        int64
+	ts         time.Time
+	table      string
+	recordID   *string
+	changeType string
+	oldRow     []byte
+	newRow     []byte
+	origin     string
+	message    *string
+}
+
+var auditColumns = []string{"lsn", "seq", "xid", "ts", "table_name", "record_id", "change_type", "old_row", "new_row", "origin", "message"}
+
+// writer writes audit rows and capture progress in one database transaction
+// per batch of source transactions, so both commit together or not at all.
+// Rows of a transaction too large to hold are spilled into the open
+// transaction before its commit arrives.
+type writer struct {
+	conn    *pgx.Conn
+	slot    string
+	tx      pgx.Tx
+	rows    []auditRow
+	changes int64 // changes in the open batch
+}
+
+func newWriter(conn *pgx.Conn, slot string) *writer {
+	// pg_lsn's binary form is a big-endian 64-bit integer, as int8's is.
+	conn.TypeMap().RegisterType(&pgtype.Type{Name: "pg_lsn", OID: oidPgLSN, Codec: pgtype.Int8Codec{}})
+	return &writer{conn: conn, slot: slot}
+}
+
+func (w *writer) add(r auditRow) { w.rows = append(w.rows, r) }
+
+// pending reports whether a batch is open (rows held or spilled).
+func (w *writer) pending() bool { return w.tx != nil || len(w.rows) > 0 }
+
+func (w *writer) begin(ctx context.Context) error {
+	if w.tx != nil {
+		return nil
+	}
+	tx, err := w.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin audit transaction: %w", err)
+	}
+	w.tx = tx
+	return nil
+}
+
+// spill copies the held rows into the open audit transaction.
+func (w *writer) spill(ctx context.Context) error {
+	if len(w.rows) == 0 {
+		return nil
+	}
+	if err := w.begin(ctx); err != nil {
+		return err
+	}
+	n, err := w.tx.CopyFrom(ctx, pgx.Identifier{"public", "iasql_audit_log"}, auditColumns, pgx.CopyFromSlice(len(w.rows), func(i int) ([]any, error) {
+		r := &w.rows[i]
+		return []any{int64(r.lsn), r.seq, r.xid, r.ts, r.table, r.recordID, r.changeType, r.oldRow, r.newRow, r.origin, r.message}, nil
+	}))
+	if err != nil {
+		return fmt.Errorf("write %d audit rows: %w", len(w.rows), err)
+	}
+	w.changes += n
+	w.rows = w.rows[:0]
+	return nil
+}
+
+// markEngine turns the rows of the transaction with commit LSN lsn into
+// engine rows, both those held and those already spilled.
+func (w *writer) markEngine(ctx context.Context, lsn pglogrepl.LSN, message *string, spilled bool) error {
+	for i := range w.rows {
+		if w.rows[i].lsn == lsn {
+			w.rows[i].origin, w.rows[i].message = "engine", message
+		}
+	}
+	if !spilled || w.tx == nil {
+		return nil
+	}
+	if _, err := w.tx.Exec(ctx, `UPDATE public.iasql_audit_log SET origin = 'engine', message = $2 WHERE lsn = $1::text::pg_lsn`, lsn.String(), message); err != nil {
+		return fmt.Errorf("mark engine changes at %s: %w", lsn, err)
+	}
+	return nil
+}
+
+// commit writes what is held and the progress (the last transaction in the
+// batch) and commits. Only after it returns may the position be acknowledged.
+func (w *writer) commit(ctx context.Context, p progress) error {
+	if err := w.spill(ctx); err != nil {
+		return err
+	}
+	if err := w.begin(ctx); err != nil {
+		return err
+	}
+	_, err := w.tx.Exec(ctx, `
+		INSERT INTO public.iasql_capture_progress AS p (slot_name, end_lsn, commit_lsn, commit_ts, changes, updated_at)
+		VALUES ($1, $2::text::pg_lsn, $3::text::pg_lsn, $4, $5, pg_catalog.clock_timestamp())
+		ON CONFLICT (slot_name) DO UPDATE SET end_lsn = excluded.end_lsn, commit_lsn = excluded.commit_lsn,
+		  commit_ts = excluded.commit_ts, changes = p.changes + excluded.changes, updated_at = excluded.updated_at`,
+		w.slot, p.endLSN.String(), p.commitLSN.String(), p.commitTime, w.changes)
+	if err != nil {
+		return fmt.Errorf("record capture progress: %w", err)
+	}
+	if err := w.tx.Commit(ctx); err != nil {
+		w.tx = nil
+		return fmt.Errorf("commit audit rows: %w", err)
+	}
+	w.tx, w.changes = nil, 0
+	return nil
+}
+
+// abort drops the open batch (the stream will be replayed from the last
+// committed progress).
+func (w *writer) abort(ctx context.Context) {
+	if w.tx != nil {
+		_ = w.tx.Rollback(ctx)
+	}
+	w.tx, w.rows, w.changes = nil, w.rows[:0], 0
+}
+
+// progress is the position a committed batch reaches.
+type progress struct {
+	endLSN     pglogrepl.LSN
+	commitLSN  pglogrepl.LSN
+	commitTime time.Time
+}

@@ -1,0 +1,97 @@
+-- The registry of tables whose changes are user intent, and the publication
+-- that makes logical replication carry exactly those tables.
+CREATE TABLE public.iasql_tables (
+  table_name    text PRIMARY KEY,
+  module        text,
+  registered_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE public.iasql_tables IS
+  'Tables whose changes the sidecar captures as user intent. Insert a row to register a table (it needs a primary key); delete it to stop capturing.';
+COMMENT ON COLUMN public.iasql_tables.table_name IS 'The table, as regclass text (schema-qualified when not in public).';
+COMMENT ON COLUMN public.iasql_tables.module IS 'The module that registered the table; NULL for tables a user registered.';
+COMMENT ON COLUMN public.iasql_tables.registered_at IS 'When the table was registered.';
+GRANT SELECT ON public.iasql_tables TO PUBLIC;
+
+CREATE FUNCTION public.iasql_publication() RETURNS name
+LANGUAGE sql IMMUTABLE AS $$ SELECT 'iasql'::name $$;
+COMMENT ON FUNCTION public.iasql_publication() IS 'Name of the publication that carries the registered tables.';
+
+-- Validate and normalise a registration; make UPDATE and DELETE carry the
+-- whole old row (and with it unchanged TOASTed values).
+CREATE FUNCTION public.iasql_tables_check() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  rel regclass;
+  kind "char";
+BEGIN
+  rel := pg_catalog.to_regclass(NEW.table_name);
+  IF rel IS NULL THEN
+    RAISE EXCEPTION 'cannot register table "%": it does not exist', NEW.table_name
+      USING ERRCODE = 'undefined_table', HINT = 'Create the table first, then insert it into iasql_tables.';
+  END IF;
+  SELECT relkind INTO kind FROM pg_catalog.pg_class WHERE oid = rel;
+  IF kind NOT IN ('r', 'p') THEN
+    RAISE EXCEPTION 'cannot register "%": it is not a table', NEW.table_name
+      USING ERRCODE = 'wrong_object_type', HINT = 'Only ordinary and partitioned tables can be captured.';
+  END IF;
+  IF rel::text LIKE 'iasql\_%' THEN
+    RAISE EXCEPTION 'cannot register "%": iasql''s own tables are not captured', NEW.table_name
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index WHERE indrelid = rel AND indisprimary) THEN
+    RAISE EXCEPTION 'cannot register table "%": it has no primary key', NEW.table_name
+      USING ERRCODE = 'invalid_table_definition',
+            HINT = pg_catalog.format('Add one (ALTER TABLE %s ADD PRIMARY KEY (...)), then register it.', rel);
+  END IF;
+  NEW.table_name := rel::text;
+  EXECUTE pg_catalog.format('ALTER TABLE %s REPLICA IDENTITY FULL', rel);
+  RETURN NEW;
+END $$;
+COMMENT ON FUNCTION public.iasql_tables_check() IS
+  'Refuses registrations of missing tables or tables without a primary key, and sets REPLICA IDENTITY FULL.';
+CREATE TRIGGER iasql_tables_check BEFORE INSERT OR UPDATE ON public.iasql_tables
+  FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_check();
+COMMENT ON TRIGGER iasql_tables_check ON public.iasql_tables IS 'Validates and prepares each registered table.';
+
+-- Make the publication hold exactly the registered tables that exist.
+CREATE FUNCTION public.iasql_sync_publication() RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  pub name := public.iasql_publication();
+  r record;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = pub) THEN
+    EXECUTE pg_catalog.format('CREATE PUBLICATION %I', pub);
+  END IF;
+  FOR r IN
+    SELECT pg_catalog.to_regclass(t.table_name) AS rel FROM public.iasql_tables t
+     WHERE pg_catalog.to_regclass(t.table_name) IS NOT NULL
+    EXCEPT
+    SELECT pr.prrelid::regclass FROM pg_catalog.pg_publication_rel pr
+      JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid WHERE p.pubname = pub
+  LOOP
+    EXECUTE pg_catalog.format('ALTER PUBLICATION %I ADD TABLE %s', pub, r.rel);
+  END LOOP;
+  FOR r IN
+    SELECT pr.prrelid::regclass AS rel FROM pg_catalog.pg_publication_rel pr
+      JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid WHERE p.pubname = pub
+    EXCEPT
+    SELECT pg_catalog.to_regclass(t.table_name) FROM public.iasql_tables t
+  LOOP
+    EXECUTE pg_catalog.format('ALTER PUBLICATION %I DROP TABLE %s', pub, r.rel);
+  END LOOP;
+END $$;
+COMMENT ON FUNCTION public.iasql_sync_publication() IS
+  'Creates the iasql publication if missing and makes it carry exactly the tables in iasql_tables.';
+
+CREATE FUNCTION public.iasql_tables_publish() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM public.iasql_sync_publication();
+  RETURN NULL;
+END $$;
+COMMENT ON FUNCTION public.iasql_tables_publish() IS
+  'Statement trigger: a registration takes effect in the publication in the same transaction.';
+CREATE TRIGGER iasql_tables_publish AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_tables
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_tables_publish();
+COMMENT ON TRIGGER iasql_tables_publish ON public.iasql_tables IS 'Keeps the publication equal to the registry.';

@@ -1,0 +1,4 @@
+-- Only in the extension script: pg_dump keeps the rows of these tables.
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_tables', '');
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_audit_log', '');
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_capture_progress', '');

@@ -1,0 +1,218 @@
+// Package sql holds the SQL source of every object iasql puts in a database
+// and installs it: as the iasql extension where the server has it, or as
+// plain SQL for managed databases that allow no custom extensions.
+package sql
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Version is the version of the SQL objects this build ships.
+const Version = "0.1.0"
+
+// ExtensionName is the PostgreSQL extension that packages these objects.
+const ExtensionName = "iasql"
+
+//go:embed [0-9]*.sql extension_only.sql
+var files embed.FS
+
+//go:embed upgrades
+var upgrades embed.FS
+
+// installLockKey serialises concurrent installs (two sidecars starting).
+const installLockKey = 1767994225
+
+// Script returns the plain-SQL install script of the current version: the
+// numbered files of this folder in order.
+func Script() string {
+	names, _ := fs.Glob(files, "[0-9]*.sql")
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		body, _ := files.ReadFile(n)
+		fmt.Fprintf(&b, "-- %s\n%s\n", n, body)
+	}
+	return b.String()
+}
+
+// ExtensionScript returns the extension's install script for Version.
+func ExtensionScript() string {
+	extra, _ := files.ReadFile("extension_only.sql")
+	return "-- Generated from sql/ by 'make extension'; do not edit.\n" +
+		"\\echo Use \"CREATE EXTENSION iasql\" to load this file. \\quit\n\n" +
+		Script() + "-- extension_only.sql\n" + string(extra)
+}
+
+// Upgrade returns the upgrade script from one version to the next, as
+// extension/iasql--FROM--TO.sql ships it, or false when there is none.
+func Upgrade(from, to string) (string, bool) {
+	b, err := upgrades.ReadFile("upgrades/" + from + "--" + to + ".sql")
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// Installed describes what a database holds.
+type Installed struct {
+	Version   string // "" when nothing is installed
+	Extension bool   // installed with CREATE EXTENSION
+	Available bool   // the server has the extension files for Version
+}
+
+// Detect reports which version of the objects a database holds and how.
+func Detect(ctx context.Context, conn *pgx.Conn) (Installed, error) {
+	var in Installed
+	err := conn.QueryRow(ctx, `
+		SELECT coalesce((SELECT extversion FROM pg_catalog.pg_extension WHERE extname = $1), ''),
+		       EXISTS (SELECT 1 FROM pg_catalog.pg_available_extension_versions WHERE name = $1 AND version = $2)`,
+		ExtensionName, Version).Scan(&in.Version, &in.Available)
+	if err != nil {
+		return in, fmt.Errorf("detect installed iasql objects: %w", err)
+	}
+	if in.Version != "" {
+		in.Extension = true
+		return in, nil
+	}
+	var has bool
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.to_regproc('public.iasql_version') IS NOT NULL`).Scan(&has); err != nil {
+		return in, fmt.Errorf("detect installed iasql objects: %w", err)
+	}
+	if has {
+		if err := conn.QueryRow(ctx, `SELECT public.iasql_version()`).Scan(&in.Version); err != nil {
+			return in, fmt.Errorf("read installed iasql version: %w", err)
+		}
+	}
+	return in, nil
+}
+
+// ErrNewer means the database holds objects newer than this build.
+var ErrNewer = errors.New("the database holds newer iasql objects than this binary")
+
+// Ensure installs the objects when missing and upgrades them when older. It
+// uses the extension when the server has it (preferExtension), else plain
+// SQL. It reports what it did ("" when nothing was needed).
+func Ensure(ctx context.Context, conn *pgx.Conn, preferExtension bool) (string, error) {
+	var did string
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock($1)`, installLockKey); err != nil {
+			return fmt.Errorf("lock for install: %w", err)
+		}
+		in, err := Detect(ctx, tx.Conn())
+		if err != nil {
+			return err
+		}
+		switch {
+		case in.Version == Version:
+			return nil
+		case in.Version != "" && compareVersions(in.Version, Version) > 0:
+			return fmt.Errorf("%w (database %s, binary %s): run a newer iasql", ErrNewer, in.Version, Version)
+		case in.Extension:
+			if _, err := tx.Exec(ctx, `ALTER EXTENSION iasql UPDATE TO '`+Version+`'`); err != nil {
+				return fmt.Errorf("upgrade extension iasql %s to %s: %w", in.Version, Version, err)
+			}
+			did = fmt.Sprintf("upgraded extension iasql %s -> %s", in.Version, Version)
+		case in.Version == "" && preferExtension && in.Available:
+			if _, err := tx.Exec(ctx, `CREATE EXTENSION iasql VERSION '`+Version+`'`); err != nil {
+				return fmt.Errorf("create extension iasql: %w", err)
+			}
+			did = "created extension iasql " + Version
+		default:
+			d, err := installPlain(ctx, tx, in.Version)
+			if err != nil {
+				return err
+			}
+			did = d
+		}
+		return nil
+	})
+	return did, err
+}
+
+// InstallPlain installs or upgrades the objects as plain SQL (no extension).
+func InstallPlain(ctx context.Context, conn *pgx.Conn) (string, error) {
+	var did string
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock($1)`, installLockKey); err != nil {
+			return fmt.Errorf("lock for install: %w", err)
+		}
+		in, err := Detect(ctx, tx.Conn())
+		if err != nil {
+			return err
+		}
+		if in.Extension {
+			return fmt.Errorf("iasql %s is installed as an extension here: upgrade it with ALTER EXTENSION iasql UPDATE (or 'iasql run', which does)", in.Version)
+		}
+		if in.Version != "" && compareVersions(in.Version, Version) > 0 {
+			return fmt.Errorf("%w (database %s, binary %s): run a newer iasql", ErrNewer, in.Version, Version)
+		}
+		did, err = installPlain(ctx, tx, in.Version)
+		return err
+	})
+	return did, err
+}
+
+func installPlain(ctx context.Context, tx pgx.Tx, from string) (string, error) {
+	if from == Version {
+		return "", nil
+	}
+	if from == "" {
+		if _, err := tx.Exec(ctx, Script()); err != nil {
+			return "", fmt.Errorf("install iasql %s: %w", Version, err)
+		}
+		return "installed iasql " + Version, nil
+	}
+	for v := from; v != Version; {
+		next, script, ok := nextUpgrade(v)
+		if !ok {
+			return "", fmt.Errorf("no upgrade path from iasql %s to %s: reinstall into a fresh database", from, Version)
+		}
+		if _, err := tx.Exec(ctx, script); err != nil {
+			return "", fmt.Errorf("upgrade iasql %s to %s: %w", v, next, err)
+		}
+		v = next
+	}
+	return fmt.Sprintf("upgraded iasql %s -> %s", from, Version), nil
+}
+
+func nextUpgrade(from string) (string, string, bool) {
+	entries, _ := upgrades.ReadDir("upgrades")
+	for _, e := range entries {
+		name := strings.TrimSuffix(e.Name(), ".sql")
+		a, b, ok := strings.Cut(name, "--")
+		if ok && a == from {
+			s, _ := Upgrade(a, b)
+			return b, s, true
+		}
+	}
+	return "", "", false
+}
+
+// compareVersions compares dotted numeric versions.
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) || i < len(pb); i++ {
+		var x, y int
+		if i < len(pa) {
+			fmt.Sscan(pa[i], &x)
+		}
+		if i < len(pb) {
+			fmt.Sscan(pb[i], &y)
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
