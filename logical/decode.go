@@ -3,7 +3,6 @@ package logical
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strconv"
 	"unicode/utf8"
@@ -133,8 +132,22 @@ func (r *relation) recordID(t *pglogrepl.TupleData) *string {
 	if len(vals) == 1 {
 		return vals[0]
 	}
-	js, _ := json.Marshal(vals)
-	s := string(js)
+	// The text form of a jsonb array, so that it compares equal to
+	// jsonb_build_array(...)::text.
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for j, v := range vals {
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		if v == nil {
+			b.WriteString("null")
+		} else {
+			appendString(&b, []byte(*v))
+		}
+	}
+	b.WriteByte(']')
+	s := b.String()
 	return &s
 }
 
@@ -209,13 +222,4 @@ func appendString(b *bytes.Buffer, v []byte) {
 	}
 	b.Write(v[start:])
 	b.WriteByte('"')
-}
-
-// changeJSON is a convenience for tests and messages.
-func changeJSON(v any) string {
-	js, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(js)
 }

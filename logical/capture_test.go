@@ -1,0 +1,303 @@
+package logical_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/logical"
+)
+
+var srv *pgtest.Server
+
+func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startCapture installs the SQL objects and runs capture in-process until
+// the test ends (or stop is called).
+func startCapture(t *testing.T, dsn string, tune func(*logical.Config)) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	conn := pgtest.Connect(t, dsn)
+	slot, err := bridge.Prepare(ctx, conn, "", quietLogger())
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	ready := make(chan struct{})
+	cfg := logical.Config{DSN: dsn, Slot: slot, Logger: quietLogger(), OnLeader: func() { close(ready) }}
+	if tune != nil {
+		tune(&cfg)
+	}
+	done := make(chan error, 1)
+	go func() { done <- logical.New(cfg).Run(ctx) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("capture ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("capture did not start")
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("capture: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitCaptured waits until the slot has confirmed everything written so far.
+func waitCaptured(t testing.TB, conn *pgx.Conn, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	var target string
+	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&target); err != nil {
+		t.Fatal(err)
+	}
+	slot := logical.SlotName(conn.Config().Database)
+	deadline := time.Now().Add(timeout)
+	for {
+		var ok bool
+		err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $2::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $1`, slot, target).Scan(&ok)
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("capture did not reach %s within %s (err %v)", target, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func count(t testing.TB, conn *pgx.Conn, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func TestCaptureMatchesCommittedChanges(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	pgtest.Exec(t, dsn, workloadSchema)
+	startCapture(t, dsn, nil)
+	pgtest.Exec(t, dsn, registerWorkload)
+	workload(context.Background(), t, dsn, 10000, 1)
+	conn := pgtest.Connect(t, dsn)
+	waitCaptured(t, conn, time.Minute)
+	compareAudit(t, conn)
+	if n := count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE origin <> 'user'`); n != 0 {
+		t.Errorf("%d user changes recorded with another origin", n)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'item' AND change_type = 'UPDATE' AND new_row->>'big' IS NULL AND old_row->>'big' IS NOT NULL AND new_row->>'qty' <> old_row->>'qty'`); n != 0 {
+		t.Errorf("%d updates lost an unchanged TOASTed value", n)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'item' AND length(new_row->>'big') > 2000 AND change_type = 'UPDATE'`); n == 0 {
+		t.Error("the workload made no updates of rows with TOASTed values; the test does not test them")
+	}
+}
+
+func TestOrigin(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	pgtest.Exec(t, dsn, `CREATE TABLE thing (id int PRIMARY KEY, name text)`)
+	// A tiny batch makes the marker arrive after rows were already written.
+	startCapture(t, dsn, func(c *logical.Config) { c.BatchRows = 5 })
+	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name, module) VALUES ('thing', 'test')`)
+	pgtest.Exec(t, dsn,
+		`INSERT INTO thing VALUES (1, 'user')`,
+		`BEGIN; SELECT iasql_engine_mark('cycle 7'); INSERT INTO thing VALUES (2, 'engine first'); UPDATE thing SET name = 'engine' WHERE id = 1; COMMIT`,
+		`BEGIN; INSERT INTO thing SELECT g, 'late mark' FROM generate_series(10, 29) g; SELECT iasql_engine_mark('late'); COMMIT`,
+		`INSERT INTO thing VALUES (3, 'user again')`,
+		`BEGIN; SELECT iasql_engine_mark('rolled back'); INSERT INTO thing VALUES (4, 'never'); ROLLBACK`,
+	)
+	conn := pgtest.Connect(t, dsn)
+	waitCaptured(t, conn, 30*time.Second)
+	tests := []struct {
+		name   string
+		where  string
+		rows   int
+		origin string
+		msg    string
+	}{
+		{"plain user insert", `record_id = '1' AND change_type = 'INSERT'`, 1, "user", ""},
+		{"engine insert", `record_id = '2'`, 1, "engine", "cycle 7"},
+		{"engine update", `record_id = '1' AND change_type = 'UPDATE'`, 1, "engine", "cycle 7"},
+		{"marker after spilled rows", `new_row->>'name' = 'late mark'`, 20, "engine", "late"},
+		{"user after engine", `record_id = '3'`, 1, "user", ""},
+		{"rolled back", `record_id = '4'`, 0, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := `SELECT count(*) FROM iasql_audit_log WHERE ` + tc.where
+			if n := count(t, conn, q); n != tc.rows {
+				t.Fatalf("%d rows, want %d", n, tc.rows)
+			}
+			if tc.rows == 0 {
+				return
+			}
+			if n := count(t, conn, q+` AND origin = $1 AND coalesce(message, '') = $2`, tc.origin, tc.msg); n != tc.rows {
+				t.Errorf("%d of %d rows have origin %s and message %q", n, tc.rows, tc.origin, tc.msg)
+			}
+		})
+	}
+}
+
+func TestRegistrationTruncateAndResume(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	pgtest.Exec(t, dsn, `CREATE TABLE a (id int PRIMARY KEY, v text)`, `CREATE TABLE b (id int PRIMARY KEY)`)
+	stop := startCapture(t, dsn, nil)
+	conn := pgtest.Connect(t, dsn)
+	ctx := context.Background()
+
+	// Registered by a user's INSERT: captured from the next transaction on.
+	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name) VALUES ('a')`, `INSERT INTO a VALUES (1, 'x')`, `INSERT INTO b VALUES (1)`)
+	deadline := time.Now().Add(5 * time.Second)
+	for count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'a'`) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a change to a newly registered table was not captured within 5 seconds")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pgtest.Exec(t, dsn, `TRUNCATE a`)
+	// Unregistered: no longer captured.
+	pgtest.Exec(t, dsn, `DELETE FROM iasql_tables WHERE table_name = 'a'`, `INSERT INTO a VALUES (2, 'y')`)
+	waitCaptured(t, conn, 30*time.Second)
+	tests := []struct {
+		name string
+		q    string
+		want int
+	}{
+		{"unregistered table never captured", `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'b'`, 0},
+		{"truncate is one row without record", `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'a' AND change_type = 'TRUNCATE' AND record_id IS NULL`, 1},
+		{"no capture after unregistering", `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'a' AND record_id = '2'`, 0},
+		{"publication follows the registry", `SELECT count(*) FROM pg_publication_tables WHERE pubname = 'iasql'`, 0},
+	}
+	for _, tc := range tests {
+		if n := count(t, conn, tc.q); n != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, n, tc.want)
+		}
+	}
+
+	// Changes made while no sidecar runs are captured once it is back.
+	stop()
+	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name) VALUES ('b')`, `INSERT INTO b VALUES (2), (3)`, `DELETE FROM b WHERE id = 1`)
+	startCapture(t, dsn, nil)
+	waitCaptured(t, conn, 30*time.Second)
+	if n := count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'b'`); n != 3 {
+		t.Errorf("after a restart %d changes to b were captured, want 3", n)
+	}
+	var changes int
+	if err := conn.QueryRow(ctx, `SELECT changes FROM iasql_capture_progress`).Scan(&changes); err != nil {
+		t.Fatal(err)
+	}
+	if total := count(t, conn, `SELECT count(*) FROM iasql_audit_log`); changes != total {
+		t.Errorf("capture progress counts %d changes, the audit trail holds %d", changes, total)
+	}
+}
+
+// sidecar is an iasql run process.
+type sidecar struct {
+	cmd *exec.Cmd
+	out *syncBuffer
+	end chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// iasqlBin is the sidecar binary: IASQL_BIN (make test sets it), else built once.
+func iasqlBin(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if p := os.Getenv("IASQL_BIN"); p != "" {
+			binPath = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "iasql-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "iasql")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/iasql").CombinedOutput()
+		if err != nil {
+			binErr = err
+			binPath = string(out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("build iasql: %v: %s", binErr, binPath)
+	}
+	return binPath
+}
+
+func startSidecar(t testing.TB, dsn string) *sidecar {
+	t.Helper()
+	s := &sidecar{out: &syncBuffer{}, end: make(chan struct{})}
+	s.cmd = exec.Command(iasqlBin(t), "run", "--dsn", dsn, "--log-level", "debug")
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start sidecar: %v", err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.end) }()
+	t.Cleanup(func() { s.kill() })
+	return s
+}
+
+func (s *sidecar) kill() {
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.end
+}
+
+func (s *sidecar) capturing() bool { return strings.Contains(s.out.String(), "msg=capturing") }
+
+func (s *sidecar) exited() bool {
+	select {
+	case <-s.end:
+		return true
+	default:
+		return false
+	}
+}
