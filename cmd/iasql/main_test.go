@@ -1,0 +1,341 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/internal/pgcluster"
+	"github.com/iasql/iasql/internal/pgtest"
+)
+
+var (
+	srv *pgtest.Server
+	bin string
+)
+
+func TestMain(m *testing.M) {
+	bin = os.Getenv("IASQL_BIN")
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "iasql-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		bin = filepath.Join(dir, "iasql")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build iasql: %v\n%s", err, out)
+			os.Exit(1)
+		}
+	}
+	pgtest.Main(m, &srv)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func iasql(t *testing.T, timeout time.Duration, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "IASQL_DSN=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run iasql %v: %v", args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("iasql %v did not finish within %s; stderr: %s", args, timeout, r.stderr)
+	}
+	return r
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"run", "install", "status", "demo"} {
+		r := iasql(t, 10*time.Second, cmd, "--help")
+		if r.code != 0 {
+			t.Errorf("%s --help exited %d", cmd, r.code)
+		}
+		help := r.stdout + r.stderr
+		if !strings.Contains(help, "Usage: iasql "+cmd) || !strings.Contains(help, "Examples:") {
+			t.Errorf("%s --help lacks usage or examples:\n%s", cmd, help)
+		}
+		if cmd != "demo" && !strings.Contains(help, "env IASQL_DSN") {
+			t.Errorf("%s --help does not name IASQL_DSN:\n%s", cmd, help)
+		}
+	}
+	if r := iasql(t, 10*time.Second, "--help"); r.code != 0 || !strings.Contains(r.stdout, "Commands:") {
+		t.Errorf("--help: exit %d, %q", r.code, r.stdout)
+	}
+	if r := iasql(t, 10*time.Second, "--version"); r.code != 0 || !strings.HasPrefix(r.stdout, "iasql ") {
+		t.Errorf("--version: exit %d, %q", r.code, r.stdout)
+	}
+	if r := iasql(t, 10*time.Second, "frobnicate"); r.code != 1 || !strings.Contains(r.stderr, "unknown command") {
+		t.Errorf("unknown command: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func withUser(dsn, user string) string {
+	return strings.Replace(dsn, "postgres@", user+"@", 1)
+}
+
+// nothingInstalled asserts that a failed start left no state behind.
+func nothingInstalled(t *testing.T, adminDSN string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), adminDSN)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(context.Background())
+	var objects, slots, pubs int
+	err = conn.QueryRow(context.Background(), `
+		SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE 'iasql%') + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'iasql%'),
+		       (SELECT count(*) FROM pg_replication_slots WHERE database = current_database()),
+		       (SELECT count(*) FROM pg_publication)`).Scan(&objects, &slots, &pubs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objects+slots+pubs != 0 {
+		t.Errorf("a failed start left %d iasql objects, %d slots, %d publications behind", objects, slots, pubs)
+	}
+}
+
+func closedPort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+func TestRunRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	walReplica, err := pgcluster.Start(context.Background(), pgcluster.Options{Settings: map[string]string{"wal_level": "replica"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer walReplica.Destroy()
+	oneSlot, err := pgcluster.Start(context.Background(), pgcluster.Options{Settings: map[string]string{"max_replication_slots": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oneSlot.Destroy()
+	pgtest.Exec(t, oneSlot.DSN("postgres"), `SELECT pg_create_logical_replication_slot('someone_else', 'pgoutput')`)
+
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) (dsn, admin string)
+		args  []string
+		want  []string
+	}{
+		{"no dsn", nil, []string{"run"}, []string{"no database given", "--dsn"}},
+		{"unparsable dsn", nil, []string{"run", "--dsn", "postgres://u:secret@host:notaport/db"}, []string{"invalid DSN"}},
+		{"unreachable server", func(t *testing.T) (string, string) {
+			return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?connect_timeout=5", closedPort(t)), ""
+		}, []string{"run"}, []string{"cannot connect", "check that PostgreSQL is running"}},
+		{"missing database", func(t *testing.T) (string, string) {
+			return pgtest.WithDatabase(srv.AdminDSN(), "no_such_db"), ""
+		}, []string{"run"}, []string{`database "no_such_db" does not exist`}},
+		{"wal_level not logical", func(t *testing.T) (string, string) {
+			return walReplica.DSN("postgres"), walReplica.DSN("postgres")
+		}, []string{"run"}, []string{`wal_level is "replica"`, "wal_level = logical", "restart PostgreSQL"}},
+		{"role without REPLICATION", func(t *testing.T) (string, string) {
+			dsn := srv.NewDB(t)
+			pgtest.Exec(t, dsn, `DO $$ BEGIN CREATE ROLE norepl LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+				`GRANT CREATE ON DATABASE `+dbName(dsn)+` TO norepl`, `GRANT CREATE ON SCHEMA public TO norepl`)
+			return withUser(dsn, "norepl"), dsn
+		}, []string{"run"}, []string{"role norepl lacks REPLICATION", "ALTER ROLE norepl REPLICATION"}},
+		{"role without CREATE rights", func(t *testing.T) (string, string) {
+			dsn := srv.NewDB(t)
+			pgtest.Exec(t, dsn, `DO $$ BEGIN CREATE ROLE nocreate LOGIN REPLICATION; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+				`REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
+			return withUser(dsn, "nocreate"), dsn
+		}, []string{"run"}, []string{"role nocreate lacks", "CREATE on the database", "CREATE on schema public"}},
+		{"replication slots exhausted", func(t *testing.T) (string, string) {
+			pgtest.Exec(t, oneSlot.DSN("postgres"), `CREATE DATABASE slots`)
+			return oneSlot.DSN("slots"), oneSlot.DSN("slots")
+		}, []string{"run"}, []string{"max_replication_slots (1) are in use", "raise max_replication_slots"}},
+		{"bad log format", func(t *testing.T) (string, string) { return srv.AdminDSN(), "" }, []string{"run", "--log-format", "xml"}, []string{"invalid --log-format"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			var admin string
+			if tc.setup != nil {
+				var dsn string
+				dsn, admin = tc.setup(t)
+				args = append(args, "--dsn", dsn)
+			}
+			r := iasql(t, 30*time.Second, args...)
+			if r.code != 1 {
+				t.Errorf("exit code %d, want 1; stderr: %s", r.code, r.stderr)
+			}
+			msg := strings.TrimRight(r.stderr, "\n")
+			if strings.Count(msg, "\n") != 0 {
+				t.Errorf("error is not one line:\n%s", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not say %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, "secret") {
+				t.Errorf("error shows the password: %s", msg)
+			}
+			if admin != "" {
+				nothingInstalled(t, admin)
+			}
+		})
+	}
+}
+
+func dbName(dsn string) string {
+	cfg, _ := pgx.ParseConfig(dsn)
+	return cfg.Database
+}
+
+func TestInstallAndStatus(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	r := iasql(t, 30*time.Second, "install", "--dsn", dsn)
+	if r.code != 0 || !strings.Contains(r.stdout, "installed iasql") {
+		t.Fatalf("install: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := iasql(t, 30*time.Second, "install", "--dsn", dsn); r.code != 0 || !strings.Contains(r.stdout, "already installed") {
+		t.Fatalf("second install: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = iasql(t, 30*time.Second, "status", "--dsn", dsn)
+	if r.code != 1 || !strings.Contains(r.stderr, "does not exist: start 'iasql run'") {
+		t.Errorf("status before run: exit %d, %s", r.code, r.stderr)
+	}
+
+	run := exec.Command(bin, "run", "--dsn", dsn)
+	var logs bytes.Buffer
+	run.Stderr = &logs
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	// Capture starts from the slot the first run creates.
+	deadline := time.Now().Add(30 * time.Second)
+	for iasql(t, 30*time.Second, "status", "--dsn", dsn).code != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("sidecar never became healthy; logs: %s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	pgtest.Exec(t, dsn, `CREATE TABLE t (id int PRIMARY KEY)`, `INSERT INTO iasql_tables (table_name) VALUES ('t')`, `INSERT INTO t VALUES (1), (2)`)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		r = iasql(t, 30*time.Second, "status", "--dsn", dsn)
+		if r.code == 0 && strings.Contains(r.stdout, "changes_captured:   2") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never healthy with 2 changes: exit %d\n%s%s\nlogs: %s", r.code, r.stdout, r.stderr, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{"slot:               iasql_", "consumer:           active (pid", "lag_bytes:", "last_captured_lsn:  0/", "last_commit_time:   20", "capture:            healthy"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	// SIGTERM stops it cleanly; status then says nobody consumes.
+	_ = run.Process.Signal(syscall.SIGTERM)
+	if err := run.Wait(); err != nil {
+		t.Errorf("run after SIGTERM: %v; logs: %s", err, logs.String())
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		r = iasql(t, 30*time.Second, "status", "--dsn", dsn)
+		if r.code == 1 && strings.Contains(r.stderr, "no sidecar is consuming") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after stop: exit %d, %s %s", r.code, r.stdout, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestLostSlot: when PostgreSQL removed WAL the slot needed, run and status
+// say so and exit 1, and the slot is not silently recreated.
+func TestLostSlot(t *testing.T) {
+	t.Parallel()
+	c, err := pgcluster.Start(context.Background(), pgcluster.Options{Settings: map[string]string{"max_slot_wal_keep_size": "'1MB'", "max_wal_size": "'32MB'", "min_wal_size": "'32MB'"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app")
+	dsn := c.DSN("app")
+	run := exec.Command(bin, "run", "--dsn", dsn)
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, dsn, `CREATE TABLE t (id serial PRIMARY KEY, pad text)`)
+	deadline := time.Now().Add(30 * time.Second)
+	for iasql(t, 30*time.Second, "status", "--dsn", dsn).code != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("sidecar never became healthy")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name) VALUES ('t')`)
+	_ = run.Process.Kill()
+	_ = run.Wait()
+
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for i := 0; ; i++ {
+		var status string
+		if err := conn.QueryRow(context.Background(), `SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'iasql_app'`).Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status == "lost" {
+			break
+		}
+		if i == 30 {
+			t.Fatalf("could not make the slot lose WAL (wal_status %s)", status)
+		}
+		pgtest.Exec(t, dsn, `INSERT INTO t (pad) SELECT repeat('x', 1000) FROM generate_series(1, 2000)`, `SELECT pg_switch_wal()`, `CHECKPOINT`)
+	}
+	for _, cmd := range []string{"run", "status"} {
+		r := iasql(t, 30*time.Second, cmd, "--dsn", dsn)
+		if r.code != 1 || !strings.Contains(r.stderr, "lost") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%s with a lost slot: exit %d, stderr %q", cmd, r.code, r.stderr)
+		}
+	}
+	var status string
+	if err := conn.QueryRow(context.Background(), `SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'iasql_app'`).Scan(&status); err != nil || status != "lost" {
+		t.Errorf("the lost slot was replaced or dropped: %q, %v", status, err)
+	}
+}
