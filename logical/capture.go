@@ -110,7 +110,7 @@ func (c *Capture) session(ctx context.Context) error {
 	if slot == "" {
 		slot = SlotName(conn.Config().Database)
 	}
-	start, err := prepareSlot(ctx, conn, slot)
+	pos, err := prepareSlot(ctx, conn, slot)
 	if err != nil {
 		return err
 	}
@@ -125,14 +125,14 @@ func (c *Capture) session(ctx context.Context) error {
 		return err
 	}
 	defer rc.Close(context.Background())
-	err = pglogrepl.StartReplication(ctx, rc, slot, start, pglogrepl.StartReplicationOptions{
+	err = pglogrepl.StartReplication(ctx, rc, slot, pos.recorded, pglogrepl.StartReplicationOptions{
 		PluginArgs: []string{"proto_version '1'", "publication_names '" + Publication + "'", "messages 'true'"},
 	})
 	if err != nil {
 		return fmt.Errorf("start replication on slot %s: %w", slot, err)
 	}
-	c.log.Info("capturing", "slot", slot, "from", start.String())
-	s := &stream{c: c, conn: conn, rc: rc, w: newWriter(conn, slot), resumeAfter: start, flushed: start, rels: map[uint32]*relation{}}
+	c.log.Info("capturing", "slot", slot, "recorded", pos.recorded.String(), "confirmed", pos.confirmed.String())
+	s := &stream{c: c, conn: conn, rc: rc, w: newWriter(conn, slot), resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{}}
 	defer s.w.abort(context.Background())
 	return s.run(ctx)
 }
@@ -282,11 +282,15 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 	switch m := m.(type) {
 	case *pglogrepl.RelationMessage:
-		keys, err := primaryKey(ctx, s.conn, m.RelationID)
+		name, keys, ok, err := describe(ctx, s.conn, m.RelationID)
 		if err != nil {
 			return err
 		}
-		s.rels[m.RelationID] = newRelation(m, keys)
+		rel := newRelation(m, keys)
+		if ok {
+			rel.name = name
+		}
+		s.rels[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
 		s.inTx, s.begin, s.seq, s.engine, s.engineM, s.spilled, s.txRows = true, m, 0, false, nil, false, 0
 		// Already recorded before a restart: PostgreSQL resends from the
@@ -406,20 +410,23 @@ func (s *stream) status(ctx context.Context, pos pglogrepl.LSN, reply bool) erro
 	return nil
 }
 
-func primaryKey(ctx context.Context, conn *pgx.Conn, relID uint32) ([]string, error) {
-	rows, err := conn.Query(ctx, `
-		SELECT a.attname FROM pg_catalog.pg_index i
-		  JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
-		 WHERE i.indrelid = $1 AND i.indisprimary
-		 ORDER BY array_position(i.indkey::int2[], a.attnum)`, relID)
-	if err != nil {
-		return nil, fmt.Errorf("read primary key of relation %d: %w", relID, err)
+// describe reads a relation's canonical name and primary key from the
+// catalog; ok is false when the table no longer exists.
+func describe(ctx context.Context, conn *pgx.Conn, relID uint32) (name string, keys []string, ok bool, err error) {
+	err = conn.QueryRow(ctx, `
+		SELECT public.iasql_table_name(c.oid),
+		       array(SELECT a.attname::text FROM pg_catalog.pg_index i
+		               JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+		              WHERE i.indrelid = c.oid AND i.indisprimary
+		              ORDER BY array_position(i.indkey::int2[], a.attnum))
+		  FROM pg_catalog.pg_class c WHERE c.oid = $1`, relID).Scan(&name, &keys)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, false, nil
 	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("read primary key of relation %d: %w", relID, err)
+		return "", nil, false, fmt.Errorf("describe relation %d: %w", relID, err)
 	}
-	return keys, nil
+	return name, keys, true, nil
 }
 
 func earliest(t time.Time, ts ...time.Time) time.Time {

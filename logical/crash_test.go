@@ -105,8 +105,10 @@ func TestTwoSidecars(t *testing.T) {
 	conn := pgtest.Connect(t, dsn)
 	waitCaptured(t, conn, 30*time.Second)
 
-	consumers := `SELECT count(*) FROM pg_stat_replication WHERE application_name = 'iasql capture'`
-	leaders := `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = iasql_lock_namespace()::oid AND objid = 1 AND granted`
+	consumers := `SELECT count(*) FROM pg_stat_replication r JOIN pg_stat_activity a USING (pid)
+		WHERE r.application_name = 'iasql capture' AND a.datname = current_database()`
+	leaders := `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = iasql_lock_namespace()::oid AND objid = 1 AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
 	if n := count(t, conn, consumers); n != 1 {
 		t.Errorf("%d replication consumers, want 1", n)
 	}

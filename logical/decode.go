@@ -27,7 +27,7 @@ const (
 // relation is what the decoder keeps of a table: its name and columns. The
 // relation cache is the capture loop's only state besides positions.
 type relation struct {
-	name    string // as iasql_tables spells it: schema-qualified unless public
+	name    string // canonical, as iasql_tables spells it (iasql_table_name)
 	columns []column
 	key     []int // indexes of the primary-key columns
 }
@@ -47,8 +47,8 @@ func quoteIdent(s string) string {
 	return strconv.Quote(s) // identifiers with quotes inside are vanishingly rare; Quote keeps them readable
 }
 
-// tableName spells a relation the way regclass::text does with the default
-// search_path, which is how iasql_tables normalises registrations.
+// tableName approximates iasql_table_name() for a table that no longer
+// exists when its changes are decoded (the catalog gives the exact name).
 func tableName(namespace, name string) string {
 	if namespace == "public" {
 		return quoteIdent(name)

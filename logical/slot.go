@@ -90,33 +90,43 @@ func ReadSlot(ctx context.Context, conn *pgx.Conn, slot string) (SlotInfo, error
 	return info, nil
 }
 
+// position is where capture resumes: after the last recorded transaction
+// (its progress), and at least the slot's confirmed position, which an idle
+// acknowledgement may have moved past it.
+type position struct {
+	recorded  pglogrepl.LSN
+	confirmed pglogrepl.LSN
+}
+
 // prepareSlot makes sure the slot exists and is usable and returns the
-// position to resume from: the end of the last recorded transaction.
-func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.LSN, error) {
+// position to resume from.
+func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string) (position, error) {
+	var pos position
 	info, err := ReadSlot(ctx, conn, slot)
 	if err != nil {
-		return 0, err
+		return pos, err
 	}
 	if err := info.usable(conn.Config().Database); err != nil {
-		return 0, err
+		return pos, err
 	}
 	if !info.Exists {
 		if info.CapturedLSN != nil {
-			return 0, &FatalError{Err: fmt.Errorf("%w: slot %s is gone but capture had reached %s; changes since then cannot be captured. To accept the gap and capture from now, delete its progress (DELETE FROM iasql_capture_progress WHERE slot_name = '%s', as the sidecar's role with iasql_audit_log's guard trigger disabled) and restart", ErrSlotLost, slot, *info.CapturedLSN, slot)}
+			return pos, &FatalError{Err: fmt.Errorf("%w: slot %s is gone but capture had reached %s; changes since then cannot be captured. To accept the gap and capture from now, delete its progress (DELETE FROM iasql_capture_progress WHERE slot_name = '%s', as a superuser with the table's guard trigger disabled) and restart", ErrSlotLost, slot, *info.CapturedLSN, slot)}
 		}
-		if err := CreateSlot(ctx, conn, slot); err != nil {
-			return 0, err
+		return pos, CreateSlot(ctx, conn, slot)
+	}
+	for _, p := range []struct {
+		s   *string
+		lsn *pglogrepl.LSN
+	}{{info.CapturedLSN, &pos.recorded}, {info.ConfirmedLSN, &pos.confirmed}} {
+		if p.s == nil {
+			continue
 		}
-		return 0, nil
+		if *p.lsn, err = pglogrepl.ParseLSN(*p.s); err != nil {
+			return pos, fmt.Errorf("parse LSN %q of slot %s: %w", *p.s, slot, err)
+		}
 	}
-	if info.CapturedLSN == nil {
-		return 0, nil
-	}
-	lsn, err := pglogrepl.ParseLSN(*info.CapturedLSN)
-	if err != nil {
-		return 0, fmt.Errorf("parse capture progress %q: %w", *info.CapturedLSN, err)
-	}
-	return lsn, nil
+	return pos, nil
 }
 
 // usable says why an existing slot cannot be used, if it cannot.

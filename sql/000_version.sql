@@ -18,6 +18,7 @@ LANGUAGE sql STABLE AS $$
     SELECT 1 FROM pg_catalog.pg_locks
      WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() AND granted
        AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
+       AND mode = 'ExclusiveLock'
        AND classid = public.iasql_lock_namespace()::oid AND objid = 1 AND objsubid = 2)
 $$;
 COMMENT ON FUNCTION public.iasql_is_capture_writer() IS

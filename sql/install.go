@@ -46,10 +46,26 @@ func Script() string {
 // ExtensionScript returns the extension's install script for Version.
 func ExtensionScript() string {
 	extra, _ := files.ReadFile("extension_only.sql")
-	return "-- Generated from sql/ by 'make extension'; do not edit.\n" +
-		"\\echo Use \"CREATE EXTENSION iasql\" to load this file. \\quit\n\n" +
-		Script() + "-- extension_only.sql\n" + string(extra)
+	return extensionGuard + Script() + "-- extension_only.sql\n" + string(extra)
 }
+
+// ExtensionFiles returns the files of extension/ generated from this folder:
+// the install script of Version and every upgrade script, by file name.
+func ExtensionFiles() map[string]string {
+	out := map[string]string{"iasql--" + Version + ".sql": ExtensionScript()}
+	entries, _ := upgrades.ReadDir("upgrades")
+	for _, e := range entries {
+		name := strings.TrimSuffix(e.Name(), ".sql")
+		if a, b, ok := strings.Cut(name, "--"); ok {
+			body, _ := Upgrade(a, b)
+			out["iasql--"+name+".sql"] = extensionGuard + body
+		}
+	}
+	return out
+}
+
+const extensionGuard = "-- Generated from sql/ by 'make extension'; do not edit.\n" +
+	"\\echo Use \"CREATE EXTENSION iasql\" to load this file. \\quit\n\n"
 
 // Upgrade returns the upgrade script from one version to the next, as
 // extension/iasql--FROM--TO.sql ships it, or false when there is none.

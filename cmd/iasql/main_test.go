@@ -233,32 +233,16 @@ func TestInstallAndStatus(t *testing.T) {
 	}
 
 	run := exec.Command(bin, "run", "--dsn", dsn)
-	var logs bytes.Buffer
-	run.Stderr = &logs
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer run.Process.Kill()
 	// Capture starts from the slot the first run creates.
-	deadline := time.Now().Add(30 * time.Second)
-	for iasql(t, 30*time.Second, "status", "--dsn", dsn).code != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("sidecar never became healthy; logs: %s", logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitStatus(t, dsn, "healthy", func(r result) bool { return r.code == 0 })
 	pgtest.Exec(t, dsn, `CREATE TABLE t (id int PRIMARY KEY)`, `INSERT INTO iasql_tables (table_name) VALUES ('t')`, `INSERT INTO t VALUES (1), (2)`)
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		r = iasql(t, 30*time.Second, "status", "--dsn", dsn)
-		if r.code == 0 && strings.Contains(r.stdout, "changes_captured:   2") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never healthy with 2 changes: exit %d\n%s%s\nlogs: %s", r.code, r.stdout, r.stderr, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	r = waitStatus(t, dsn, "healthy with 2 changes", func(r result) bool {
+		return r.code == 0 && strings.Contains(r.stdout, "changes_captured:   2")
+	})
 	for _, want := range []string{"slot:               iasql_", "consumer:           active (pid", "lag_bytes:", "last_captured_lsn:  0/", "last_commit_time:   20", "capture:            healthy"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, r.stdout)
@@ -268,16 +252,24 @@ func TestInstallAndStatus(t *testing.T) {
 	// SIGTERM stops it cleanly; status then says nobody consumes.
 	_ = run.Process.Signal(syscall.SIGTERM)
 	if err := run.Wait(); err != nil {
-		t.Errorf("run after SIGTERM: %v; logs: %s", err, logs.String())
+		t.Errorf("run after SIGTERM: %v", err)
 	}
-	deadline = time.Now().Add(15 * time.Second)
+	waitStatus(t, dsn, "no consumer after stop", func(r result) bool {
+		return r.code == 1 && strings.Contains(r.stderr, "no sidecar is consuming")
+	})
+}
+
+// waitStatus runs iasql status until ok says it shows what the test waits for.
+func waitStatus(t *testing.T, dsn, what string, ok func(result) bool) result {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r = iasql(t, 30*time.Second, "status", "--dsn", dsn)
-		if r.code == 1 && strings.Contains(r.stderr, "no sidecar is consuming") {
-			break
+		r := iasql(t, 30*time.Second, "status", "--dsn", dsn)
+		if ok(r) {
+			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("status after stop: exit %d, %s %s", r.code, r.stdout, r.stderr)
+			t.Fatalf("status never %s: exit %d\n%s%s", what, r.code, r.stdout, r.stderr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -299,13 +291,7 @@ func TestLostSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgtest.Exec(t, dsn, `CREATE TABLE t (id serial PRIMARY KEY, pad text)`)
-	deadline := time.Now().Add(30 * time.Second)
-	for iasql(t, 30*time.Second, "status", "--dsn", dsn).code != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("sidecar never became healthy")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitStatus(t, dsn, "healthy", func(r result) bool { return r.code == 0 })
 	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name) VALUES ('t')`)
 	_ = run.Process.Kill()
 	_ = run.Wait()

@@ -1,0 +1,52 @@
+# iasql: `make run` (the demo) and `make test` (every test) on a fresh Debian machine with Go.
+GO       ?= go
+PG_MAJOR ?= 15
+# Debian's layout; overridable for other installs.
+PG_BINDIR ?= $(firstword $(wildcard /usr/lib/postgresql/$(PG_MAJOR)/bin) $(shell pg_config --bindir 2>/dev/null))
+PG_CONFIG ?= $(PG_BINDIR)/pg_config
+TEST_TIMEOUT ?= 20m
+
+.PHONY: all build deps extension extension-install test test-go run bench clean
+
+all: build
+
+build: bin/iasql
+
+bin/iasql: $(shell find . -name '*.go' -not -path './.bench/*') $(wildcard sql/*.sql sql/upgrades/*.sql) go.mod go.sum
+	$(GO) build -o bin/iasql ./cmd/iasql
+
+# The PostgreSQL server binaries, pg_regress, pgbench and pg_recvlogical.
+# Installed with apt-get when missing and running as root; otherwise we say what to install.
+deps:
+	@if [ -x /usr/lib/postgresql/$(PG_MAJOR)/bin/postgres ] && [ -x /usr/lib/postgresql/$(PG_MAJOR)/bin/pgbench ] \
+	   && [ -x /usr/lib/postgresql/$(PG_MAJOR)/lib/pgxs/src/test/regress/pg_regress ]; then \
+	  exit 0; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing PostgreSQL $(PG_MAJOR) server binaries (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    postgresql-$(PG_MAJOR) postgresql-client-$(PG_MAJOR) make >/dev/null; \
+	else \
+	  echo "PostgreSQL $(PG_MAJOR) server binaries are missing: run 'sudo apt-get install postgresql-$(PG_MAJOR) postgresql-client-$(PG_MAJOR)' (or set PG_BINDIR)"; \
+	  exit 1; \
+	fi
+
+# Regenerate extension/ scripts from sql/ (a test checks they are current).
+extension:
+	$(GO) run ./sql/gen extension
+
+# Install the extension files into the server's share directory (needs write access there).
+extension-install: deps
+	$(MAKE) -C extension install PG_CONFIG=$(PG_CONFIG) >/dev/null
+
+test: deps build extension-install
+	$(GO) vet ./...
+	PATH="$(PG_BINDIR):$$PATH" IASQL_BIN="$(CURDIR)/bin/iasql" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+run: deps build
+	PATH="$(PG_BINDIR):$$PATH" ./bin/iasql demo
+
+bench: deps build
+	PATH="$(PG_BINDIR):$$PATH" IASQL_BIN="$(CURDIR)/bin/iasql" $(GO) run ./internal/bench
+
+clean:
+	rm -rf bin regress/results regress/regression.*
