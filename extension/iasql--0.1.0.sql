@@ -139,6 +139,8 @@ DECLARE
   pub name := public.iasql_publication();
   r record;
 BEGIN
+  -- Serialise with concurrent registrations and sidecars.
+  PERFORM pg_catalog.pg_advisory_xact_lock(public.iasql_lock_namespace(), 3);
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = pub) THEN
     EXECUTE pg_catalog.format('CREATE PUBLICATION %I', pub);
   END IF;
@@ -174,6 +176,10 @@ COMMENT ON FUNCTION public.iasql_tables_publish() IS
 CREATE TRIGGER iasql_tables_publish AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_tables
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_tables_publish();
 COMMENT ON TRIGGER iasql_tables_publish ON public.iasql_tables IS 'Keeps the publication equal to the registry.';
+
+-- The publication must exist before the replication slot: a change decoded
+-- at a point where the publication did not exist yet stops decoding for good.
+SELECT public.iasql_sync_publication();
 
 -- 020_audit.sql
 -- The audit trail: one row per captured change, written by the sidecar from

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -110,12 +111,14 @@ func (c *Capture) session(ctx context.Context) error {
 	if slot == "" {
 		slot = SlotName(conn.Config().Database)
 	}
+	// The publication first: a slot that decodes a change made before the
+	// publication existed cannot get past it.
+	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
+		return fatalf("sync publication %s: %w", Publication, err)
+	}
 	pos, err := prepareSlot(ctx, conn, slot)
 	if err != nil {
 		return err
-	}
-	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
-		return fatalf("sync publication %s: %w", Publication, err)
 	}
 	if c.cfg.OnLeader != nil {
 		c.cfg.OnLeader()
@@ -134,7 +137,17 @@ func (c *Capture) session(ctx context.Context) error {
 	c.log.Info("capturing", "slot", slot, "recorded", pos.recorded.String(), "confirmed", pos.confirmed.String())
 	s := &stream{c: c, conn: conn, rc: rc, w: newWriter(conn, slot), resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{}}
 	defer s.w.abort(context.Background())
-	return s.run(ctx)
+	// Receive deadlines are set on the socket, not through a context per
+	// call (which costs a goroutine hand-off per message); ending ctx
+	// interrupts a blocked receive the same way.
+	stop := context.AfterFunc(ctx, func() { _ = rc.Conn().SetReadDeadline(time.Now()) })
+	defer stop()
+	err = s.run(ctx)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42704" && strings.Contains(pgErr.Message, "publication") {
+		return &FatalError{Err: fmt.Errorf("slot %s cannot decode past a change made while publication %s did not exist (%s): recreating the publication does not help. To accept the gap, drop the slot (SELECT pg_drop_replication_slot('%s')), delete its row from iasql_capture_progress, and restart", slot, Publication, pgErr.Message, slot)}
+	}
+	return err
 }
 
 // lead blocks until this session holds the capture leadership lock.
@@ -212,9 +225,10 @@ func (s *stream) run(ctx context.Context) error {
 			// more, and commit the batch when the stream pauses.
 			deadline = earliest(deadline, time.Now().Add(2*time.Millisecond), s.batchAge.Add(s.c.cfg.BatchDelay))
 		}
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		raw, err := s.rc.ReceiveMessage(rctx)
-		cancel()
+		if err := s.rc.Conn().SetReadDeadline(deadline); err != nil {
+			return fmt.Errorf("set receive deadline: %w", err)
+		}
+		raw, err := s.rc.ReceiveMessage(context.Background())
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -301,3 +301,41 @@ func (s *sidecar) exited() bool {
 		return false
 	}
 }
+
+// TestStartUnderLoad: a first start while other tables are being written
+// must not leave the slot unable to decode (the publication has to exist
+// before the slot does).
+func TestStartUnderLoad(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	pgtest.Exec(t, dsn, `CREATE TABLE noise (id bigserial PRIMARY KEY, v int)`, `CREATE TABLE thing (id int PRIMARY KEY)`)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				return
+			}
+			defer conn.Close(context.Background())
+			for ctx.Err() == nil {
+				_, _ = conn.Exec(ctx, `INSERT INTO noise (v) VALUES (1)`)
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	startCapture(t, dsn, nil)
+	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name) VALUES ('thing')`, `INSERT INTO thing VALUES (1)`)
+	cancel()
+	wg.Wait()
+	conn := pgtest.Connect(t, dsn)
+	waitCaptured(t, conn, 30*time.Second)
+	if n := count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'thing'`); n != 1 {
+		t.Errorf("%d changes to thing captured, want 1", n)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'noise'`); n != 0 {
+		t.Errorf("%d changes to an unregistered table captured", n)
+	}
+}

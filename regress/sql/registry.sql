@@ -10,9 +10,9 @@ CREATE TABLE regress_nopk (id int, name text);
 CREATE VIEW regress_view AS SELECT 1 AS id;
 CREATE SEQUENCE regress_seq;
 
--- Nothing is registered and there is no publication yet
+-- Nothing is registered; the publication exists from install on (before any slot), empty
 SELECT count(*) = 0 AS nothing_registered FROM iasql_tables;
-SELECT count(*) = 0 AS no_publication FROM pg_publication WHERE pubname = iasql_publication();
+SELECT count(*) = 1 AS publication_exists FROM pg_publication WHERE pubname = iasql_publication();
 
 -- A table that does not exist is refused
 INSERT INTO iasql_tables (table_name) VALUES ('regress_missing');
@@ -28,9 +28,9 @@ INSERT INTO iasql_tables (table_name) VALUES ('iasql_capture_progress');
 -- A statement with one good and one bad table registers neither
 INSERT INTO iasql_tables (table_name) VALUES ('regress_items'), ('regress_nopk');
 
--- Failed registrations leave nothing: no row, no publication, identities unchanged
+-- Failed registrations leave nothing: no row, nothing published, identities unchanged
 SELECT count(*) = 0 AS nothing_registered FROM iasql_tables;
-SELECT count(*) = 0 AS no_publication FROM pg_publication WHERE pubname = iasql_publication();
+SELECT count(*) = 1 AS publication_exists FROM pg_publication WHERE pubname = iasql_publication();
 SELECT count(*) = 0 AS nothing_published FROM pg_publication_tables WHERE pubname = 'iasql';
 SELECT bool_and(relreplident = 'd') AS identities_unchanged
   FROM pg_class WHERE oid IN ('regress_items'::regclass, 'regress_nopk'::regclass);

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The id bases of the pgbench runs in one database (see idsPerClient): the
+// warm-up, the measured slices (baseSlices + i*clients*idsPerClient for
+// slice i), the lag run and the backlog.
+const (
+	baseWarm   = 100000000
+	baseSlices = 200000000
+	baseLag    = 600000000
+	baseRate   = 900000000
+)
+
+// markerReady is the first marker id, written by startCapturing; later
+// markers of a database count up from it (variantDB.catchUp).
+const markerReady = 0
+
+type variant int
+
+const (
+	variantNone    variant = iota // no slot, no trigger
+	variantTrigger                // the JSONB audit trigger
+	variantSidecar                // the sidecar capturing
+)
+
+func (v variant) String() string {
+	return [...]string{"none", "trigger", "sidecar"}[v]
+}
+
+// variantDB is the database of one variant in the writer-cost phase and
+// what its measured slices added up to.
+type variantDB struct {
+	v      variant
+	name   string
+	conn   *pgx.Conn
+	sc     *sidecar // while running (sidecar variant only)
+	slot   string
+	marker int // last marker id used
+
+	slices       int
+	tps          float64 // sum over slices
+	transactions int64
+	busyTicks    uint64   // whole machine, over the slices
+	captureTicks []uint64 // per capture process (sidecar, walsender, backend)
+	captureNames []string
+}
+
+// writerCost measures the workload's rate for each variant, then the lag.
+//
+// Each variant has a database of its own, created and seeded for it (the
+// sidecar's registered, with its own slot; the trigger's with the
+// trigger), warmed up with the workload after a checkpoint (the first
+// seconds on a freshly seeded table run much slower, and they pay the
+// full-page writes). Then the variants are measured in short slices, in
+// alternating order (none, trigger, sidecar, then sidecar, trigger, none,
+// ...), so that drift in the machine's speed (its disk's fsync latency
+// varies by tens of percent over tens of seconds) falls on all alike. Only
+// one variant runs at a time: the sidecar runs only for its own slices (it
+// starts, catches up with the WAL written meanwhile, is measured, catches up
+// with its slice, and stops), so it costs the other variants nothing; a slot
+// nobody streams from costs nothing either.
+func (b *bench) writerCost(ctx context.Context) (tps [3]float64, lag lagResult, err error) {
+	var dbs [3]*variantDB
+	defer func() {
+		for _, d := range dbs {
+			if d == nil {
+				continue
+			}
+			if d.sc != nil {
+				d.sc.kill()
+			}
+			d.conn.Close(context.Background())
+			if ctx.Err() == nil {
+				if derr := b.dropDB(ctx, d.name); err == nil {
+					err = derr
+				}
+			}
+		}
+	}()
+	for _, v := range []variant{variantNone, variantTrigger, variantSidecar} {
+		d := &variantDB{v: v, name: "bench_" + v.String()}
+		if d.conn, err = b.newDB(ctx, d.name); err != nil {
+			return tps, lag, err
+		}
+		dbs[v] = d
+		switch v {
+		case variantTrigger:
+			if err := execAll(ctx, d.conn, triggerSchema()); err != nil {
+				return tps, lag, fmt.Errorf("create the audit trigger: %w", err)
+			}
+		case variantSidecar:
+			if d.sc, err = b.startCapturing(ctx, d.conn, d.name); err != nil {
+				return tps, lag, fmt.Errorf("sidecar: %w", err)
+			}
+			d.slot = d.sc.slot
+		}
+	}
+	if err := b.checkpoint(ctx); err != nil {
+		return tps, lag, err
+	}
+	for _, d := range dbs {
+		r, err := b.runPgbench(ctx, d.name, baseWarm, nil, "-T", seconds(warmup))
+		if err != nil {
+			return tps, lag, fmt.Errorf("%s: warm-up: %w", d.v, err)
+		}
+		if err := b.checkAudit(ctx, d, r.transactions, 0, "warm-up"); err != nil {
+			return tps, lag, err
+		}
+		if d.sc != nil {
+			if err := d.stopSidecar(ctx); err != nil {
+				return tps, lag, err
+			}
+		}
+	}
+
+	for i := 0; i < slices; i++ {
+		order := []variant{variantNone, variantTrigger, variantSidecar}
+		if i%2 == 1 {
+			order = []variant{variantSidecar, variantTrigger, variantNone}
+		}
+		for _, v := range order {
+			if err := b.slice(ctx, dbs[v], i); err != nil {
+				return tps, lag, err
+			}
+		}
+	}
+
+	var cpu [3]float64
+	for _, d := range dbs {
+		tps[d.v] = d.tps / float64(d.slices)
+		if d.busyTicks > 0 {
+			cpu[d.v] = float64(d.busyTicks) * 1e6 / clockTicks / float64(d.transactions)
+		}
+	}
+	b.logf("writers, mean of %d slices: none %.1f tps, trigger %.1f tps, sidecar %.1f tps", slices, tps[variantNone], tps[variantTrigger], tps[variantSidecar])
+	if cpu[variantNone] > 0 {
+		b.logf("writers, CPU per transaction (whole machine): none %.0f µs, trigger %.0f µs (%+.0f%%), sidecar %.0f µs (%+.0f%%)",
+			cpu[variantNone], cpu[variantTrigger], 100*(cpu[variantTrigger]/cpu[variantNone]-1),
+			cpu[variantSidecar], 100*(cpu[variantSidecar]/cpu[variantNone]-1))
+	}
+	if d := dbs[variantSidecar]; len(d.captureNames) > 0 {
+		s := ""
+		for i, n := range d.captureNames {
+			s += fmt.Sprintf(", %s %.0f µs", n, float64(d.captureTicks[i])*1e6/clockTicks/float64(d.transactions))
+		}
+		b.logf("writers, CPU per transaction of the capture processes:%s", s[1:])
+	}
+
+	d := dbs[variantSidecar]
+	if err := d.startSidecar(ctx, b); err != nil {
+		return tps, lag, err
+	}
+	if lag, err = b.measureLag(ctx, d); err != nil {
+		return tps, lag, err
+	}
+	if err := d.stopSidecar(ctx); err != nil {
+		return tps, lag, err
+	}
+	return tps, lag, nil
+}
+
+// slice measures one slice of variant d.
+func (b *bench) slice(ctx context.Context, d *variantDB, i int) error {
+	name := fmt.Sprintf("slice %d %s", i+1, d.v)
+	var (
+		procs *procSet
+		err   error
+	)
+	if d.v == variantSidecar {
+		if err := d.startSidecar(ctx, b); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if procs, err = d.sc.procs(ctx, d.conn); err != nil {
+			return err
+		}
+	}
+	before, err := d.maxAuditID(ctx)
+	if err != nil {
+		return err
+	}
+	cpu0, cpuOK := readCPU()
+	r, err := b.runPgbench(ctx, d.name, baseSlices+i*clients*idsPerClient, nil, "-T", seconds(sliceDuration))
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	ended := time.Now()
+	cpu := "CPU n/a"
+	if cpu1, ok := readCPU(); ok && cpuOK {
+		busy, perTx := cpuUse(cpu0, cpu1, r.transactions)
+		d.busyTicks += cpu1.busy - cpu0.busy
+		cpu = fmt.Sprintf("CPU %.0f%% busy, %.0f µs per transaction", 100*busy, perTx)
+	}
+	d.slices++
+	d.tps += r.tps
+	d.transactions += r.transactions
+	b.logf("%s: %.1f tps (%d transactions, %s; %s)", name, r.tps, r.transactions, pgbenchLine(r.output, "latency average"), cpu)
+
+	if d.sc != nil {
+		at, err := d.catchUp(ctx, 2*time.Minute)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		names, ticks := procs.used()
+		if d.captureTicks == nil {
+			d.captureNames, d.captureTicks = names, make([]uint64, len(ticks))
+		}
+		for j := range ticks {
+			if j < len(d.captureTicks) {
+				d.captureTicks[j] += ticks[j]
+			}
+		}
+		b.logf("%s: capture caught up %s after pgbench ended", name, at.Sub(ended).Round(time.Millisecond))
+	}
+	if err := b.checkAudit(ctx, d, r.transactions, before, name); err != nil {
+		return err
+	}
+	if d.sc != nil {
+		if err := d.stopSidecar(ctx); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// startSidecar starts d's sidecar and returns once it has caught up.
+func (d *variantDB) startSidecar(ctx context.Context, b *bench) error {
+	sc, err := b.startSidecar(ctx, d.name)
+	if err != nil {
+		return err
+	}
+	d.sc = sc
+	if _, err := waitActive(ctx, d.conn, d.slot, 20*time.Millisecond, time.Minute, sc); err != nil {
+		return err
+	}
+	_, err = d.catchUp(ctx, time.Minute)
+	return err
+}
+
+// stopSidecar stops d's sidecar and waits for its slot to be released.
+func (d *variantDB) stopSidecar(ctx context.Context) error {
+	sc := d.sc
+	d.sc = nil
+	if err := sc.stop(); err != nil {
+		return err
+	}
+	return waitInactive(ctx, d.conn, d.slot)
+}
+
+// catchUp writes the next marker and waits for the sidecar to capture it.
+func (d *variantDB) catchUp(ctx context.Context, timeout time.Duration) (time.Time, error) {
+	d.marker++
+	if err := mark(ctx, d.conn, d.marker); err != nil {
+		return time.Time{}, err
+	}
+	return waitMarked(ctx, d.conn, d.marker, 10*time.Millisecond, timeout, d.sc)
+}
+
+// maxAuditID is where d's audit trail ends (0 without one).
+func (d *variantDB) maxAuditID(ctx context.Context) (int64, error) {
+	var q string
+	switch d.v {
+	case variantTrigger:
+		q = `SELECT coalesce(max(id), 0) FROM bench_trigger_audit`
+	case variantSidecar:
+		q = `SELECT coalesce(max(id), 0) FROM iasql_audit_log`
+	default:
+		return 0, nil
+	}
+	var id int64
+	if err := d.conn.QueryRow(ctx, q).Scan(&id); err != nil {
+		return 0, fmt.Errorf("read the audit trail of %s: %w", d.name, err)
+	}
+	return id, nil
+}
+
+// checkAudit warns when d's audit trail holds other than want rows for
+// bench_item after id before: every transaction of the workload makes one
+// change, so a difference means lost or doubled changes.
+func (b *bench) checkAudit(ctx context.Context, d *variantDB, want, before int64, what string) error {
+	var q string
+	switch d.v {
+	case variantTrigger:
+		q = `SELECT count(*) FROM bench_trigger_audit WHERE id > $1 AND table_name = 'bench_item'`
+	case variantSidecar:
+		if d.sc == nil {
+			return nil
+		}
+		if _, err := d.catchUp(ctx, 2*time.Minute); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		q = `SELECT count(*) FROM iasql_audit_log WHERE id > $1 AND table_name = 'bench_item'`
+	default:
+		return nil
+	}
+	var n int64
+	if err := d.conn.QueryRow(ctx, q, before).Scan(&n); err != nil {
+		return fmt.Errorf("%s: count audit rows: %w", what, err)
+	}
+	if n != want {
+		b.logf("WARNING: %s %s: %d audit rows for %d one-change transactions", d.v, what, n, want)
+	}
+	return nil
+}
+
+// withDB runs fn on a new seeded database and drops it after.
+func (b *bench) withDB(ctx context.Context, name string, fn func(conn *pgx.Conn) error) error {
+	conn, err := b.newDB(ctx, name)
+	if err != nil {
+		return err
+	}
+	err = fn(conn)
+	conn.Close(context.Background())
+	if ctx.Err() != nil {
+		return errors.Join(err, ctx.Err())
+	}
+	if derr := b.dropDB(ctx, name); err == nil {
+		err = derr
+	}
+	return err
+}
+
+func seconds(d time.Duration) string { return fmt.Sprint(int(d.Seconds())) }
+
+// startCapturing starts the sidecar on db, registers bench_item and
+// bench_marker, and returns once a change to them (marker markerReady) has
+// been captured.
+func (b *bench) startCapturing(ctx context.Context, conn *pgx.Conn, db string) (*sidecar, error) {
+	sc, err := b.startSidecar(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := waitActive(ctx, conn, sc.slot, 20*time.Millisecond, time.Minute, sc); err != nil {
+		sc.kill()
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO iasql_tables (table_name) VALUES ('bench_item'), ('bench_marker')`); err != nil {
+		sc.kill()
+		return nil, fmt.Errorf("register the bench tables: %w", err)
+	}
+	if err := mark(ctx, conn, markerReady); err != nil {
+		sc.kill()
+		return nil, err
+	}
+	if _, err := waitMarked(ctx, conn, markerReady, 20*time.Millisecond, 30*time.Second, sc); err != nil {
+		sc.kill()
+		return nil, err
+	}
+	return sc, nil
+}
+
+type lagResult struct {
+	p50, p99, max float64 // milliseconds
+	rows          int64
+}
+
+// measureLag runs the workload at a steady lagRate transactions (changes)
+// per second with d's sidecar capturing, and takes the percentiles of
+// captured_at - ts over the audit rows it made.
+func (b *bench) measureLag(ctx context.Context, d *variantDB) (lagResult, error) {
+	var lag lagResult
+	b.logf("lag: pgbench at %d changes/s for %s with the sidecar capturing", lagRate, lagDuration)
+	before, err := d.maxAuditID(ctx)
+	if err != nil {
+		return lag, err
+	}
+	r, err := b.runPgbench(ctx, d.name, baseLag, nil, "--rate", fmt.Sprint(lagRate), "-T", seconds(lagDuration))
+	if err != nil {
+		return lag, fmt.Errorf("lag: %w", err)
+	}
+	b.logf("lag: %.1f tps (%d transactions, %s, %s)", r.tps, r.transactions,
+		pgbenchLine(r.output, "latency average"), pgbenchLine(r.output, "rate limit schedule lag"))
+	if err := b.checkAudit(ctx, d, r.transactions, before, "lag"); err != nil {
+		return lag, err
+	}
+	err = d.conn.QueryRow(ctx, `
+		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms), percentile_cont(0.99) WITHIN GROUP (ORDER BY ms), max(ms), count(*)
+		  FROM (SELECT extract(epoch FROM captured_at - ts)::float8 * 1000 AS ms
+		          FROM iasql_audit_log WHERE id > $1 AND table_name = 'bench_item') s`, before).
+		Scan(&lag.p50, &lag.p99, &lag.max, &lag.rows)
+	if err != nil {
+		return lag, fmt.Errorf("lag: compute percentiles: %w", err)
+	}
+	b.logf("lag: %d audit rows: p50 %.2f ms, p99 %.2f ms, max %.2f ms", lag.rows, lag.p50, lag.p99, lag.max)
+	return lag, nil
+}
