@@ -11,19 +11,29 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/jackc/pglogrepl"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/logical"
+	"github.com/iasql/iasql/modules"
+	"github.com/iasql/iasql/modules/module"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
 
 // Config configures a sidecar.
 type Config struct {
-	DSN    string
-	Slot   string // empty: logical.SlotName(database)
-	Logger *slog.Logger
+	DSN          string
+	Slot         string // empty: logical.SlotName(database)
+	Logger       *slog.Logger
+	Interval     time.Duration // automatic cycles; default 2 minutes
+	CycleTimeout time.Duration // default 45 minutes
+	// Modules offered; nil means every module of this build.
+	Modules []module.Module
 	// OnReady is called once the sidecar captures (it holds leadership).
 	OnReady func()
 }
@@ -43,7 +53,28 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	return logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger, OnLeader: cfg.OnReady}).Run(ctx)
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("load AWS configuration (AWS_REGION, credentials, AWS_ENDPOINT_URL): %w", err)
+	}
+	mods := cfg.Modules
+	if mods == nil {
+		mods = modules.All()
+	}
+	var engine *Engine
+	capture := logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger,
+		OnLeader: func(ctx context.Context) {
+			if cfg.OnReady != nil {
+				cfg.OnReady()
+			}
+			engine.Lead(ctx)
+		},
+		OnMessage: func(prefix string, content []byte, lsn pglogrepl.LSN) { engine.Message(prefix, content, lsn) },
+		OnIntent:  func() { engine.Intent() },
+	})
+	engine = NewEngine(EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, AWS: awsCfg,
+		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout}, capture)
+	return capture.Run(ctx)
 }
 
 // Prepare checks the server and role, then installs or upgrades the SQL

@@ -8,38 +8,52 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT '0.1.0'::text $$;
 COMMENT ON FUNCTION public.iasql_version() IS
   'Version of the iasql SQL objects in this database; the sidecar upgrades them when it is older than itself.';
 
--- Advisory-lock keys. The first key is iasql''s namespace (0x69617371, "iasq");
--- the second names the role: 1 = the capture writer (the one sidecar that
--- consumes the replication slot and writes the audit trail).
+-- Advisory-lock keys. The first key is iasql's namespace (0x69617371, "iasq");
+-- the second names the role:
+--   1 = the capture writer (the one sidecar consuming the slot, writing the audit trail),
+--   2 = the running cycle (at most one per database),
+--   3 = publication maintenance (transaction lock),
+--   4 = the engine's service session (answers requests, keeps engine state).
 CREATE FUNCTION public.iasql_lock_namespace() RETURNS integer
 LANGUAGE sql IMMUTABLE AS $$ SELECT 1767994225 $$;
 COMMENT ON FUNCTION public.iasql_lock_namespace() IS
   'First key of the advisory locks iasql takes; pg_locks.classid of those locks.';
 
-CREATE FUNCTION public.iasql_is_capture_writer() RETURNS boolean
+CREATE FUNCTION public.iasql_holds_lock(role integer) RETURNS boolean
 LANGUAGE sql STABLE AS $$
   SELECT EXISTS (
     SELECT 1 FROM pg_catalog.pg_locks
      WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() AND granted
        AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
        AND mode = 'ExclusiveLock'
-       AND classid = public.iasql_lock_namespace()::oid AND objid = 1 AND objsubid = 2)
+       AND classid = public.iasql_lock_namespace()::oid AND objid = role AND objsubid = 2)
 $$;
+COMMENT ON FUNCTION public.iasql_holds_lock(integer) IS
+  'True when this session holds iasql''s exclusive advisory lock for the role (see iasql_lock_namespace).';
+
+CREATE FUNCTION public.iasql_is_capture_writer() RETURNS boolean
+LANGUAGE sql STABLE AS $$ SELECT public.iasql_holds_lock(1) $$;
 COMMENT ON FUNCTION public.iasql_is_capture_writer() IS
   'True when this session holds the capture leadership lock, the only session allowed to write the audit trail.';
 
+-- Statement trigger: the table is written only by a session holding one of
+-- the lock roles given as trigger arguments.
 CREATE FUNCTION public.iasql_guard_capture_tables() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+  r text;
 BEGIN
-  IF NOT public.iasql_is_capture_writer() THEN
-    RAISE EXCEPTION '% is written only by the iasql sidecar', TG_TABLE_NAME
-      USING ERRCODE = 'insufficient_privilege',
-            HINT = 'Read it with SELECT; it changes when the sidecar captures changes to registered tables.';
-  END IF;
-  RETURN NULL;
+  FOREACH r IN ARRAY TG_ARGV LOOP
+    IF public.iasql_holds_lock(r::integer) THEN
+      RETURN NULL;
+    END IF;
+  END LOOP;
+  RAISE EXCEPTION '% is written only by the iasql sidecar', TG_TABLE_NAME
+    USING ERRCODE = 'insufficient_privilege',
+          HINT = 'Read it with SELECT; the sidecar keeps it.';
 END $$;
 COMMENT ON FUNCTION public.iasql_guard_capture_tables() IS
-  'Statement trigger that refuses writes to the audit trail and capture progress from any session but the capture leader.';
+  'Statement trigger that refuses writes to iasql''s own tables from any session but the sidecar''s (the lock roles are the trigger''s arguments).';
 
 -- 010_registry.sql
 -- The registry of tables whose changes are user intent, and the publication
@@ -193,7 +207,7 @@ CREATE TABLE public.iasql_audit_log (
   table_name  text,
   record_id   text,
   change_type text NOT NULL CONSTRAINT iasql_audit_log_change_type
-                CHECK (change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')),
+                CHECK (change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'CYCLE_START', 'CYCLE_END')),
   old_row     jsonb,
   new_row     jsonb,
   origin      text NOT NULL CONSTRAINT iasql_audit_log_origin CHECK (origin IN ('user', 'engine')),
@@ -211,7 +225,7 @@ COMMENT ON COLUMN public.iasql_audit_log.xid IS 'Transaction id of the change.';
 COMMENT ON COLUMN public.iasql_audit_log.ts IS 'Commit time of the transaction.';
 COMMENT ON COLUMN public.iasql_audit_log.table_name IS 'The registered table changed (as in iasql_tables).';
 COMMENT ON COLUMN public.iasql_audit_log.record_id IS 'Primary key of the row: its value as text, or a JSON array of texts for a composite key; NULL for TRUNCATE.';
-COMMENT ON COLUMN public.iasql_audit_log.change_type IS 'INSERT, UPDATE, DELETE or TRUNCATE (one row per truncated table).';
+COMMENT ON COLUMN public.iasql_audit_log.change_type IS 'INSERT, UPDATE, DELETE or TRUNCATE (one row per truncated table) for captured changes; CYCLE_START and CYCLE_END for the engine''s cycles (message holds what started it and how it ended).';
 COMMENT ON COLUMN public.iasql_audit_log.old_row IS 'The row before an UPDATE or DELETE. Booleans, numbers, json and jsonb keep their JSON types; other values are their PostgreSQL text form.';
 COMMENT ON COLUMN public.iasql_audit_log.new_row IS 'The row after an INSERT or UPDATE (unchanged TOASTed values filled from the old row), as old_row.';
 COMMENT ON COLUMN public.iasql_audit_log.origin IS 'user for intent; engine for writes the sidecar made (marked with iasql_engine_mark).';
@@ -222,8 +236,8 @@ COMMENT ON CONSTRAINT iasql_audit_log_position ON public.iasql_audit_log IS 'A c
 REVOKE ALL ON public.iasql_audit_log FROM PUBLIC;
 GRANT SELECT ON public.iasql_audit_log TO PUBLIC;
 CREATE TRIGGER iasql_audit_log_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_audit_log
-  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables();
-COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the capture leader writes the audit trail.';
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('1', '2');
+COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the capture leader and the running cycle write the audit trail.';
 
 -- Engine writes: the sidecar calls this first in every transaction that
 -- writes module tables. It emits a transactional logical-decoding message,
@@ -242,8 +256,8 @@ COMMENT ON FUNCTION public.iasql_engine_mark(text) IS
 CREATE TABLE public.iasql_capture_progress (
   slot_name   name PRIMARY KEY,
   end_lsn     pg_lsn NOT NULL,
-  commit_lsn  pg_lsn NOT NULL,
-  commit_ts   timestamptz NOT NULL,
+  commit_lsn  pg_lsn,
+  commit_ts   timestamptz,
   changes     bigint NOT NULL DEFAULT 0,
   updated_at  timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
@@ -251,15 +265,288 @@ COMMENT ON TABLE public.iasql_capture_progress IS
   'Per replication slot: the last transaction whose changes are in the audit trail. Written only by the sidecar.';
 COMMENT ON COLUMN public.iasql_capture_progress.slot_name IS 'The logical replication slot capture consumes.';
 COMMENT ON COLUMN public.iasql_capture_progress.end_lsn IS 'End LSN of the last captured transaction; capture resumes after it.';
-COMMENT ON COLUMN public.iasql_capture_progress.commit_lsn IS 'Commit LSN of the last captured transaction.';
-COMMENT ON COLUMN public.iasql_capture_progress.commit_ts IS 'Commit time of the last captured transaction.';
+COMMENT ON COLUMN public.iasql_capture_progress.commit_lsn IS 'Commit LSN of the last captured transaction; NULL until one is captured.';
+COMMENT ON COLUMN public.iasql_capture_progress.commit_ts IS 'Commit time of the last captured transaction; NULL until one is captured.';
 COMMENT ON COLUMN public.iasql_capture_progress.changes IS 'Changes captured through this slot so far.';
 COMMENT ON COLUMN public.iasql_capture_progress.updated_at IS 'When capture last advanced.';
 REVOKE ALL ON public.iasql_capture_progress FROM PUBLIC;
 GRANT SELECT ON public.iasql_capture_progress TO PUBLIC;
 CREATE TRIGGER iasql_capture_progress_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_capture_progress
-  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables();
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('1');
 COMMENT ON TRIGGER iasql_capture_progress_guard ON public.iasql_capture_progress IS 'Only the capture leader writes capture progress.';
+
+-- 040_engine.sql
+-- The engine's state and the SQL API that calls into the sidecar.
+--
+-- Requests travel as non-transactional logical-decoding messages (prefix
+-- iasql_request): they reach the sidecar through its replication stream at
+-- once, even from inside an open transaction, and need no write the caller
+-- would have to commit. The sidecar answers in iasql_requests, which the
+-- caller polls (READ COMMITTED: each poll sees the newest answer).
+
+-- Modules this sidecar offers, and which are installed.
+CREATE TABLE public.iasql_modules (
+  name         text PRIMARY KEY,
+  version      text NOT NULL,
+  depends_on   text[] NOT NULL DEFAULT '{}',
+  tables       text[] NOT NULL DEFAULT '{}',
+  installed_at timestamptz
+);
+COMMENT ON TABLE public.iasql_modules IS 'Modules the sidecar offers (written by it at start), and when each was installed.';
+COMMENT ON COLUMN public.iasql_modules.name IS 'Module name, as iasql_install takes it.';
+COMMENT ON COLUMN public.iasql_modules.version IS 'Module version.';
+COMMENT ON COLUMN public.iasql_modules.depends_on IS 'Modules installed before this one.';
+COMMENT ON COLUMN public.iasql_modules.tables IS 'Tables the module creates, in dependency order.';
+COMMENT ON COLUMN public.iasql_modules.installed_at IS 'When it was installed; NULL when it is not.';
+REVOKE ALL ON public.iasql_modules FROM PUBLIC;
+GRANT SELECT ON public.iasql_modules TO PUBLIC;
+CREATE TRIGGER iasql_modules_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_modules
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_modules_guard ON public.iasql_modules IS 'Only the sidecar writes the module registry.';
+
+-- What the engine knows of each record: its cloud identity, and up to
+-- which LSN its user intent has been enacted (XOS's enacted version).
+CREATE TABLE public.iasql_records (
+  table_name  text NOT NULL,
+  record_id   text NOT NULL,
+  cloud_id    text,
+  enacted_lsn pg_lsn NOT NULL,
+  enacted_at  timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  PRIMARY KEY (table_name, record_id)
+);
+CREATE INDEX iasql_records_cloud_id ON public.iasql_records (table_name, cloud_id);
+COMMENT ON TABLE public.iasql_records IS 'Per module record: its cloud identity and the LSN up to which its user intent is enacted. A user change newer than enacted_lsn is pending intent.';
+COMMENT ON COLUMN public.iasql_records.table_name IS 'The module table.';
+COMMENT ON COLUMN public.iasql_records.record_id IS 'The row''s id.';
+COMMENT ON COLUMN public.iasql_records.cloud_id IS 'The resource''s identity in the cloud when last in sync.';
+COMMENT ON COLUMN public.iasql_records.enacted_lsn IS 'User changes to the record up to this LSN are enacted (or were decided otherwise).';
+COMMENT ON COLUMN public.iasql_records.enacted_at IS 'When enacted_lsn last moved.';
+COMMENT ON INDEX public.iasql_records_cloud_id IS 'Finds the record a cloud resource belonged to.';
+REVOKE ALL ON public.iasql_records FROM PUBLIC;
+GRANT SELECT ON public.iasql_records TO PUBLIC;
+CREATE TRIGGER iasql_records_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_records
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_records_guard ON public.iasql_records IS 'Only the sidecar writes record state.';
+
+-- Requests from the SQL API and the sidecar's answers.
+CREATE TABLE public.iasql_requests (
+  id           uuid PRIMARY KEY,
+  kind         text NOT NULL,
+  args         jsonb NOT NULL DEFAULT '{}',
+  requested_by name NOT NULL,
+  accepted_at  timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  finished_at  timestamptz,
+  status       text NOT NULL CONSTRAINT iasql_requests_status CHECK (status IN ('accepted', 'done', 'failed')),
+  result       jsonb,
+  error        text
+);
+COMMENT ON TABLE public.iasql_requests IS 'Requests made through the SQL API (iasql_commit, iasql_preview, ...) and the sidecar''s answers.';
+COMMENT ON COLUMN public.iasql_requests.id IS 'Request id, chosen by the caller.';
+COMMENT ON COLUMN public.iasql_requests.kind IS 'begin, commit, rollback, preview, install, uninstall or cycle.';
+COMMENT ON COLUMN public.iasql_requests.args IS 'Arguments of the request.';
+COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request.';
+COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar received it.';
+COMMENT ON COLUMN public.iasql_requests.finished_at IS 'When the sidecar finished it.';
+COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on), done or failed.';
+COMMENT ON COLUMN public.iasql_requests.result IS 'The answer (JSON), when done.';
+COMMENT ON COLUMN public.iasql_requests.error IS 'What went wrong, when failed.';
+COMMENT ON CONSTRAINT iasql_requests_status ON public.iasql_requests IS 'Known request states.';
+REVOKE ALL ON public.iasql_requests FROM PUBLIC;
+GRANT SELECT ON public.iasql_requests TO PUBLIC;
+CREATE TRIGGER iasql_requests_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_requests
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_requests_guard ON public.iasql_requests IS 'Only the sidecar answers requests.';
+
+-- The database's one iasql transaction (iasql_begin .. iasql_commit/rollback).
+CREATE TABLE public.iasql_transaction (
+  open      boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_transaction_one CHECK (open),
+  opened_by name NOT NULL,
+  opened_at timestamptz NOT NULL,
+  begin_lsn pg_lsn NOT NULL
+);
+COMMENT ON TABLE public.iasql_transaction IS 'The open iasql transaction, if any: automatic cycles pause while it is open.';
+COMMENT ON COLUMN public.iasql_transaction.open IS 'Always true: the table holds at most one row.';
+COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin.';
+COMMENT ON COLUMN public.iasql_transaction.opened_at IS 'When iasql_begin opened it.';
+COMMENT ON COLUMN public.iasql_transaction.begin_lsn IS 'User changes after this LSN belong to the transaction (iasql_rollback discards them).';
+COMMENT ON CONSTRAINT iasql_transaction_one ON public.iasql_transaction IS 'At most one iasql transaction per database.';
+REVOKE ALL ON public.iasql_transaction FROM PUBLIC;
+GRANT SELECT ON public.iasql_transaction TO PUBLIC;
+CREATE TRIGGER iasql_transaction_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_transaction
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_transaction_guard ON public.iasql_transaction IS 'Only the sidecar opens and closes iasql transactions.';
+
+-- Calls of deprecated functions, counted by the sidecar.
+CREATE TABLE public.iasql_deprecated_calls (
+  function_name text PRIMARY KEY,
+  calls         bigint NOT NULL DEFAULT 0,
+  last_called   timestamptz
+);
+COMMENT ON TABLE public.iasql_deprecated_calls IS 'How often each deprecated function (iasql_apply, iasql_sync, ...) was called.';
+COMMENT ON COLUMN public.iasql_deprecated_calls.function_name IS 'The deprecated function.';
+COMMENT ON COLUMN public.iasql_deprecated_calls.calls IS 'Calls counted so far.';
+COMMENT ON COLUMN public.iasql_deprecated_calls.last_called IS 'When it was last called.';
+REVOKE ALL ON public.iasql_deprecated_calls FROM PUBLIC;
+GRANT SELECT ON public.iasql_deprecated_calls TO PUBLIC;
+CREATE TRIGGER iasql_deprecated_calls_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_deprecated_calls
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_deprecated_calls_guard ON public.iasql_deprecated_calls IS 'Only the sidecar counts.';
+
+-- True when a sidecar consumes this database's capture slot.
+CREATE FUNCTION public.iasql_sidecar_connected() RETURNS boolean
+LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM public.iasql_capture_progress p
+      JOIN pg_catalog.pg_replication_slots s ON s.slot_name = p.slot_name
+     WHERE s.active AND s.database = pg_catalog.current_database())
+$$;
+COMMENT ON FUNCTION public.iasql_sidecar_connected() IS 'True when an iasql sidecar is consuming this database''s capture slot.';
+
+-- Send a request to the sidecar and wait for its answer. Refuses at once
+-- where it cannot work: no sidecar, REPEATABLE READ or SERIALIZABLE (the
+-- answer would never become visible), uncommitted writes (the sidecar could
+-- not see them).
+CREATE FUNCTION public.iasql_request(kind text, args jsonb DEFAULT '{}', timeout_s integer DEFAULT 3600) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  req uuid := pg_catalog.gen_random_uuid();
+  st text;
+  res jsonb;
+  err text;
+  answer_by timestamptz := pg_catalog.clock_timestamp() + interval '5 seconds';
+  give_up timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => timeout_s);
+BEGIN
+  IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
+    RAISE EXCEPTION 'iasql % cannot run at % isolation: its snapshot would never see the sidecar''s answer', kind,
+        pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
+      USING ERRCODE = 'invalid_transaction_state',
+            HINT = 'Call it outside a transaction block, or in one at READ COMMITTED.';
+  END IF;
+  IF pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL THEN
+    RAISE EXCEPTION 'iasql % cannot run in a transaction block with uncommitted writes: the sidecar cannot see them', kind
+      USING ERRCODE = 'invalid_transaction_state',
+            HINT = 'COMMIT (or ROLLBACK) first, then call it again.';
+  END IF;
+  IF NOT public.iasql_sidecar_connected() THEN
+    RAISE EXCEPTION 'iasql % needs the iasql sidecar, and none is connected to this database', kind
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'Start it: iasql run --dsn <this database>; iasql status shows its state.';
+  END IF;
+  PERFORM pg_catalog.pg_logical_emit_message(false, 'iasql_request',
+    pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'), 'role', current_user)::text);
+  LOOP
+    SELECT r.status, r.result, r.error INTO st, res, err FROM public.iasql_requests r WHERE r.id = req;
+    IF st IS NULL AND pg_catalog.clock_timestamp() > answer_by THEN
+      RAISE EXCEPTION 'iasql % got no answer from the sidecar within 5 seconds', kind
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'Check the sidecar with iasql status and its logs, then call it again.';
+    END IF;
+    EXIT WHEN st IN ('done', 'failed');
+    IF pg_catalog.clock_timestamp() > give_up THEN
+      RAISE EXCEPTION 'iasql % did not finish within % seconds (request %)', kind, timeout_s, req
+        USING ERRCODE = 'query_canceled',
+              HINT = 'It may still finish: see iasql_requests.';
+    END IF;
+    PERFORM pg_catalog.pg_sleep(0.005);
+  END LOOP;
+  IF st = 'failed' THEN
+    RAISE EXCEPTION '%', err USING ERRCODE = 'external_routine_exception';
+  END IF;
+  RETURN res;
+END $$;
+COMMENT ON FUNCTION public.iasql_request(text, jsonb, integer) IS
+  'Sends a request to the sidecar (as a non-transactional logical-decoding message) and waits for its answer in iasql_requests; raises its error.';
+
+CREATE PROCEDURE public.iasql_begin()
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM public.iasql_request('begin');
+END $$;
+COMMENT ON PROCEDURE public.iasql_begin() IS
+  'Waits for a running cycle to end, then opens the database''s one iasql transaction: automatic cycles pause until iasql_commit or iasql_rollback.';
+
+CREATE PROCEDURE public.iasql_commit()
+LANGUAGE plpgsql AS $$
+DECLARE
+  res jsonb;
+BEGIN
+  res := public.iasql_request('commit');
+  RAISE NOTICE 'iasql_commit: %', res->>'summary';
+END $$;
+COMMENT ON PROCEDURE public.iasql_commit() IS
+  'Runs a cycle now and returns when it has ended (so the cloud ids are in the rows), then closes the iasql transaction if one is open. Raises the failures with the records they concern.';
+
+CREATE PROCEDURE public.iasql_rollback()
+LANGUAGE plpgsql AS $$
+DECLARE
+  res jsonb;
+BEGIN
+  res := public.iasql_request('rollback');
+  RAISE NOTICE 'iasql_rollback: %', res->>'summary';
+END $$;
+COMMENT ON PROCEDURE public.iasql_rollback() IS
+  'Discards the user changes made since iasql_begin by restoring those records from the cloud, then closes the iasql transaction.';
+
+CREATE FUNCTION public.iasql_preview()
+RETURNS TABLE (action text, direction text, table_name text, id text, cloud_id text, description text)
+LANGUAGE sql AS $$
+  SELECT a->>'action', a->>'direction', a->>'table_name', a->>'id', a->>'cloud_id', a->>'description'
+    FROM pg_catalog.jsonb_array_elements(public.iasql_request('preview')->'actions') a
+$$;
+COMMENT ON FUNCTION public.iasql_preview() IS
+  'The plan a cycle would execute now, one row per action: create, update, replace or delete, towards the cloud or the database.';
+
+CREATE FUNCTION public.iasql_install(VARIADIC modules text[])
+RETURNS TABLE (module text, installed boolean, note text)
+LANGUAGE sql AS $$
+  SELECT m->>'module', (m->>'installed')::boolean, m->>'note'
+    FROM pg_catalog.jsonb_array_elements(public.iasql_request('install', pg_catalog.jsonb_build_object('modules', modules))->'modules') m
+$$;
+COMMENT ON FUNCTION public.iasql_install(text[]) IS
+  'Installs modules (and the modules they depend on): creates their tables, registers them for capture, imports what exists in the cloud.';
+
+CREATE FUNCTION public.iasql_uninstall(VARIADIC modules text[])
+RETURNS TABLE (module text, installed boolean, note text)
+LANGUAGE sql AS $$
+  SELECT m->>'module', (m->>'installed')::boolean, m->>'note'
+    FROM pg_catalog.jsonb_array_elements(public.iasql_request('uninstall', pg_catalog.jsonb_build_object('modules', modules))->'modules') m
+$$;
+COMMENT ON FUNCTION public.iasql_uninstall(text[]) IS
+  'Uninstalls modules: drops their tables and touches nothing in the cloud. Refused while an installed module depends on one of them.';
+
+CREATE FUNCTION public.iasql_modules_list()
+RETURNS TABLE (module text, version text, depends_on text[], tables text[], installed boolean)
+LANGUAGE sql STABLE AS $$
+  SELECT name, version, depends_on, tables, installed_at IS NOT NULL FROM public.iasql_modules ORDER BY name
+$$;
+COMMENT ON FUNCTION public.iasql_modules_list() IS 'The modules the sidecar offers, and whether each is installed.';
+
+-- Deprecated: they warn, do nothing else, and are counted (the count is
+-- sent as a non-transactional message, so it works in read-only transactions).
+CREATE FUNCTION public.iasql_deprecated(function_name text, replacement text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_catalog.pg_logical_emit_message(false, 'iasql_deprecated', function_name);
+  RAISE WARNING '% is deprecated and does nothing: %', function_name, replacement;
+END $$;
+COMMENT ON FUNCTION public.iasql_deprecated(text, text) IS 'Warns that a deprecated function was called, naming its replacement, and counts the call.';
+
+CREATE FUNCTION public.iasql_apply() RETURNS void LANGUAGE sql AS $$
+  SELECT public.iasql_deprecated('iasql_apply', 'changes are applied continuously; use CALL iasql_commit() to apply now and wait')
+$$;
+COMMENT ON FUNCTION public.iasql_apply() IS 'Deprecated: warns and does nothing. Changes apply continuously; CALL iasql_commit() applies now.';
+CREATE FUNCTION public.iasql_sync() RETURNS void LANGUAGE sql AS $$
+  SELECT public.iasql_deprecated('iasql_sync', 'the cloud is synced continuously; use CALL iasql_commit() to sync now and wait')
+$$;
+COMMENT ON FUNCTION public.iasql_sync() IS 'Deprecated: warns and does nothing. The cloud syncs continuously; CALL iasql_commit() syncs now.';
+CREATE FUNCTION public.iasql_preview_apply() RETURNS void LANGUAGE sql AS $$
+  SELECT public.iasql_deprecated('iasql_preview_apply', 'use SELECT * FROM iasql_preview()')
+$$;
+COMMENT ON FUNCTION public.iasql_preview_apply() IS 'Deprecated: warns and does nothing. Use SELECT * FROM iasql_preview().';
+CREATE FUNCTION public.iasql_preview_sync() RETURNS void LANGUAGE sql AS $$
+  SELECT public.iasql_deprecated('iasql_preview_sync', 'use SELECT * FROM iasql_preview()')
+$$;
+COMMENT ON FUNCTION public.iasql_preview_sync() IS 'Deprecated: warns and does nothing. Use SELECT * FROM iasql_preview().';
 
 -- extension_only.sql
 -- Only in the extension script: pg_dump keeps the rows of these tables, and
@@ -268,3 +555,5 @@ SELECT pg_catalog.pg_extension_config_dump('public.iasql_tables', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_audit_log', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_capture_progress', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_audit_log_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_modules', '');
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_records', '');

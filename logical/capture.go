@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -32,8 +33,20 @@ type Config struct {
 	StatusEvery time.Duration // standby status interval; default 10s
 	BatchRows   int           // rows held before spilling into the open audit transaction; default 2000
 	BatchDelay  time.Duration // longest a committed change waits for its batch to commit; default 50ms
-	// OnLeader, when set, is called once capture holds the leadership.
-	OnLeader func()
+	// OnLeader, when set, is called each time capture takes the
+	// leadership, with a context that ends when it loses it.
+	OnLeader func(ctx context.Context)
+	// OnMessage, when set, receives the non-transactional logical-decoding
+	// messages whose prefix starts with "iasql_" (requests from the SQL
+	// API), after every change committed before them is in the audit trail.
+	OnMessage func(prefix string, content []byte, lsn pglogrepl.LSN)
+	// OnIntent, when set, is called after a batch holding user changes is
+	// committed to the audit trail.
+	OnIntent func()
+	// FlushPoll is how often capture checks for WAL that is written but not
+	// flushed (a message from the SQL API waits there until something
+	// flushes it); default 20ms.
+	FlushPoll time.Duration
 }
 
 func (c *Config) defaults() {
@@ -49,6 +62,9 @@ func (c *Config) defaults() {
 	if c.BatchRows <= 0 {
 		c.BatchRows = 2000
 	}
+	if c.FlushPoll <= 0 {
+		c.FlushPoll = 20 * time.Millisecond
+	}
 	if c.BatchDelay <= 0 {
 		c.BatchDelay = 50 * time.Millisecond
 	}
@@ -58,12 +74,54 @@ func (c *Config) defaults() {
 type Capture struct {
 	cfg Config
 	log *slog.Logger
+
+	mu      sync.Mutex
+	covered pglogrepl.LSN // every commit before it is in the audit trail
+	changed chan struct{} // closed and replaced when covered moves
+	wake    func()        // interrupts the current stream's receive
+	poke    chan struct{} // asks the stream for a keepalive
 }
 
 // New returns a capture loop for cfg.
 func New(cfg Config) *Capture {
 	cfg.defaults()
-	return &Capture{cfg: cfg, log: cfg.Logger}
+	return &Capture{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
+}
+
+// WaitCovered returns once every transaction that committed before lsn is
+// in the audit trail (or decided to hold nothing for it).
+func (c *Capture) WaitCovered(ctx context.Context, lsn pglogrepl.LSN) error {
+	for {
+		c.mu.Lock()
+		covered, changed, wake := c.covered, c.changed, c.wake
+		c.mu.Unlock()
+		if covered >= lsn {
+			return nil
+		}
+		select {
+		case c.poke <- struct{}{}:
+		default:
+		}
+		if wake != nil {
+			wake()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for capture to reach %s (at %s): %w", lsn, covered, ctx.Err())
+		case <-changed:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Capture) cover(lsn pglogrepl.LSN) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lsn > c.covered {
+		c.covered = lsn
+		close(c.changed)
+		c.changed = make(chan struct{})
+	}
 }
 
 // Run captures until ctx ends, reconnecting with backoff after connection
@@ -120,8 +178,9 @@ func (c *Capture) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.cfg.OnLeader != nil {
-		c.cfg.OnLeader()
+	// The progress row names the slot (the SQL API finds the sidecar by it).
+	if _, err := conn.Exec(ctx, `INSERT INTO public.iasql_capture_progress (slot_name, end_lsn) VALUES ($1, $2::text::pg_lsn) ON CONFLICT (slot_name) DO NOTHING`, slot, pos.recorded.String()); err != nil {
+		return fmt.Errorf("record capture start: %w", err)
 	}
 	rc, err := connectReplication(ctx, c.cfg.DSN)
 	if err != nil {
@@ -135,6 +194,12 @@ func (c *Capture) session(ctx context.Context) error {
 		return fmt.Errorf("start replication on slot %s: %w", slot, err)
 	}
 	c.log.Info("capturing", "slot", slot, "recorded", pos.recorded.String(), "confirmed", pos.confirmed.String())
+	leaderCtx, endLeadership := context.WithCancel(ctx)
+	defer endLeadership()
+	go c.nudge(leaderCtx)
+	if c.cfg.OnLeader != nil {
+		go c.cfg.OnLeader(leaderCtx)
+	}
 	s := &stream{c: c, conn: conn, rc: rc, w: newWriter(conn, slot), resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{}}
 	defer s.w.abort(context.Background())
 	// Receive deadlines are set on the socket, not through a context per
@@ -142,6 +207,14 @@ func (c *Capture) session(ctx context.Context) error {
 	// interrupts a blocked receive the same way.
 	stop := context.AfterFunc(ctx, func() { _ = rc.Conn().SetReadDeadline(time.Now()) })
 	defer stop()
+	c.mu.Lock()
+	c.wake = func() { _ = rc.Conn().SetReadDeadline(time.Now()) }
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.wake = nil
+		c.mu.Unlock()
+	}()
 	err = s.run(ctx)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42704" && strings.Contains(pgErr.Message, "publication") {
@@ -212,6 +285,7 @@ type stream struct {
 	txRows    int
 	last      progress // last transaction in the open batch
 	batchOpen bool     // a committed transaction waits in the batch
+	batchUser bool     // the batch holds user changes
 	batchAge  time.Time
 	warned    map[string]bool
 }
@@ -239,8 +313,16 @@ func (s *stream) run(ctx context.Context) error {
 			if err := s.flush(ctx); err != nil {
 				return err
 			}
-			if time.Now().After(nextStatus) {
-				if err := s.status(ctx, 0, false); err != nil {
+			poked := false
+			select {
+			case <-s.c.poke:
+				poked = true
+			default:
+			}
+			if poked || time.Now().After(nextStatus) {
+				// A reply request makes the server answer with a keepalive
+				// carrying its position, which covers an idle stream.
+				if err := s.status(ctx, 0, poked); err != nil {
 					return err
 				}
 				nextStatus = time.Now().Add(s.c.cfg.StatusEvery)
@@ -273,6 +355,7 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 		if !s.inTx && !s.batchOpen {
 			// Idle: everything sent before the keepalive is recorded, so
 			// the slot may advance to the server's position and free WAL.
+			s.c.cover(ka.ServerWALEnd)
 			return s.status(ctx, ka.ServerWALEnd, ka.ReplyRequested)
 		}
 		if ka.ReplyRequested {
@@ -313,6 +396,15 @@ func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 	case *pglogrepl.CommitMessage:
 		return s.commit(ctx, m)
 	case *pglogrepl.LogicalDecodingMessage:
+		if !m.Transactional && strings.HasPrefix(m.Prefix, "iasql_") && s.c.cfg.OnMessage != nil {
+			// A request: what committed before it must be in the audit
+			// trail before anyone acts on it.
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+			s.c.cfg.OnMessage(m.Prefix, m.Content, m.LSN)
+			return nil
+		}
 		if m.Transactional && m.Prefix == EngineMessagePrefix && s.inTx && !s.skip {
 			msg := string(m.Content)
 			s.engine, s.engineM = true, &msg
@@ -352,6 +444,8 @@ func (s *stream) change(ctx context.Context, relID uint32, kind string, old, new
 	}
 	if s.engine {
 		r.origin, r.message = "engine", s.engineM
+	} else {
+		s.batchUser = true
 	}
 	var missing bool
 	if old != nil {
@@ -405,6 +499,11 @@ func (s *stream) flush(ctx context.Context) error {
 	}
 	s.batchOpen = false
 	s.resumeAfter = s.last.endLSN
+	s.c.cover(s.last.endLSN)
+	if s.batchUser && s.c.cfg.OnIntent != nil {
+		s.c.cfg.OnIntent()
+	}
+	s.batchUser = false
 	return s.status(ctx, s.last.endLSN, false)
 }
 
@@ -450,4 +549,48 @@ func earliest(t time.Time, ts ...time.Time) time.Time {
 		}
 	}
 	return t
+}
+
+// nudge flushes WAL that stays written but unflushed: a non-transactional
+// message from the SQL API (a request) reaches the replication stream only
+// once flushed, and nothing else may flush it soon on a quiet server. It
+// commits a tiny transaction (a transactional message, no table written)
+// when the insert position has stayed ahead of the flush position for a
+// whole poll interval.
+func (c *Capture) nudge(ctx context.Context) {
+	conn, err := pgx.Connect(ctx, c.cfg.DSN)
+	if err != nil {
+		c.log.Warn("WAL flush nudger cannot connect; SQL API requests may wait for other commits", "err", err)
+		return
+	}
+	defer conn.Close(context.Background())
+	_, _ = conn.Exec(ctx, `SET application_name = 'iasql flush'`)
+	var pending pglogrepl.LSN
+	t := time.NewTicker(c.cfg.FlushPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var insert, flush pglogrepl.LSN
+		if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_current_wal_insert_lsn()::text, pg_catalog.pg_current_wal_flush_lsn()::text`).Scan(&insert, &flush); err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("WAL flush nudger stopped", "err", err)
+			}
+			return
+		}
+		switch {
+		case insert <= flush:
+			pending = 0
+		case pending != 0 && flush < pending:
+			if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_logical_emit_message(true, 'iasql_flush', '')`); err != nil && ctx.Err() == nil {
+				c.log.Warn("WAL flush nudge failed", "err", err)
+			}
+			pending = 0
+		default:
+			pending = insert
+		}
+	}
 }

@@ -38,7 +38,8 @@ func startCapture(t *testing.T, dsn string, tune func(*logical.Config)) (stop fu
 		t.Fatalf("prepare: %v", err)
 	}
 	ready := make(chan struct{})
-	cfg := logical.Config{DSN: dsn, Slot: slot, Logger: quietLogger(), OnLeader: func() { close(ready) }}
+	var readyOnce sync.Once
+	cfg := logical.Config{DSN: dsn, Slot: slot, Logger: quietLogger(), OnLeader: func(context.Context) { readyOnce.Do(func() { close(ready) }) }}
 	if tune != nil {
 		tune(&cfg)
 	}

@@ -9,7 +9,7 @@ CREATE TABLE public.iasql_audit_log (
   table_name  text,
   record_id   text,
   change_type text NOT NULL CONSTRAINT iasql_audit_log_change_type
-                CHECK (change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')),
+                CHECK (change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'CYCLE_START', 'CYCLE_END')),
   old_row     jsonb,
   new_row     jsonb,
   origin      text NOT NULL CONSTRAINT iasql_audit_log_origin CHECK (origin IN ('user', 'engine')),
@@ -27,7 +27,7 @@ COMMENT ON COLUMN public.iasql_audit_log.xid IS 'Transaction id of the change.';
 COMMENT ON COLUMN public.iasql_audit_log.ts IS 'Commit time of the transaction.';
 COMMENT ON COLUMN public.iasql_audit_log.table_name IS 'The registered table changed (as in iasql_tables).';
 COMMENT ON COLUMN public.iasql_audit_log.record_id IS 'Primary key of the row: its value as text, or a JSON array of texts for a composite key; NULL for TRUNCATE.';
-COMMENT ON COLUMN public.iasql_audit_log.change_type IS 'INSERT, UPDATE, DELETE or TRUNCATE (one row per truncated table).';
+COMMENT ON COLUMN public.iasql_audit_log.change_type IS 'INSERT, UPDATE, DELETE or TRUNCATE (one row per truncated table) for captured changes; CYCLE_START and CYCLE_END for the engine''s cycles (message holds what started it and how it ended).';
 COMMENT ON COLUMN public.iasql_audit_log.old_row IS 'The row before an UPDATE or DELETE. Booleans, numbers, json and jsonb keep their JSON types; other values are their PostgreSQL text form.';
 COMMENT ON COLUMN public.iasql_audit_log.new_row IS 'The row after an INSERT or UPDATE (unchanged TOASTed values filled from the old row), as old_row.';
 COMMENT ON COLUMN public.iasql_audit_log.origin IS 'user for intent; engine for writes the sidecar made (marked with iasql_engine_mark).';
@@ -38,8 +38,8 @@ COMMENT ON CONSTRAINT iasql_audit_log_position ON public.iasql_audit_log IS 'A c
 REVOKE ALL ON public.iasql_audit_log FROM PUBLIC;
 GRANT SELECT ON public.iasql_audit_log TO PUBLIC;
 CREATE TRIGGER iasql_audit_log_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_audit_log
-  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables();
-COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the capture leader writes the audit trail.';
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('1', '2');
+COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the capture leader and the running cycle write the audit trail.';
 
 -- Engine writes: the sidecar calls this first in every transaction that
 -- writes module tables. It emits a transactional logical-decoding message,

@@ -4,3 +4,5 @@ SELECT pg_catalog.pg_extension_config_dump('public.iasql_tables', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_audit_log', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_capture_progress', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_audit_log_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_modules', '');
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_records', '');

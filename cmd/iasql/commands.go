@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/iasql/iasql/bridge"
@@ -20,6 +21,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		"  iasql run --dsn postgres://iasql@db:5432/app\n  IASQL_DSN=postgres://iasql@db/app iasql run --log-format json", stderr)
 	dsn := f.String("dsn", "IASQL_DSN", "", dsnHelp)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
+	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
+	timeout := f.String("cycle-timeout", "IASQL_CYCLE_TIMEOUT", "45m", "a cycle running longer is cancelled and recorded as timed out")
 	logger := logFlags(f, stderr)
 	if err := f.parse(args); err != nil {
 		return err
@@ -28,7 +31,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return bridge.Run(ctx, bridge.Config{DSN: *dsn, Slot: *slot, Logger: log})
+	iv, err := positiveDuration("--interval", *interval)
+	if err != nil {
+		return err
+	}
+	to, err := positiveDuration("--cycle-timeout", *timeout)
+	if err != nil {
+		return err
+	}
+	return bridge.Run(ctx, bridge.Config{DSN: *dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to})
 }
 
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -174,7 +185,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	ready := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
-		errc <- bridge.Run(ctx, bridge.Config{DSN: dsn, Logger: log, OnReady: func() { close(ready) }})
+		var once sync.Once
+		errc <- bridge.Run(ctx, bridge.Config{DSN: dsn, Logger: log, OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
 	select {
 	case err := <-errc:
@@ -199,4 +211,12 @@ Press Ctrl-C to stop (the cluster is removed).
 	err = <-errc
 	fmt.Fprintln(stdout, strings.TrimSpace("stopped; removing the cluster"))
 	return err
+}
+
+func positiveDuration(flag, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("invalid %s %q: give a positive duration such as 30s, 2m or 1h", flag, v)
+	}
+	return d, nil
 }

@@ -1,0 +1,367 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// Action is one planned step of a cycle, as iasql_preview shows it.
+type Action struct {
+	Action      string `json:"action"`    // create, update, replace, delete
+	Direction   string `json:"direction"` // cloud or database
+	Table       string `json:"table_name"`
+	ID          string `json:"id"`       // the row's id ("" for a resource not yet imported)
+	CloudID     string `json:"cloud_id"` // the resource's identity in the cloud
+	Description string `json:"description"`
+
+	ts     *tableState
+	row    *row
+	cloud  module.Record // the resource as the cloud has it
+	record string        // the record a cloud-only resource belonged to, if known
+	kind   step
+}
+
+type step int
+
+const (
+	cloudCreate step = iota
+	cloudUpdate
+	cloudDelete
+	dbInsert
+	dbUpdate
+	dbDelete
+	dbFeedback
+)
+
+// plan is the outcome of diffing one snapshot.
+type plan struct {
+	actions []*Action
+	// enact: records in sync whose state must be recorded (first sighting,
+	// or intent satisfied without a change).
+	enact []enactment
+}
+
+type enactment struct {
+	table, id, cloudID string
+}
+
+// options change how a cycle decides directions.
+type options struct {
+	// discardAfter, when set, turns user intent newer than it into "no
+	// intent" (iasql_rollback): those records are restored from the cloud.
+	discardAfter pglogrepl.LSN
+	discard      bool
+}
+
+// diff decides, for every difference between database and cloud, what to
+// do, by the direction table of DESIGN.md (every record NORMAL until modes
+// land): pending intent pushes to the cloud, its absence pulls from it.
+func diff(snap *snapshot, opt options) (*plan, error) {
+	p := &plan{}
+	for _, ts := range snap.tables {
+		intent := func(id string) bool {
+			lsn, ok := ts.intent[id]
+			if !ok {
+				return false
+			}
+			return !(opt.discard && lsn > opt.discardAfter)
+		}
+		// Rows (in database, maybe in cloud).
+		ids := make([]string, 0, len(ts.rows))
+		for id := range ts.rows {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return numLess(ids[i], ids[j]) })
+		for _, id := range ids {
+			r := ts.rows[id]
+			if r.cloud == nil {
+				// A reference that cannot be resolved yet: its parent is
+				// planned in this pass; the next pass handles the child.
+				continue
+			}
+			c, inCloud := ts.cloud[r.cloudID]
+			a := &Action{Table: ts.spec.Name, ID: id, CloudID: r.cloudID, ts: ts, row: r, cloud: c}
+			switch {
+			case !inCloud && intent(id):
+				a.Action, a.Direction, a.kind = "create", "cloud", cloudCreate
+				a.Description = "create " + describe(ts.spec, r.cloud) + " in the cloud"
+			case !inCloud:
+				a.Action, a.Direction, a.kind = "delete", "database", dbDelete
+				a.Description = "delete the row: " + r.cloudID + " is gone from the cloud"
+			case !ts.mapper.Equal(r.cloud, c) && intent(id):
+				a.Action, a.Direction, a.kind = "update", "cloud", cloudUpdate
+				a.Description = "update " + r.cloudID + " in the cloud: " + changes(ts.spec.Declarative, c, r.cloud)
+			case !ts.mapper.Equal(r.cloud, c):
+				a.Action, a.Direction, a.kind = "update", "database", dbUpdate
+				a.Description = "update the row from the cloud: " + changes(ts.spec.Declarative, r.cloud, c)
+			case !sameColumns(ts.spec.Feedback, r.cloud, c):
+				a.Action, a.Direction, a.kind = "update", "database", dbFeedback
+				a.Description = "refresh " + strings.Join(ts.spec.Feedback, ", ") + " from the cloud"
+			default:
+				rec, known := ts.records[id]
+				if !known || rec.cloudID != r.cloudID || intent(id) || (opt.discard && ts.intent[id] != 0) {
+					p.enact = append(p.enact, enactment{ts.spec.Name, id, r.cloudID})
+				}
+				continue
+			}
+			p.actions = append(p.actions, a)
+		}
+		// Resources only in the cloud.
+		cids := make([]string, 0, len(ts.cloud))
+		for cid := range ts.cloud {
+			if ts.byCloud[cid] == nil {
+				cids = append(cids, cid)
+			}
+		}
+		sort.Strings(cids)
+		for _, cid := range cids {
+			c := ts.cloud[cid]
+			rid := ts.recBy[cid]
+			a := &Action{Table: ts.spec.Name, CloudID: cid, ts: ts, cloud: c, record: rid}
+			if rid != "" && intent(rid) {
+				// The user deleted the row (or moved it to another identity).
+				a.Action, a.Direction, a.kind = "delete", "cloud", cloudDelete
+				a.ID = rid
+				a.Description = "delete " + describe(ts.spec, c) + " from the cloud"
+			} else {
+				a.Action, a.Direction, a.kind = "create", "database", dbInsert
+				a.Description = "import " + describe(ts.spec, c) + " from the cloud"
+			}
+			p.actions = append(p.actions, a)
+		}
+	}
+	return p, nil
+}
+
+func numLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+func describe(spec module.Table, r module.Record) string {
+	return strings.TrimSuffix(spec.Name, "s") + " " + cloudID(spec, r)
+}
+
+func sameColumns(cols []string, a, b module.Record) bool {
+	for _, c := range cols {
+		if !module.Same(a[c], b[c]) {
+			return false
+		}
+	}
+	return true
+}
+
+// changes describes the columns in which to differs from from.
+func changes(cols []string, from, to module.Record) string {
+	var out []string
+	for _, c := range cols {
+		if !module.Same(from[c], to[c]) {
+			out = append(out, fmt.Sprintf("%s %s -> %s", c, show(from[c]), show(to[c])))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func show(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	js, _ := json.Marshal(v)
+	return string(js)
+}
+
+// order sorts actions for execution: creates and updates parents first,
+// deletes children first.
+func order(actions []*Action, tableIndex map[string]int) {
+	sort.SliceStable(actions, func(i, j int) bool {
+		di, dj := isDelete(actions[i]), isDelete(actions[j])
+		if di != dj {
+			return !di
+		}
+		ti, tj := tableIndex[actions[i].Table], tableIndex[actions[j].Table]
+		if di {
+			return ti > tj
+		}
+		return ti < tj
+	})
+}
+
+func isDelete(a *Action) bool { return a.kind == cloudDelete || a.kind == dbDelete }
+
+// errConflict means a conditional write found the row changed since the
+// cycle read it: the user's change wins and the record is planned again.
+var errConflict = errors.New("row changed since it was read")
+
+// execute performs one action; writes to the database are conditional on
+// the row being as read, and carry the engine marker.
+func (c *cycle) execute(ctx context.Context, a *Action) error {
+	ts := a.ts
+	switch a.kind {
+	case cloudCreate:
+		got, err := ts.mapper.Create(ctx, a.row.cloud)
+		if err != nil {
+			return err
+		}
+		return c.writeBack(ctx, a, got)
+	case cloudUpdate:
+		got, err := ts.mapper.Update(ctx, a.row.cloud, a.cloud)
+		if errors.Is(err, module.ErrReplace) {
+			a.Action = "replace"
+			if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
+				return fmt.Errorf("replace: delete the old resource: %w", err)
+			}
+			got, err = ts.mapper.Create(ctx, a.row.cloud)
+			if err != nil {
+				return fmt.Errorf("replace: create the new resource: %w", err)
+			}
+		} else if err != nil {
+			return err
+		}
+		return c.writeBack(ctx, a, got)
+	case cloudDelete:
+		if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
+			return err
+		}
+		return c.dbTx(ctx, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1 AND record_id = $2 AND cloud_id = $3`, ts.spec.Name, a.record, a.CloudID)
+			if err != nil {
+				return err
+			}
+			// The row may still exist under another identity: its intent
+			// is enacted only once its own resource is created.
+			return nil
+		})
+	case dbDelete:
+		return c.dbTx(ctx, func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{ts.spec.Name}.Sanitize()+` WHERE id = $1 AND xmin = $2::text::xid`, a.ID, a.row.xmin)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return errConflict
+			}
+			_, err = tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1 AND record_id = $2`, ts.spec.Name, a.ID)
+			return err
+		})
+	case dbInsert:
+		rec, err := toDB(ts.spec, a.cloud, c.snap)
+		if err != nil {
+			return err
+		}
+		return c.dbTx(ctx, func(tx pgx.Tx) error {
+			cols := columnList(rec)
+			var id string
+			q := `INSERT INTO ` + pgx.Identifier{ts.spec.Name}.Sanitize() + ` (` + cols + `) SELECT ` + cols +
+				` FROM jsonb_populate_record(NULL::` + pgx.Identifier{ts.spec.Name}.Sanitize() + `, $1::jsonb) RETURNING id::text`
+			args := []any{string(encodeRecord(rec))}
+			if a.record != "" && ts.rows[a.record] == nil {
+				// Restore the record under the id it had.
+				rec["id"] = json.Number(a.record)
+				cols = columnList(rec)
+				q = `INSERT INTO ` + pgx.Identifier{ts.spec.Name}.Sanitize() + ` (` + cols + `) SELECT ` + cols +
+					` FROM jsonb_populate_record(NULL::` + pgx.Identifier{ts.spec.Name}.Sanitize() + `, $1::jsonb) ON CONFLICT (id) DO NOTHING RETURNING id::text`
+				args = []any{string(encodeRecord(rec))}
+			}
+			if err := tx.QueryRow(ctx, q, args...).Scan(&id); err != nil {
+				if errors.Is(err, pgx.ErrNoRows) {
+					return errConflict
+				}
+				return err
+			}
+			a.ID = id
+			return upsertRecord(ctx, tx, ts.spec.Name, id, a.CloudID, c.snap.lsn)
+		})
+	case dbUpdate, dbFeedback:
+		rec, err := toDB(ts.spec, a.cloud, c.snap)
+		if err != nil {
+			return err
+		}
+		if a.kind == dbFeedback {
+			rec = only(rec, ts.spec.Feedback)
+		}
+		return c.updateRow(ctx, a, rec)
+	}
+	return fmt.Errorf("unknown step %d", a.kind)
+}
+
+// writeBack stores what the cloud returned after a create or update: the
+// feedback columns into the row (conditionally), and the record's state.
+func (c *cycle) writeBack(ctx context.Context, a *Action, got module.Record) error {
+	ts := a.ts
+	rec := only(got, ts.spec.Feedback)
+	cid := a.row.cloudID
+	return c.dbTx(ctx, func(tx pgx.Tx) error {
+		if len(rec) > 0 && !sameColumns(ts.spec.Feedback, a.row.cloud, got) {
+			if err := updateRowTx(ctx, tx, ts.spec.Name, a.ID, a.row.xmin, rec); err != nil && !errors.Is(err, errConflict) {
+				return err
+			}
+			// On conflict the user changed the row after the read: their
+			// change is newer than this cycle's LSN and is planned next.
+		}
+		return upsertRecord(ctx, tx, ts.spec.Name, a.ID, cid, c.snap.lsn)
+	})
+}
+
+func (c *cycle) updateRow(ctx context.Context, a *Action, rec module.Record) error {
+	return c.dbTx(ctx, func(tx pgx.Tx) error {
+		if err := updateRowTx(ctx, tx, a.ts.spec.Name, a.ID, a.row.xmin, rec); err != nil {
+			return err
+		}
+		return upsertRecord(ctx, tx, a.ts.spec.Name, a.ID, a.CloudID, c.snap.lsn)
+	})
+}
+
+func updateRowTx(ctx context.Context, tx pgx.Tx, table, id, xmin string, rec module.Record) error {
+	cols := columnList(rec)
+	t := pgx.Identifier{table}.Sanitize()
+	tag, err := tx.Exec(ctx, `UPDATE `+t+` SET (`+cols+`) = (SELECT `+cols+` FROM jsonb_populate_record(NULL::`+t+`, $1::jsonb))
+		WHERE id = $2 AND xmin = $3::text::xid`, string(encodeRecord(rec)), id, xmin)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return errConflict
+	}
+	return nil
+}
+
+func upsertRecord(ctx context.Context, tx pgx.Tx, table, id, cid string, lsn pglogrepl.LSN) error {
+	_, err := tx.Exec(ctx, `
+		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
+		VALUES ($1, $2, $3, $4::text::pg_lsn)
+		ON CONFLICT (table_name, record_id) DO UPDATE SET cloud_id = excluded.cloud_id,
+		  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
+		table, id, cid, lsn.String())
+	return err
+}
+
+func only(r module.Record, cols []string) module.Record {
+	out := module.Record{}
+	for _, c := range cols {
+		out[c] = r[c]
+	}
+	return out
+}
+
+func columnList(r module.Record) string {
+	cols := make([]string, 0, len(r))
+	for c := range r {
+		cols = append(cols, c)
+	}
+	sort.Strings(cols)
+	for i, c := range cols {
+		cols[i] = pgx.Identifier{c}.Sanitize()
+	}
+	return strings.Join(cols, ", ")
+}

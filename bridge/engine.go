@@ -1,0 +1,407 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/logical"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// Lock roles (second advisory-lock key; see iasql_lock_namespace in sql/).
+const (
+	lockCycle   = 2
+	lockService = 4
+)
+
+// Engine runs cycles and answers the SQL API's requests. It works only
+// while its sidecar holds capture leadership (Lead).
+type Engine struct {
+	dsn      string
+	log      *slog.Logger
+	capture  *logical.Capture
+	modules  map[string]module.Module
+	aws      aws.Config
+	interval time.Duration
+	timeout  time.Duration
+
+	requests chan request
+	intent   chan struct{}
+
+	mu      sync.Mutex
+	svc     *pgx.Conn // holds the service lock; answers requests
+	low     pglogrepl.LSN
+	mappers map[string]map[string]module.Mapper
+}
+
+// EngineConfig configures an engine.
+type EngineConfig struct {
+	DSN          string
+	Logger       *slog.Logger
+	Modules      []module.Module
+	AWS          aws.Config
+	Interval     time.Duration // automatic cycles; default 2 minutes
+	CycleTimeout time.Duration // default 45 minutes
+}
+
+// NewEngine returns an engine; capture must be the sidecar's capture loop.
+func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
+	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
+		interval: cfg.Interval, timeout: cfg.CycleTimeout,
+		requests: make(chan request, 64), intent: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.interval <= 0 {
+		e.interval = 2 * time.Minute
+	}
+	if e.timeout <= 0 {
+		e.timeout = 45 * time.Minute
+	}
+	for _, m := range cfg.Modules {
+		e.modules[m.Name] = m
+	}
+	return e
+}
+
+type request struct {
+	ID   string          `json:"id"`
+	Kind string          `json:"kind"`
+	Args json.RawMessage `json:"args"`
+	Role string          `json:"role"`
+}
+
+// Message receives the SQL API's messages from capture. It must not block.
+func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
+	switch prefix {
+	case "iasql_request":
+		var r request
+		if err := json.Unmarshal(content, &r); err != nil || r.ID == "" {
+			e.log.Warn("ignoring a malformed request", "err", err)
+			return
+		}
+		go e.accept(r)
+	case "iasql_deprecated":
+		go e.countDeprecated(string(content))
+	}
+}
+
+// Intent tells the engine that new user changes are in the audit trail.
+func (e *Engine) Intent() {
+	select {
+	case e.intent <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) service(ctx context.Context, fn func(*pgx.Conn) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.svc == nil {
+		return errors.New("the engine is not running on this sidecar")
+	}
+	return fn(e.svc)
+}
+
+// accept records the request (so the caller knows it arrived) and queues it.
+func (e *Engine) accept(r request) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var fresh bool
+	err := e.service(ctx, func(c *pgx.Conn) error {
+		args := r.Args
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		tag, err := c.Exec(ctx, `INSERT INTO public.iasql_requests (id, kind, args, requested_by, status) VALUES ($1, $2, $3, $4, 'accepted') ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.Kind, string(args), r.Role)
+		fresh = tag.RowsAffected() == 1
+		return err
+	})
+	if err != nil {
+		e.log.Warn("cannot accept request", "id", r.ID, "kind", r.Kind, "err", err)
+		return
+	}
+	if fresh { // a replayed message after a restart is not run twice
+		e.requests <- r
+	}
+}
+
+func (e *Engine) finish(ctx context.Context, r request, result any, failure error) {
+	js, _ := json.Marshal(result)
+	status, msg := "done", ""
+	if failure != nil {
+		status, msg = "failed", oneLine(failure.Error())
+	}
+	err := e.service(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `UPDATE public.iasql_requests SET status = $2, result = $3, error = nullif($4, ''), finished_at = pg_catalog.clock_timestamp() WHERE id = $1`,
+			r.ID, status, string(js), msg)
+		return err
+	})
+	if err != nil {
+		e.log.Error("cannot record the answer to a request", "id", r.ID, "err", err)
+	}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (e *Engine) countDeprecated(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := e.service(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `INSERT INTO public.iasql_deprecated_calls AS d (function_name, calls, last_called) VALUES ($1, 1, pg_catalog.clock_timestamp())
+			ON CONFLICT (function_name) DO UPDATE SET calls = d.calls + 1, last_called = excluded.last_called`, name)
+		return err
+	})
+	if err != nil {
+		e.log.Warn("cannot count a deprecated call", "function", name, "err", err)
+	}
+}
+
+// Lead runs the engine until ctx ends (when capture loses leadership).
+func (e *Engine) Lead(ctx context.Context) {
+	svc, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		e.log.Error("engine cannot connect", "err", err)
+		return
+	}
+	defer svc.Close(context.Background())
+	if _, err := svc.Exec(ctx, `SET application_name = 'iasql engine'; SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockService); err != nil {
+		e.log.Error("engine cannot take its lock", "err", err)
+		return
+	}
+	if err := e.registerModules(ctx, svc); err != nil {
+		e.log.Error("engine cannot register modules", "err", err)
+		return
+	}
+	e.mu.Lock()
+	e.svc = svc
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.svc = nil
+		e.mu.Unlock()
+	}()
+	e.log.Info("engine running", "interval", e.interval, "modules", len(e.modules))
+	timer := time.NewTimer(e.interval)
+	defer timer.Stop()
+	var soon <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-e.requests:
+			e.handle(ctx, r)
+		case <-e.intent:
+			if soon == nil {
+				soon = time.After(500 * time.Millisecond)
+			}
+		case <-soon:
+			soon = nil
+			e.automatic(ctx, "intent")
+		case <-timer.C:
+			e.automatic(ctx, "schedule")
+			timer.Reset(e.interval)
+		}
+	}
+}
+
+// automatic runs a scheduled cycle unless an iasql transaction is open or
+// another cycle runs.
+func (e *Engine) automatic(ctx context.Context, reason string) {
+	var open bool
+	if err := e.service(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM public.iasql_transaction)`).Scan(&open)
+	}); err != nil {
+		e.log.Warn("cannot check for an open iasql transaction", "err", err)
+		return
+	}
+	if open {
+		return
+	}
+	if _, err := e.cycle(ctx, reason, options{}, false); err != nil && !errors.Is(err, errBusy) {
+		e.log.Warn("cycle failed", "reason", reason, "err", err)
+	}
+}
+
+var errBusy = errors.New("another cycle is running")
+
+// cycle runs one cycle under the cycle lock. wait says whether to wait for
+// a running cycle (a commit does; an automatic cycle does not).
+func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait bool) (*Outcome, error) {
+	installed, err := e.installedTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("connect for a cycle: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `SET application_name = 'iasql cycle'`); err != nil {
+		return nil, err
+	}
+	if wait {
+		if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle); err != nil {
+			return nil, fmt.Errorf("wait for the running cycle: %w", err)
+		}
+	} else {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle).Scan(&ok); err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, errBusy
+		}
+	}
+	c := &cycle{e: e, conn: conn, id: newID(), reason: reason, opt: opt, tables: installed}
+	if err := c.record(ctx, "CYCLE_START", map[string]any{"cycle": c.id, "reason": reason}); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.timeout)
+	out, runErr := c.run(cctx)
+	cancel()
+	outcome := "done"
+	switch {
+	case errors.Is(runErr, context.DeadlineExceeded) || cctx.Err() == context.DeadlineExceeded:
+		outcome = "timeout"
+		runErr = fmt.Errorf("cycle %s cancelled after the cycle timeout (%s): %w", c.id, e.timeout, runErr)
+	case runErr != nil:
+		outcome = "failed"
+	}
+	end := map[string]any{"cycle": c.id, "reason": reason, "outcome": outcome, "summary": out.Summary}
+	if runErr != nil {
+		end["error"] = oneLine(runErr.Error())
+	}
+	if err := c.record(context.WithoutCancel(ctx), "CYCLE_END", end); err != nil {
+		e.log.Warn("cannot record the end of a cycle", "err", err)
+	}
+	if runErr == nil {
+		e.setLow(c.snap.lsn)
+	}
+	e.log.Info("cycle ended", "cycle", c.id, "reason", reason, "outcome", outcome, "summary", out.Summary)
+	return out, runErr
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// intentLow is the LSN below which every user change is known enacted: the
+// intent query starts there.
+func (e *Engine) intentLow() pglogrepl.LSN {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.low
+}
+
+func (e *Engine) setLow(l pglogrepl.LSN) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if l > e.low {
+		e.low = l
+	}
+}
+
+// installedTables returns the tables of installed modules, in dependency
+// order, with their mappers.
+func (e *Engine) installedTables(ctx context.Context) ([]installedTable, error) {
+	var names []string
+	if err := e.service(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT name FROM public.iasql_modules WHERE installed_at IS NOT NULL ORDER BY installed_at, name`)
+		if err != nil {
+			return err
+		}
+		names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("read installed modules: %w", err)
+	}
+	var out []installedTable
+	for _, n := range e.dependencyOrder(names) {
+		m, ok := e.modules[n]
+		if !ok {
+			return nil, fmt.Errorf("module %s is installed but this sidecar does not offer it: run a sidecar that does", n)
+		}
+		mappers, err := e.mappersOf(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range m.Tables {
+			mp := mappers[t.Name]
+			if mp == nil {
+				return nil, fmt.Errorf("module %s has no mapper for table %s", m.Name, t.Name)
+			}
+			out = append(out, installedTable{spec: t, mapper: mp})
+		}
+	}
+	return out, nil
+}
+
+func (e *Engine) mappersOf(ctx context.Context, m module.Module) (map[string]module.Mapper, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if mp, ok := e.mappers[m.Name]; ok {
+		return mp, nil
+	}
+	mp, err := m.Mappers(ctx, e.aws)
+	if err != nil {
+		return nil, fmt.Errorf("set up module %s: %w", m.Name, err)
+	}
+	e.mappers[m.Name] = mp
+	return mp, nil
+}
+
+// dependencyOrder orders module names so that dependencies come first.
+func (e *Engine) dependencyOrder(names []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var visit func(string)
+	visit = func(n string) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		for _, d := range e.modules[n].DependsOn {
+			visit(d)
+		}
+		out = append(out, n)
+	}
+	sorted := append([]string{}, names...)
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		visit(n)
+	}
+	return out
+}
+
+func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
+	for _, m := range e.modules {
+		tables := make([]string, len(m.Tables))
+		for i, t := range m.Tables {
+			tables[i] = t.Name
+		}
+		deps := append([]string{}, m.DependsOn...)
+		if _, err := c.Exec(ctx, `INSERT INTO public.iasql_modules (name, version, depends_on, tables) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (name) DO UPDATE SET version = excluded.version, depends_on = excluded.depends_on, tables = excluded.tables`,
+			m.Name, m.Version, deps, tables); err != nil {
+			return fmt.Errorf("register module %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// cycle is one read-diff-execute run, on a connection that holds the cycle
+// lock for its whole length.
+type cycle struct {
+	e      *Engine
+	conn   *pgx.Conn
+	id     string
+	reason string
+	opt    options
+	snap   *snapshot
+	tables []installedTable
+}
+
+type installedTable struct {
+	spec   module.Table
+	mapper module.Mapper
+}
+
+// Outcome is how a cycle ended.
+type Outcome struct {
+	Cycle    string   `json:"cycle"`
+	Actions  []Action `json:"actions"`
+	Failures []string `json:"failures,omitempty"`
+	Summary  string   `json:"summary"`
+}
+
+const maxPasses = 10
+
+// run is the double loop of the walkthrough: read both sides, diff,
+// execute (retrying failed tasks while the set of failures keeps changing),
+// and repeat until a pass finds nothing to do.
+func (c *cycle) run(ctx context.Context) (*Outcome, error) {
+	out := &Outcome{Cycle: c.id}
+	var lastSig string
+	repeats := 0
+	for pass := 1; ; pass++ {
+		if err := c.read(ctx); err != nil {
+			return out, err
+		}
+		p, err := diff(c.snap, c.opt)
+		if err != nil {
+			return out, err
+		}
+		if err := c.enact(ctx, p.enact); err != nil {
+			return out, err
+		}
+		if len(p.actions) == 0 {
+			out.Summary = summarize(out)
+			return out, nil
+		}
+		sig := signature(p.actions)
+		if sig == lastSig {
+			repeats++
+		} else {
+			repeats = 0
+		}
+		if repeats >= 2 || pass > maxPasses {
+			return out, fmt.Errorf("the cycle is not converging: it keeps planning the same work: %s", sig)
+		}
+		lastSig = sig
+		failures := c.executeAll(ctx, p.actions)
+		for _, a := range p.actions {
+			out.Actions = append(out.Actions, *a)
+		}
+		if len(failures) > 0 {
+			out.Failures = failures
+			out.Summary = summarize(out)
+			return out, &CycleError{Failures: failures}
+		}
+		if c.opt.discard {
+			// A rollback restores once; the next pass runs as usual.
+			c.opt.discard = false
+		}
+	}
+}
+
+// CycleError lists the records a cycle could not bring in sync.
+type CycleError struct{ Failures []string }
+
+func (e *CycleError) Error() string {
+	return fmt.Sprintf("%d change(s) failed: %s", len(e.Failures), strings.Join(e.Failures, "; "))
+}
+
+func summarize(o *Outcome) string {
+	counts := map[string]int{}
+	for _, a := range o.Actions {
+		counts[a.Action+" "+a.Direction]++
+	}
+	if len(counts) == 0 {
+		return "in sync, nothing to do"
+	}
+	var parts []string
+	for k, n := range counts {
+		parts = append(parts, fmt.Sprintf("%d %s", n, k))
+	}
+	sort.Strings(parts)
+	s := strings.Join(parts, ", ")
+	if len(o.Failures) > 0 {
+		s += fmt.Sprintf("; %d failed", len(o.Failures))
+	}
+	return s
+}
+
+func signature(actions []*Action) string {
+	parts := make([]string, 0, len(actions))
+	for _, a := range actions {
+		parts = append(parts, fmt.Sprintf("%s %s %s %s", a.Action, a.Direction, a.Table, firstNonEmpty(a.ID, a.CloudID)))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// executeAll runs the actions in dependency order, retrying the failed
+// ones while the set of failures keeps changing (dependencies between
+// tasks settle that way). Conflicts are not failures: the record is
+// planned again in the next pass.
+func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
+	index := map[string]int{}
+	for i, t := range c.tables {
+		index[t.spec.Name] = i
+	}
+	order(actions, index)
+	pending := actions
+	var lastErrs string
+	for {
+		var failed []*Action
+		var errs []string
+		for _, a := range pending {
+			if ctx.Err() != nil {
+				errs = append(errs, fmt.Sprintf("%s %s: %v", a.Table, firstNonEmpty(a.ID, a.CloudID), ctx.Err()))
+				continue
+			}
+			err := c.execute(ctx, a)
+			switch {
+			case err == nil, errors.Is(err, errConflict):
+				if err != nil {
+					c.e.log.Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
+				}
+			default:
+				var term *module.TerminalError
+				msg := fmt.Sprintf("%s %s (%s) %s %s: %v", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, err)
+				errs = append(errs, msg)
+				if !errors.As(err, &term) {
+					failed = append(failed, a)
+				}
+			}
+		}
+		sort.Strings(errs)
+		now := strings.Join(errs, "\n")
+		if len(failed) == 0 || now == lastErrs || ctx.Err() != nil {
+			return errs
+		}
+		lastErrs = now
+		pending = failed
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// enact records records that are in sync: first sightings and intent that
+// needed no change.
+func (c *cycle) enact(ctx context.Context, es []enactment) error {
+	if len(es) == 0 {
+		return nil
+	}
+	return c.dbTx(ctx, func(tx pgx.Tx) error {
+		tables, ids, cids := make([]string, len(es)), make([]string, len(es)), make([]string, len(es))
+		for i, e := range es {
+			tables[i], ids[i], cids[i] = e.table, e.id, e.cloudID
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
+			SELECT t, i, c, $4::text::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, c)
+			ON CONFLICT (table_name, record_id) DO UPDATE SET cloud_id = excluded.cloud_id,
+			  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
+			tables, ids, cids, c.snap.lsn.String())
+		if err != nil {
+			return fmt.Errorf("record %d records in sync: %w", len(es), err)
+		}
+		return nil
+	})
+}
+
+// dbTx runs fn in a transaction marked as the engine's.
+func (c *cycle) dbTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, c.conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT public.iasql_engine_mark($1)`, "cycle "+c.id); err != nil {
+			return fmt.Errorf("mark engine transaction: %w", err)
+		}
+		return fn(tx)
+	})
+}
+
+// read takes a snapshot of both sides: the database rows at one point, the
+// intent committed before it (once capture has recorded all of it), the
+// engine's record state, and the cloud.
+func (c *cycle) read(ctx context.Context) error {
+	specs := make([]module.Table, len(c.tables))
+	names := make([]string, len(c.tables))
+	for i, t := range c.tables {
+		specs[i], names[i] = t.spec, t.spec.Name
+	}
+	lsn, rows, err := readDB(ctx, c.conn, specs)
+	if err != nil {
+		return err
+	}
+	if err := c.e.capture.WaitCovered(ctx, lsn); err != nil {
+		return err
+	}
+	recs, err := readRecords(ctx, c.conn, names)
+	if err != nil {
+		return err
+	}
+	intent, err := readIntent(ctx, c.conn, names, c.e.intentLow(), lsn, recs)
+	if err != nil {
+		return err
+	}
+	snap := &snapshot{lsn: lsn, byName: map[string]*tableState{}}
+	for _, t := range c.tables {
+		ts := &tableState{spec: t.spec, mapper: t.mapper, rows: rows[t.spec.Name], byCloud: map[string]*row{},
+			records: recs[t.spec.Name], recBy: map[string]string{}, intent: intent[t.spec.Name], cloud: map[string]module.Record{}}
+		if ts.records == nil {
+			ts.records = map[string]record{}
+		}
+		for id, r := range ts.records {
+			if r.cloudID != "" {
+				ts.recBy[r.cloudID] = id
+			}
+		}
+		snap.tables = append(snap.tables, ts)
+		snap.byName[t.spec.Name] = ts
+	}
+	// Rows in cloud form, parents before children.
+	for _, ts := range snap.tables {
+		for _, r := range ts.rows {
+			cf, err := toCloud(ts.spec, r.db, snap)
+			if err != nil {
+				if errors.Is(err, errNoParent) {
+					continue
+				}
+				return err
+			}
+			r.cloud, r.cloudID = cf, cloudID(ts.spec, cf)
+			ts.byCloud[r.cloudID] = r
+		}
+	}
+	// The cloud, one mapper at a time (each may page and fan out itself).
+	for _, ts := range snap.tables {
+		recsCloud, err := ts.mapper.Read(ctx)
+		if err != nil {
+			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
+		}
+		for _, r := range recsCloud {
+			ts.cloud[cloudID(ts.spec, r)] = r
+		}
+	}
+	c.snap = snap
+	return nil
+}
+
+// startRecord and endRecord write the cycle's lifecycle rows.
+func (c *cycle) record(ctx context.Context, kind string, msg map[string]any) error {
+	js, _ := json.Marshal(msg)
+	_, err := c.conn.Exec(ctx, `INSERT INTO public.iasql_audit_log (ts, change_type, origin, message) VALUES (pg_catalog.clock_timestamp(), $1, 'engine', $2)`, kind, string(js))
+	if err != nil {
+		return fmt.Errorf("write %s record: %w", kind, err)
+	}
+	return nil
+}
+
+func lsnOf(s string) pglogrepl.LSN {
+	l, _ := pglogrepl.ParseLSN(s)
+	return l
+}

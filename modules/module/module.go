@@ -1,0 +1,86 @@
+// Package module is the contract between the engine and a cloud module: the
+// tables a module installs, which of their columns are the user's and which
+// the cloud's, and a mapper per table that reads, compares and writes one
+// resource type in the cloud. A module says nothing about direction, intent
+// or scheduling; the engine decides those.
+package module
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+// Module is one installable module: a package under modules/.
+type Module struct {
+	Name      string   // e.g. "aws_s3"
+	Version   string   // the module's own version
+	DependsOn []string // modules that must be installed first
+	// SQL creates the module's tables (with COMMENT ON for every object).
+	// It runs in one transaction at install; the engine registers Tables in
+	// iasql_tables afterwards. Uninstall drops Tables in reverse order.
+	SQL    string
+	Tables []Table // in dependency order: a table after the tables it references
+	// Mappers builds the mappers, one per table name, for a cloud
+	// configuration (the SDK's standard chain: region, credentials,
+	// AWS_ENDPOINT_URL and per-service endpoint overrides).
+	Mappers func(ctx context.Context, cfg aws.Config) (map[string]Mapper, error)
+}
+
+// Table describes a module table. Every module table has an integer primary
+// key column "id" that only the database knows; references between module
+// tables are foreign keys on ids.
+type Table struct {
+	Name string
+	// CloudID are the columns whose values identify the resource in the
+	// cloud (e.g. a bucket's name). A Ref column may be part of it.
+	CloudID []string
+	// Declarative columns are the user's: the desired state, compared by
+	// the mapper's Equal and written to the cloud.
+	Declarative []string
+	// Feedback columns are the cloud's (generated ids, ARNs, timestamps):
+	// written back into rows by the engine, never written to the cloud,
+	// never a reason to change the cloud.
+	Feedback []string
+	// Refs maps a column that references another module table by id to
+	// that table. In cloud records the column holds the referenced
+	// resource's cloud id (see CloudIDString) instead of the database id.
+	Refs map[string]string
+}
+
+// Record is one resource as column name -> value, in the table's shape. The
+// values are JSON-like: nil, bool, string, json.Number, []any, map[string]any.
+// Timestamps are RFC 3339 strings. Columns a record lacks are NULL.
+type Record map[string]any
+
+// Mapper reads and writes one resource type in the cloud.
+type Mapper interface {
+	// Read returns every resource of the type in the cloud.
+	Read(ctx context.Context) ([]Record, error)
+	// Create creates the resource and returns it as the cloud now has it
+	// (feedback columns filled).
+	Create(ctx context.Context, want Record) (Record, error)
+	// Update makes the cloud resource have match want's declarative
+	// columns, and returns it as the cloud now has it. It returns
+	// ErrReplace when the difference can only be made by a new resource.
+	Update(ctx context.Context, want, have Record) (Record, error)
+	// Delete deletes the resource.
+	Delete(ctx context.Context, have Record) error
+	// Equal reports whether the database record and the cloud record agree
+	// on every declarative column (NULL and absent alike where the cloud
+	// does not tell them apart; sets compared as sets).
+	Equal(db, cloud Record) bool
+}
+
+// ErrReplace is returned by Update when the change needs a new resource
+// (create-only properties).
+var ErrReplace = errors.New("change needs a replacement")
+
+// TerminalError is a cloud failure that retrying cannot fix (bad input,
+// permissions): the engine reports it and does not retry the task in the
+// cycle.
+type TerminalError struct{ Err error }
+
+func (e *TerminalError) Error() string { return e.Err.Error() }
+func (e *TerminalError) Unwrap() error { return e.Err }

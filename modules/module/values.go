@@ -1,0 +1,187 @@
+package module
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// String returns a record's value as a string, "" for NULL.
+func (r Record) String(col string) string {
+	switch v := r[col].(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Bool returns a record's value as a bool, false for NULL.
+func (r Record) Bool(col string) bool {
+	b, _ := r[col].(bool)
+	return b
+}
+
+// Int returns a record's value as an int64, 0 for NULL.
+func (r Record) Int(col string) int64 {
+	switch v := r[col].(type) {
+	case json.Number:
+		n, _ := v.Int64()
+		return n
+	case int64:
+		return v
+	case int:
+		return int64(v)
+	}
+	return 0
+}
+
+// Number makes a json.Number of an integer, for cloud records.
+func Number(n int64) json.Number { return json.Number(fmt.Sprint(n)) }
+
+// Time makes the record form of a timestamp (RFC 3339, UTC), nil for zero.
+func Time(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// Same compares two record values the way equality of declarative columns
+// usually needs: NULL and "" alike, numbers by value, timestamps by
+// instant, JSON objects by meaning, arrays in order.
+func Same(a, b any) bool {
+	if isNull(a) || isNull(b) {
+		return isNull(a) && isNull(b)
+	}
+	switch x := a.(type) {
+	case json.Number:
+		return numberEqual(x, b)
+	case string:
+		y, ok := b.(string)
+		if !ok {
+			if n, ok := b.(json.Number); ok {
+				return numberEqual(n, x)
+			}
+			return false
+		}
+		if x == y {
+			return true
+		}
+		tx, errx := time.Parse(time.RFC3339Nano, x)
+		ty, erry := time.Parse(time.RFC3339Nano, y)
+		return errx == nil && erry == nil && tx.Equal(ty)
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if !Same(v, y[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Same(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
+
+// SameSet compares two arrays as unordered sets.
+func SameSet(a, b any) bool {
+	key := func(v any) []string {
+		arr, _ := v.([]any)
+		out := make([]string, 0, len(arr))
+		for _, e := range arr {
+			js, _ := json.Marshal(e)
+			out = append(out, string(js))
+		}
+		sort.Strings(out)
+		return dedupe(out)
+	}
+	x, y := key(a), key(b)
+	return strings.Join(x, "\x00") == strings.Join(y, "\x00")
+}
+
+func dedupe(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func isNull(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	}
+	return false
+}
+
+func numberEqual(n json.Number, b any) bool {
+	var s string
+	switch y := b.(type) {
+	case json.Number:
+		s = y.String()
+	case string:
+		s = y
+	default:
+		return false
+	}
+	if n.String() == s {
+		return true
+	}
+	// Exact decimal comparison without floats: normalise trailing zeros.
+	return normDecimal(n.String()) == normDecimal(s)
+}
+
+func normDecimal(s string) string {
+	if strings.ContainsAny(s, "eE") {
+		return s
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		s = strings.TrimRight(s, "0")
+		s = strings.TrimSuffix(s, ".")
+	}
+	s = strings.TrimLeft(s, "0")
+	if s == "" || strings.HasPrefix(s, ".") {
+		s = "0" + s
+	}
+	if neg && s != "0" {
+		s = "-" + s
+	}
+	return s
+}
+
+// CompareDeclarative is the default Equal: Same on each column.
+func CompareDeclarative(cols []string, db, cloud Record) bool {
+	for _, c := range cols {
+		if !Same(db[c], cloud[c]) {
+			return false
+		}
+	}
+	return true
+}

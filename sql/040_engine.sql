@@ -1,0 +1,271 @@
+-- The engine's state and the SQL API that calls into the sidecar.
+--
+-- Requests travel as non-transactional logical-decoding messages (prefix
+-- iasql_request): they reach the sidecar through its replication stream at
+-- once, even from inside an open transaction, and need no write the caller
+-- would have to commit. The sidecar answers in iasql_requests, which the
+-- caller polls (READ COMMITTED: each poll sees the newest answer).
+
+-- Modules this sidecar offers, and which are installed.
+CREATE TABLE public.iasql_modules (
+  name         text PRIMARY KEY,
+  version      text NOT NULL,
+  depends_on   text[] NOT NULL DEFAULT '{}',
+  tables       text[] NOT NULL DEFAULT '{}',
+  installed_at timestamptz
+);
+COMMENT ON TABLE public.iasql_modules IS 'Modules the sidecar offers (written by it at start), and when each was installed.';
+COMMENT ON COLUMN public.iasql_modules.name IS 'Module name, as iasql_install takes it.';
+COMMENT ON COLUMN public.iasql_modules.version IS 'Module version.';
+COMMENT ON COLUMN public.iasql_modules.depends_on IS 'Modules installed before this one.';
+COMMENT ON COLUMN public.iasql_modules.tables IS 'Tables the module creates, in dependency order.';
+COMMENT ON COLUMN public.iasql_modules.installed_at IS 'When it was installed; NULL when it is not.';
+REVOKE ALL ON public.iasql_modules FROM PUBLIC;
+GRANT SELECT ON public.iasql_modules TO PUBLIC;
+CREATE TRIGGER iasql_modules_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_modules
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_modules_guard ON public.iasql_modules IS 'Only the sidecar writes the module registry.';
+
+-- What the engine knows of each record: its cloud identity, and up to
+-- which LSN its user intent has been enacted (XOS's enacted version).
+CREATE TABLE public.iasql_records (
+  table_name  text NOT NULL,
+  record_id   text NOT NULL,
+  cloud_id    text,
+  enacted_lsn pg_lsn NOT NULL,
+  enacted_at  timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  PRIMARY KEY (table_name, record_id)
+);
+CREATE INDEX iasql_records_cloud_id ON public.iasql_records (table_name, cloud_id);
+COMMENT ON TABLE public.iasql_records IS 'Per module record: its cloud identity and the LSN up to which its user intent is enacted. A user change newer than enacted_lsn is pending intent.';
+COMMENT ON COLUMN public.iasql_records.table_name IS 'The module table.';
+COMMENT ON COLUMN public.iasql_records.record_id IS 'The row''s id.';
+COMMENT ON COLUMN public.iasql_records.cloud_id IS 'The resource''s identity in the cloud when last in sync.';
+COMMENT ON COLUMN public.iasql_records.enacted_lsn IS 'User changes to the record up to this LSN are enacted (or were decided otherwise).';
+COMMENT ON COLUMN public.iasql_records.enacted_at IS 'When enacted_lsn last moved.';
+COMMENT ON INDEX public.iasql_records_cloud_id IS 'Finds the record a cloud resource belonged to.';
+REVOKE ALL ON public.iasql_records FROM PUBLIC;
+GRANT SELECT ON public.iasql_records TO PUBLIC;
+CREATE TRIGGER iasql_records_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_records
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_records_guard ON public.iasql_records IS 'Only the sidecar writes record state.';
+
+-- Requests from the SQL API and the sidecar's answers.
+CREATE TABLE public.iasql_requests (
+  id           uuid PRIMARY KEY,
+  kind         text NOT NULL,
+  args         jsonb NOT NULL DEFAULT '{}',
+  requested_by name NOT NULL,
+  accepted_at  timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  finished_at  timestamptz,
+  status       text NOT NULL CONSTRAINT iasql_requests_status CHECK (status IN ('accepted', 'done', 'failed')),
+  result       jsonb,
+  error        text
+);
+COMMENT ON TABLE public.iasql_requests IS 'Requests made through the SQL API (iasql_commit, iasql_preview, ...) and the sidecar''s answers.';
+COMMENT ON COLUMN public.iasql_requests.id IS 'Request id, chosen by the caller.';
+COMMENT ON COLUMN public.iasql_requests.kind IS 'begin, commit, rollback, preview, install, uninstall or cycle.';
+COMMENT ON COLUMN public.iasql_requests.args IS 'Arguments of the request.';
+COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request.';
+COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar received it.';
+COMMENT ON COLUMN public.iasql_requests.finished_at IS 'When the sidecar finished it.';
+COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on), done or failed.';
+COMMENT ON COLUMN public.iasql_requests.result IS 'The answer (JSON), when done.';
+COMMENT ON COLUMN public.iasql_requests.error IS 'What went wrong, when failed.';
+COMMENT ON CONSTRAINT iasql_requests_status ON public.iasql_requests IS 'Known request states.';
+REVOKE ALL ON public.iasql_requests FROM PUBLIC;
+GRANT SELECT ON public.iasql_requests TO PUBLIC;
+CREATE TRIGGER iasql_requests_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_requests
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_requests_guard ON public.iasql_requests IS 'Only the sidecar answers requests.';
+
+-- The database's one iasql transaction (iasql_begin .. iasql_commit/rollback).
+CREATE TABLE public.iasql_transaction (
+  open      boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_transaction_one CHECK (open),
+  opened_by name NOT NULL,
+  opened_at timestamptz NOT NULL,
+  begin_lsn pg_lsn NOT NULL
+);
+COMMENT ON TABLE public.iasql_transaction IS 'The open iasql transaction, if any: automatic cycles pause while it is open.';
+COMMENT ON COLUMN public.iasql_transaction.open IS 'Always true: the table holds at most one row.';
+COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin.';
+COMMENT ON COLUMN public.iasql_transaction.opened_at IS 'When iasql_begin opened it.';
+COMMENT ON COLUMN public.iasql_transaction.begin_lsn IS 'User changes after this LSN belong to the transaction (iasql_rollback discards them).';
+COMMENT ON CONSTRAINT iasql_transaction_one ON public.iasql_transaction IS 'At most one iasql transaction per database.';
+REVOKE ALL ON public.iasql_transaction FROM PUBLIC;
+GRANT SELECT ON public.iasql_transaction TO PUBLIC;
+CREATE TRIGGER iasql_transaction_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_transaction
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_transaction_guard ON public.iasql_transaction IS 'Only the sidecar opens and closes iasql transactions.';
+
+-- Calls of deprecated functions, counted by the sidecar.
+CREATE TABLE public.iasql_deprecated_calls (
+  function_name text PRIMARY KEY,
+  calls         bigint NOT NULL DEFAULT 0,
+  last_called   timestamptz
+);
+COMMENT ON TABLE public.iasql_deprecated_calls IS 'How often each deprecated function (iasql_apply, iasql_sync, ...) was called.';
+COMMENT ON COLUMN public.iasql_deprecated_calls.function_name IS 'The deprecated function.';
+COMMENT ON COLUMN public.iasql_deprecated_calls.calls IS 'Calls counted so far.';
+COMMENT ON COLUMN public.iasql_deprecated_calls.last_called IS 'When it was last called.';
+REVOKE ALL ON public.iasql_deprecated_calls FROM PUBLIC;
+GRANT SELECT ON public.iasql_deprecated_calls TO PUBLIC;
+CREATE TRIGGER iasql_deprecated_calls_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_deprecated_calls
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_deprecated_calls_guard ON public.iasql_deprecated_calls IS 'Only the sidecar counts.';
+
+-- True when a sidecar consumes this database's capture slot.
+CREATE FUNCTION public.iasql_sidecar_connected() RETURNS boolean
+LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM public.iasql_capture_progress p
+      JOIN pg_catalog.pg_replication_slots s ON s.slot_name = p.slot_name
+     WHERE s.active AND s.database = pg_catalog.current_database())
+$$;
+COMMENT ON FUNCTION public.iasql_sidecar_connected() IS 'True when an iasql sidecar is consuming this database''s capture slot.';
+
+-- Send a request to the sidecar and wait for its answer. Refuses at once
+-- where it cannot work: no sidecar, REPEATABLE READ or SERIALIZABLE (the
+-- answer would never become visible), uncommitted writes (the sidecar could
+-- not see them).
+CREATE FUNCTION public.iasql_request(kind text, args jsonb DEFAULT '{}', timeout_s integer DEFAULT 3600) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  req uuid := pg_catalog.gen_random_uuid();
+  st text;
+  res jsonb;
+  err text;
+  answer_by timestamptz := pg_catalog.clock_timestamp() + interval '5 seconds';
+  give_up timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => timeout_s);
+BEGIN
+  IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
+    RAISE EXCEPTION 'iasql % cannot run at % isolation: its snapshot would never see the sidecar''s answer', kind,
+        pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
+      USING ERRCODE = 'invalid_transaction_state',
+            HINT = 'Call it outside a transaction block, or in one at READ COMMITTED.';
+  END IF;
+  IF pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL THEN
+    RAISE EXCEPTION 'iasql % cannot run in a transaction block with uncommitted writes: the sidecar cannot see them', kind
+      USING ERRCODE = 'invalid_transaction_state',
+            HINT = 'COMMIT (or ROLLBACK) first, then call it again.';
+  END IF;
+  IF NOT public.iasql_sidecar_connected() THEN
+    RAISE EXCEPTION 'iasql % needs the iasql sidecar, and none is connected to this database', kind
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'Start it: iasql run --dsn <this database>; iasql status shows its state.';
+  END IF;
+  PERFORM pg_catalog.pg_logical_emit_message(false, 'iasql_request',
+    pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'), 'role', current_user)::text);
+  LOOP
+    SELECT r.status, r.result, r.error INTO st, res, err FROM public.iasql_requests r WHERE r.id = req;
+    IF st IS NULL AND pg_catalog.clock_timestamp() > answer_by THEN
+      RAISE EXCEPTION 'iasql % got no answer from the sidecar within 5 seconds', kind
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'Check the sidecar with iasql status and its logs, then call it again.';
+    END IF;
+    EXIT WHEN st IN ('done', 'failed');
+    IF pg_catalog.clock_timestamp() > give_up THEN
+      RAISE EXCEPTION 'iasql % did not finish within % seconds (request %)', kind, timeout_s, req
+        USING ERRCODE = 'query_canceled',
+              HINT = 'It may still finish: see iasql_requests.';
+    END IF;
+    PERFORM pg_catalog.pg_sleep(0.005);
+  END LOOP;
+  IF st = 'failed' THEN
+    RAISE EXCEPTION '%', err USING ERRCODE = 'external_routine_exception';
+  END IF;
+  RETURN res;
+END $$;
+COMMENT ON FUNCTION public.iasql_request(text, jsonb, integer) IS
+  'Sends a request to the sidecar (as a non-transactional logical-decoding message) and waits for its answer in iasql_requests; raises its error.';
+
+CREATE PROCEDURE public.iasql_begin()
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM public.iasql_request('begin');
+END $$;
+COMMENT ON PROCEDURE public.iasql_begin() IS
+  'Waits for a running cycle to end, then opens the database''s one iasql transaction: automatic cycles pause until iasql_commit or iasql_rollback.';
+
+CREATE PROCEDURE public.iasql_commit()
+LANGUAGE plpgsql AS $$
+DECLARE
+  res jsonb;
+BEGIN
+  res := public.iasql_request('commit');
+  RAISE NOTICE 'iasql_commit: %', res->>'summary';
+END $$;
+COMMENT ON PROCEDURE public.iasql_commit() IS
+  'Runs a cycle now and returns when it has ended (so the cloud ids are in the rows), then closes the iasql transaction if one is open. Raises the failures with the records they concern.';
+
+CREATE PROCEDURE public.iasql_rollback()
+LANGUAGE plpgsql AS $$
+DECLARE
+  res jsonb;
+BEGIN
+  res := public.iasql_request('rollback');
+  RAISE NOTICE 'iasql_rollback: %', res->>'summary';
+END $$;
+COMMENT ON PROCEDURE public.iasql_rollback() IS
+  'Discards the user changes made since iasql_begin by restoring those records from the cloud, then closes the iasql transaction.';
+
+CREATE FUNCTION public.iasql_preview()
+RETURNS TABLE (action text, direction text, table_name text, id text, cloud_id text, description text)
+LANGUAGE sql AS $$
+  SELECT a->>'action', a->>'direction', a->>'table_name', a->>'id', a->>'cloud_id', a->>'description'
+    FROM pg_catalog.jsonb_array_elements(public.iasql_request('preview')->'actions') a
+$$;
+COMMENT ON FUNCTION public.iasql_preview() IS
+  'The plan a cycle would execute now, one row per action: create, update, replace or delete, towards the cloud or the database.';
+
+CREATE FUNCTION public.iasql_install(VARIADIC modules text[])
+RETURNS TABLE (module text, installed boolean, note text)
+LANGUAGE sql AS $$
+  SELECT m->>'module', (m->>'installed')::boolean, m->>'note'
+    FROM pg_catalog.jsonb_array_elements(public.iasql_request('install', pg_catalog.jsonb_build_object('modules', modules))->'modules') m
+$$;
+COMMENT ON FUNCTION public.iasql_install(text[]) IS
+  'Installs modules (and the modules they depend on): creates their tables, registers them for capture, imports what exists in the cloud.';
+
+CREATE FUNCTION public.iasql_uninstall(VARIADIC modules text[])
+RETURNS TABLE (module text, installed boolean, note text)
+LANGUAGE sql AS $$
+  SELECT m->>'module', (m->>'installed')::boolean, m->>'note'
+    FROM pg_catalog.jsonb_array_elements(public.iasql_request('uninstall', pg_catalog.jsonb_build_object('modules', modules))->'modules') m
+$$;
+COMMENT ON FUNCTION public.iasql_uninstall(text[]) IS
+  'Uninstalls modules: drops their tables and touches nothing in the cloud. Refused while an installed module depends on one of them.';
+
+CREATE FUNCTION public.iasql_modules_list()
+RETURNS TABLE (module text, version text, depends_on text[], tables text[], installed boolean)
+LANGUAGE sql STABLE AS $$
+  SELECT name, version, depends_on, tables, installed_at IS NOT NULL FROM public.iasql_modules ORDER BY name
+$$;
+COMMENT ON FUNCTION public.iasql_modules_list() IS 'The modules the sidecar offers, and whether each is installed.';
+
+-- Deprecated: they warn, do nothing else, and are counted (the count is
+-- sent as a non-transactional message, so it works in read-only transactions).
+CREATE FUNCTION public.iasql_deprecated(function_name text, replacement text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_catalog.pg_logical_emit_message(false, 'iasql_deprecated', function_name);
+  RAISE WARNING '% is deprecated and does nothing: %', function_name, replacement;
+END $$;
+COMMENT ON FUNCTION public.iasql_deprecated(text, text) IS 'Warns that a deprecated function was called, naming its replacement, and counts the call.';
+
+CREATE FUNCTION public.iasql_apply() RETURNS void LANGUAGE sql AS $$
+  SELECT public.iasql_deprecated('iasql_apply', 'changes are applied continuously; use CALL iasql_commit() to apply now and wait')
+$$;
+COMMENT ON FUNCTION public.iasql_apply() IS 'Deprecated: warns and does nothing. Changes apply continuously; CALL iasql_commit() applies now.';
+CREATE FUNCTION public.iasql_sync() RETURNS void LANGUAGE sql AS $$
+  SELECT public.iasql_deprecated('iasql_sync', 'the cloud is synced continuously; use CALL iasql_commit() to sync now and wait')
+$$;
+COMMENT ON FUNCTION public.iasql_sync() IS 'Deprecated: warns and does nothing. The cloud syncs continuously; CALL iasql_commit() syncs now.';
+CREATE FUNCTION public.iasql_preview_apply() RETURNS void LANGUAGE sql AS $$
+  SELECT public.iasql_deprecated('iasql_preview_apply', 'use SELECT * FROM iasql_preview()')
+$$;
+COMMENT ON FUNCTION public.iasql_preview_apply() IS 'Deprecated: warns and does nothing. Use SELECT * FROM iasql_preview().';
+CREATE FUNCTION public.iasql_preview_sync() RETURNS void LANGUAGE sql AS $$
+  SELECT public.iasql_deprecated('iasql_preview_sync', 'use SELECT * FROM iasql_preview()')
+$$;
+COMMENT ON FUNCTION public.iasql_preview_sync() IS 'Deprecated: warns and does nothing. Use SELECT * FROM iasql_preview().';
