@@ -6,13 +6,14 @@ PG_BINDIR ?= $(firstword $(wildcard /usr/lib/postgresql/$(PG_MAJOR)/bin) $(shell
 PG_CONFIG ?= $(PG_BINDIR)/pg_config
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build deps extension extension-install test test-go run bench clean
+.PHONY: all build deps extension extension-install test run bench clean
 
 all: build
 
 build: bin/iasql
 
-bin/iasql: $(shell find . -name '*.go' -not -path './.bench/*') $(wildcard sql/*.sql sql/upgrades/*.sql) go.mod go.sum
+bin/iasql: $(shell find . -name '*.go' -not -path './.bench/*' -not -name registry_gen.go) $(wildcard sql/*.sql sql/upgrades/*.sql modules/*/*.sql) go.mod go.sum
+	$(GO) generate ./modules
 	$(GO) build -o bin/iasql ./cmd/iasql
 
 # The PostgreSQL server binaries, pg_regress, pgbench and pg_recvlogical.

@@ -99,7 +99,7 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 				a.Description = "delete the row: " + r.cloudID + " is gone from the cloud"
 			case !ts.mapper.Equal(r.cloud, c) && intent(id):
 				a.Action, a.Direction, a.kind = "update", "cloud", cloudUpdate
-				a.Description = "update " + r.cloudID + " in the cloud: " + changes(ts.spec.Declarative, c, r.cloud)
+				a.Description = "update " + r.cloudID + " in the cloud (the user's change wins): " + changes(ts.spec.Declarative, c, r.cloud)
 			case !ts.mapper.Equal(r.cloud, c):
 				a.Action, a.Direction, a.kind = "update", "database", dbUpdate
 				a.Description = "update the row from the cloud: " + changes(ts.spec.Declarative, r.cloud, c)

@@ -179,7 +179,11 @@ func (e *Engine) Lead(ctx context.Context) {
 		return
 	}
 	defer svc.Close(context.Background())
-	if _, err := svc.Exec(ctx, `SET application_name = 'iasql engine'; SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockService); err != nil {
+	if _, err := svc.Exec(ctx, `SET application_name = 'iasql engine'`); err != nil {
+		e.log.Error("engine cannot configure its session", "err", err)
+		return
+	}
+	if _, err := svc.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockService); err != nil {
 		e.log.Error("engine cannot take its lock", "err", err)
 		return
 	}
@@ -283,6 +287,13 @@ func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait boo
 		outcome = "failed"
 	}
 	end := map[string]any{"cycle": c.id, "reason": reason, "outcome": outcome, "summary": out.Summary}
+	if len(out.Actions) > 0 {
+		done := make([]string, len(out.Actions))
+		for i, a := range out.Actions {
+			done[i] = fmt.Sprintf("%s %s %s %s: %s", a.Action, a.Direction, a.Table, firstNonEmpty(a.ID, a.CloudID), a.Description)
+		}
+		end["actions"] = done
+	}
 	if runErr != nil {
 		end["error"] = oneLine(runErr.Error())
 	}

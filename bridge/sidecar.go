@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/jackc/pglogrepl"
 
@@ -34,6 +35,8 @@ type Config struct {
 	CycleTimeout time.Duration // default 45 minutes
 	// Modules offered; nil means every module of this build.
 	Modules []module.Module
+	// AWS, when set, replaces the SDK's standard configuration chain.
+	AWS *aws.Config
 	// OnReady is called once the sidecar captures (it holds leadership).
 	OnReady func()
 }
@@ -53,8 +56,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
+	var awsCfg aws.Config
+	if cfg.AWS != nil {
+		awsCfg = *cfg.AWS
+	} else if awsCfg, err = config.LoadDefaultConfig(ctx); err != nil {
 		return fmt.Errorf("load AWS configuration (AWS_REGION, credentials, AWS_ENDPOINT_URL): %w", err)
 	}
 	mods := cfg.Modules

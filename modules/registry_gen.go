@@ -3,10 +3,13 @@
 package modules
 
 import (
+	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
 )
 
 // All returns every module this build offers.
 func All() []module.Module {
-	return []module.Module{}
+	return []module.Module{
+		aws_s3.Module(),
+	}
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/iasql/iasql/bridge"
-	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/logical"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
@@ -153,64 +150,6 @@ func printStatus(w io.Writer, info logical.SlotInfo, in iasqlsql.Installed) stri
 	}
 	fmt.Fprintf(w, "capture:            %s\n", health)
 	return problem
-}
-
-func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("demo", "Start a throwaway PostgreSQL cluster (from the installed server binaries) with the sidecar\nrunning against it, print how to connect and what to try, and stay up until Ctrl-C.\nEverything is removed on exit.",
-		"  iasql demo", stderr)
-	logger := logFlags(f, stderr)
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	log, err := logger()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, "starting a throwaway PostgreSQL cluster...")
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Durable: true})
-	if err != nil {
-		return err
-	}
-	defer c.Destroy()
-	admin, err := bridge.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		return err
-	}
-	_, err = admin.Exec(ctx, "CREATE DATABASE iasql")
-	admin.Close(context.Background())
-	if err != nil {
-		return fmt.Errorf("create demo database: %w", err)
-	}
-	dsn := c.DSN("iasql")
-	ready := make(chan struct{})
-	errc := make(chan error, 1)
-	go func() {
-		var once sync.Once
-		errc <- bridge.Run(ctx, bridge.Config{DSN: dsn, Logger: log, OnReady: func() { once.Do(func() { close(ready) }) }})
-	}()
-	select {
-	case err := <-errc:
-		return err
-	case <-ready:
-	}
-	fmt.Fprintf(stdout, `
-iasql is capturing. Connect with:
-
-  psql "%s"
-
-and try:
-
-  CREATE TABLE bucket (id serial PRIMARY KEY, name text NOT NULL, region text);
-  INSERT INTO iasql_tables (table_name) VALUES ('bucket');
-  INSERT INTO bucket (name, region) VALUES ('logs', 'us-east-1');
-  SELECT id, change_type, table_name, record_id, new_row, origin FROM iasql_audit_log;
-
-Status: bin/iasql status --dsn "%s"
-Press Ctrl-C to stop (the cluster is removed).
-`, dsn, dsn)
-	err = <-errc
-	fmt.Fprintln(stdout, strings.TrimSpace("stopped; removing the cluster"))
-	return err
 }
 
 func positiveDuration(flag, v string) (time.Duration, error) {

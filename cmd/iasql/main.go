@@ -24,7 +24,8 @@ Commands:
   run       run the sidecar in the foreground (installs or upgrades the SQL objects)
   install   install or upgrade the SQL objects as plain SQL (no extension needed)
   status    show capture health; exits 1 when capture is not healthy
-  demo      start a throwaway PostgreSQL with the sidecar and print how to connect
+  demo      start a throwaway PostgreSQL, the emulator and the sidecar with aws_s3; print how to connect
+  emulator  serve an AWS-compatible endpoint (S3) for tests and demos
 
 Run 'iasql <command> --help' for a command's flags and environment.
 Flags: --help, --version.
@@ -57,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(ctx, args[1:], stdout, stderr)
+	case "emulator":
+		err = cmdEmulator(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "iasql: unknown command %q; run 'iasql --help' for the list\n", args[0])
 		return 1
@@ -111,6 +114,14 @@ func (f *flags) String(name, env, def, help string) *string {
 		help += " (env " + env + ")"
 	}
 	return f.FlagSet.String(name, def, help)
+}
+
+func (f *flags) Bool(name, env string, def bool, help string) *bool {
+	if env != "" {
+		f.env[name] = env
+		help += " (env " + env + ")"
+	}
+	return f.FlagSet.Bool(name, def, help)
 }
 
 func (f *flags) parse(args []string) error {

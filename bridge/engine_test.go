@@ -1,0 +1,499 @@
+package bridge_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/aws_s3"
+	"github.com/iasql/iasql/modules/module"
+)
+
+var srv *pgtest.Server
+
+func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
+
+// env is one database with a sidecar running against its own emulator.
+type env struct {
+	t    *testing.T
+	dsn  string
+	db   *pgx.Conn
+	s3   *s3.Client
+	emu  *emulator.Emulator
+	aws  aws.Config
+	stop func()
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, dsn: srv.NewDB(t), emu: emulator.New(emulator.Options{})}
+	hs := httptest.NewServer(e.emu)
+	t.Cleanup(hs.Close)
+	e.aws = aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint:               aws.String(hs.URL),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired}
+	e.s3 = s3.NewFromConfig(e.aws, func(o *s3.Options) { o.UsePathStyle = true })
+	e.startSidecar(true)
+	e.db = pgtest.Connect(t, e.dsn)
+	e.exec(`SELECT * FROM iasql_install('aws_s3')`)
+	return e
+}
+
+// startSidecar runs a sidecar in-process until the test ends; leader says
+// whether to wait for it to lead (a second sidecar waits instead).
+func (e *env) startSidecar(leader bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		done <- bridge.Run(ctx, bridge.Config{DSN: e.dsn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Interval: time.Hour, AWS: &e.aws, Modules: []module.Module{aws_s3.Module()},
+			OnReady: func() { once.Do(func() { close(ready) }) }})
+	}()
+	if !leader {
+		select {
+		case <-ready:
+			e.t.Fatal("a second sidecar took the leadership from a live one")
+		case err := <-done:
+			e.t.Fatalf("sidecar ended: %v", err)
+		case <-time.After(time.Second):
+		}
+	} else {
+		select {
+		case <-ready:
+		case err := <-done:
+			e.t.Fatalf("sidecar ended: %v", err)
+		case <-time.After(30 * time.Second):
+			e.t.Fatal("sidecar did not start")
+		}
+	}
+	conn := pgtest.Connect(e.t, e.dsn)
+	waitUntil(e.t, 10*time.Second, "modules registered", func() bool {
+		var n int
+		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM iasql_modules`).Scan(&n)
+		return n > 0
+	})
+	var stopOnce sync.Once
+	e.stop = func() {
+		stopOnce.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.t.Errorf("sidecar: %v", err)
+			}
+		})
+	}
+	e.t.Cleanup(e.stop)
+}
+
+func (e *env) exec(sqls ...string) {
+	e.t.Helper()
+	for _, q := range sqls {
+		if _, err := e.db.Exec(context.Background(), q); err != nil {
+			e.t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func (e *env) commit() {
+	e.t.Helper()
+	e.exec(`CALL iasql_commit()`)
+}
+
+func (e *env) count(q string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.db.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func (e *env) cloudBuckets() map[string]bool {
+	e.t.Helper()
+	out, err := e.s3.ListBuckets(context.Background(), &s3.ListBucketsInput{})
+	if err != nil {
+		e.t.Fatalf("list buckets: %v", err)
+	}
+	m := map[string]bool{}
+	for _, b := range out.Buckets {
+		m[aws.ToString(b.Name)] = true
+	}
+	return m
+}
+
+func (e *env) cloudVersioning(name string) bool {
+	e.t.Helper()
+	out, err := e.s3.GetBucketVersioning(context.Background(), &s3.GetBucketVersioningInput{Bucket: aws.String(name)})
+	if err != nil {
+		e.t.Fatalf("get versioning of %s: %v", name, err)
+	}
+	return out.Status == s3types.BucketVersioningStatusEnabled
+}
+
+func (e *env) setCloudVersioning(name string, on bool) {
+	e.t.Helper()
+	st := s3types.BucketVersioningStatusSuspended
+	if on {
+		st = s3types.BucketVersioningStatusEnabled
+	}
+	if _, err := e.s3.PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{Bucket: aws.String(name),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: st}}); err != nil {
+		e.t.Fatalf("put versioning of %s: %v", name, err)
+	}
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDirections: every cell of DESIGN.md's direction table (NORMAL), each
+// against a real database and the emulator.
+func TestDirections(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup func(e *env)          // brings the record to the cell
+		act   func(e *env)          // the change that puts it in the cell
+		check func(e *env) []string // what a user would check; returns problems
+	}{
+		{
+			name: "row only in database, with intent: created in the cloud",
+			act:  func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-create')`) },
+			check: func(e *env) (p []string) {
+				if !e.cloudBuckets()["cell-create"] {
+					p = append(p, "bucket not created in the cloud")
+				}
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-create' AND created_at IS NOT NULL`) != 1 {
+					p = append(p, "created_at not written back to the row")
+				}
+				return p
+			},
+		},
+		{
+			name:  "row only in database, no intent: row deleted (the cloud deleted it)",
+			setup: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-gone')`); e.commit() },
+			act: func(e *env) {
+				if _, err := e.s3.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String("cell-gone")}); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			check: func(e *env) (p []string) {
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-gone'`) != 0 {
+					p = append(p, "row not deleted")
+				}
+				if e.cloudBuckets()["cell-gone"] {
+					p = append(p, "bucket recreated in the cloud")
+				}
+				return p
+			},
+		},
+		{
+			name:  "resource only in cloud, with intent: deleted in the cloud (the user deleted the row)",
+			setup: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-delete')`); e.commit() },
+			act:   func(e *env) { e.exec(`DELETE FROM bucket WHERE name = 'cell-delete'`) },
+			check: func(e *env) (p []string) {
+				if e.cloudBuckets()["cell-delete"] {
+					p = append(p, "bucket still in the cloud")
+				}
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-delete'`) != 0 {
+					p = append(p, "row came back")
+				}
+				return p
+			},
+		},
+		{
+			name: "resource only in cloud, no intent: imported",
+			act: func(e *env) {
+				if _, err := e.s3.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("cell-import")}); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			check: func(e *env) (p []string) {
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-import' AND region = 'us-east-1' AND NOT versioning AND created_at IS NOT NULL`) != 1 {
+					p = append(p, "bucket not imported as a row")
+				}
+				return p
+			},
+		},
+		{
+			name:  "both, different, with intent: updated in the cloud",
+			setup: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-push')`); e.commit() },
+			act:   func(e *env) { e.exec(`UPDATE bucket SET versioning = true WHERE name = 'cell-push'`) },
+			check: func(e *env) (p []string) {
+				if !e.cloudVersioning("cell-push") {
+					p = append(p, "versioning not enabled in the cloud")
+				}
+				return p
+			},
+		},
+		{
+			name:  "both, different, no intent: row updated from the cloud",
+			setup: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-pull')`); e.commit() },
+			act:   func(e *env) { e.setCloudVersioning("cell-pull", true) },
+			check: func(e *env) (p []string) {
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-pull' AND versioning`) != 1 {
+					p = append(p, "row not updated from the cloud")
+				}
+				return p
+			},
+		},
+		{
+			name: "conflict: user and cloud both changed it, the user wins and the trail says so",
+			setup: func(e *env) {
+				e.exec(`INSERT INTO bucket (name, versioning) VALUES ('cell-conflict', true)`)
+				e.commit()
+			},
+			act: func(e *env) {
+				e.exec(`CALL iasql_begin()`) // keep automatic cycles out of the way
+				e.setCloudVersioning("cell-conflict", false)
+				e.exec(`UPDATE bucket SET versioning = true, region = region WHERE name = 'cell-conflict'`)
+			},
+			check: func(e *env) (p []string) {
+				if !e.cloudVersioning("cell-conflict") {
+					p = append(p, "the cloud's change won")
+				}
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-conflict' AND versioning`) != 1 {
+					p = append(p, "the row lost the user's value")
+				}
+				if e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message LIKE '%user''s change wins%cell-conflict%'
+					OR change_type = 'CYCLE_END' AND message LIKE '%cell-conflict%user''s change wins%'`) == 0 {
+					p = append(p, "no cycle record says the user's change won")
+				}
+				return p
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			if tc.setup != nil {
+				tc.setup(e)
+			}
+			tc.act(e)
+			e.commit()
+			for _, problem := range tc.check(e) {
+				t.Error(problem)
+			}
+			// A second cycle finds nothing to do: the loop has converged.
+			e.commit()
+			if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND id = (SELECT max(id) FROM iasql_audit_log WHERE change_type = 'CYCLE_END') AND message LIKE '%in sync, nothing to do%'`); n != 1 {
+				t.Error("a second cycle still found work")
+			}
+		})
+	}
+}
+
+// TestTransaction: begin, preview, rollback of an insert, an update and a
+// delete; preview equal to what commit then executes.
+func TestTransaction(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.exec(`INSERT INTO bucket (name) VALUES ('tx-keep'), ('tx-change'), ('tx-drop')`)
+	e.commit()
+	ids := map[string]int{}
+	for _, n := range []string{"tx-keep", "tx-change", "tx-drop"} {
+		var id int
+		if err := e.db.QueryRow(context.Background(), `SELECT id FROM bucket WHERE name = $1`, n).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids[n] = id
+	}
+
+	e.exec(`CALL iasql_begin()`)
+	_, err := e.db.Exec(context.Background(), `CALL iasql_begin()`)
+	if err == nil || !strings.Contains(err.Error(), "already open: opened by") {
+		t.Errorf("a second begin: %v", err)
+	}
+	e.exec(`INSERT INTO bucket (name) VALUES ('tx-new')`, `UPDATE bucket SET versioning = true WHERE name = 'tx-change'`, `DELETE FROM bucket WHERE name = 'tx-drop'`)
+	time.Sleep(1500 * time.Millisecond) // an automatic cycle would have run by now
+	if b := e.cloudBuckets(); b["tx-new"] || !b["tx-drop"] || e.cloudVersioning("tx-change") {
+		t.Fatalf("the cloud changed while the iasql transaction was open: %v", b)
+	}
+	preview := previewRows(t, e.db)
+	want := []string{"create cloud bucket tx-new", "delete cloud bucket tx-drop", "update cloud bucket tx-change"}
+	if strings.Join(preview, "\n") != strings.Join(want, "\n") {
+		t.Errorf("preview:\n%s\nwant:\n%s", strings.Join(preview, "\n"), strings.Join(want, "\n"))
+	}
+
+	e.exec(`CALL iasql_rollback()`)
+	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'tx-new'`); n != 0 {
+		t.Error("rollback kept the inserted row")
+	}
+	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'tx-change' AND NOT versioning`); n != 1 {
+		t.Error("rollback did not revert the update")
+	}
+	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'tx-drop' AND id = $1`, ids["tx-drop"]); n != 1 {
+		t.Error("rollback did not restore the deleted row under its id")
+	}
+	if b := e.cloudBuckets(); b["tx-new"] || !b["tx-drop"] || e.cloudVersioning("tx-change") {
+		t.Errorf("rollback changed the cloud: %v", b)
+	}
+	if n := e.count(`SELECT count(*) FROM iasql_transaction`); n != 0 {
+		t.Error("rollback left the transaction open")
+	}
+
+	// Preview equals what commit executes.
+	e.exec(`CALL iasql_begin()`)
+	e.exec(`INSERT INTO bucket (name) VALUES ('tx-new2')`, `UPDATE bucket SET versioning = true WHERE name = 'tx-keep'`)
+	preview = previewRows(t, e.db)
+	e.exec(`CALL iasql_commit()`)
+	var actions []string
+	rows, err := e.db.Query(context.Background(), `SELECT a->>'action' || ' ' || (a->>'direction') || ' ' || (a->>'table_name') || ' ' || (a->>'cloud_id')
+		FROM iasql_requests r, jsonb_array_elements(r.result->'actions') a WHERE r.kind = 'commit' AND r.finished_at = (SELECT max(finished_at) FROM iasql_requests WHERE kind = 'commit') ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(preview, "\n") != strings.Join(actions, "\n") {
+		t.Errorf("preview:\n%s\ncommit did:\n%s", strings.Join(preview, "\n"), strings.Join(actions, "\n"))
+	}
+	if !e.cloudBuckets()["tx-new2"] || !e.cloudVersioning("tx-keep") {
+		t.Error("commit did not apply the changes")
+	}
+	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'tx-new2' AND created_at IS NOT NULL`); n != 1 {
+		t.Error("after commit returns, the row does not show the cloud's feedback")
+	}
+
+	// rollback without begin is refused with a clear message.
+	_, err = e.db.Exec(context.Background(), `CALL iasql_rollback()`)
+	if err == nil || !strings.Contains(err.Error(), "no iasql transaction is open") {
+		t.Errorf("rollback without begin: %v", err)
+	}
+}
+
+func previewRows(t *testing.T, db *pgx.Conn) []string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT action || ' ' || direction || ' ' || table_name || ' ' || cloud_id FROM iasql_preview() ORDER BY 1`)
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	return out
+}
+
+// TestConditionalWrites: a user update racing the engine's write-back is
+// never lost, over many rounds.
+func TestConditionalWrites(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := pgtest.Connect(t, e.dsn)
+	for i := 0; i < 15; i++ {
+		name := "race-" + string(rune('a'+i))
+		e.exec(`INSERT INTO bucket (name) VALUES ('` + name + `')`)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i%5) * 3 * time.Millisecond)
+			if _, err := other.Exec(context.Background(), `UPDATE bucket SET versioning = true WHERE name = $1`, name); err != nil {
+				t.Errorf("user update: %v", err)
+			}
+		}()
+		e.commit()
+		wg.Wait()
+		e.commit()
+		if n := e.count(`SELECT count(*) FROM bucket WHERE name = $1 AND versioning AND created_at IS NOT NULL`, name); n != 1 {
+			t.Errorf("%s: the user's update or the feedback was lost", name)
+		}
+		if !e.cloudVersioning(name) {
+			t.Errorf("%s: the user's update never reached the cloud", name)
+		}
+	}
+}
+
+// TestInstallUninstall: install imports what exists; uninstall drops the
+// tables and leaves the cloud alone; errors are clear.
+func TestInstallUninstall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rows := e.count(`SELECT count(*) FROM iasql_modules_list() WHERE module = 'aws_s3' AND installed`)
+	if rows != 1 {
+		t.Fatal("aws_s3 not listed as installed")
+	}
+	e.exec(`INSERT INTO bucket (name) VALUES ('keep-me')`)
+	e.commit()
+	e.exec(`SELECT * FROM iasql_uninstall('aws_s3')`)
+	if n := e.count(`SELECT count(*) FROM pg_tables WHERE tablename IN ('bucket', 'bucket_object')`); n != 0 {
+		t.Error("uninstall left the tables")
+	}
+	if !e.cloudBuckets()["keep-me"] {
+		t.Error("uninstall touched the cloud")
+	}
+	e.exec(`SELECT * FROM iasql_install('aws_s3')`)
+	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'keep-me'`); n != 1 {
+		t.Error("install did not import the existing bucket")
+	}
+	_, err := e.db.Exec(context.Background(), `SELECT * FROM iasql_install('no_such_module')`)
+	if err == nil || !strings.Contains(err.Error(), `unknown module "no_such_module"`) {
+		t.Errorf("unknown module: %v", err)
+	}
+}
+
+// TestTwoSidecars: only one runs cycles; each create reaches the cloud once.
+func TestTwoSidecars(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	first := e.stop
+	e.startSidecar(false) // a second sidecar on the same database and cloud
+	for i := 0; i < 10; i++ {
+		e.exec(`INSERT INTO bucket (name) VALUES ('two-` + string(rune('a'+i)) + `')`)
+	}
+	e.commit()
+	e.commit()
+	if got := e.emu.Calls()["s3:CreateBucket"]; got != 10 {
+		t.Errorf("%d CreateBucket calls for 10 new buckets", got)
+	}
+	if n := e.count(`SELECT count(*) FROM bucket WHERE name LIKE 'two-%' AND created_at IS NOT NULL`); n != 10 {
+		t.Errorf("%d of 10 rows have their feedback", n)
+	}
+	// The first stops: the second takes over capture and cycles.
+	first()
+	e.exec(`INSERT INTO bucket (name) VALUES ('two-after')`)
+	waitUntil(t, 15*time.Second, "the second sidecar to answer", func() bool {
+		_, err := e.db.Exec(context.Background(), `CALL iasql_commit()`)
+		return err == nil
+	})
+	if !e.cloudBuckets()["two-after"] {
+		t.Error("after takeover the new bucket was not created")
+	}
+	if got := e.emu.Calls()["s3:CreateBucket"]; got != 11 {
+		t.Errorf("%d CreateBucket calls for 11 new buckets", got)
+	}
+	// Cycle records never overlap.
+	overlaps := e.count(`
+		WITH s AS (SELECT id, message::jsonb->>'cycle' AS c, change_type FROM iasql_audit_log WHERE change_type IN ('CYCLE_START', 'CYCLE_END'))
+		SELECT count(*) FROM (SELECT change_type, lag(change_type) OVER (ORDER BY id) AS prev FROM s) x WHERE change_type = prev`)
+	if overlaps != 0 {
+		t.Errorf("%d cycles started before the previous one ended", overlaps)
+	}
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/pgcluster"
+)
+
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := newFlags("demo", "Start a throwaway PostgreSQL cluster (from the installed server binaries), the AWS emulator\nand the sidecar, install aws_s3, print how to connect and what to try, and stay up until\nCtrl-C. With --scenario, run a scripted walkthrough instead and exit 0 only when every\nstep checked out. Everything is removed on exit.",
+		"  iasql demo\n  iasql demo --scenario", stderr)
+	scenario := f.Bool("scenario", "IASQL_DEMO_SCENARIO", false, "run the scripted walkthrough and exit")
+	logger := logFlags(f, stderr)
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	log, err := logger()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fmt.Fprintln(stdout, "starting a throwaway PostgreSQL cluster and the AWS emulator...")
+	c, err := pgcluster.Start(ctx, pgcluster.Options{Durable: true})
+	if err != nil {
+		return err
+	}
+	defer c.Destroy()
+	admin, err := bridge.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	_, err = admin.Exec(ctx, "CREATE DATABASE iasql")
+	admin.Close(context.Background())
+	if err != nil {
+		return fmt.Errorf("create demo database: %w", err)
+	}
+	emu := emulator.New(emulator.Options{Logger: log})
+	es, err := emu.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	awsCfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint:               aws.String(es.URL),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired}
+	dsn := c.DSN("iasql")
+	ready := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		errc <- bridge.Run(ctx, bridge.Config{DSN: dsn, Logger: log, AWS: &awsCfg, OnReady: func() { once.Do(func() { close(ready) }) }})
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ready:
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if err := waitModules(ctx, conn); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('aws_s3')`); err != nil {
+		return fmt.Errorf("install aws_s3: %w", err)
+	}
+	if *scenario {
+		cloud := s3.NewFromConfig(awsCfg, func(o *s3.Options) { o.UsePathStyle = true })
+		err := runScenario(ctx, conn, cloud, stdout)
+		cancel()
+		<-errc
+		return err
+	}
+	fmt.Fprintf(stdout, `
+iasql is running with the aws_s3 module against the emulator. Connect with:
+
+  psql "%s"
+
+and try:
+
+  INSERT INTO bucket (name) VALUES ('my-first-bucket');
+  CALL iasql_commit();
+  SELECT name, region, created_at FROM bucket;
+
+The emulator speaks S3 at %s (AWS_ENDPOINT_URL=%s AWS_ACCESS_KEY_ID=test
+AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1): a bucket you create there shows up as a row.
+Status: bin/iasql status --dsn "%s"
+Press Ctrl-C to stop (everything is removed).
+`, dsn, es.URL, es.URL, dsn)
+	err = <-errc
+	fmt.Fprintln(stdout, "stopped; removing the cluster")
+	return err
+}
+
+func waitModules(ctx context.Context, conn *pgx.Conn) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM iasql_modules`).Scan(&n); err == nil && n > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the sidecar did not register its modules within 30 seconds")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runScenario walks through the product and checks each step as a user
+// would, printing one line per step and a summary.
+func runScenario(ctx context.Context, conn *pgx.Conn, cloud *s3.Client, w io.Writer) error {
+	exec := func(sqls ...string) error {
+		for _, q := range sqls {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}
+	count := func(q string) (int, error) {
+		var n int
+		err := conn.QueryRow(ctx, q).Scan(&n)
+		return n, err
+	}
+	inCloud := func(name string) (bool, error) {
+		out, err := cloud.ListBuckets(ctx, &s3.ListBucketsInput{})
+		if err != nil {
+			return false, err
+		}
+		for _, b := range out.Buckets {
+			if aws.ToString(b.Name) == name {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	expect := func(what string, ok bool, err error) error {
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New(what)
+		}
+		return nil
+	}
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"create a bucket with SQL, commit, see it in the cloud with its feedback", func() error {
+			if err := exec(`INSERT INTO bucket (name) VALUES ('demo-logs')`, `CALL iasql_commit()`); err != nil {
+				return err
+			}
+			ok, err := inCloud("demo-logs")
+			if err := expect("demo-logs is not in the cloud", ok, err); err != nil {
+				return err
+			}
+			n, err := count(`SELECT count(*) FROM bucket WHERE name = 'demo-logs' AND created_at IS NOT NULL`)
+			return expect("the row has no created_at", n == 1, err)
+		}},
+		{"a bucket created behind iasql's back appears as a row", func() error {
+			if _, err := cloud.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("demo-made-elsewhere")}); err != nil {
+				return err
+			}
+			if err := exec(`CALL iasql_commit()`); err != nil {
+				return err
+			}
+			n, err := count(`SELECT count(*) FROM bucket WHERE name = 'demo-made-elsewhere'`)
+			return expect("demo-made-elsewhere was not imported", n == 1, err)
+		}},
+		{"delete a bucket with SQL, commit, it is gone from the cloud", func() error {
+			if err := exec(`DELETE FROM bucket WHERE name = 'demo-made-elsewhere'`, `CALL iasql_commit()`); err != nil {
+				return err
+			}
+			ok, err := inCloud("demo-made-elsewhere")
+			return expect("demo-made-elsewhere is still in the cloud", !ok, err)
+		}},
+		{"begin, insert, preview shows the create, rollback undoes it", func() error {
+			if err := exec(`CALL iasql_begin()`, `INSERT INTO bucket (name) VALUES ('demo-maybe')`); err != nil {
+				return err
+			}
+			n, err := count(`SELECT count(*) FROM iasql_preview() WHERE action = 'create' AND direction = 'cloud' AND cloud_id = 'demo-maybe'`)
+			if err := expect("preview does not show the create", n == 1, err); err != nil {
+				return err
+			}
+			if err := exec(`CALL iasql_rollback()`); err != nil {
+				return err
+			}
+			n, err = count(`SELECT count(*) FROM bucket WHERE name = 'demo-maybe'`)
+			if err := expect("the row is still there after rollback", n == 0, err); err != nil {
+				return err
+			}
+			ok, err := inCloud("demo-maybe")
+			return expect("rollback created the bucket", !ok, err)
+		}},
+		{"begin, insert, commit: the bucket is created", func() error {
+			if err := exec(`CALL iasql_begin()`, `INSERT INTO bucket (name, versioning) VALUES ('demo-sure', true)`, `CALL iasql_commit()`); err != nil {
+				return err
+			}
+			ok, err := inCloud("demo-sure")
+			return expect("demo-sure is not in the cloud", ok, err)
+		}},
+	}
+	passed := 0
+	for i, s := range steps {
+		if err := s.run(); err != nil {
+			fmt.Fprintf(w, "step %d FAILED: %s: %s\n", i+1, s.name, oneLine(err.Error()))
+			continue
+		}
+		passed++
+		fmt.Fprintf(w, "step %d ok: %s\n", i+1, s.name)
+	}
+	fmt.Fprintf(w, "%d of %d steps checked out\n", passed, len(steps))
+	if passed != len(steps) {
+		return fmt.Errorf("%d of %d demo steps failed", len(steps)-passed, len(steps))
+	}
+	return nil
+}

@@ -1,0 +1,283 @@
+// Package emulator is an AWS-compatible endpoint for tests, demos and
+// benchmarks: one HTTP port that answers the AWS services the modules use,
+// in memory. S3 (path-style requests) is served by gofakes3 behind a router
+// that adds what gofakes3 lacks: bucket regions, ListBuckets pagination,
+// AWS's versioning and location responses and AWS's error codes. Every
+// request is counted per operation (Calls), so tests and benchmarks can
+// assert how many cloud calls something cost.
+//
+// Requests are routed by the service their signature is scoped to (the
+// Authorization header's credential scope, e.g.
+// ".../us-east-1/ec2/aws4_request", or a presigned URL's X-Amz-Credential);
+// S3 is the default. Other services are added to Emulator.services.
+package emulator
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure an Emulator. The zero value behaves like AWS.
+type Options struct {
+	// Logger receives one debug line per request; nil discards.
+	Logger *slog.Logger
+	// AnyRegion accepts requests for a bucket signed for any region. By
+	// default, like AWS, a request for a bucket signed for a region other
+	// than the bucket's fails with AuthorizationHeaderMalformed (400, with
+	// the bucket's region in x-amz-bucket-region), and CreateBucket checks
+	// the location constraint against the signing region.
+	AnyRegion bool
+	// LegacyListBuckets makes ListBuckets ignore max-buckets, prefix,
+	// continuation-token and bucket-region and leave BucketRegion out, like
+	// older S3-compatible servers: clients must fall back to
+	// GetBucketLocation.
+	LegacyListBuckets bool
+	// ForeignBuckets are bucket names another account owns: CreateBucket
+	// fails with BucketAlreadyExists, every other request on them with
+	// AccessDenied.
+	ForeignBuckets []string
+}
+
+// service emulates one AWS service behind the shared endpoint.
+type service interface {
+	// operation names the request's operation (e.g. "ListBuckets"), for
+	// Calls and dispatch.
+	operation(r *http.Request) string
+	// serve answers the request.
+	serve(w http.ResponseWriter, r *http.Request, op string)
+}
+
+// Emulator is an http.Handler answering AWS API requests.
+type Emulator struct {
+	log *slog.Logger
+	// services by signing name (the credential scope's service); unsigned
+	// requests go to fallback (S3), unknown services get NotImplemented.
+	services map[string]service
+	fallback service
+
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+// New returns an emulator with no resources.
+func New(opts Options) *Emulator {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s3 := newS3(opts)
+	return &Emulator{
+		log: log,
+		services: map[string]service{
+			"s3": s3,
+			// Later services register here by signing name, e.g.
+			// "ec2": newEC2(opts) (query protocol, Action=...),
+			// "iam": newIAM(opts), "ecr": newECR(opts) (JSON protocol,
+			// X-Amz-Target).
+		},
+		fallback: s3,
+		calls:    map[string]int{},
+	}
+}
+
+// ServeHTTP routes the request to its service, counts it and answers it.
+func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name, svc := e.route(r)
+	op := svc.operation(r)
+	e.count(name + ":" + op)
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			e.log.Error("emulator: handler panicked", "op", name+":"+op, "panic", p)
+			if !rec.wrote {
+				writeS3Error(rec, r, "", s3Err(http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again."))
+			}
+		}
+		e.log.Debug("emulator request", "op", name+":"+op, "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "duration", time.Since(start))
+	}()
+	svc.serve(rec, r, op)
+}
+
+// route picks the service for a request: by the signing name of its
+// credential scope, S3 when there is none. (JSON-protocol services could
+// also be told by X-Amz-Target's prefix; signed requests never need it.)
+func (e *Emulator) route(r *http.Request) (string, service) {
+	_, name := credentialScope(r)
+	if name == "" {
+		return "s3", e.fallback
+	}
+	if svc, ok := e.services[name]; ok {
+		return name, svc
+	}
+	return name, unknownService{name: name}
+}
+
+func (e *Emulator) count(op string) {
+	e.mu.Lock()
+	e.calls[op]++
+	e.mu.Unlock()
+}
+
+// Calls returns how many requests each operation received since New or
+// the last Reset, by "service:Operation" (e.g. "s3:ListBuckets"). Failed
+// requests count too.
+func (e *Emulator) Calls() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.calls)
+}
+
+// Reset forgets the counted calls; the emulated resources stay.
+func (e *Emulator) Reset() {
+	e.mu.Lock()
+	clear(e.calls)
+	e.mu.Unlock()
+}
+
+// Server is an emulator listening on a TCP address.
+type Server struct {
+	Addr net.Addr
+	URL  string // http://host:port, for AWS_ENDPOINT_URL
+	done chan error
+}
+
+// Start listens on addr (host:port; port 0 picks a free one) and serves
+// until ctx ends. It returns once the listener is bound.
+func (e *Emulator) Start(ctx context.Context, addr string) (*Server, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("emulator: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(e.log.Handler(), slog.LevelDebug),
+	}
+	s := &Server{Addr: ln.Addr(), URL: "http://" + ln.Addr().String(), done: make(chan error, 1)}
+	go func() {
+		errc := make(chan error, 1)
+		go func() { errc <- srv.Serve(ln) }()
+		select {
+		case err := <-errc:
+			s.done <- fmt.Errorf("emulator: serve: %w", err)
+			return
+		case <-ctx.Done():
+		}
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err := srv.Shutdown(shutdownCtx)
+		if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+		if err != nil {
+			err = fmt.Errorf("emulator: shut down: %w", err)
+		}
+		s.done <- err
+	}()
+	return s, nil
+}
+
+// Wait blocks until the server has stopped (its context ended) and
+// returns why it stopped early, if it did.
+func (s *Server) Wait() error { return <-s.done }
+
+// credentialScope returns the region and service a request is signed for
+// (SigV4 Authorization header or presigned X-Amz-Credential); "" when
+// unsigned.
+func credentialScope(r *http.Request) (region, service string) {
+	cred := ""
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		if i := strings.Index(auth, "Credential="); i >= 0 {
+			cred = auth[i+len("Credential="):]
+			if j := strings.IndexAny(cred, ", "); j >= 0 {
+				cred = cred[:j]
+			}
+		}
+	} else {
+		cred = r.URL.Query().Get("X-Amz-Credential")
+	}
+	// AKID/date/region/service/aws4_request; SigV4a has no region:
+	// AKID/date/service/aws4_request.
+	parts := strings.Split(cred, "/")
+	switch len(parts) {
+	case 5:
+		return parts[2], parts[3]
+	case 4:
+		return "", parts[2]
+	}
+	return "", ""
+}
+
+// unknownService answers requests for services the emulator does not
+// have with NotImplemented in the protocol's error shape.
+type unknownService struct{ name string }
+
+func (u unknownService) operation(r *http.Request) string {
+	if t := r.Header.Get("X-Amz-Target"); t != "" {
+		if i := strings.LastIndexByte(t, '.'); i >= 0 {
+			return t[i+1:]
+		}
+		return t
+	}
+	if a := r.URL.Query().Get("Action"); a != "" {
+		return a
+	}
+	if r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		if err := r.ParseForm(); err == nil && r.PostForm.Get("Action") != "" {
+			return r.PostForm.Get("Action")
+		}
+	}
+	return "Unknown"
+}
+
+func (u unknownService) serve(w http.ResponseWriter, r *http.Request, op string) {
+	msg := fmt.Sprintf("The emulator does not implement service %q (operation %s).", u.name, op)
+	if r.Header.Get("X-Amz-Target") != "" {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.Header().Set("X-Amzn-ErrorType", "NotImplemented")
+		w.WriteHeader(http.StatusNotImplemented)
+		fmt.Fprintf(w, `{"__type":"NotImplemented","message":%q}`, msg)
+		return
+	}
+	var escaped strings.Builder
+	_ = xml.EscapeText(&escaped, []byte(msg))
+	w.Header().Set("Content-Type", "text/xml")
+	w.WriteHeader(http.StatusNotImplemented)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<ErrorResponse><Error><Type>Sender</Type><Code>NotImplemented</Code><Message>%s</Message></Error><RequestId>0</RequestId></ErrorResponse>`, escaped.String())
+}
+
+// statusRecorder remembers the status a handler wrote, for the log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}

@@ -1,0 +1,52 @@
+-- aws_s3: S3 buckets and the keys of their objects.
+
+CREATE TABLE public.bucket (
+  id         serial PRIMARY KEY,
+  name       text NOT NULL,
+  -- A later module version defaults to aws_account's default region.
+  region     text NOT NULL DEFAULT 'us-east-1',
+  versioning boolean NOT NULL DEFAULT false,
+  created_at timestamptz,
+  CONSTRAINT bucket_name_unique UNIQUE (name),
+  CONSTRAINT bucket_name_s3_rules CHECK (
+    name ~ '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$'
+    AND name !~ '\.\.'
+    AND name !~ '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$'),
+  CONSTRAINT bucket_region_format CHECK (region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]+$')
+);
+COMMENT ON TABLE public.bucket IS
+  'S3 general purpose buckets of the account, in every region. Insert a row to create a bucket, update versioning to turn versioning on or suspend it, delete the row to delete the bucket (after its objects). Changing name or region replaces the bucket.';
+COMMENT ON COLUMN public.bucket.id IS 'Database identifier of the row; the cloud knows the bucket by name.';
+COMMENT ON COLUMN public.bucket.name IS 'Bucket name, unique across all AWS accounts: 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit.';
+COMMENT ON COLUMN public.bucket.region IS 'AWS region the bucket lives in, e.g. eu-west-1. Fixed at creation: changing it replaces the bucket.';
+COMMENT ON COLUMN public.bucket.versioning IS 'Whether object versioning is enabled. Setting it to false on a versioned bucket suspends versioning (S3 cannot turn it off).';
+COMMENT ON COLUMN public.bucket.created_at IS 'When S3 created the bucket (from the cloud; not written to it).';
+COMMENT ON SEQUENCE public.bucket_id_seq IS 'Generates bucket.id.';
+COMMENT ON CONSTRAINT bucket_name_unique ON public.bucket IS 'A bucket name appears once.';
+COMMENT ON CONSTRAINT bucket_name_s3_rules ON public.bucket IS
+  'S3 bucket naming rules: 3 to 63 characters; lowercase letters, digits, dots and hyphens; beginning and ending with a letter or digit; no two adjacent dots; not formatted as an IP address.';
+COMMENT ON CONSTRAINT bucket_region_format ON public.bucket IS 'A region code such as us-east-1 or ap-southeast-2.';
+
+CREATE TABLE public.bucket_object (
+  id            serial PRIMARY KEY,
+  bucket_id     int NOT NULL,
+  key           text NOT NULL,
+  size          bigint,
+  etag          text,
+  last_modified timestamptz,
+  CONSTRAINT bucket_object_bucket_fk FOREIGN KEY (bucket_id) REFERENCES public.bucket (id) ON DELETE CASCADE,
+  CONSTRAINT bucket_object_key_unique UNIQUE (bucket_id, key),
+  CONSTRAINT bucket_object_key_length CHECK (octet_length(key) BETWEEN 1 AND 1024)
+);
+COMMENT ON TABLE public.bucket_object IS
+  'Objects in S3 buckets, by key. The object body is not stored here: inserting a row creates an empty object with that key, deleting the row deletes the object, and objects written by other means (with any body) appear as rows.';
+COMMENT ON COLUMN public.bucket_object.id IS 'Database identifier of the row; the cloud knows the object by bucket and key.';
+COMMENT ON COLUMN public.bucket_object.bucket_id IS 'The bucket the object is in (bucket.id). Changing it replaces the object.';
+COMMENT ON COLUMN public.bucket_object.key IS 'Object key, 1 to 1024 bytes of UTF-8. Changing it replaces the object.';
+COMMENT ON COLUMN public.bucket_object.size IS 'Size of the object body in bytes (from the cloud; not written to it).';
+COMMENT ON COLUMN public.bucket_object.etag IS 'Entity tag of the object body, without quotes (from the cloud; not written to it).';
+COMMENT ON COLUMN public.bucket_object.last_modified IS 'When the object was last written (from the cloud; not written to it).';
+COMMENT ON SEQUENCE public.bucket_object_id_seq IS 'Generates bucket_object.id.';
+COMMENT ON CONSTRAINT bucket_object_bucket_fk ON public.bucket_object IS 'An object belongs to a bucket; deleting the bucket row deletes its object rows.';
+COMMENT ON CONSTRAINT bucket_object_key_unique ON public.bucket_object IS 'A key appears once per bucket.';
+COMMENT ON CONSTRAINT bucket_object_key_length ON public.bucket_object IS 'S3 object keys are 1 to 1024 bytes long.';

@@ -1,0 +1,213 @@
+package aws_s3
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// bucketMapper maps the bucket table: general purpose buckets in every
+// region.
+type bucketMapper struct{ c *clients }
+
+// Read lists the buckets (ListBuckets, paginated) and reads each one's
+// versioning, concurrently.
+func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
+	infos, err := m.c.listBuckets(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]module.Record, len(infos))
+	err = forEach(ctx, len(infos), func(ctx context.Context, i int) error {
+		rec, err := m.record(ctx, infos[i])
+		if isCode(err, "NoSuchBucket") {
+			return nil // deleted since it was listed
+		}
+		recs[i] = rec
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(recs, func(r module.Record) bool { return r == nil }), nil
+}
+
+// record completes a listed bucket with its versioning.
+func (m *bucketMapper) record(ctx context.Context, b bucketInfo) (module.Record, error) {
+	out, err := m.c.client(b.region).GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(b.name)})
+	if err != nil {
+		return nil, classify(err, "get versioning of bucket %s", b.name)
+	}
+	return module.Record{
+		"name":       b.name,
+		"region":     b.region,
+		"versioning": out.Status == types.BucketVersioningStatusEnabled,
+		"created_at": module.Time(b.created),
+	}, nil
+}
+
+// readOne reads one bucket back.
+func (m *bucketMapper) readOne(ctx context.Context, name string) (module.Record, error) {
+	infos, err := m.c.listBuckets(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range infos {
+		if b.name == name {
+			return m.record(ctx, b)
+		}
+	}
+	// Not listed yet: S3's listing may lag a create. The creation time
+	// comes with a later Read.
+	region, err := m.c.regionOf(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return m.record(ctx, bucketInfo{name: name, region: region})
+}
+
+// Create creates the bucket in its region, turns versioning on when
+// wanted, and reads it back. A bucket the account already owns is
+// adopted.
+func (m *bucketMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	name, region := want.String("name"), normRegion(want.String("region"))
+	in := &s3.CreateBucketInput{Bucket: aws.String(name)}
+	if region != defaultRegion {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(region)}
+	}
+	_, err := m.c.client(region).CreateBucket(ctx, in)
+	switch {
+	case err == nil:
+		m.c.rememberRegion(name, region)
+	case isCode(err, "BucketAlreadyOwnedByYou"):
+	default:
+		return nil, classify(err, "create bucket %s in %s", name, region)
+	}
+	if want.Bool("versioning") {
+		if err := m.putVersioning(ctx, name, true); err != nil {
+			return nil, err
+		}
+	}
+	return m.readOne(ctx, name)
+}
+
+// Update changes versioning (Enabled or Suspended); another region needs
+// a new bucket.
+func (m *bucketMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	name := have.String("name")
+	if want.String("name") != name || normRegion(want.String("region")) != normRegion(have.String("region")) {
+		return nil, module.ErrReplace
+	}
+	if want.Bool("versioning") != have.Bool("versioning") {
+		if err := m.putVersioning(ctx, name, want.Bool("versioning")); err != nil {
+			return nil, err
+		}
+	}
+	return m.readOne(ctx, name)
+}
+
+func (m *bucketMapper) putVersioning(ctx context.Context, name string, enabled bool) error {
+	status := types.BucketVersioningStatusSuspended
+	if enabled {
+		status = types.BucketVersioningStatusEnabled
+	}
+	err := m.c.withBucket(ctx, name, func(cl *s3.Client) error {
+		_, err := cl.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
+			Bucket:                  aws.String(name),
+			VersioningConfiguration: &types.VersioningConfiguration{Status: status},
+		})
+		return err
+	})
+	return classify(err, "set versioning of bucket %s to %s", name, status)
+}
+
+// Delete deletes the bucket. A bucket with objects fails with
+// BucketNotEmpty (the engine deletes the objects first and retries); a
+// bucket left with only old versions and delete markers of deleted
+// objects has them deleted first. A bucket already gone is no error.
+func (m *bucketMapper) Delete(ctx context.Context, have module.Record) error {
+	name := have.String("name")
+	if r := have.String("region"); r != "" {
+		m.c.rememberRegion(name, normRegion(r))
+	}
+	del := func(cl *s3.Client) error {
+		_, err := cl.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)})
+		return err
+	}
+	err := m.c.withBucket(ctx, name, del)
+	if notEmpty := err; isCode(notEmpty, "BucketNotEmpty") {
+		err = m.c.withBucket(ctx, name, func(cl *s3.Client) error {
+			if err := purgeHistory(ctx, cl, name); err != nil {
+				if errors.Is(err, errHasObjects) {
+					return notEmpty
+				}
+				return err
+			}
+			return del(cl)
+		})
+	}
+	if isCode(err, "NoSuchBucket") {
+		err = nil
+	}
+	if err != nil {
+		return classify(err, "delete bucket %s", name)
+	}
+	m.c.forgetRegion(name)
+	return nil
+}
+
+var errHasObjects = errors.New("bucket has objects")
+
+// purgeHistory deletes the noncurrent versions and delete markers of a
+// bucket that has no current objects; errHasObjects when it has some.
+func purgeHistory(ctx context.Context, cl *s3.Client, name string) error {
+	cur, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(name), MaxKeys: aws.Int32(1)})
+	if err != nil {
+		return err
+	}
+	if len(cur.Contents) > 0 {
+		return errHasObjects
+	}
+	p := s3.NewListObjectVersionsPaginator(cl, &s3.ListObjectVersionsInput{Bucket: aws.String(name)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return err
+		}
+		var ids []types.ObjectIdentifier
+		for _, v := range page.Versions {
+			ids = append(ids, types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
+		}
+		for _, d := range page.DeleteMarkers {
+			ids = append(ids, types.ObjectIdentifier{Key: d.Key, VersionId: d.VersionId})
+		}
+		for chunk := range slices.Chunk(ids, 1000) {
+			out, err := cl.DeleteObjects(ctx, &s3.DeleteObjectsInput{
+				Bucket: aws.String(name),
+				Delete: &types.Delete{Objects: chunk, Quiet: aws.Bool(true)},
+			})
+			if err != nil {
+				return err
+			}
+			if len(out.Errors) > 0 {
+				e := out.Errors[0]
+				return errors.New("delete version " + aws.ToString(e.VersionId) + " of " + aws.ToString(e.Key) + ": " + aws.ToString(e.Code) + ": " + aws.ToString(e.Message))
+			}
+		}
+	}
+	return nil
+}
+
+// Equal compares name, region (S3's "" and EU spellings normalised) and
+// versioning (NULL is off).
+func (m *bucketMapper) Equal(db, cloud module.Record) bool {
+	return module.Same(db["name"], cloud["name"]) &&
+		normRegion(db.String("region")) == normRegion(cloud.String("region")) &&
+		db.Bool("versioning") == cloud.Bool("versioning")
+}

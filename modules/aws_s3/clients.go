@@ -1,0 +1,296 @@
+package aws_s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+const (
+	defaultRegion = "us-east-1"
+	// concurrency bounds the per-bucket requests in flight during a Read.
+	concurrency = 16
+	// pageSize is the MaxBuckets of ListBuckets pages.
+	pageSize = 1000
+)
+
+// clients holds an S3 client per region and the regions of the buckets
+// seen, for the mappers of one configuration.
+type clients struct {
+	cfg       aws.Config
+	pathStyle bool
+
+	mu       sync.Mutex
+	byRegion map[string]*s3.Client
+	regions  map[string]string // bucket name -> region
+}
+
+func newClients(cfg aws.Config) *clients {
+	if cfg.Region == "" {
+		cfg.Region = defaultRegion
+	}
+	return &clients{cfg: cfg, pathStyle: pathStyle(cfg), byRegion: map[string]*s3.Client{}, regions: map[string]string{}}
+}
+
+// pathStyle says whether to address buckets in the path: when
+// IASQL_S3_PATH_STYLE says so, else when a custom endpoint is configured
+// (emulators and S3-compatible stores rarely do virtual hosts).
+func pathStyle(cfg aws.Config) bool {
+	if v, err := strconv.ParseBool(os.Getenv("IASQL_S3_PATH_STYLE")); err == nil {
+		return v
+	}
+	return cfg.BaseEndpoint != nil || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+}
+
+// client returns the client for a region ("" is the configuration's).
+// Checksums are computed and validated only where S3 requires them, which
+// works with AWS and with S3-compatible servers that predate the SDK's
+// default CRC32 checksums.
+func (c *clients) client(region string) *s3.Client {
+	if region == "" {
+		region = c.cfg.Region
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.byRegion[region]; ok {
+		return cl
+	}
+	cl := s3.NewFromConfig(c.cfg, func(o *s3.Options) {
+		o.Region = region
+		o.UsePathStyle = c.pathStyle
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	c.byRegion[region] = cl
+	return cl
+}
+
+func (c *clients) rememberRegion(bucket, region string) {
+	c.mu.Lock()
+	c.regions[bucket] = region
+	c.mu.Unlock()
+}
+
+func (c *clients) forgetRegion(bucket string) {
+	c.mu.Lock()
+	delete(c.regions, bucket)
+	c.mu.Unlock()
+}
+
+// regionOf returns a bucket's region: remembered, else located.
+func (c *clients) regionOf(ctx context.Context, bucket string) (string, error) {
+	c.mu.Lock()
+	region, ok := c.regions[bucket]
+	c.mu.Unlock()
+	if ok {
+		return region, nil
+	}
+	return c.locate(ctx, bucket)
+}
+
+// locate asks S3 for a bucket's region (GetBucketLocation) and remembers
+// it.
+func (c *clients) locate(ctx context.Context, bucket string) (string, error) {
+	out, err := c.client("").GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		if r := redirectRegion(err); r != "" {
+			c.rememberRegion(bucket, r)
+			return r, nil
+		}
+		return "", classify(err, "get location of bucket %s", bucket)
+	}
+	region := normRegion(string(out.LocationConstraint))
+	c.rememberRegion(bucket, region)
+	return region, nil
+}
+
+// withBucket runs fn with the client for the bucket's region; when S3
+// says the region is wrong (the bucket was recreated elsewhere), it
+// learns the right one and runs fn once more.
+func (c *clients) withBucket(ctx context.Context, bucket string, fn func(*s3.Client) error) error {
+	region, err := c.regionOf(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	err = fn(c.client(region))
+	if err == nil || !wrongRegion(err) {
+		return err
+	}
+	c.forgetRegion(bucket)
+	if r := redirectRegion(err); r != "" {
+		c.rememberRegion(bucket, r)
+	}
+	if region, err = c.regionOf(ctx, bucket); err != nil {
+		return err
+	}
+	return fn(c.client(region))
+}
+
+// bucketInfo is a bucket as ListBuckets says.
+type bucketInfo struct {
+	name    string
+	region  string
+	created time.Time
+}
+
+// listBuckets lists the account's buckets (those whose name starts with
+// prefix) with their regions: from ListBuckets' BucketRegion, or
+// GetBucketLocation where the server does not give it (never from memory:
+// a bucket may have been recreated elsewhere).
+func (c *clients) listBuckets(ctx context.Context, prefix string) ([]bucketInfo, error) {
+	in := &s3.ListBucketsInput{MaxBuckets: aws.Int32(pageSize)}
+	if prefix != "" {
+		in.Prefix = aws.String(prefix)
+	}
+	var out []bucketInfo
+	p := s3.NewListBucketsPaginator(c.client(""), in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, classify(err, "list buckets")
+		}
+		for _, b := range page.Buckets {
+			info := bucketInfo{name: aws.ToString(b.Name), created: aws.ToTime(b.CreationDate)}
+			if b.BucketRegion != nil {
+				info.region = normRegion(*b.BucketRegion)
+				c.rememberRegion(info.name, info.region)
+			}
+			out = append(out, info)
+		}
+	}
+	err := forEach(ctx, len(out), func(ctx context.Context, i int) error {
+		if out[i].region != "" {
+			return nil
+		}
+		region, err := c.locate(ctx, out[i].name)
+		if isCode(err, "NoSuchBucket") {
+			return nil // deleted meanwhile; the caller skips it
+		}
+		out[i].region = region
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// normRegion turns S3's location constraints into region codes: "" is
+// us-east-1, EU is eu-west-1.
+func normRegion(r string) string {
+	switch r {
+	case "":
+		return defaultRegion
+	case "EU":
+		return "eu-west-1"
+	}
+	return r
+}
+
+// forEach runs fn(0..n-1), at most concurrency at a time. The first error
+// cancels the others and is returned.
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+loop:
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break loop
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := fn(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel(err) })
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// terminalCodes are S3 errors that retrying cannot fix: bad input, a name
+// someone else owns, missing permissions, unsupported requests.
+var terminalCodes = map[string]bool{
+	"InvalidBucketName": true, "BucketAlreadyExists": true, "InvalidLocationConstraint": true,
+	"IllegalLocationConstraintException": true, "InvalidArgument": true, "InvalidRequest": true,
+	"KeyTooLongError": true, "TooManyBuckets": true, "MalformedXML": true,
+	"IllegalVersioningConfigurationException": true, "InvalidBucketState": true,
+	"AccessDenied": true, "AllAccessDisabled": true, "InvalidAccessKeyId": true,
+	"SignatureDoesNotMatch": true, "NotImplemented": true, "MethodNotAllowed": true,
+}
+
+// classify wraps err with what was being done, as a *module.TerminalError
+// when retrying cannot help.
+func classify(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var te *module.TerminalError
+	if errors.As(err, &te) {
+		return err
+	}
+	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
+	if terminalCodes[code(err)] {
+		return &module.TerminalError{Err: wrapped}
+	}
+	return wrapped
+}
+
+// code is the S3 error code of err, "" when it is not an API error.
+func code(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func isCode(err error, codes ...string) bool {
+	c := code(err)
+	for _, want := range codes {
+		if c == want {
+			return true
+		}
+	}
+	return false
+}
+
+// wrongRegion says whether S3 refused a request for being sent to or
+// signed for the wrong region.
+func wrongRegion(err error) bool {
+	if isCode(err, "AuthorizationHeaderMalformed", "PermanentRedirect") {
+		return true
+	}
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusMovedPermanently
+}
+
+// redirectRegion is the bucket region S3 names in an error response.
+func redirectRegion(err error) string {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		return re.Response.Header.Get("x-amz-bucket-region")
+	}
+	return ""
+}

@@ -1,0 +1,128 @@
+package aws_s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// objectMapper maps the bucket_object table: the current objects of every
+// bucket, by key. Records name the bucket in bucket_id.
+type objectMapper struct{ c *clients }
+
+var objectColumns = []string{"bucket_id", "key"}
+
+// Read lists the objects of every bucket (ListObjectsV2, paginated),
+// buckets concurrently.
+func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
+	infos, err := m.c.listBuckets(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	per := make([][]module.Record, len(infos))
+	err = forEach(ctx, len(infos), func(ctx context.Context, i int) error {
+		recs, err := m.list(ctx, infos[i])
+		if isCode(err, "NoSuchBucket") {
+			return nil // deleted since it was listed
+		}
+		per[i] = recs
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []module.Record
+	for _, recs := range per {
+		out = append(out, recs...)
+	}
+	return out, nil
+}
+
+func (m *objectMapper) list(ctx context.Context, b bucketInfo) ([]module.Record, error) {
+	var out []module.Record
+	p := s3.NewListObjectsV2Paginator(m.c.client(b.region), &s3.ListObjectsV2Input{Bucket: aws.String(b.name)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, classify(err, "list objects of bucket %s", b.name)
+		}
+		for _, o := range page.Contents {
+			out = append(out, objectRecord(b.name, aws.ToString(o.Key), aws.ToInt64(o.Size), aws.ToString(o.ETag), o.LastModified))
+		}
+	}
+	return out, nil
+}
+
+func objectRecord(bucket, key string, size int64, etag string, modified *time.Time) module.Record {
+	rec := module.Record{
+		"bucket_id":     bucket,
+		"key":           key,
+		"size":          module.Number(size),
+		"etag":          strings.Trim(etag, `"`),
+		"last_modified": nil,
+	}
+	if modified != nil {
+		rec["last_modified"] = module.Time(*modified)
+	}
+	return rec
+}
+
+// Create puts an empty object under the key and reads it back
+// (HeadObject).
+func (m *objectMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	bucket, key := want.String("bucket_id"), want.String("key")
+	if bucket == "" || key == "" {
+		return nil, &module.TerminalError{Err: errors.New("create object: bucket and key are required")}
+	}
+	var rec module.Record
+	err := m.c.withBucket(ctx, bucket, func(cl *s3.Client) error {
+		_, err := cl.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: aws.String(bucket), Key: aws.String(key),
+			Body: bytes.NewReader(nil), ContentLength: aws.Int64(0),
+		})
+		if err != nil {
+			return err
+		}
+		head, err := cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			return err
+		}
+		rec = objectRecord(bucket, key, aws.ToInt64(head.ContentLength), aws.ToString(head.ETag), head.LastModified)
+		return nil
+	})
+	if err != nil {
+		return nil, classify(err, "create object %s in bucket %s", key, bucket)
+	}
+	return rec, nil
+}
+
+// Update cannot change anything: bucket and key are the object's identity.
+func (m *objectMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	return nil, module.ErrReplace
+}
+
+// Delete deletes the object (its current version, in a versioned
+// bucket). An object or bucket already gone is no error.
+func (m *objectMapper) Delete(ctx context.Context, have module.Record) error {
+	bucket, key := have.String("bucket_id"), have.String("key")
+	err := m.c.withBucket(ctx, bucket, func(cl *s3.Client) error {
+		_, err := cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		return err
+	})
+	if err != nil && !isCode(err, "NoSuchBucket") {
+		return classify(err, "delete object %s in bucket %s", key, bucket)
+	}
+	return nil
+}
+
+// Equal compares bucket and key.
+func (m *objectMapper) Equal(db, cloud module.Record) bool {
+	return module.CompareDeclarative(objectColumns, db, cloud)
+}

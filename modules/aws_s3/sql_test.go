@@ -1,0 +1,174 @@
+package aws_s3_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/aws_s3"
+)
+
+var srv *pgtest.Server
+
+func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
+
+// installed returns a connection to a fresh database with the module's SQL
+// applied in one transaction, as the engine installs it.
+func installed(t *testing.T) *pgx.Conn {
+	t.Helper()
+	dsn := srv.NewDB(t)
+	pgtest.Exec(t, dsn, "BEGIN;\n"+aws_s3.Module().SQL+"\nCOMMIT;")
+	return pgtest.Connect(t, dsn)
+}
+
+func TestSQLMatchesTables(t *testing.T) {
+	conn := installed(t)
+	ctx := t.Context()
+	for _, tbl := range aws_s3.Module().Tables {
+		rows, err := conn.Query(ctx, `SELECT column_name FROM information_schema.columns
+			WHERE table_schema = 'public' AND table_name = $1 ORDER BY ordinal_position`, tbl.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cols) == 0 || cols[0] != "id" {
+			t.Errorf("%s: columns %v, want id first", tbl.Name, cols)
+		}
+		for _, c := range cols[1:] {
+			if slices.Contains(tbl.Declarative, c) == slices.Contains(tbl.Feedback, c) {
+				t.Errorf("%s.%s: must be exactly one of declarative and feedback", tbl.Name, c)
+			}
+		}
+		for _, group := range [][]string{tbl.CloudID, tbl.Declarative, tbl.Feedback, slices.Collect(maps.Keys(tbl.Refs))} {
+			for _, c := range group {
+				if !slices.Contains(cols, c) {
+					t.Errorf("%s: column %s is not in the SQL", tbl.Name, c)
+				}
+			}
+		}
+		for _, c := range tbl.CloudID {
+			if !slices.Contains(tbl.Declarative, c) {
+				t.Errorf("%s: cloud id column %s is not declarative", tbl.Name, c)
+			}
+		}
+	}
+}
+
+func TestSQLConstraints(t *testing.T) {
+	conn := installed(t)
+	ctx := t.Context()
+	var region string
+	var versioning bool
+	err := conn.QueryRow(ctx, `INSERT INTO bucket (name) VALUES ('logs') RETURNING region, versioning`).Scan(&region, &versioning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if region != "us-east-1" || versioning {
+		t.Errorf("defaults: region %q versioning %v", region, versioning)
+	}
+	cases := []struct {
+		name, sql, constraint string
+	}{
+		{"uppercase", `INSERT INTO bucket (name) VALUES ('Logs')`, "bucket_name_s3_rules"},
+		{"too short", `INSERT INTO bucket (name) VALUES ('ab')`, "bucket_name_s3_rules"},
+		{"too long", `INSERT INTO bucket (name) VALUES (repeat('a', 64))`, "bucket_name_s3_rules"},
+		{"underscore", `INSERT INTO bucket (name) VALUES ('my_bucket')`, "bucket_name_s3_rules"},
+		{"starts with hyphen", `INSERT INTO bucket (name) VALUES ('-logs')`, "bucket_name_s3_rules"},
+		{"ends with dot", `INSERT INTO bucket (name) VALUES ('logs.')`, "bucket_name_s3_rules"},
+		{"adjacent dots", `INSERT INTO bucket (name) VALUES ('a..b')`, "bucket_name_s3_rules"},
+		{"ip address", `INSERT INTO bucket (name) VALUES ('10.0.0.1')`, "bucket_name_s3_rules"},
+		{"duplicate name", `INSERT INTO bucket (name) VALUES ('logs')`, "bucket_name_unique"},
+		{"bad region", `INSERT INTO bucket (name, region) VALUES ('elsewhere', 'Europe')`, "bucket_region_format"},
+		{"empty key", `INSERT INTO bucket_object (bucket_id, key) SELECT id, '' FROM bucket`, "bucket_object_key_length"},
+		{"long key", `INSERT INTO bucket_object (bucket_id, key) SELECT id, repeat('é', 513) FROM bucket`, "bucket_object_key_length"},
+		{"missing bucket", `INSERT INTO bucket_object (bucket_id, key) VALUES (-1, 'k')`, "bucket_object_bucket_fk"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := conn.Exec(ctx, tc.sql)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.ConstraintName != tc.constraint {
+				t.Errorf("error %v, want a violation of %s", err, tc.constraint)
+			}
+		})
+	}
+	for _, ok := range []string{
+		`INSERT INTO bucket (name, region, versioning) VALUES ('my.logs-2024', 'ap-southeast-2', true)`,
+		`INSERT INTO bucket (name, region) VALUES ('gov', 'us-gov-west-1')`,
+		`INSERT INTO bucket (name) VALUES (repeat('a', 63))`,
+		`INSERT INTO bucket_object (bucket_id, key) SELECT id, 'a/b c.txt' FROM bucket WHERE name = 'logs'`,
+		`INSERT INTO bucket_object (bucket_id, key) SELECT id, repeat('k', 1024) FROM bucket WHERE name = 'logs'`,
+	} {
+		if _, err := conn.Exec(ctx, ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	_, err = conn.Exec(ctx, `INSERT INTO bucket_object (bucket_id, key) SELECT id, 'a/b c.txt' FROM bucket WHERE name = 'logs'`)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.ConstraintName != "bucket_object_key_unique" {
+		t.Errorf("duplicate key: %v", err)
+	}
+	var objects int
+	if _, err := conn.Exec(ctx, `DELETE FROM bucket WHERE name = 'logs'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM bucket_object`).Scan(&objects); err != nil {
+		t.Fatal(err)
+	}
+	if objects != 0 {
+		t.Errorf("%d objects left after deleting their bucket", objects)
+	}
+}
+
+func TestSQLComments(t *testing.T) {
+	conn := installed(t)
+	ctx := context.Background()
+	var tables []string
+	for _, tbl := range aws_s3.Module().Tables {
+		tables = append(tables, "public."+tbl.Name)
+	}
+	rows, err := conn.Query(ctx, `
+		WITH t AS (SELECT unnest($1::text[])::regclass AS oid)
+		SELECT 'table ' || t.oid::text FROM t WHERE obj_description(t.oid, 'pg_class') IS NULL
+		UNION ALL
+		SELECT 'column ' || t.oid::text || '.' || a.attname FROM t JOIN pg_attribute a ON a.attrelid = t.oid
+		 WHERE a.attnum > 0 AND NOT a.attisdropped AND col_description(t.oid, a.attnum) IS NULL
+		UNION ALL
+		SELECT 'constraint ' || c.conname FROM t JOIN pg_constraint c ON c.conrelid = t.oid
+		 WHERE c.contype <> 'p' AND obj_description(c.oid, 'pg_constraint') IS NULL
+		UNION ALL
+		SELECT 'sequence ' || s.oid::regclass::text FROM t JOIN pg_depend d ON d.refobjid = t.oid AND d.classid = 'pg_class'::regclass
+		  JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+		 WHERE obj_description(s.oid, 'pg_class') IS NULL
+		UNION ALL
+		SELECT 'index ' || i.indexrelid::regclass::text FROM t JOIN pg_index i ON i.indrelid = t.oid
+		 WHERE NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+		   AND obj_description(i.indexrelid, 'pg_class') IS NULL`, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Errorf("without a comment: %s", strings.Join(missing, ", "))
+	}
+	var comment string
+	if err := conn.QueryRow(ctx, `SELECT obj_description('public.bucket_object'::regclass, 'pg_class')`).Scan(&comment); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(comment, "empty object") {
+		t.Errorf("bucket_object comment does not say rows create empty objects: %q", comment)
+	}
+}
