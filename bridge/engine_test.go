@@ -497,3 +497,19 @@ func TestTwoSidecars(t *testing.T) {
 		t.Errorf("%d cycles started before the previous one ended", overlaps)
 	}
 }
+
+// TestAutomatic: new intent is enacted within 2 seconds without a commit;
+// deprecated functions are counted.
+func TestAutomatic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.exec(`INSERT INTO bucket (name) VALUES ('auto-created')`)
+	waitUntil(t, 2*time.Second, "the bucket to be created without a commit", func() bool { return e.cloudBuckets()["auto-created"] })
+	e.exec(`SELECT iasql_apply()`, `SELECT iasql_apply()`, `SELECT iasql_sync()`)
+	waitUntil(t, 5*time.Second, "deprecated calls to be counted", func() bool {
+		return e.count(`SELECT coalesce(sum(calls), 0)::int FROM iasql_deprecated_calls`) == 3
+	})
+	if n := e.count(`SELECT calls::int FROM iasql_deprecated_calls WHERE function_name = 'iasql_apply'`); n != 2 {
+		t.Errorf("iasql_apply counted %d times, want 2", n)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/iasql/iasql/bridge"
 	"github.com/iasql/iasql/logical"
 	iasqlsql "github.com/iasql/iasql/sql"
@@ -88,6 +90,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	problem := printStatus(stdout, info, in)
+	if in.Version != "" {
+		if err := printEngineStatus(ctx, conn, stdout); err != nil {
+			return err
+		}
+	}
 	if problem != "" {
 		return fmt.Errorf("capture is not healthy: %s", problem)
 	}
@@ -158,4 +165,23 @@ func positiveDuration(flag, v string) (time.Duration, error) {
 		return 0, fmt.Errorf("invalid %s %q: give a positive duration such as 30s, 2m or 1h", flag, v)
 	}
 	return d, nil
+}
+
+// printEngineStatus prints the iasql transaction, the last cycle and the
+// calls of deprecated functions.
+func printEngineStatus(ctx context.Context, conn *pgx.Conn, w io.Writer) error {
+	var tx, cycle, deprecated string
+	err := conn.QueryRow(ctx, `
+		SELECT coalesce((SELECT 'open since ' || to_char(opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' by ' || opened_by FROM public.iasql_transaction), 'none'),
+		       coalesce((SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' ' || (message::jsonb->>'outcome') || ': ' || (message::jsonb->>'summary')
+		                   FROM public.iasql_audit_log WHERE change_type = 'CYCLE_END' ORDER BY id DESC LIMIT 1), 'none yet'),
+		       coalesce((SELECT string_agg(function_name || ' ' || calls, ', ' ORDER BY function_name) FROM public.iasql_deprecated_calls), 'none')`).
+		Scan(&tx, &cycle, &deprecated)
+	if err != nil {
+		return fmt.Errorf("read engine status: %w", err)
+	}
+	fmt.Fprintf(w, "iasql transaction:  %s\n", tx)
+	fmt.Fprintf(w, "last cycle:         %s\n", cycle)
+	fmt.Fprintf(w, "deprecated calls:   %s\n", deprecated)
+	return nil
 }

@@ -72,7 +72,7 @@ func iasql(t *testing.T, timeout time.Duration, args ...string) result {
 
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"run", "install", "status", "demo"} {
+	for _, cmd := range []string{"run", "install", "status", "demo", "emulator"} {
 		r := iasql(t, 10*time.Second, cmd, "--help")
 		if r.code != 0 {
 			t.Errorf("%s --help exited %d", cmd, r.code)
@@ -81,7 +81,7 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(help, "Usage: iasql "+cmd) || !strings.Contains(help, "Examples:") {
 			t.Errorf("%s --help lacks usage or examples:\n%s", cmd, help)
 		}
-		if cmd != "demo" && !strings.Contains(help, "env IASQL_DSN") {
+		if cmd != "demo" && cmd != "emulator" && !strings.Contains(help, "env IASQL_DSN") {
 			t.Errorf("%s --help does not name IASQL_DSN:\n%s", cmd, help)
 		}
 	}
@@ -323,5 +323,14 @@ func TestLostSlot(t *testing.T) {
 	var status string
 	if err := conn.QueryRow(context.Background(), `SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'iasql_app'`).Scan(&status); err != nil || status != "lost" {
 		t.Errorf("the lost slot was replaced or dropped: %q, %v", status, err)
+	}
+}
+
+// TestDemoScenario: the scripted walkthrough make run offers passes.
+func TestDemoScenario(t *testing.T) {
+	t.Parallel()
+	r := iasql(t, 3*time.Minute, "demo", "--scenario", "--log-level", "warn")
+	if r.code != 0 || !strings.Contains(r.stdout, "5 of 5 steps checked out") {
+		t.Errorf("demo --scenario: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
