@@ -271,6 +271,10 @@ func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait boo
 			return nil, errBusy
 		}
 	}
+	if reason != "schedule" && reason != "intent" {
+		// Someone waits for this cycle: read the cloud as it is now.
+		ctx = module.WithFreshRead(ctx)
+	}
 	c := &cycle{e: e, conn: conn, id: newID(), reason: reason, opt: opt, tables: installed}
 	if err := c.record(ctx, "CYCLE_START", map[string]any{"cycle": c.id, "reason": reason}); err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/modules/module"
 )
 
 // handle answers one request from the SQL API.
@@ -135,7 +137,7 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 	}
 	defer conn.Close(context.Background())
 	c := &cycle{e: e, conn: conn, id: "preview", tables: installed}
-	if err := c.read(ctx); err != nil {
+	if err := c.read(module.WithFreshRead(ctx)); err != nil {
 		return nil, err
 	}
 	p, err := diff(c.snap, options{})

@@ -46,7 +46,7 @@ func Module() module.Module {
 func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
 	c := newClients(cfg)
 	return map[string]module.Mapper{
-		"bucket":        &bucketMapper{c: c},
+		"bucket":        &bucketMapper{c: c, ttl: detailTTL(), details: map[string]bucketDetail{}},
 		"bucket_object": &objectMapper{c: c},
 	}, nil
 }

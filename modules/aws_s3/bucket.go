@@ -3,7 +3,10 @@ package aws_s3
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -14,7 +17,53 @@ import (
 
 // bucketMapper maps the bucket table: general purpose buckets in every
 // region.
-type bucketMapper struct{ c *clients }
+type bucketMapper struct {
+	c   *clients
+	ttl time.Duration // how long an automatic cycle may reuse a bucket's versioning
+
+	mu      sync.Mutex
+	details map[string]bucketDetail // by bucket name
+}
+
+// bucketDetail is what a bucket's listing does not say, as last read.
+type bucketDetail struct {
+	created    time.Time // tells a bucket from a recreated one of the same name
+	versioning bool
+	read       time.Time
+}
+
+// detailTTL is IASQL_S3_DETAIL_TTL (a duration; 0 turns reuse off),
+// default 5 minutes: an automatic cycle over unchanged buckets then makes
+// list calls only, and versioning changed outside iasql is seen within the
+// TTL (at once by iasql_commit, which reads fresh).
+func detailTTL() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("IASQL_S3_DETAIL_TTL")); err == nil && d >= 0 {
+		return d
+	}
+	return 5 * time.Minute
+}
+
+func (m *bucketMapper) cached(ctx context.Context, b bucketInfo) (bool, bool) {
+	if module.FreshRead(ctx) || m.ttl == 0 {
+		return false, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.details[b.name]
+	if !ok || !d.created.Equal(b.created) || time.Since(d.read) > m.ttl {
+		return false, false
+	}
+	return d.versioning, true
+}
+
+func (m *bucketMapper) remember(name string, created time.Time, versioning bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d, ok := m.details[name]; ok && created.IsZero() {
+		created = d.created
+	}
+	m.details[name] = bucketDetail{created: created, versioning: versioning, read: time.Now()}
+}
 
 // Read lists the buckets (ListBuckets, paginated) and reads each one's
 // versioning, concurrently.
@@ -38,22 +87,29 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 	return slices.DeleteFunc(recs, func(r module.Record) bool { return r == nil }), nil
 }
 
-// record completes a listed bucket with its versioning.
+// record completes a listed bucket with its versioning (reused from a
+// recent read when the context allows it).
 func (m *bucketMapper) record(ctx context.Context, b bucketInfo) (module.Record, error) {
-	out, err := m.c.client(b.region).GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(b.name)})
-	if err != nil {
-		return nil, classify(err, "get versioning of bucket %s", b.name)
+	versioning, ok := m.cached(ctx, b)
+	if !ok {
+		out, err := m.c.client(b.region).GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(b.name)})
+		if err != nil {
+			return nil, classify(err, "get versioning of bucket %s", b.name)
+		}
+		versioning = out.Status == types.BucketVersioningStatusEnabled
+		m.remember(b.name, b.created, versioning)
 	}
 	return module.Record{
 		"name":       b.name,
 		"region":     b.region,
-		"versioning": out.Status == types.BucketVersioningStatusEnabled,
+		"versioning": versioning,
 		"created_at": module.Time(b.created),
 	}, nil
 }
 
 // readOne reads one bucket back.
 func (m *bucketMapper) readOne(ctx context.Context, name string) (module.Record, error) {
+	ctx = module.WithFreshRead(ctx)
 	infos, err := m.c.listBuckets(ctx, name)
 	if err != nil {
 		return nil, err

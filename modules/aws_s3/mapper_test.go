@@ -619,3 +619,42 @@ func TestBucketMoved(t *testing.T) {
 		t.Errorf("buckets %v", recs)
 	}
 }
+
+// TestDetailReuse: an automatic cycle's Read of unchanged buckets makes
+// list calls only; a fresh read (iasql_commit) sees a change made outside.
+func TestDetailReuse(t *testing.T) {
+	c := newCloud(t, emulator.Options{})
+	for _, n := range []string{"reuse-a", "reuse-b", "reuse-c"} {
+		c.mkBucket(t, n, "us-east-1", false)
+	}
+	if _, err := c.bucket.Read(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.s3("us-east-1").PutBucketVersioning(t.Context(), &s3.PutBucketVersioningInput{Bucket: aws.String("reuse-b"),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.em.Reset()
+	recs, err := c.bucket.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := c.em.Calls()
+	if calls["s3:GetBucketVersioning"] != 0 || calls["s3:ListBuckets"] != 1 {
+		t.Errorf("an automatic read of unchanged buckets made %v; want one ListBuckets", calls)
+	}
+	if byKey(recs, "name")["reuse-b"]["versioning"] != false {
+		t.Error("the automatic read did not reuse the remembered versioning")
+	}
+	recs, err = c.bucket.Read(module.WithFreshRead(t.Context()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byKey(recs, "name")["reuse-b"]["versioning"] != true {
+		t.Error("a fresh read did not see versioning enabled outside iasql")
+	}
+	if got := c.em.Calls()["s3:GetBucketVersioning"]; got != 3 {
+		t.Errorf("a fresh read made %d GetBucketVersioning calls, want 3", got)
+	}
+}

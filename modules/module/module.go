@@ -84,3 +84,20 @@ type TerminalError struct{ Err error }
 
 func (e *TerminalError) Error() string { return e.Err.Error() }
 func (e *TerminalError) Unwrap() error { return e.Err }
+
+type freshKey struct{}
+
+// WithFreshRead marks a context whose reads must not reuse anything a
+// mapper remembered: explicit cycles (iasql_commit, iasql_rollback,
+// iasql_preview, install) read the cloud's present state. Automatic cycles
+// may reuse per-resource details a mapper fetched recently, so that an
+// unchanged cloud costs list calls only.
+func WithFreshRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, freshKey{}, true)
+}
+
+// FreshRead reports whether ctx asks for a fresh read.
+func FreshRead(ctx context.Context) bool {
+	v, _ := ctx.Value(freshKey{}).(bool)
+	return v
+}
