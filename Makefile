@@ -16,18 +16,19 @@ bin/iasql: $(shell find . -name '*.go' -not -path './.bench/*' -not -name regist
 	$(GO) generate ./modules
 	$(GO) build -o bin/iasql ./cmd/iasql
 
-# The PostgreSQL server binaries, pg_regress, pgbench and pg_recvlogical.
+# The PostgreSQL server binaries, pg_regress, pgbench, pg_recvlogical and pg_cron.
 # Installed with apt-get when missing and running as root; otherwise we say what to install.
 deps:
 	@if [ -x /usr/lib/postgresql/$(PG_MAJOR)/bin/postgres ] && [ -x /usr/lib/postgresql/$(PG_MAJOR)/bin/pgbench ] \
-	   && [ -x /usr/lib/postgresql/$(PG_MAJOR)/lib/pgxs/src/test/regress/pg_regress ]; then \
+	   && [ -x /usr/lib/postgresql/$(PG_MAJOR)/lib/pgxs/src/test/regress/pg_regress ] \
+	   && [ -f /usr/lib/postgresql/$(PG_MAJOR)/lib/pg_cron.so ]; then \
 	  exit 0; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  echo "installing PostgreSQL $(PG_MAJOR) server binaries (apt-get)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	    postgresql-$(PG_MAJOR) postgresql-client-$(PG_MAJOR) make >/dev/null; \
+	    postgresql-$(PG_MAJOR) postgresql-client-$(PG_MAJOR) postgresql-$(PG_MAJOR)-cron make >/dev/null; \
 	else \
-	  echo "PostgreSQL $(PG_MAJOR) server binaries are missing: run 'sudo apt-get install postgresql-$(PG_MAJOR) postgresql-client-$(PG_MAJOR)' (or set PG_BINDIR)"; \
+	  echo "PostgreSQL $(PG_MAJOR) server binaries (and pg_cron) are missing: run 'sudo apt-get install postgresql-$(PG_MAJOR) postgresql-client-$(PG_MAJOR) postgresql-$(PG_MAJOR)-cron' (or set PG_BINDIR)"; \
 	  exit 1; \
 	fi
 

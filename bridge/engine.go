@@ -40,6 +40,7 @@ type Engine struct {
 
 	requests chan request
 	intent   chan struct{}
+	tick     chan struct{}
 
 	mu      sync.Mutex
 	svc     *pgx.Conn // holds the service lock; answers requests
@@ -61,7 +62,7 @@ type EngineConfig struct {
 func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
 		interval: cfg.Interval, timeout: cfg.CycleTimeout,
-		requests: make(chan request, 64), intent: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
+		requests: make(chan request, 64), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -91,6 +92,15 @@ func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
 		var r request
 		if err := json.Unmarshal(content, &r); err != nil || r.ID == "" {
 			e.log.Warn("ignoring a malformed request", "err", err)
+			return
+		}
+		if r.Kind == "tick" {
+			// pg_cron's schedule: nobody waits; ticks replayed after a
+			// restart collapse into one.
+			select {
+			case e.tick <- struct{}{}:
+			default:
+			}
 			return
 		}
 		go e.accept(r)
@@ -199,9 +209,14 @@ func (e *Engine) Lead(ctx context.Context) {
 		e.svc = nil
 		e.mu.Unlock()
 	}()
-	e.log.Info("engine running", "interval", e.interval, "modules", len(e.modules))
 	timer := time.NewTimer(e.interval)
 	defer timer.Stop()
+	driver := "the sidecar's timer"
+	if e.scheduleWithCron(ctx, svc) {
+		driver = "pg_cron job iasql_cycle"
+		timer.Stop()
+	}
+	e.log.Info("engine running", "interval", e.interval, "schedule", driver, "modules", len(e.modules))
 	var soon <-chan time.Time
 	for {
 		select {
@@ -219,6 +234,8 @@ func (e *Engine) Lead(ctx context.Context) {
 		case <-timer.C:
 			e.automatic(ctx, "schedule")
 			timer.Reset(e.interval)
+		case <-e.tick:
+			e.automatic(ctx, "schedule")
 		}
 	}
 }
@@ -419,4 +436,29 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 		}
 	}
 	return nil
+}
+
+// scheduleWithCron makes pg_cron drive automatic cycles where pg_cron is
+// installed in this database and the interval is whole minutes (pg_cron's
+// granularity): a job iasql_cycle calls iasql_cycle_tick(). It reports
+// whether pg_cron drives them; otherwise the sidecar's timer does.
+func (e *Engine) scheduleWithCron(ctx context.Context, c *pgx.Conn) bool {
+	var has bool
+	if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'cron' AND p.proname = 'schedule')`).Scan(&has); err != nil || !has {
+		return false
+	}
+	minutes := int(e.interval / time.Minute)
+	if e.interval%time.Minute != 0 || minutes < 1 || minutes > 59 {
+		e.log.Info("pg_cron schedules whole minutes only; the sidecar's timer drives automatic cycles", "interval", e.interval)
+		return false
+	}
+	spec := fmt.Sprintf("*/%d * * * *", minutes)
+	if minutes == 1 {
+		spec = "* * * * *"
+	}
+	if _, err := c.Exec(ctx, `SELECT cron.schedule('iasql_cycle', $1, 'SELECT public.iasql_cycle_tick()')`, spec); err != nil {
+		e.log.Warn("cannot schedule the pg_cron job; the sidecar's timer drives automatic cycles", "err", err)
+		return false
+	}
+	return true
 }

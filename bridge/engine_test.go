@@ -36,11 +36,20 @@ type env struct {
 	emu  *emulator.Emulator
 	aws  aws.Config
 	stop func()
+
+	interval time.Duration
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, dsn: srv.NewDB(t), emu: emulator.New(emulator.Options{})}
+	return newEnvOn(t, srv.NewDB(t), time.Hour)
+}
+
+// newEnvOn starts the emulator and a sidecar on dsn with the given
+// automatic-cycle interval, and installs aws_s3.
+func newEnvOn(t *testing.T, dsn string, interval time.Duration) *env {
+	t.Helper()
+	e := &env{t: t, dsn: dsn, emu: emulator.New(emulator.Options{}), interval: interval}
 	hs := httptest.NewServer(e.emu)
 	t.Cleanup(hs.Close)
 	e.aws = aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
@@ -63,7 +72,7 @@ func (e *env) startSidecar(leader bool) {
 	done := make(chan error, 1)
 	go func() {
 		done <- bridge.Run(ctx, bridge.Config{DSN: e.dsn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Interval: time.Hour, AWS: &e.aws, Modules: []module.Module{aws_s3.Module()},
+			Interval: e.interval, AWS: &e.aws, Modules: []module.Module{aws_s3.Module()},
 			OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
 	if !leader {

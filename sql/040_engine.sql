@@ -269,3 +269,20 @@ CREATE FUNCTION public.iasql_preview_sync() RETURNS void LANGUAGE sql AS $$
   SELECT public.iasql_deprecated('iasql_preview_sync', 'use SELECT * FROM iasql_preview()')
 $$;
 COMMENT ON FUNCTION public.iasql_preview_sync() IS 'Deprecated: warns and does nothing. Use SELECT * FROM iasql_preview().';
+
+-- pg_cron's job (where pg_cron is installed in this database) calls this on
+-- the schedule: it asks the sidecar for an automatic cycle and returns at
+-- once. With no sidecar connected it does nothing and says so (pg_cron keeps
+-- the message in cron.job_run_details).
+CREATE FUNCTION public.iasql_cycle_tick() RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT public.iasql_sidecar_connected() THEN
+    RETURN 'no iasql sidecar is connected: nothing to do';
+  END IF;
+  PERFORM pg_catalog.pg_logical_emit_message(false, 'iasql_request',
+    pg_catalog.jsonb_build_object('id', pg_catalog.gen_random_uuid(), 'kind', 'tick', 'role', current_user)::text);
+  RETURN 'cycle requested';
+END $$;
+COMMENT ON FUNCTION public.iasql_cycle_tick() IS
+  'Called by the pg_cron job iasql_cycle on the schedule: asks the sidecar for an automatic cycle (skipped while an iasql transaction is open).';
