@@ -42,6 +42,8 @@ type Engine struct {
 	intent   chan struct{}
 	tick     chan struct{}
 
+	work *pgx.Conn // the loop goroutine's connection (workConn)
+
 	mu      sync.Mutex
 	svc     *pgx.Conn // holds the service lock; answers requests
 	low     pglogrepl.LSN
@@ -208,6 +210,10 @@ func (e *Engine) Lead(ctx context.Context) {
 		e.mu.Lock()
 		e.svc = nil
 		e.mu.Unlock()
+		if e.work != nil {
+			e.work.Close(context.Background())
+			e.work = nil
+		}
 	}()
 	timer := time.NewTimer(e.interval)
 	defer timer.Stop()
@@ -260,6 +266,37 @@ func (e *Engine) automatic(ctx context.Context, reason string) {
 
 var errBusy = errors.New("another cycle is running")
 
+// workConn is the engine loop's connection for cycles, previews and lock
+// waits, kept between them (only the loop goroutine uses it).
+func (e *Engine) workConn(ctx context.Context) (*pgx.Conn, error) {
+	if e.work != nil && !e.work.IsClosed() {
+		return e.work, nil
+	}
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("connect for a cycle: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `SET application_name = 'iasql cycle'`); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("configure the cycle session: %w", err)
+	}
+	e.work = conn
+	return conn, nil
+}
+
+// releaseWork drops the cycle lock (if held) and keeps the connection for
+// the next cycle, or closes it when it is no longer usable.
+func (e *Engine) releaseWork(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_unlock_all()`); err != nil {
+		conn.Close(ctx)
+		if e.work == conn {
+			e.work = nil
+		}
+	}
+}
+
 // cycle runs one cycle under the cycle lock. wait says whether to wait for
 // a running cycle (a commit does; an automatic cycle does not).
 func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait bool) (*Outcome, error) {
@@ -267,14 +304,11 @@ func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait boo
 	if err != nil {
 		return nil, err
 	}
-	conn, err := pgx.Connect(ctx, e.dsn)
+	conn, err := e.workConn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("connect for a cycle: %w", err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, `SET application_name = 'iasql cycle'`); err != nil {
 		return nil, err
 	}
+	defer e.releaseWork(conn)
 	if wait {
 		if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle); err != nil {
 			return nil, fmt.Errorf("wait for the running cycle: %w", err)

@@ -69,11 +69,11 @@ func (e *Engine) begin(ctx context.Context, role string) (any, error) {
 	} else if t != nil {
 		return nil, fmt.Errorf("an iasql transaction is already open: opened by %s at %s; CALL iasql_commit() or CALL iasql_rollback() to end it", t.OpenedBy, t.OpenedAt.UTC().Format(time.RFC3339))
 	}
-	conn, err := pgx.Connect(ctx, e.dsn)
+	conn, err := e.workConn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.Background())
+	defer e.releaseWork(conn)
 	// Waiting for the cycle lock waits for a running cycle to end.
 	if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle); err != nil {
 		return nil, fmt.Errorf("wait for the running cycle: %w", err)
@@ -131,11 +131,11 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := pgx.Connect(ctx, e.dsn)
+	conn, err := e.workConn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.Background())
+	defer e.releaseWork(conn)
 	c := &cycle{e: e, conn: conn, id: "preview", tables: installed}
 	if err := c.read(module.WithFreshRead(ctx)); err != nil {
 		return nil, err
@@ -242,11 +242,11 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 		}
 		leaving[n] = true
 	}
-	conn, err := pgx.Connect(ctx, e.dsn)
+	conn, err := e.workConn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.Background())
+	defer e.releaseWork(conn)
 	// No cycle may run on tables that are going away.
 	if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle); err != nil {
 		return nil, fmt.Errorf("wait for the running cycle: %w", err)
