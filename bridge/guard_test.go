@@ -1,0 +1,149 @@
+package bridge_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// memMapper is a cloud of its own, in memory, for engine behaviours no
+// real module should show: an Equal that never agrees (the differ footgun
+// the guard exists for) and a Read that hangs.
+type memMapper struct {
+	mu        sync.Mutex
+	things    map[string]module.Record
+	neverSame bool
+	slowRead  time.Duration
+}
+
+func (m *memMapper) Read(ctx context.Context) ([]module.Record, error) {
+	if m.slowRead > 0 {
+		select {
+		case <-time.After(m.slowRead):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []module.Record
+	for _, r := range m.things {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (m *memMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := module.Record{"name": want["name"], "size": want["size"]}
+	m.things[want.String("name")] = r
+	return r, nil
+}
+
+func (m *memMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	return m.Create(ctx, want)
+}
+
+func (m *memMapper) Delete(ctx context.Context, have module.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.things, have.String("name"))
+	return nil
+}
+
+func (m *memMapper) Equal(db, cloud module.Record) bool {
+	return !m.neverSame && module.CompareDeclarative([]string{"name", "size"}, db, cloud)
+}
+
+func memModule(m *memMapper) module.Module {
+	return module.Module{
+		Name: "mem_test", Version: "0.0.1",
+		SQL: `CREATE TABLE public.thing (id serial PRIMARY KEY, name text NOT NULL UNIQUE, size int);
+		      COMMENT ON TABLE public.thing IS 'test resource';`,
+		Tables: []module.Table{{Name: "thing", CloudID: []string{"name"}, Declarative: []string{"name", "size"}}},
+		Mappers: func(context.Context, aws.Config) (map[string]module.Mapper, error) {
+			return map[string]module.Mapper{"thing": m}, nil
+		},
+	}
+}
+
+func startMem(t *testing.T, m *memMapper, timeout time.Duration) *env {
+	t.Helper()
+	e := &env{t: t, dsn: srv.NewDB(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		done <- bridge.Run(ctx, bridge.Config{DSN: e.dsn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Interval: time.Hour, CycleTimeout: timeout, AWS: &aws.Config{}, Modules: []module.Module{memModule(m)},
+			OnReady: func() { once.Do(func() { close(ready) }) }})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("sidecar ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("sidecar did not start")
+	}
+	e.db = pgtest.Connect(t, e.dsn)
+	waitUntil(t, 10*time.Second, "modules registered", func() bool { return e.count(`SELECT count(*) FROM iasql_modules`) > 0 })
+	e.exec(`SELECT * FROM iasql_install('mem_test')`)
+	return e
+}
+
+// TestProgressGuard: a mapper whose equality never holds would loop for
+// ever; the cycle ends with an error that names the record instead.
+func TestProgressGuard(t *testing.T) {
+	t.Parallel()
+	e := startMem(t, &memMapper{things: map[string]module.Record{}, neverSame: true}, time.Minute)
+	e.exec(`INSERT INTO thing (name, size) VALUES ('loopy', 1)`)
+	_, err := e.db.Exec(context.Background(), `CALL iasql_commit()`)
+	if err == nil || !strings.Contains(err.Error(), "not converging") || !strings.Contains(err.Error(), "thing") {
+		t.Fatalf("commit with a looping mapper: %v", err)
+	}
+	if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message::jsonb->>'outcome' = 'failed' AND message LIKE '%not converging%'`); n != 1 {
+		t.Error("the cycle's end record does not say it stopped for not converging")
+	}
+}
+
+// TestCycleTimeout: a cycle past its timeout is cancelled and recorded, and
+// the next cycle runs normally.
+func TestCycleTimeout(t *testing.T) {
+	t.Parallel()
+	m := &memMapper{things: map[string]module.Record{}}
+	e := startMem(t, m, time.Second)
+	m.mu.Lock()
+	m.slowRead = 5 * time.Second
+	m.mu.Unlock()
+	_, err := e.db.Exec(context.Background(), `CALL iasql_commit()`)
+	if err == nil || !strings.Contains(err.Error(), "cycle timeout") {
+		t.Fatalf("commit of a cycle that hangs: %v", err)
+	}
+	if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message::jsonb->>'outcome' = 'timeout'`); n != 1 {
+		t.Error("no end record with outcome timeout")
+	}
+	m.mu.Lock()
+	m.slowRead = 0
+	m.mu.Unlock()
+	e.exec(`INSERT INTO thing (name, size) VALUES ('after', 2)`)
+	e.exec(`CALL iasql_commit()`)
+	m.mu.Lock()
+	_, ok := m.things["after"]
+	m.mu.Unlock()
+	if !ok {
+		t.Error("the cycle after a timeout did not run")
+	}
+}
