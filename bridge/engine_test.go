@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/jackc/pgx/v5"
@@ -52,10 +51,7 @@ func newEnvOn(t *testing.T, dsn string, interval time.Duration) *env {
 	e := &env{t: t, dsn: dsn, emu: emulator.New(emulator.Options{}), interval: interval}
 	hs := httptest.NewServer(e.emu)
 	t.Cleanup(hs.Close)
-	e.aws = aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint:               aws.String(hs.URL),
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired}
+	e.aws = emulator.ClientConfig(hs.URL)
 	e.s3 = s3.NewFromConfig(e.aws, func(o *s3.Options) { o.UsePathStyle = true })
 	e.startSidecar(true)
 	e.db = pgtest.Connect(t, e.dsn)
