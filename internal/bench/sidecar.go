@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -15,9 +15,14 @@ import (
 	"github.com/iasql/iasql/logical"
 )
 
-// sidecar is a running `iasql run` process.
+// sidecar is a running process that streams a slot: `iasql run`, or
+// pg_recvlogical for the decoding variant (see startRecvlogical).
 type sidecar struct {
 	cmd     *exec.Cmd
+	name    string         // in CPU figures: "sidecar", "pg_recvlogical"
+	what    string         // in messages: "the sidecar", "pg_recvlogical"
+	stopSig syscall.Signal // what makes it exit cleanly
+	stopped atomic.Bool    // the bench has sent stopSig
 	slot    string
 	started time.Time
 	done    chan struct{} // closed when the process has exited
@@ -32,16 +37,25 @@ func (b *bench) startSidecar(ctx context.Context, db string) (*sidecar, error) {
 	cmd.WaitDelay = 15 * time.Second
 	w := &linePrefixer{w: b.log, prefix: "  sidecar | "}
 	cmd.Stdout, cmd.Stderr = w, w
-	s := &sidecar{cmd: cmd, slot: logical.SlotName(db), done: make(chan struct{})}
-	s.started = time.Now()
-	if err := cmd.Start(); err != nil {
+	s := &sidecar{cmd: cmd, name: "sidecar", what: "the sidecar", stopSig: syscall.SIGTERM, slot: logical.SlotName(db)}
+	if err := s.start(); err != nil {
 		return nil, fmt.Errorf("start sidecar %s: %w", b.iasqlBin, err)
 	}
+	return s, nil
+}
+
+// start starts s.cmd and follows its exit.
+func (s *sidecar) start() error {
+	s.done = make(chan struct{})
+	s.started = time.Now()
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
 	go func() {
-		s.waitErr = cmd.Wait()
+		s.waitErr = s.cmd.Wait()
 		close(s.done)
 	}()
-	return s, nil
+	return nil
 }
 
 // exited returns an error when the process has exited.
@@ -49,21 +63,22 @@ func (s *sidecar) exited() error {
 	select {
 	case <-s.done:
 		if s.waitErr != nil {
-			return fmt.Errorf("the sidecar exited unexpectedly (%w); see its log above", s.waitErr)
+			return fmt.Errorf("%s exited unexpectedly (%w); see its log above", s.what, s.waitErr)
 		}
-		return errors.New("the sidecar exited unexpectedly with status 0; see its log above")
+		return fmt.Errorf("%s exited unexpectedly with status 0; see its log above", s.what)
 	default:
 		return nil
 	}
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends its stop signal (SIGTERM, SIGINT) and waits for a clean exit.
 func (s *sidecar) stop() error {
 	if err := s.exited(); err != nil {
 		return err
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("stop sidecar: %w", err)
+	s.stopped.Store(true)
+	if err := s.cmd.Process.Signal(s.stopSig); err != nil {
+		return fmt.Errorf("stop %s: %w", s.name, err)
 	}
 	t := time.NewTimer(20 * time.Second)
 	defer t.Stop()
@@ -72,10 +87,10 @@ func (s *sidecar) stop() error {
 	case <-t.C:
 		_ = s.cmd.Process.Kill()
 		<-s.done
-		return errors.New("the sidecar did not stop within 20s of SIGTERM")
+		return fmt.Errorf("%s did not stop within 20s of %s", s.what, sigName(s.stopSig))
 	}
 	if s.waitErr != nil {
-		return fmt.Errorf("the sidecar exited with %w after SIGTERM; see its log above", s.waitErr)
+		return fmt.Errorf("%s exited with %w after %s; see its log above", s.what, s.waitErr, sigName(s.stopSig))
 	}
 	return nil
 }
@@ -85,7 +100,8 @@ func (s *sidecar) kill() {
 	select {
 	case <-s.done:
 	default:
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		s.stopped.Store(true)
+		_ = s.cmd.Process.Signal(s.stopSig)
 		select {
 		case <-s.done:
 		case <-time.After(10 * time.Second):
@@ -95,8 +111,20 @@ func (s *sidecar) kill() {
 	}
 }
 
-// procs returns the processes that capture: the sidecar, the walsender
-// that streams its slot, and the backend that writes its audit rows.
+// sigName names the stop signals.
+func sigName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return sig.String()
+}
+
+// procs returns the processes that capture: the sidecar (or
+// pg_recvlogical), the walsender that streams its slot, and the backend
+// that writes its audit rows (the sidecar's only).
 func (s *sidecar) procs(ctx context.Context, conn *pgx.Conn) (*procSet, error) {
 	var walsender, backend int
 	err := conn.QueryRow(ctx, `
@@ -108,7 +136,7 @@ func (s *sidecar) procs(ctx context.Context, conn *pgx.Conn) (*procSet, error) {
 		return nil, fmt.Errorf("find the capture processes: %w", err)
 	}
 	p := &procSet{}
-	p.add("sidecar", s.cmd.Process.Pid)
+	p.add(s.name, s.cmd.Process.Pid)
 	if walsender != 0 {
 		p.add("walsender", walsender)
 	}
@@ -215,11 +243,13 @@ func waitMarked(ctx context.Context, conn *pgx.Conn, id int, every, timeout time
 	return at, err
 }
 
-// linePrefixer writes whole lines to w, each with prefix. exec.Cmd calls
-// Write from one goroutine when Stdout and Stderr are the same writer.
+// linePrefixer writes whole lines to w, each with prefix, but those skip
+// (if set) reports true for. exec.Cmd calls Write from one goroutine when
+// Stdout and Stderr are the same writer.
 type linePrefixer struct {
 	w      io.Writer
 	prefix string
+	skip   func(line []byte) bool
 	buf    []byte
 }
 
@@ -230,7 +260,9 @@ func (p *linePrefixer) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		if p.skip == nil || !p.skip(p.buf[:i]) {
+			fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		}
 		p.buf = p.buf[i+1:]
 	}
 	return len(b), nil

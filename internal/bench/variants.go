@@ -26,14 +26,19 @@ const markerReady = 0
 type variant int
 
 const (
-	variantNone    variant = iota // no slot, no trigger
-	variantTrigger                // the JSONB audit trigger
-	variantSidecar                // the sidecar capturing
+	variantNone     variant = iota // no slot, no trigger
+	variantTrigger                 // the JSONB audit trigger
+	variantSidecar                 // the sidecar capturing
+	variantDecoding                // registered as for the sidecar, streamed by pg_recvlogical (decoding.go)
+	numVariants
 )
 
 func (v variant) String() string {
-	return [...]string{"none", "trigger", "sidecar"}[v]
+	return [...]string{"none", "trigger", "sidecar", "decoding"}[v]
 }
+
+// streams reports whether a process streams v's slot during its slices.
+func (v variant) streams() bool { return v == variantSidecar || v == variantDecoding }
 
 // variantDB is the database of one variant in the writer-cost phase and
 // what its measured slices added up to.
@@ -41,7 +46,7 @@ type variantDB struct {
 	v      variant
 	name   string
 	conn   *pgx.Conn
-	sc     *sidecar // while running (sidecar variant only)
+	sc     *sidecar // while running (sidecar: the sidecar; decoding: pg_recvlogical)
 	slot   string
 	marker int // last marker id used
 
@@ -49,26 +54,29 @@ type variantDB struct {
 	tps          float64 // sum over slices
 	transactions int64
 	busyTicks    uint64   // whole machine, over the slices
-	captureTicks []uint64 // per capture process (sidecar, walsender, backend)
+	captureTicks []uint64 // per capture process (sidecar or pg_recvlogical, walsender, backend)
 	captureNames []string
 }
 
-// writerCost measures the workload's rate for each variant, then the lag.
+// writerCost measures the workload's rate for each variant (and the
+// machine's CPU time per transaction, 0 where unknown), then the lag.
 //
 // Each variant has a database of its own, created and seeded for it (the
-// sidecar's registered, with its own slot; the trigger's with the
+// sidecar's registered, with its own slot; the decoding variant's
+// registered alike, with a pgoutput slot of its own; the trigger's with the
 // trigger), warmed up with the workload after a checkpoint (the first
 // seconds on a freshly seeded table run much slower, and they pay the
 // full-page writes). Then the variants are measured in short slices, in
-// alternating order (none, trigger, sidecar, then sidecar, trigger, none,
-// ...), so that drift in the machine's speed (its disk's fsync latency
-// varies by tens of percent over tens of seconds) falls on all alike. Only
-// one variant runs at a time: the sidecar runs only for its own slices (it
+// alternating order (none, trigger, sidecar, decoding, then decoding,
+// sidecar, trigger, none, ...), so that drift in the machine's speed (its
+// disk's fsync latency varies by tens of percent over tens of seconds)
+// falls on all alike. Only one variant runs at a time: the sidecar (and
+// pg_recvlogical for the decoding variant) runs only for its own slices (it
 // starts, catches up with the WAL written meanwhile, is measured, catches up
 // with its slice, and stops), so it costs the other variants nothing; a slot
 // nobody streams from costs nothing either.
-func (b *bench) writerCost(ctx context.Context) (tps [3]float64, lag lagResult, err error) {
-	var dbs [3]*variantDB
+func (b *bench) writerCost(ctx context.Context) (tps, cpu [numVariants]float64, lag lagResult, err error) {
+	var dbs [numVariants]*variantDB
 	defer func() {
 		for _, d := range dbs {
 			if d == nil {
@@ -85,86 +93,104 @@ func (b *bench) writerCost(ctx context.Context) (tps [3]float64, lag lagResult, 
 			}
 		}
 	}()
-	for _, v := range []variant{variantNone, variantTrigger, variantSidecar} {
+	for _, v := range []variant{variantNone, variantTrigger, variantSidecar, variantDecoding} {
 		d := &variantDB{v: v, name: "bench_" + v.String()}
 		if d.conn, err = b.newDB(ctx, d.name); err != nil {
-			return tps, lag, err
+			return tps, cpu, lag, err
 		}
 		dbs[v] = d
 		switch v {
 		case variantTrigger:
 			if err := execAll(ctx, d.conn, triggerSchema()); err != nil {
-				return tps, lag, fmt.Errorf("create the audit trigger: %w", err)
+				return tps, cpu, lag, fmt.Errorf("create the audit trigger: %w", err)
 			}
 		case variantSidecar:
 			if d.sc, err = b.startCapturing(ctx, d.conn, d.name); err != nil {
-				return tps, lag, fmt.Errorf("sidecar: %w", err)
+				return tps, cpu, lag, fmt.Errorf("sidecar: %w", err)
 			}
 			d.slot = d.sc.slot
+		case variantDecoding:
+			if err := b.registerForDecoding(ctx, d.conn); err != nil {
+				return tps, cpu, lag, fmt.Errorf("decoding: %w", err)
+			}
+			d.slot = decodingSlot
+			if err := d.startSidecar(ctx, b); err != nil {
+				return tps, cpu, lag, fmt.Errorf("decoding: %w", err)
+			}
 		}
 	}
 	if err := b.checkpoint(ctx); err != nil {
-		return tps, lag, err
+		return tps, cpu, lag, err
 	}
 	for _, d := range dbs {
 		r, err := b.runPgbench(ctx, d.name, baseWarm, nil, "-T", seconds(warmup))
 		if err != nil {
-			return tps, lag, fmt.Errorf("%s: warm-up: %w", d.v, err)
+			return tps, cpu, lag, fmt.Errorf("%s: warm-up: %w", d.v, err)
 		}
 		if err := b.checkAudit(ctx, d, r.transactions, 0, "warm-up"); err != nil {
-			return tps, lag, err
+			return tps, cpu, lag, err
 		}
 		if d.sc != nil {
+			if d.v == variantDecoding {
+				// (checkAudit caught the sidecar up.)
+				if _, err := d.catchUp(ctx, 2*time.Minute); err != nil {
+					return tps, cpu, lag, fmt.Errorf("%s: warm-up: %w", d.v, err)
+				}
+			}
 			if err := d.stopSidecar(ctx); err != nil {
-				return tps, lag, err
+				return tps, cpu, lag, err
 			}
 		}
 	}
 
 	for i := 0; i < slices; i++ {
-		order := []variant{variantNone, variantTrigger, variantSidecar}
+		order := []variant{variantNone, variantTrigger, variantSidecar, variantDecoding}
 		if i%2 == 1 {
-			order = []variant{variantSidecar, variantTrigger, variantNone}
+			order = []variant{variantDecoding, variantSidecar, variantTrigger, variantNone}
 		}
 		for _, v := range order {
 			if err := b.slice(ctx, dbs[v], i); err != nil {
-				return tps, lag, err
+				return tps, cpu, lag, err
 			}
 		}
 	}
 
-	var cpu [3]float64
 	for _, d := range dbs {
 		tps[d.v] = d.tps / float64(d.slices)
 		if d.busyTicks > 0 {
 			cpu[d.v] = float64(d.busyTicks) * 1e6 / clockTicks / float64(d.transactions)
 		}
 	}
-	b.logf("writers, mean of %d slices: none %.1f tps, trigger %.1f tps, sidecar %.1f tps", slices, tps[variantNone], tps[variantTrigger], tps[variantSidecar])
+	b.logf("writers, mean of %d slices: none %.1f tps, trigger %.1f tps, sidecar %.1f tps, decoding %.1f tps",
+		slices, tps[variantNone], tps[variantTrigger], tps[variantSidecar], tps[variantDecoding])
 	if cpu[variantNone] > 0 {
-		b.logf("writers, CPU per transaction (whole machine): none %.0f µs, trigger %.0f µs (%+.0f%%), sidecar %.0f µs (%+.0f%%)",
+		b.logf("writers, CPU per transaction (whole machine): none %.0f µs, trigger %.0f µs (%+.0f%%), sidecar %.0f µs (%+.0f%%), decoding %.0f µs (%+.0f%%)",
 			cpu[variantNone], cpu[variantTrigger], 100*(cpu[variantTrigger]/cpu[variantNone]-1),
-			cpu[variantSidecar], 100*(cpu[variantSidecar]/cpu[variantNone]-1))
+			cpu[variantSidecar], 100*(cpu[variantSidecar]/cpu[variantNone]-1),
+			cpu[variantDecoding], 100*(cpu[variantDecoding]/cpu[variantNone]-1))
 	}
-	if d := dbs[variantSidecar]; len(d.captureNames) > 0 {
+	for _, d := range []*variantDB{dbs[variantSidecar], dbs[variantDecoding]} {
+		if len(d.captureNames) == 0 {
+			continue
+		}
 		s := ""
 		for i, n := range d.captureNames {
 			s += fmt.Sprintf(", %s %.0f µs", n, float64(d.captureTicks[i])*1e6/clockTicks/float64(d.transactions))
 		}
-		b.logf("writers, CPU per transaction of the capture processes:%s", s[1:])
+		b.logf("writers, CPU per transaction of the %s variant's capture processes:%s", d.v, s[1:])
 	}
 
 	d := dbs[variantSidecar]
 	if err := d.startSidecar(ctx, b); err != nil {
-		return tps, lag, err
+		return tps, cpu, lag, err
 	}
 	if lag, err = b.measureLag(ctx, d); err != nil {
-		return tps, lag, err
+		return tps, cpu, lag, err
 	}
 	if err := d.stopSidecar(ctx); err != nil {
-		return tps, lag, err
+		return tps, cpu, lag, err
 	}
-	return tps, lag, nil
+	return tps, cpu, lag, nil
 }
 
 // slice measures one slice of variant d.
@@ -174,7 +200,7 @@ func (b *bench) slice(ctx context.Context, d *variantDB, i int) error {
 		procs *procSet
 		err   error
 	)
-	if d.v == variantSidecar {
+	if d.v.streams() {
 		if err := d.startSidecar(ctx, b); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -217,7 +243,11 @@ func (b *bench) slice(ctx context.Context, d *variantDB, i int) error {
 				d.captureTicks[j] += ticks[j]
 			}
 		}
-		b.logf("%s: capture caught up %s after pgbench ended", name, at.Sub(ended).Round(time.Millisecond))
+		what := "capture"
+		if d.v == variantDecoding {
+			what = "decoding (the walsender)"
+		}
+		b.logf("%s: %s caught up %s after pgbench ended", name, what, at.Sub(ended).Round(time.Millisecond))
 	}
 	if err := b.checkAudit(ctx, d, r.transactions, before, name); err != nil {
 		return err
@@ -230,9 +260,18 @@ func (b *bench) slice(ctx context.Context, d *variantDB, i int) error {
 	return nil
 }
 
-// startSidecar starts d's sidecar and returns once it has caught up.
+// startSidecar starts d's sidecar (pg_recvlogical for the decoding
+// variant) and returns once it has caught up.
 func (d *variantDB) startSidecar(ctx context.Context, b *bench) error {
-	sc, err := b.startSidecar(ctx, d.name)
+	var (
+		sc  *sidecar
+		err error
+	)
+	if d.v == variantDecoding {
+		sc, err = b.startRecvlogical(ctx, d.name, d.slot)
+	} else {
+		sc, err = b.startSidecar(ctx, d.name)
+	}
 	if err != nil {
 		return err
 	}
@@ -244,7 +283,8 @@ func (d *variantDB) startSidecar(ctx context.Context, b *bench) error {
 	return err
 }
 
-// stopSidecar stops d's sidecar and waits for its slot to be released.
+// stopSidecar stops d's sidecar (or pg_recvlogical) and waits for its slot
+// to be released.
 func (d *variantDB) stopSidecar(ctx context.Context) error {
 	sc := d.sc
 	d.sc = nil
@@ -254,9 +294,13 @@ func (d *variantDB) stopSidecar(ctx context.Context) error {
 	return waitInactive(ctx, d.conn, d.slot)
 }
 
-// catchUp writes the next marker and waits for the sidecar to capture it.
+// catchUp writes the next marker and waits for the sidecar to capture it
+// (for pg_recvlogical to acknowledge it, in the decoding variant).
 func (d *variantDB) catchUp(ctx context.Context, timeout time.Duration) (time.Time, error) {
 	d.marker++
+	if d.v == variantDecoding {
+		return d.catchUpDecoding(ctx, timeout)
+	}
 	if err := mark(ctx, d.conn, d.marker); err != nil {
 		return time.Time{}, err
 	}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/modules/aws_s3"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// cycleInterval is the automatic-cycle interval while cycles are measured:
+// short, so that several scheduled cycles run, long enough that one ends
+// well before the next starts.
+const cycleInterval = 3 * time.Second
+
+// cycles measures the engine: the duration and the cloud calls of an
+// automatic cycle over 1,000 and 10,000 buckets that are in sync, and what
+// CALL iasql_commit() adds to creating one bucket.
+//
+//   - cycle_nodiff_ms_1k, cycle_nodiff_ms_10k: the median duration of
+//     scheduled cycles (CYCLE_START to CYCLE_END in the audit trail) with
+//     nothing to do; cycle_scaling_ratio = 10k / 1k (goal <= 12);
+//   - cycle_cloud_calls_nodiff_10k: the emulator's requests during one such
+//     cycle (goal: list pages only), with the non-list calls printed on
+//     stderr; cycle_cloud_mutations_nodiff_10k: how many of them mutate;
+//   - commit_overhead_ms: INSERT + CALL iasql_commit() for one new bucket,
+//     minus the same CreateBucket made directly with the SDK against the
+//     same emulator (median of 15; goal under 100 ms), in an account with
+//     nothing else; commit_overhead_ms_10k: the same beside 10,000 buckets
+//     (a commit reads the whole cloud fresh).
+//
+// The sidecar runs in-process against an in-process emulator, so the
+// figures are the engine's and the database's, not a network's.
+func (b *bench) cycles(ctx context.Context) error {
+	alone, err := b.nodiff(ctx, 0, true)
+	if err != nil {
+		return err
+	}
+	small, err := b.nodiff(ctx, 1000, false)
+	if err != nil {
+		return err
+	}
+	large, err := b.nodiff(ctx, 10000, true)
+	if err != nil {
+		return err
+	}
+	b.figure("cycle_nodiff_ms_1k", "%.1f", small.ms)
+	b.figure("cycle_nodiff_ms_10k", "%.1f", large.ms)
+	b.figure("cycle_scaling_ratio", "%.2f", large.ms/small.ms)
+	b.figure("cycle_cloud_calls_nodiff_10k", "%.0f", float64(large.calls))
+	b.figure("cycle_cloud_mutations_nodiff_10k", "%.0f", float64(large.mutations))
+	b.figure("commit_overhead_ms", "%.1f", alone.commitOverhead)
+	b.figure("commit_overhead_ms_10k", "%.1f", large.commitOverhead)
+	fmt.Fprintf(b.log, "# goal: cycle_scaling_ratio = %.2f <= 12: %s\n", large.ms/small.ms, met(large.ms/small.ms <= 12))
+	fmt.Fprintf(b.log, "# goal: no-diff cycle over 10k buckets makes list calls only (%s) and no mutating call (%d): %s\n",
+		large.callSummary, large.mutations, met(large.mutations == 0 && large.nonList == 0))
+	fmt.Fprintf(b.log, "# goal: commit_overhead_ms = %.1f < 100: %s (with 10,000 other buckets a commit's fresh full read makes it %.0f ms)\n",
+		alone.commitOverhead, met(alone.commitOverhead < 100), large.commitOverhead)
+	return nil
+}
+
+type nodiffResult struct {
+	ms             float64
+	calls          int
+	nonList        int
+	mutations      int
+	callSummary    string
+	commitOverhead float64
+}
+
+func (b *bench) nodiff(ctx context.Context, n int, commit bool) (nodiffResult, error) {
+	var res nodiffResult
+	db := fmt.Sprintf("bench_cycle_%d", n)
+	err := b.withDB(ctx, db, func(conn *pgx.Conn) error {
+		emu := emulator.New(emulator.Options{})
+		ectx, stopEmu := context.WithCancel(ctx)
+		defer stopEmu()
+		es, err := emu.Start(ectx, "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		cfg := emulator.ClientConfig(es.URL)
+		cloud := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+		b.logf("cycles: creating %d buckets in the emulator", n)
+		if err := createBuckets(ctx, cloud, "nodiff", n); err != nil {
+			return err
+		}
+		sctx, stopSidecar := context.WithCancel(ctx)
+		defer stopSidecar()
+		ready := make(chan struct{})
+		done := make(chan error, 1)
+		var once sync.Once
+		go func() {
+			done <- bridge.Run(sctx, bridge.Config{DSN: b.cluster.DSN(db), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Interval: cycleInterval, AWS: &cfg, Modules: []module.Module{aws_s3.Module()},
+				OnReady: func() { once.Do(func() { close(ready) }) }})
+		}()
+		select {
+		case <-ready:
+		case err := <-done:
+			return fmt.Errorf("sidecar: %w", err)
+		case <-time.After(60 * time.Second):
+			return fmt.Errorf("the sidecar did not start")
+		}
+		defer func() { stopSidecar(); <-done }()
+		if err := waitFor(ctx, 30*time.Second, func() (bool, error) {
+			var k int
+			err := conn.QueryRow(ctx, `SELECT count(*) FROM iasql_modules`).Scan(&k)
+			return k > 0, err
+		}); err != nil {
+			return fmt.Errorf("modules never registered: %w", err)
+		}
+		start := time.Now()
+		if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('aws_s3')`); err != nil {
+			return fmt.Errorf("install aws_s3 (importing %d buckets): %w", n, err)
+		}
+		b.logf("cycles: imported %d buckets in %s", n, time.Since(start).Round(time.Millisecond))
+		var rows int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM bucket`).Scan(&rows); err != nil || rows != n {
+			return fmt.Errorf("after install %d rows, want %d (%v)", rows, n, err)
+		}
+		if n == 0 {
+			res.commitOverhead, err = commitOverhead(ctx, conn, cloud, 15)
+			return err
+		}
+		// Scheduled cycles with nothing to do.
+		var last int64
+		if err := conn.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM iasql_audit_log`).Scan(&last); err != nil {
+			return err
+		}
+		var durations []float64
+		for len(durations) < 4 {
+			emu.Reset()
+			var id int64
+			var ms float64
+			var summary string
+			err := waitFor(ctx, 3*time.Minute, func() (bool, error) {
+				err := conn.QueryRow(ctx, `
+					SELECT e.id, extract(epoch FROM e.ts - s.ts) * 1000, e.message::jsonb->>'summary'
+					  FROM iasql_audit_log e JOIN iasql_audit_log s ON s.change_type = 'CYCLE_START'
+					   AND s.message::jsonb->>'cycle' = e.message::jsonb->>'cycle'
+					 WHERE e.change_type = 'CYCLE_END' AND e.id > $1 AND e.message::jsonb->>'reason' = 'schedule'
+					 ORDER BY e.id LIMIT 1`, last).Scan(&id, &ms, &summary)
+				if err == pgx.ErrNoRows {
+					return false, nil
+				}
+				return err == nil, err
+			})
+			if err != nil {
+				return fmt.Errorf("wait for a scheduled cycle: %w", err)
+			}
+			last = id
+			if summary != "in sync, nothing to do" {
+				return fmt.Errorf("a no-diff cycle over %d buckets did work: %s", n, summary)
+			}
+			calls := emu.Calls()
+			if len(durations) == 0 {
+				// The first scheduled cycle reads every bucket's details
+				// (nothing is remembered yet); steady state starts after.
+				durations = append(durations, -1)
+				continue
+			}
+			durations = append(durations, ms)
+			res.calls, res.nonList, res.mutations, res.callSummary = classifyCalls(calls)
+		}
+		durations = durations[1:]
+		sort.Float64s(durations)
+		res.ms = durations[len(durations)/2]
+		b.logf("cycles: %d buckets, scheduled no-diff cycles took %v ms; calls: %s", n, durations, res.callSummary)
+		if commit {
+			if res.commitOverhead, err = commitOverhead(ctx, conn, cloud, 3); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+func classifyCalls(calls map[string]int) (total, nonList, mutations int, summary string) {
+	var parts []string
+	for op, k := range calls {
+		total += k
+		name := strings.TrimPrefix(op, "s3:")
+		if !strings.HasPrefix(name, "List") {
+			nonList += k
+		}
+		if strings.HasPrefix(name, "Put") || strings.HasPrefix(name, "Create") || strings.HasPrefix(name, "Delete") {
+			mutations += k
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", op, k))
+	}
+	sort.Strings(parts)
+	return total, nonList, mutations, strings.Join(parts, ", ")
+}
+
+func createBuckets(ctx context.Context, cloud *s3.Client, prefix string, n int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	sem := make(chan struct{}, 16)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := cloud.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(fmt.Sprintf("%s-%05d", prefix, i))}); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("create buckets: %w", err)
+	default:
+		return nil
+	}
+}
+
+// commitOverhead is the median, over rounds, of (INSERT + CALL
+// iasql_commit() creating one bucket) minus (one direct CreateBucket).
+func commitOverhead(ctx context.Context, conn *pgx.Conn, cloud *s3.Client, rounds int) (float64, error) {
+	var diffs []float64
+	for i := 0; i < rounds; i++ {
+		t0 := time.Now()
+		if _, err := cloud.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(fmt.Sprintf("direct-%02d", i))}); err != nil {
+			return 0, fmt.Errorf("direct CreateBucket: %w", err)
+		}
+		direct := time.Since(t0)
+		t1 := time.Now()
+		if _, err := conn.Exec(ctx, fmt.Sprintf(`INSERT INTO bucket (name) VALUES ('committed-%02d')`, i)); err != nil {
+			return 0, err
+		}
+		if _, err := conn.Exec(ctx, `CALL iasql_commit()`); err != nil {
+			return 0, fmt.Errorf("commit: %w", err)
+		}
+		viaSQL := time.Since(t1)
+		diffs = append(diffs, float64(viaSQL-direct)/float64(time.Millisecond))
+	}
+	sort.Float64s(diffs)
+	return diffs[len(diffs)/2], nil
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
