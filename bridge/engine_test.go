@@ -37,6 +37,7 @@ type env struct {
 	stop func()
 
 	interval time.Duration
+	modules  []module.Module // default: aws_s3 only
 }
 
 func newEnv(t *testing.T) *env {
@@ -46,9 +47,9 @@ func newEnv(t *testing.T) *env {
 
 // newEnvOn starts the emulator and a sidecar on dsn with the given
 // automatic-cycle interval, and installs aws_s3.
-func newEnvOn(t *testing.T, dsn string, interval time.Duration) *env {
+func newEnvOn(t *testing.T, dsn string, interval time.Duration, extra ...module.Module) *env {
 	t.Helper()
-	e := &env{t: t, dsn: dsn, emu: emulator.New(emulator.Options{}), interval: interval}
+	e := &env{t: t, dsn: dsn, emu: emulator.New(emulator.Options{}), interval: interval, modules: append([]module.Module{aws_s3.Module()}, extra...)}
 	hs := httptest.NewServer(e.emu)
 	t.Cleanup(hs.Close)
 	e.aws = emulator.ClientConfig(hs.URL)
@@ -68,7 +69,7 @@ func (e *env) startSidecar(leader bool) {
 	done := make(chan error, 1)
 	go func() {
 		done <- bridge.Run(ctx, bridge.Config{DSN: e.dsn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Interval: e.interval, AWS: &e.aws, Modules: []module.Module{aws_s3.Module()},
+			Interval: e.interval, AWS: &e.aws, Modules: e.mods(),
 			OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
 	if !leader {
@@ -105,6 +106,8 @@ func (e *env) startSidecar(leader bool) {
 	}
 	e.t.Cleanup(e.stop)
 }
+
+func (e *env) mods() []module.Module { return e.modules }
 
 func (e *env) exec(sqls ...string) {
 	e.t.Helper()

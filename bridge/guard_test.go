@@ -147,3 +147,41 @@ func TestCycleTimeout(t *testing.T) {
 		t.Error("the cycle after a timeout did not run")
 	}
 }
+
+// TestModuleDependencies: installing a module installs what it depends on
+// first and says so; uninstalling a module another installed one depends
+// on is refused with a message naming it.
+func TestModuleDependencies(t *testing.T) {
+	t.Parallel()
+	dep := memModule(&memMapper{things: map[string]module.Record{}})
+	dep.DependsOn = []string{"aws_s3"}
+	e := newEnvOn(t, srv.NewDB(t), time.Hour, dep)
+	e.exec(`SELECT * FROM iasql_uninstall('aws_s3')`)
+	rows, err := e.db.Query(context.Background(), `SELECT module || ': ' || note FROM iasql_install('mem_test') ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		notes = append(notes, n)
+	}
+	want := "aws_s3: installed first: a module you asked for depends on it, mem_test: installed"
+	if strings.Join(notes, ", ") != want {
+		t.Errorf("install said %q, want %q", strings.Join(notes, ", "), want)
+	}
+	_, err = e.db.Exec(context.Background(), `SELECT * FROM iasql_uninstall('aws_s3')`)
+	if err == nil || !strings.Contains(err.Error(), "cannot uninstall aws_s3: the installed module mem_test depends on it") {
+		t.Errorf("uninstall of a dependency: %v", err)
+	}
+	if n := e.count(`SELECT count(*) FROM pg_tables WHERE tablename = 'bucket'`); n != 1 {
+		t.Error("a refused uninstall dropped tables")
+	}
+	e.exec(`SELECT * FROM iasql_uninstall('aws_s3', 'mem_test')`)
+	if n := e.count(`SELECT count(*) FROM iasql_modules_list() WHERE installed`); n != 0 {
+		t.Error("uninstalling both together left one installed")
+	}
+}
