@@ -25,7 +25,14 @@ type cycle struct {
 	opt    options
 	snap   *snapshot
 	tables []installedTable
+
+	// batch, while open, holds the database writes of executed actions:
+	// one transaction per batchSize actions, a savepoint each.
+	batch   pgx.Tx
+	inBatch []*Action
 }
+
+const batchSize = 200
 
 type installedTable struct {
 	spec   module.Table
@@ -150,12 +157,30 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 	for {
 		var failed []*Action
 		var errs []string
+		flush := func() {
+			lost, err := c.commitBatch(ctx)
+			if err != nil {
+				errs = append(errs, err.Error())
+				failed = append(failed, lost...)
+			}
+		}
 		for _, a := range pending {
 			if ctx.Err() != nil {
 				errs = append(errs, fmt.Sprintf("%s %s: %v", a.Table, firstNonEmpty(a.ID, a.CloudID), ctx.Err()))
 				continue
 			}
+			if c.batch == nil {
+				if err := c.openBatch(ctx); err != nil {
+					errs = append(errs, err.Error())
+					failed = append(failed, a)
+					continue
+				}
+			}
 			err := c.execute(ctx, a)
+			c.inBatch = append(c.inBatch, a)
+			if len(c.inBatch) >= batchSize {
+				flush()
+			}
 			switch {
 			case err == nil, errors.Is(err, errConflict):
 				if err != nil {
@@ -170,6 +195,7 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 				}
 			}
 		}
+		flush()
 		sort.Strings(errs)
 		now := strings.Join(errs, "\n")
 		if len(failed) == 0 || now == lastErrs || ctx.Err() != nil {
@@ -210,12 +236,42 @@ func (c *cycle) enact(ctx context.Context, es []enactment) error {
 
 // dbTx runs fn in a transaction marked as the engine's.
 func (c *cycle) dbTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	if c.batch != nil {
+		return pgx.BeginFunc(ctx, c.batch, fn) // a savepoint: a failure undoes this action only
+	}
 	return pgx.BeginFunc(ctx, c.conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT public.iasql_engine_mark($1)`, "cycle "+c.id); err != nil {
 			return fmt.Errorf("mark engine transaction: %w", err)
 		}
 		return fn(tx)
 	})
+}
+
+func (c *cycle) openBatch(ctx context.Context) error {
+	tx, err := c.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin a batch of writes: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT public.iasql_engine_mark($1)`, "cycle "+c.id); err != nil {
+		_ = tx.Rollback(ctx)
+		return fmt.Errorf("mark engine transaction: %w", err)
+	}
+	c.batch, c.inBatch = tx, c.inBatch[:0]
+	return nil
+}
+
+// commitBatch commits the open batch; when that fails, the actions in it
+// are returned as failed (their cloud side effects are idempotent to redo).
+func (c *cycle) commitBatch(ctx context.Context) ([]*Action, error) {
+	if c.batch == nil {
+		return nil, nil
+	}
+	err := c.batch.Commit(ctx)
+	c.batch = nil
+	if err != nil {
+		return append([]*Action{}, c.inBatch...), fmt.Errorf("commit a batch of %d writes: %w", len(c.inBatch), err)
+	}
+	return nil, nil
 }
 
 // read takes a snapshot of both sides: the database rows at one point, the
