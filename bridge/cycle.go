@@ -280,7 +280,7 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 				return err
 			}
 			a.ID = id
-			return upsertRecord(ctx, tx, ts.spec.Name, id, a.CloudID, c.snap.lsn)
+			return upsertRecord(ctx, tx, ts.spec.Name, id, a.CloudID, ts.seen[id])
 		})
 	case dbUpdate, dbFeedback:
 		rec, err := toDB(ts.spec, a.cloud, c.snap)
@@ -309,7 +309,7 @@ func (c *cycle) writeBack(ctx context.Context, a *Action, got module.Record) err
 			// On conflict the user changed the row after the read: their
 			// change is newer than this cycle's LSN and is planned next.
 		}
-		return upsertRecord(ctx, tx, ts.spec.Name, a.ID, cid, c.snap.lsn)
+		return upsertRecord(ctx, tx, ts.spec.Name, a.ID, cid, ts.seen[a.ID])
 	})
 }
 
@@ -318,7 +318,7 @@ func (c *cycle) updateRow(ctx context.Context, a *Action, rec module.Record) err
 		if err := updateRowTx(ctx, tx, a.ts.spec.Name, a.ID, a.row.xmin, rec); err != nil {
 			return err
 		}
-		return upsertRecord(ctx, tx, a.ts.spec.Name, a.ID, a.CloudID, c.snap.lsn)
+		return upsertRecord(ctx, tx, a.ts.spec.Name, a.ID, a.CloudID, a.ts.seen[a.ID])
 	})
 }
 

@@ -356,7 +356,7 @@ func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait boo
 		e.log.Warn("cannot record the end of a cycle", "err", err)
 	}
 	if runErr == nil {
-		e.setLow(c.snap.lsn)
+		e.setLow(c.snap.low)
 	}
 	e.log.Info("cycle ended", "cycle", c.id, "reason", reason, "outcome", outcome, "summary", out.Summary)
 	return out, runErr

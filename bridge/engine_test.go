@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -415,8 +416,8 @@ func TestConditionalWrites(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	other := pgtest.Connect(t, e.dsn)
-	for i := 0; i < 15; i++ {
-		name := "race-" + string(rune('a'+i))
+	for i := 0; i < 25; i++ {
+		name := fmt.Sprintf("race-%02d", i)
 		e.exec(`INSERT INTO bucket (name) VALUES ('` + name + `')`)
 		var wg sync.WaitGroup
 		wg.Add(1)

@@ -217,16 +217,17 @@ func (c *cycle) enact(ctx context.Context, es []enactment) error {
 		return nil
 	}
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		tables, ids, cids := make([]string, len(es)), make([]string, len(es)), make([]string, len(es))
+		tables, ids, cids, lsns := make([]string, len(es)), make([]string, len(es)), make([]string, len(es)), make([]string, len(es))
 		for i, e := range es {
 			tables[i], ids[i], cids[i] = e.table, e.id, e.cloudID
+			lsns[i] = c.snap.byName[e.table].seen[e.id].String()
 		}
 		_, err := tx.Exec(ctx, `
 			INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
-			SELECT t, i, c, $4::text::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, c)
+			SELECT t, i, c, l::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(t, i, c, l)
 			ON CONFLICT (table_name, record_id) DO UPDATE SET cloud_id = excluded.cloud_id,
 			  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
-			tables, ids, cids, c.snap.lsn.String())
+			tables, ids, cids, lsns)
 		if err != nil {
 			return fmt.Errorf("record %d records in sync: %w", len(es), err)
 		}
@@ -283,7 +284,7 @@ func (c *cycle) read(ctx context.Context) error {
 	for i, t := range c.tables {
 		specs[i], names[i] = t.spec, t.spec.Name
 	}
-	lsn, rows, err := readDB(ctx, c.conn, specs)
+	lsn, vis, rows, err := readDB(ctx, c.conn, specs)
 	if err != nil {
 		return err
 	}
@@ -294,14 +295,15 @@ func (c *cycle) read(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	intent, err := readIntent(ctx, c.conn, names, c.e.intentLow(), lsn, recs)
+	intent, seen, next, err := readIntent(ctx, c.conn, names, c.e.intentLow(), lsn, vis, recs)
 	if err != nil {
 		return err
 	}
-	snap := &snapshot{lsn: lsn, byName: map[string]*tableState{}}
+	snap := &snapshot{lsn: lsn, vis: vis, low: next, byName: map[string]*tableState{}}
 	for _, t := range c.tables {
 		ts := &tableState{spec: t.spec, mapper: t.mapper, rows: rows[t.spec.Name], byCloud: map[string]*row{},
-			records: recs[t.spec.Name], recBy: map[string]string{}, intent: intent[t.spec.Name], cloud: map[string]module.Record{}}
+			records: recs[t.spec.Name], recBy: map[string]string{}, intent: intent[t.spec.Name], seen: seen[t.spec.Name],
+			cloud: map[string]module.Record{}}
 		if ts.records == nil {
 			ts.records = map[string]record{}
 		}

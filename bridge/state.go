@@ -39,11 +39,16 @@ type tableState struct {
 	records map[string]record        // by record id
 	recBy   map[string]string        // cloud id -> record id
 	intent  map[string]pglogrepl.LSN // record id -> newest pending user change
+	// seen: record id -> the newest user change the read's snapshot sees;
+	// acting on the record enacts it up to there, and no further.
+	seen map[string]pglogrepl.LSN
 }
 
 // snapshot is the state of every installed table at one point.
 type snapshot struct {
 	lsn    pglogrepl.LSN // every change the read saw committed before it
+	vis    visibility    // which transactions the read saw
+	low    pglogrepl.LSN // where the next cycle's intent query may start
 	tables []*tableState // in dependency order
 	byName map[string]*tableState
 }
@@ -63,14 +68,23 @@ func cloudID(spec module.Table, r module.Record) string {
 
 // readDB reads the rows of every table in one REPEATABLE READ snapshot and
 // the WAL position that covers every commit the snapshot sees.
-func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table) (pglogrepl.LSN, map[string]map[string]*row, error) {
+func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table) (pglogrepl.LSN, visibility, map[string]map[string]*row, error) {
 	var lsn pglogrepl.LSN
+	var vis visibility
 	out := map[string]map[string]*row{}
 	err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		// The first statement takes the snapshot: every commit it sees was
-		// inserted in the WAL before this position.
-		if err := tx.QueryRow(ctx, `SELECT pg_catalog.pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+		// inserted in the WAL before this position. (The converse does not
+		// hold: a commit record is written before its transaction becomes
+		// visible, so which changes the read saw is told by the snapshot's
+		// transaction ids, not by LSNs.)
+		var snap string
+		if err := tx.QueryRow(ctx, `SELECT pg_catalog.pg_current_wal_insert_lsn()::text, pg_catalog.pg_current_snapshot()::text`).Scan(&lsn, &snap); err != nil {
 			return fmt.Errorf("read WAL position: %w", err)
+		}
+		var err error
+		if vis, err = parseSnapshot(snap); err != nil {
+			return err
 		}
 		for _, t := range specs {
 			rows, err := tx.Query(ctx, `SELECT id::text, xmin::text, to_jsonb(t)::text FROM `+pgx.Identifier{t.Name}.Sanitize()+` t`)
@@ -98,7 +112,50 @@ func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table) (pglogrep
 		}
 		return nil
 	})
-	return lsn, out, err
+	return lsn, vis, out, err
+}
+
+// visibility is a pg_snapshot: which transactions a read saw.
+type visibility struct {
+	xmin, xmax uint64
+	inProgress map[uint64]bool
+}
+
+func parseSnapshot(s string) (visibility, error) {
+	v := visibility{inProgress: map[uint64]bool{}}
+	parts := strings.SplitN(s, ":", 3)
+	if len(parts) != 3 {
+		return v, fmt.Errorf("unexpected snapshot %q", s)
+	}
+	if _, err := fmt.Sscan(parts[0], &v.xmin); err != nil {
+		return v, fmt.Errorf("snapshot %q: %w", s, err)
+	}
+	if _, err := fmt.Sscan(parts[1], &v.xmax); err != nil {
+		return v, fmt.Errorf("snapshot %q: %w", s, err)
+	}
+	for _, x := range strings.Split(parts[2], ",") {
+		if x == "" {
+			continue
+		}
+		var id uint64
+		if _, err := fmt.Sscan(x, &id); err != nil {
+			return v, fmt.Errorf("snapshot %q: %w", s, err)
+		}
+		v.inProgress[id] = true
+	}
+	return v, nil
+}
+
+// sees reports whether a committed transaction, by its 32-bit id (as
+// logical decoding gives it), is visible to the snapshot.
+func (v visibility) sees(xid32 uint32) bool {
+	// Widen to 64 bits as the id nearest xmax (transaction ids compare
+	// modulo 2^32 within half the space, as PostgreSQL's own do).
+	full := uint64(int64(v.xmax) + int64(int32(xid32-uint32(v.xmax))))
+	if full >= v.xmax {
+		return false
+	}
+	return full < v.xmin || !v.inProgress[full]
 }
 
 func decodeRecord(js string) (module.Record, error) {
@@ -141,58 +198,69 @@ func readRecords(ctx context.Context, conn *pgx.Conn, tables []string) (map[stri
 	return out, rows.Err()
 }
 
-// readIntent returns, per table and record, the newest user change in
-// [low, upto) that is newer than the record's enacted LSN: pending intent.
-// A TRUNCATE is a change to every record the table had.
-func readIntent(ctx context.Context, conn *pgx.Conn, tables []string, low, upto pglogrepl.LSN, recs map[string]map[string]record) (map[string]map[string]pglogrepl.LSN, error) {
+// readIntent reads the user changes from low on and keeps those the
+// snapshot saw: per table and record, the newest one (seen) and, where it is
+// newer than the record's enacted LSN, the pending intent. A TRUNCATE is a
+// change to every record the table had. It also returns where the next
+// cycle's query may start: below it every change is seen or enacted.
+func readIntent(ctx context.Context, conn *pgx.Conn, tables []string, low, upto pglogrepl.LSN, vis visibility,
+	recs map[string]map[string]record) (intent, seen map[string]map[string]pglogrepl.LSN, next pglogrepl.LSN, err error) {
 	rows, err := conn.Query(ctx, `
-		SELECT a.table_name, coalesce(a.record_id, ''), max(a.lsn)::text
-		  FROM public.iasql_audit_log a
-		 WHERE a.origin = 'user' AND a.lsn >= $2::text::pg_lsn AND a.lsn < $3::text::pg_lsn
-		   AND a.table_name = ANY($1) AND a.change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')
-		 GROUP BY 1, 2`, tables, low.String(), upto.String())
+		SELECT table_name, coalesce(record_id, ''), lsn::text, xid
+		  FROM public.iasql_audit_log
+		 WHERE origin = 'user' AND lsn >= $2::text::pg_lsn
+		   AND table_name = ANY($1) AND change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')
+		 ORDER BY lsn, seq`, tables, low.String())
 	if err != nil {
-		return nil, fmt.Errorf("read pending intent: %w", err)
+		return nil, nil, 0, fmt.Errorf("read pending intent: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]map[string]pglogrepl.LSN{}
-	add := func(t, id string, lsn pglogrepl.LSN) {
-		if r, ok := recs[t][id]; ok && r.enacted >= lsn {
-			return
+	intent, seen = map[string]map[string]pglogrepl.LSN{}, map[string]map[string]pglogrepl.LSN{}
+	next = upto
+	note := func(m map[string]map[string]pglogrepl.LSN, t, id string, lsn pglogrepl.LSN) {
+		if m[t] == nil {
+			m[t] = map[string]pglogrepl.LSN{}
 		}
-		if out[t] == nil {
-			out[t] = map[string]pglogrepl.LSN{}
-		}
-		if lsn > out[t][id] {
-			out[t][id] = lsn
+		if lsn > m[t][id] {
+			m[t][id] = lsn
 		}
 	}
-	var truncates [][2]string
+	add := func(t, id string, lsn pglogrepl.LSN) {
+		note(seen, t, id, lsn)
+		if r, ok := recs[t][id]; !ok || r.enacted < lsn {
+			note(intent, t, id, lsn)
+		}
+	}
 	for rows.Next() {
 		var t, id, lsnText string
-		if err := rows.Scan(&t, &id, &lsnText); err != nil {
-			return nil, fmt.Errorf("read pending intent: %w", err)
+		var xid int64
+		if err := rows.Scan(&t, &id, &lsnText, &xid); err != nil {
+			return nil, nil, 0, fmt.Errorf("read pending intent: %w", err)
 		}
 		lsn, err := pglogrepl.ParseLSN(lsnText)
 		if err != nil {
-			return nil, fmt.Errorf("parse LSN %q: %w", lsnText, err)
+			return nil, nil, 0, fmt.Errorf("parse LSN %q: %w", lsnText, err)
+		}
+		if !vis.sees(uint32(xid)) {
+			// Committed after the read: the next cycle's. Its LSN may be
+			// below the read's position, so the next query starts there.
+			if lsn < next {
+				next = lsn
+			}
+			continue
 		}
 		if id == "" {
-			truncates = append(truncates, [2]string{t, lsnText})
+			for rid := range recs[t] {
+				add(t, rid, lsn)
+			}
 			continue
 		}
 		add(t, id, lsn)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read pending intent: %w", err)
+		return nil, nil, 0, fmt.Errorf("read pending intent: %w", err)
 	}
-	for _, tr := range truncates {
-		lsn, _ := pglogrepl.ParseLSN(tr[1])
-		for id := range recs[tr[0]] {
-			add(tr[0], id, lsn)
-		}
-	}
-	return out, nil
+	return intent, seen, next, nil
 }
 
 // errNoParent means a reference could not be translated yet.
