@@ -19,7 +19,7 @@ func TestSnapshotVisibility(t *testing.T) {
 		{"4294967390:4294967400:4294967395", 4294967290 & 0xFFFFFFFF, true}, // epoch 0 id below an epoch-1 snapshot
 		{"4294967390:4294967400:4294967395", 100, true},                     // 2^32+100 < xmin
 		{"4294967390:4294967400:4294967395", 99, false},                     // 2^32+99 is in progress
-		{"4294967390:4294967400:", 110, false},                               // 2^32+110 >= xmax
+		{"4294967390:4294967400:", 110, false},                              // 2^32+110 >= xmax
 	}
 	for _, tc := range tests {
 		v, err := parseSnapshot(tc.snap)
