@@ -259,6 +259,10 @@ func (e *Engine) automatic(ctx context.Context, reason string) {
 	if open {
 		return
 	}
+	if tables, err := e.installedTables(ctx); err != nil || len(tables) == 0 {
+		// Nothing installed, nothing to sync (and no records to write).
+		return
+	}
 	if _, err := e.cycle(ctx, reason, options{}, false); err != nil && !errors.Is(err, errBusy) {
 		e.log.Warn("cycle failed", "reason", reason, "err", err)
 	}

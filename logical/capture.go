@@ -7,9 +7,11 @@ package logical
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -200,15 +202,23 @@ func (c *Capture) session(ctx context.Context) error {
 	if c.cfg.OnLeader != nil {
 		go c.cfg.OnLeader(leaderCtx)
 	}
-	s := &stream{c: c, conn: conn, rc: rc, w: newWriter(conn, slot), resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{}}
+	sock, err := socket(rc)
+	if err != nil {
+		return err
+	}
+	s := &stream{c: c, conn: conn, rc: rc, sock: sock, w: newWriter(conn, slot), resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{}}
 	defer s.w.abort(context.Background())
 	// Receive deadlines are set on the socket, not through a context per
 	// call (which costs a goroutine hand-off per message); ending ctx
-	// interrupts a blocked receive the same way.
-	stop := context.AfterFunc(ctx, func() { _ = rc.Conn().SetReadDeadline(time.Now()) })
+	// interrupts a blocked receive (or the next one) the same way.
+	stop := context.AfterFunc(ctx, sock.interrupt)
 	defer stop()
+	// The writer commits without a context (see writer.commit): ending ctx
+	// interrupts it through the socket too.
+	stopWriter := context.AfterFunc(ctx, func() { _ = conn.PgConn().Conn().SetDeadline(time.Now()) })
+	defer stopWriter()
 	c.mu.Lock()
-	c.wake = func() { _ = rc.Conn().SetReadDeadline(time.Now()) }
+	c.wake = sock.interrupt
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -256,6 +266,14 @@ func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 	}
 	cfg.RuntimeParams["replication"] = "database"
 	cfg.RuntimeParams["application_name"] = "iasql capture"
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return newReplConn(c, readWindow), nil
+	}
 	rc, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open replication connection: %w", err)
@@ -263,11 +281,24 @@ func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 	return rc, nil
 }
 
+// socket returns the replication connection's replConn.
+func socket(rc *pgconn.PgConn) (*replConn, error) {
+	c := rc.Conn()
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if sock, ok := c.(*replConn); ok {
+		return sock, nil
+	}
+	return nil, fmt.Errorf("replication connection: unexpected socket %T", c)
+}
+
 // stream is the receive loop over one replication connection.
 type stream struct {
 	c    *Capture
 	conn *pgx.Conn
 	rc   *pgconn.PgConn
+	sock *replConn // rc's socket
 	w    *writer
 	rels map[uint32]*relation
 
@@ -296,12 +327,12 @@ func (s *stream) run(ctx context.Context) error {
 		deadline := nextStatus
 		if s.batchOpen && !s.inTx {
 			// Something committed is waiting for its batch: wait briefly for
-			// more, and commit the batch when the stream pauses.
-			deadline = earliest(deadline, time.Now().Add(2*time.Millisecond), s.batchAge.Add(s.c.cfg.BatchDelay))
+			// more, and commit the batch when the stream pauses (2 ms from
+			// when the last message arrived, which under load may be a
+			// little before it was read: see readWindow).
+			deadline = earliest(deadline, s.sock.arrival().Add(2*time.Millisecond), s.batchAge.Add(s.c.cfg.BatchDelay))
 		}
-		if err := s.rc.Conn().SetReadDeadline(deadline); err != nil {
-			return fmt.Errorf("set receive deadline: %w", err)
-		}
+		s.sock.setDeadline(deadline)
 		raw, err := s.rc.ReceiveMessage(context.Background())
 		if err != nil {
 			if ctx.Err() != nil {
@@ -565,6 +596,10 @@ func (c *Capture) nudge(ctx context.Context) {
 	}
 	defer conn.Close(context.Background())
 	_, _ = conn.Exec(ctx, `SET application_name = 'iasql flush'`)
+	// The polls run without a context (pgx watches one with a goroutine per
+	// statement); ending ctx interrupts them through the socket.
+	stop := context.AfterFunc(ctx, func() { _ = conn.PgConn().Conn().SetDeadline(time.Now()) })
+	defer stop()
 	var pending pglogrepl.LSN
 	t := time.NewTicker(c.cfg.FlushPoll)
 	defer t.Stop()
@@ -575,7 +610,7 @@ func (c *Capture) nudge(ctx context.Context) {
 		case <-t.C:
 		}
 		var insert, flush pglogrepl.LSN
-		if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_current_wal_insert_lsn()::text, pg_catalog.pg_current_wal_flush_lsn()::text`).Scan(&insert, &flush); err != nil {
+		if err := conn.QueryRow(context.Background(), `SELECT pg_catalog.pg_current_wal_insert_lsn()::text, pg_catalog.pg_current_wal_flush_lsn()::text`).Scan(&insert, &flush); err != nil {
 			if ctx.Err() == nil {
 				c.log.Warn("WAL flush nudger stopped", "err", err)
 			}
@@ -585,7 +620,7 @@ func (c *Capture) nudge(ctx context.Context) {
 		case insert <= flush:
 			pending = 0
 		case pending != 0 && flush < pending:
-			if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_logical_emit_message(true, 'iasql_flush', '')`); err != nil && ctx.Err() == nil {
+			if _, err := conn.Exec(context.Background(), `SELECT pg_catalog.pg_logical_emit_message(true, 'iasql_flush', '')`); err != nil && ctx.Err() == nil {
 				c.log.Warn("WAL flush nudge failed", "err", err)
 			}
 			pending = 0

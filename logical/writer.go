@@ -10,7 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const oidPgLSN = 3220
+const (
+	oidPgLSN      = 3220
+	oidPgLSNArray = 3221
+)
 
 // auditRow is one change on its way to iasql_audit_log.
 type auditRow struct {
@@ -43,7 +46,9 @@ type writer struct {
 
 func newWriter(conn *pgx.Conn, slot string) *writer {
 	// pg_lsn's binary form is a big-endian 64-bit integer, as int8's is.
-	conn.TypeMap().RegisterType(&pgtype.Type{Name: "pg_lsn", OID: oidPgLSN, Codec: pgtype.Int8Codec{}})
+	lsn := &pgtype.Type{Name: "pg_lsn", OID: oidPgLSN, Codec: pgtype.Int8Codec{}}
+	conn.TypeMap().RegisterType(lsn)
+	conn.TypeMap().RegisterType(&pgtype.Type{Name: "_pg_lsn", OID: oidPgLSNArray, Codec: &pgtype.ArrayCodec{ElementType: lsn}})
 	return &writer{conn: conn, slot: slot}
 }
 
@@ -101,21 +106,70 @@ func (w *writer) markEngine(ctx context.Context, lsn pglogrepl.LSN, message *str
 	return nil
 }
 
+// insertRows inserts audit rows given as one array per column, in array
+// order (so ids follow it).
+const insertRows = `
+	INSERT INTO public.iasql_audit_log (lsn, seq, xid, ts, table_name, record_id, change_type, old_row, new_row, origin, message)
+	SELECT u.lsn, u.seq, u.xid, u.ts, u.table_name, u.record_id, u.change_type, u.old_row::jsonb, u.new_row::jsonb, u.origin, u.message
+	  FROM unnest($1::pg_lsn[], $2::int4[], $3::int8[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+	       WITH ORDINALITY AS u (lsn, seq, xid, ts, table_name, record_id, change_type, old_row, new_row, origin, message, n)
+	 ORDER BY u.n`
+
+const recordProgress = `
+		INSERT INTO public.iasql_capture_progress AS p (slot_name, end_lsn, commit_lsn, commit_ts, changes, updated_at)
+		VALUES ($1, $2::text::pg_lsn, $3::text::pg_lsn, $4, $5, pg_catalog.clock_timestamp())
+		ON CONFLICT (slot_name) DO UPDATE SET end_lsn = excluded.end_lsn, commit_lsn = excluded.commit_lsn,
+		  commit_ts = excluded.commit_ts, changes = p.changes + excluded.changes, updated_at = excluded.updated_at`
+
+// columns is the held rows as one array per column (for insertRows).
+func (w *writer) columns() []any {
+	n := len(w.rows)
+	lsn, seq, xid, ts := make([]int64, n), make([]int32, n), make([]int64, n), make([]time.Time, n)
+	table, recordID, changeType := make([]string, n), make([]*string, n), make([]string, n)
+	oldRow, newRow, origin, message := make([]*string, n), make([]*string, n), make([]string, n), make([]*string, n)
+	for i := range w.rows {
+		r := &w.rows[i]
+		lsn[i], seq[i], xid[i], ts[i] = int64(r.lsn), r.seq, r.xid, r.ts
+		table[i], recordID[i], changeType[i] = r.table, r.recordID, r.changeType
+		oldRow[i], newRow[i], origin[i], message[i] = jsonText(r.oldRow), jsonText(r.newRow), r.origin, r.message
+	}
+	return []any{lsn, seq, xid, ts, table, recordID, changeType, oldRow, newRow, origin, message}
+}
+
+func jsonText(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
 // commit writes what is held and the progress (the last transaction in the
 // batch) and commits. Only after it returns may the position be acknowledged.
 func (w *writer) commit(ctx context.Context, p progress) error {
+	if w.tx == nil {
+		// Nothing spilled: the rows and the progress go in one round trip,
+		// one implicit transaction (a pipeline up to its Sync). No context
+		// either (pgx watches one with a goroutine per statement): the
+		// session interrupts the connection when its context ends.
+		b := &pgx.Batch{}
+		if len(w.rows) > 0 {
+			b.Queue(insertRows, w.columns()...)
+		}
+		b.Queue(recordProgress, w.slot, p.endLSN.String(), p.commitLSN.String(), p.commitTime, w.changes+int64(len(w.rows)))
+		if err := w.conn.SendBatch(context.Background(), b).Close(); err != nil {
+			return fmt.Errorf("write %d audit rows and capture progress: %w", len(w.rows), err)
+		}
+		w.rows, w.changes = w.rows[:0], 0
+		return nil
+	}
 	if err := w.spill(ctx); err != nil {
 		return err
 	}
 	if err := w.begin(ctx); err != nil {
 		return err
 	}
-	_, err := w.tx.Exec(ctx, `
-		INSERT INTO public.iasql_capture_progress AS p (slot_name, end_lsn, commit_lsn, commit_ts, changes, updated_at)
-		VALUES ($1, $2::text::pg_lsn, $3::text::pg_lsn, $4, $5, pg_catalog.clock_timestamp())
-		ON CONFLICT (slot_name) DO UPDATE SET end_lsn = excluded.end_lsn, commit_lsn = excluded.commit_lsn,
-		  commit_ts = excluded.commit_ts, changes = p.changes + excluded.changes, updated_at = excluded.updated_at`,
-		w.slot, p.endLSN.String(), p.commitLSN.String(), p.commitTime, w.changes)
+	_, err := w.tx.Exec(ctx, recordProgress, w.slot, p.endLSN.String(), p.commitLSN.String(), p.commitTime, w.changes)
 	if err != nil {
 		return fmt.Errorf("record capture progress: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 )
@@ -51,6 +52,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "iasql", version())
 		return 0
 	case "run":
+		if p := os.Getenv("IASQL_CPUPROFILE"); p != "" { // undocumented: a pprof CPU profile until exit
+			if f, perr := os.Create(p); perr == nil && pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+				defer pprof.StopCPUProfile()
+			}
+		}
 		err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "install":
 		err = cmdInstall(ctx, args[1:], stdout, stderr)
