@@ -288,6 +288,33 @@ func (e *Engine) workConn(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
+// lockCycles takes the cycle lock on the work connection: waiting for a
+// running cycle to end, or (wait false) failing with errBusy. Release it
+// with releaseWork.
+func (e *Engine) lockCycles(ctx context.Context, wait bool) (*pgx.Conn, error) {
+	conn, err := e.workConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if wait {
+		if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle); err != nil {
+			e.releaseWork(conn)
+			return nil, fmt.Errorf("wait for the running cycle: %w", err)
+		}
+		return conn, nil
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle).Scan(&ok); err != nil {
+		e.releaseWork(conn)
+		return nil, fmt.Errorf("take the cycle lock: %w", err)
+	}
+	if !ok {
+		e.releaseWork(conn)
+		return nil, errBusy
+	}
+	return conn, nil
+}
+
 // releaseWork drops the cycle lock (if held) and keeps the connection for
 // the next cycle, or closes it when it is no longer usable.
 func (e *Engine) releaseWork(conn *pgx.Conn) {
@@ -308,24 +335,11 @@ func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait boo
 	if err != nil {
 		return nil, err
 	}
-	conn, err := e.workConn(ctx)
+	conn, err := e.lockCycles(ctx, wait)
 	if err != nil {
 		return nil, err
 	}
 	defer e.releaseWork(conn)
-	if wait {
-		if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle); err != nil {
-			return nil, fmt.Errorf("wait for the running cycle: %w", err)
-		}
-	} else {
-		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle).Scan(&ok); err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, errBusy
-		}
-	}
 	if reason != "schedule" && reason != "intent" {
 		// Someone waits for this cycle: read the cloud as it is now.
 		ctx = module.WithFreshRead(ctx)

@@ -69,15 +69,12 @@ func (e *Engine) begin(ctx context.Context, role string) (any, error) {
 	} else if t != nil {
 		return nil, fmt.Errorf("an iasql transaction is already open: opened by %s at %s; CALL iasql_commit() or CALL iasql_rollback() to end it", t.OpenedBy, t.OpenedAt.UTC().Format(time.RFC3339))
 	}
-	conn, err := e.workConn(ctx)
+	// Waiting for the cycle lock waits for a running cycle to end.
+	conn, err := e.lockCycles(ctx, true)
 	if err != nil {
 		return nil, err
 	}
-	defer e.releaseWork(conn)
-	// Waiting for the cycle lock waits for a running cycle to end.
-	if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle); err != nil {
-		return nil, fmt.Errorf("wait for the running cycle: %w", err)
-	}
+	e.releaseWork(conn)
 	var t txInfo
 	err = e.service(ctx, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, `INSERT INTO public.iasql_transaction (opened_by, opened_at, begin_lsn)
@@ -242,15 +239,12 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 		}
 		leaving[n] = true
 	}
-	conn, err := e.workConn(ctx)
+	// No cycle may run on tables that are going away.
+	conn, err := e.lockCycles(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	defer e.releaseWork(conn)
-	// No cycle may run on tables that are going away.
-	if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle); err != nil {
-		return nil, fmt.Errorf("wait for the running cycle: %w", err)
-	}
 	var results []moduleResult
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT name, depends_on FROM public.iasql_modules WHERE installed_at IS NOT NULL`)
