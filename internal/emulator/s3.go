@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -471,6 +472,20 @@ var objectSubresources = []struct{ query, noun string }{
 	{"legal-hold", "ObjectLegalHold"}, {"attributes", "ObjectAttributes"}, {"torrent", "ObjectTorrent"},
 }
 
+// subresourceOp names the operation on the first subresource the query
+// has: verb + noun, or "Unknown" for a method without a verb.
+func subresourceOp(q url.Values, verb string, subs []struct{ query, noun string }) (string, bool) {
+	for _, sr := range subs {
+		if q.Has(sr.query) {
+			if verb == "" {
+				return "Unknown", true
+			}
+			return verb + sr.noun, true
+		}
+	}
+	return "", false
+}
+
 // s3Operation names an S3 request's operation from its method, path and
 // query, as the S3 API reference names it ("Unknown" when unrecognised).
 func s3Operation(r *http.Request) string {
@@ -496,13 +511,8 @@ func s3Operation(r *http.Request) string {
 		case q.Has("delete"):
 			return only(m == http.MethodPost, "DeleteObjects")
 		}
-		for _, sr := range bucketSubresources {
-			if q.Has(sr.query) {
-				if verb == "" {
-					return "Unknown"
-				}
-				return verb + sr.noun
-			}
+		if op, ok := subresourceOp(q, verb, bucketSubresources); ok {
+			return op
 		}
 		switch m {
 		case http.MethodGet:
@@ -543,13 +553,8 @@ func s3Operation(r *http.Request) string {
 		case q.Has("select"):
 			return only(m == http.MethodPost, "SelectObjectContent")
 		}
-		for _, sr := range objectSubresources {
-			if q.Has(sr.query) {
-				if verb == "" {
-					return "Unknown"
-				}
-				return verb + sr.noun
-			}
+		if op, ok := subresourceOp(q, verb, objectSubresources); ok {
+			return op
 		}
 		switch m {
 		case http.MethodGet:
