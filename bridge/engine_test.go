@@ -512,8 +512,22 @@ func TestTwoSidecars(t *testing.T) {
 func TestAutomatic(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.exec(`INSERT INTO bucket (name) VALUES ('auto-created')`)
-	waitUntil(t, 2*time.Second, "the bucket to be created without a commit", func() bool { return e.cloudBuckets()["auto-created"] })
+	var id int
+	if err := e.db.QueryRow(context.Background(), `INSERT INTO bucket (name) VALUES ('auto-created') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	// iasql_wait_for returns once the cloud's feedback is in the row.
+	var ok bool
+	start := time.Now()
+	if err := e.db.QueryRow(context.Background(), `SELECT iasql_wait_for('bucket', $1, 'created_at IS NOT NULL', 10)`, id).Scan(&ok); err != nil || !ok {
+		t.Fatalf("iasql_wait_for: %v %v", ok, err)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Errorf("the new bucket took %s to be enacted without a commit", waited)
+	}
+	if !e.cloudBuckets()["auto-created"] {
+		t.Error("the bucket is not in the cloud")
+	}
 	e.exec(`SELECT iasql_apply()`, `SELECT iasql_apply()`, `SELECT iasql_sync()`)
 	waitUntil(t, 5*time.Second, "deprecated calls to be counted", func() bool {
 		return e.count(`SELECT coalesce(sum(calls), 0)::int FROM iasql_deprecated_calls`) == 3
