@@ -78,8 +78,9 @@ SELECT table_name FROM iasql_tables ORDER BY table_name;
 SELECT iasql_sync_publication();
 SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = 'iasql' ORDER BY 1, 2;
 
--- TRUNCATE unregisters everything
+-- TRUNCATE unregisters everything (CASCADE: mode rules refer to registered tables)
 TRUNCATE iasql_tables;
+TRUNCATE iasql_tables CASCADE;
 SELECT count(*) = 0 AS nothing_registered FROM iasql_tables;
 SELECT count(*) = 0 AS nothing_published FROM pg_publication_tables WHERE pubname = 'iasql';
 

@@ -1,0 +1,61 @@
+-- mode: rules at database, table and record level; the most specific wins; ties resolve
+-- TRACK > NORMAL > ENFORCE; no rule means NORMAL.
+\set SHOW_CONTEXT never
+CREATE EXTENSION iasql;
+CREATE TABLE bucket (id serial PRIMARY KEY, name text);
+CREATE TABLE bucket_object (id serial PRIMARY KEY, key text);
+CREATE TABLE user_notes (id serial PRIMARY KEY, note text);
+INSERT INTO iasql_tables (table_name, module) VALUES ('bucket', 'aws_s3'), ('bucket_object', 'aws_s3');
+INSERT INTO iasql_tables (table_name) VALUES ('user_notes');
+
+-- No rule: NORMAL
+SELECT * FROM iasql_effective_mode('bucket', 1);
+
+-- The whole database becomes a read-only mirror (the RFC's first example)
+INSERT INTO iasql_mode (mode) VALUES ('TRACK');
+SELECT * FROM iasql_effective_mode('bucket', 1);
+SELECT * FROM iasql_effective_mode('bucket_object');
+DELETE FROM iasql_mode;
+
+-- Enforce everything but track objects (the RFC's second example)
+INSERT INTO iasql_mode (mode, table_name) VALUES ('ENFORCE', NULL), ('TRACK', 'bucket_object');
+SELECT * FROM iasql_effective_mode('bucket', 7);
+SELECT * FROM iasql_effective_mode('bucket_object', 7);
+
+-- A record rule carves one resource out of a table rule (the RFC's third example)
+INSERT INTO iasql_mode (table_name, record_id, mode) VALUES ('bucket_object', 42, 'ENFORCE');
+SELECT * FROM iasql_effective_mode('bucket_object', 42);
+SELECT * FROM iasql_effective_mode('bucket_object', 41);
+
+-- Every level, in order of precedence: record, then table, then database
+UPDATE iasql_mode SET mode = 'NORMAL' WHERE table_name IS NULL;
+SELECT (SELECT mode FROM iasql_effective_mode('bucket', 1)) AS database_level,
+       (SELECT mode FROM iasql_effective_mode('bucket_object', 1)) AS table_level,
+       (SELECT mode FROM iasql_effective_mode('bucket_object', 42)) AS record_level;
+
+-- One rule per level
+INSERT INTO iasql_mode (mode) VALUES ('ENFORCE');
+INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket_object', 'NORMAL');
+INSERT INTO iasql_mode (table_name, record_id, mode) VALUES ('bucket_object', 42, 'TRACK');
+
+-- A record rule needs its table
+INSERT INTO iasql_mode (record_id, mode) VALUES (42, 'TRACK');
+
+-- A rule covers module tables only: not a user's registration, not an unknown table
+INSERT INTO iasql_mode (table_name, mode) VALUES ('user_notes', 'TRACK');
+INSERT INTO iasql_mode (table_name, mode) VALUES ('no_such_table', 'TRACK');
+
+-- Not a mode
+INSERT INTO iasql_mode (mode) VALUES ('READONLY');
+
+-- The constraints stand even without the trigger's messages
+SELECT count(*) = 1 AS unique_per_level FROM pg_constraint WHERE conname = 'iasql_mode_one_rule_per_level' AND contype = 'u';
+
+-- Unregistering (uninstalling) a table removes its rules
+DELETE FROM iasql_tables WHERE table_name = 'bucket_object';
+SELECT count(*) = 0 AS rules_removed FROM iasql_mode WHERE table_name = 'bucket_object';
+SELECT count(*) = 1 AS database_rule_kept FROM iasql_mode WHERE table_name IS NULL;
+
+DROP EXTENSION iasql;
+DROP PUBLICATION iasql;
+DROP TABLE bucket, bucket_object, user_notes;
