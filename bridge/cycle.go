@@ -22,6 +22,7 @@ type Action struct {
 	ID          string `json:"id"`       // the row's id ("" for a resource not yet imported)
 	CloudID     string `json:"cloud_id"` // the resource's identity in the cloud
 	Description string `json:"description"`
+	Mode        string `json:"mode"` // the mode that decided it, and by which rule
 
 	ts     *tableState
 	row    *row
@@ -75,6 +76,26 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 			}
 			return !(opt.discard && lsn > opt.discardAfter)
 		}
+		// push decides the direction of a difference by the record's mode:
+		// NORMAL follows pending intent, ENFORCE always pushes the database
+		// to the cloud, TRACK always pulls the cloud into the database.
+		push := func(id string) (toCloud bool, mode, label, note string) {
+			m, rule := snap.modes.of(ts.spec.Name, id)
+			label = m + " (" + rule + ")"
+			switch m {
+			case modeEnforce:
+				if !intent(id) {
+					note = " (ENFORCE by " + rule + ": reverting a change made in the cloud)"
+				}
+				return true, m, label, note
+			case modeTrack:
+				if intent(id) {
+					note = " (WARNING: TRACK by " + rule + ": the user's change is undone from the cloud)"
+				}
+				return false, m, label, note
+			}
+			return intent(id), m, label, ""
+		}
 		// Rows (in database, maybe in cloud).
 		ids := make([]string, 0, len(ts.rows))
 		for id := range ts.rows {
@@ -89,20 +110,25 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 				continue
 			}
 			c, inCloud := ts.cloud[r.cloudID]
-			a := &Action{Table: ts.spec.Name, ID: id, CloudID: r.cloudID, ts: ts, row: r, cloud: c}
+			toCloud, _, label, note := push(id)
+			a := &Action{Table: ts.spec.Name, ID: id, CloudID: r.cloudID, Mode: label, ts: ts, row: r, cloud: c}
 			switch {
-			case !inCloud && intent(id):
+			case !inCloud && toCloud:
 				a.Action, a.Direction, a.kind = "create", "cloud", cloudCreate
-				a.Description = "create " + describe(ts.spec, r.cloud) + " in the cloud"
+				a.Description = "create " + describe(ts.spec, r.cloud) + " in the cloud" + note
 			case !inCloud:
 				a.Action, a.Direction, a.kind = "delete", "database", dbDelete
-				a.Description = "delete the row: " + r.cloudID + " is gone from the cloud"
-			case !ts.mapper.Equal(r.cloud, c) && intent(id):
+				a.Description = "delete the row: " + r.cloudID + " is not in the cloud" + note
+			case !ts.mapper.Equal(r.cloud, c) && toCloud:
 				a.Action, a.Direction, a.kind = "update", "cloud", cloudUpdate
-				a.Description = "update " + r.cloudID + " in the cloud (the user's change wins): " + changes(ts.spec.Declarative, c, r.cloud)
+				a.Description = "update " + r.cloudID + " in the cloud"
+				if intent(id) {
+					a.Description += " (the user's change wins)"
+				}
+				a.Description += ": " + changes(ts.spec.Declarative, c, r.cloud) + note
 			case !ts.mapper.Equal(r.cloud, c):
 				a.Action, a.Direction, a.kind = "update", "database", dbUpdate
-				a.Description = "update the row from the cloud: " + changes(ts.spec.Declarative, r.cloud, c)
+				a.Description = "update the row from the cloud: " + changes(ts.spec.Declarative, r.cloud, c) + note
 			case !sameColumns(ts.spec.Feedback, r.cloud, c):
 				a.Action, a.Direction, a.kind = "update", "database", dbFeedback
 				a.Description = "refresh " + strings.Join(ts.spec.Feedback, ", ") + " from the cloud"
@@ -126,20 +152,82 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		for _, cid := range cids {
 			c := ts.cloud[cid]
 			rid := ts.recBy[cid]
-			a := &Action{Table: ts.spec.Name, CloudID: cid, ts: ts, cloud: c, record: rid}
-			if rid != "" && intent(rid) {
-				// The user deleted the row (or moved it to another identity).
+			toCloud, mode, label, note := push(rid)
+			if rid == "" && mode == modeNormal {
+				toCloud = false // never known here: imported
+			}
+			a := &Action{Table: ts.spec.Name, CloudID: cid, Mode: label, ts: ts, cloud: c, record: rid}
+			if toCloud {
+				// The user deleted the row (or moved it to another identity),
+				// or ENFORCE removes what the database does not have.
 				a.Action, a.Direction, a.kind = "delete", "cloud", cloudDelete
 				a.ID = rid
-				a.Description = "delete " + describe(ts.spec, c) + " from the cloud"
+				a.Description = "delete " + describe(ts.spec, c) + " from the cloud" + note
 			} else {
 				a.Action, a.Direction, a.kind = "create", "database", dbInsert
-				a.Description = "import " + describe(ts.spec, c) + " from the cloud"
+				a.Description = "import " + describe(ts.spec, c) + " from the cloud" + note
 			}
 			p.actions = append(p.actions, a)
 		}
 	}
 	return p, nil
+}
+
+// Modes, as iasql_mode spells them.
+const (
+	modeNormal  = "NORMAL"
+	modeEnforce = "ENFORCE"
+	modeTrack   = "TRACK"
+)
+
+// modeRules are the iasql_mode rules a cycle read.
+type modeRules struct {
+	database string            // "" when there is no database rule
+	tables   map[string]string // table -> mode
+	records  map[string]string // table + "\x00" + id -> mode
+	ids      map[string]string // the same keys ("" for the database) -> rule id
+}
+
+// of resolves a record's mode as iasql_effective_mode does: record rule,
+// else table rule, else database rule, else NORMAL. It returns the mode and
+// the rule that gave it.
+func (m modeRules) of(table, id string) (string, string) {
+	if id != "" {
+		if mode, ok := m.records[table+"\x00"+id]; ok {
+			return mode, "record rule " + m.ids[table+"\x00"+id]
+		}
+	}
+	if mode, ok := m.tables[table]; ok {
+		return mode, "table rule " + m.ids[table]
+	}
+	if m.database != "" {
+		return m.database, "database rule " + m.ids[""]
+	}
+	return modeNormal, "no rule"
+}
+
+func readModes(ctx context.Context, conn *pgx.Conn) (modeRules, error) {
+	m := modeRules{tables: map[string]string{}, records: map[string]string{}, ids: map[string]string{}}
+	rows, err := conn.Query(ctx, `SELECT coalesce(table_name, ''), coalesce(record_id::text, ''), mode::text, id::text FROM public.iasql_mode`)
+	if err != nil {
+		return m, fmt.Errorf("read mode rules: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table, id, mode, rule string
+		if err := rows.Scan(&table, &id, &mode, &rule); err != nil {
+			return m, fmt.Errorf("read mode rules: %w", err)
+		}
+		switch {
+		case table == "":
+			m.database, m.ids[""] = mode, rule
+		case id == "":
+			m.tables[table], m.ids[table] = mode, rule
+		default:
+			m.records[table+"\x00"+id], m.ids[table+"\x00"+id] = mode, rule
+		}
+	}
+	return m, rows.Err()
 }
 
 func numLess(a, b string) bool {

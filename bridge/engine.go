@@ -218,7 +218,9 @@ func (e *Engine) Lead(ctx context.Context) {
 	timer := time.NewTimer(e.interval)
 	defer timer.Stop()
 	driver := "the sidecar's timer"
-	if e.scheduleWithCron(ctx, svc) {
+	var cron bool
+	_ = e.service(ctx, func(c *pgx.Conn) error { cron = e.scheduleWithCron(ctx, c); return nil })
+	if cron {
 		driver = "pg_cron job iasql_cycle"
 		timer.Stop()
 	}

@@ -299,7 +299,11 @@ func (c *cycle) read(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	snap := &snapshot{lsn: lsn, vis: vis, low: next, byName: map[string]*tableState{}}
+	modes, err := readModes(ctx, c.conn)
+	if err != nil {
+		return err
+	}
+	snap := &snapshot{lsn: lsn, vis: vis, low: next, modes: modes, byName: map[string]*tableState{}}
 	for _, t := range c.tables {
 		ts := &tableState{spec: t.spec, mapper: t.mapper, rows: rows[t.spec.Name], byCloud: map[string]*row{},
 			records: recs[t.spec.Name], recBy: map[string]string{}, intent: intent[t.spec.Name], seen: seen[t.spec.Name],

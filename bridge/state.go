@@ -49,6 +49,7 @@ type snapshot struct {
 	lsn    pglogrepl.LSN // every change the read saw committed before it
 	vis    visibility    // which transactions the read saw
 	low    pglogrepl.LSN // where the next cycle's intent query may start
+	modes  modeRules
 	tables []*tableState // in dependency order
 	byName map[string]*tableState
 }

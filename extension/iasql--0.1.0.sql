@@ -488,13 +488,13 @@ COMMENT ON PROCEDURE public.iasql_rollback() IS
   'Discards the user changes made since iasql_begin by restoring those records from the cloud, then closes the iasql transaction.';
 
 CREATE FUNCTION public.iasql_preview()
-RETURNS TABLE (action text, direction text, table_name text, id text, cloud_id text, description text)
+RETURNS TABLE (action text, direction text, table_name text, id text, cloud_id text, description text, mode text)
 LANGUAGE sql AS $$
-  SELECT a->>'action', a->>'direction', a->>'table_name', a->>'id', a->>'cloud_id', a->>'description'
+  SELECT a->>'action', a->>'direction', a->>'table_name', a->>'id', a->>'cloud_id', a->>'description', a->>'mode'
     FROM pg_catalog.jsonb_array_elements(public.iasql_request('preview')->'actions') a
 $$;
 COMMENT ON FUNCTION public.iasql_preview() IS
-  'The plan a cycle would execute now, one row per action: create, update, replace or delete, towards the cloud or the database.';
+  'The plan a cycle would execute now, one row per action: create, update, replace or delete, towards the cloud or the database, and the mode (and rule) that decided it.';
 
 CREATE FUNCTION public.iasql_install(VARIADIC modules text[])
 RETURNS TABLE (module text, installed boolean, note text)

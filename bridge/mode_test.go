@@ -1,0 +1,161 @@
+package bridge_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// TestModes: ENFORCE and TRACK at database, table and record level, with
+// the outcomes a user checks in the cloud and in the rows.
+func TestModes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		rules string                // INSERT INTO iasql_mode ... (run after the setup)
+		act   func(e *env)          // the change
+		check func(e *env) []string // problems
+	}{
+		{
+			name:  "TRACK (database): a user delete is undone, the bucket survives",
+			rules: `INSERT INTO iasql_mode (mode) VALUES ('TRACK')`,
+			act:   func(e *env) { e.exec(`DELETE FROM bucket WHERE name = 'mode-a'`) },
+			check: func(e *env) (p []string) {
+				if !e.cloudBuckets()["mode-a"] {
+					p = append(p, "the tracked bucket was deleted in the cloud")
+				}
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-a'`) != 1 {
+					p = append(p, "the row did not come back")
+				}
+				if e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message LIKE '%WARNING: TRACK by database rule%'`) == 0 {
+					p = append(p, "no WARNING in the trail naming the rule")
+				}
+				return p
+			},
+		},
+		{
+			name:  "TRACK (table): a user insert is undone, nothing is created",
+			rules: `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'TRACK')`,
+			act:   func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('mode-new')`) },
+			check: func(e *env) (p []string) {
+				if e.cloudBuckets()["mode-new"] {
+					p = append(p, "a tracked table created a bucket")
+				}
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-new'`) != 0 {
+					p = append(p, "the inserted row was not removed")
+				}
+				return p
+			},
+		},
+		{
+			name:  "ENFORCE (database): a bucket created out of band is deleted",
+			rules: `INSERT INTO iasql_mode (mode) VALUES ('ENFORCE')`,
+			act: func(e *env) {
+				if _, err := e.s3.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("mode-rogue")}); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			check: func(e *env) (p []string) {
+				if e.cloudBuckets()["mode-rogue"] {
+					p = append(p, "the out-of-band bucket survived ENFORCE")
+				}
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-rogue'`) != 0 {
+					p = append(p, "the out-of-band bucket was imported")
+				}
+				if e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message LIKE '%ENFORCE by database rule%'`) == 0 {
+					p = append(p, "the trail does not say what was reverted and why")
+				}
+				return p
+			},
+		},
+		{
+			name:  "ENFORCE (table): a bucket deleted out of band is recreated",
+			rules: `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'ENFORCE')`,
+			act: func(e *env) {
+				if _, err := e.s3.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String("mode-a")}); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			check: func(e *env) (p []string) {
+				if !e.cloudBuckets()["mode-a"] {
+					p = append(p, "the deleted bucket was not recreated")
+				}
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-a'`) != 1 {
+					p = append(p, "the row was deleted")
+				}
+				return p
+			},
+		},
+		{
+			name:  "ENFORCE (record): drift in one bucket's versioning is reverted",
+			rules: `INSERT INTO iasql_mode (table_name, record_id, mode) SELECT 'bucket', id, 'ENFORCE' FROM bucket WHERE name = 'mode-a'`,
+			act:   func(e *env) { e.setCloudVersioning("mode-a", true); e.setCloudVersioning("mode-b", true) },
+			check: func(e *env) (p []string) {
+				if e.cloudVersioning("mode-a") {
+					p = append(p, "the enforced bucket kept the drift")
+				}
+				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-b' AND versioning`) != 1 {
+					p = append(p, "the NORMAL bucket did not take the cloud's change")
+				}
+				return p
+			},
+		},
+		{
+			name: "the RFC's example: enforce everything, carve one record out as TRACK",
+			rules: `INSERT INTO iasql_mode (table_name, record_id, mode) VALUES (NULL, NULL, 'ENFORCE');
+			        INSERT INTO iasql_mode (table_name, record_id, mode) SELECT 'bucket', id, 'TRACK' FROM bucket WHERE name = 'mode-b'`,
+			act: func(e *env) {
+				e.setCloudVersioning("mode-a", true)
+				e.setCloudVersioning("mode-b", true)
+			},
+			check: func(e *env) (p []string) {
+				if e.cloudVersioning("mode-a") {
+					p = append(p, "the database rule did not enforce mode-a")
+				}
+				if !e.cloudVersioning("mode-b") || e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-b' AND versioning`) != 1 {
+					p = append(p, "the record rule did not track mode-b")
+				}
+				return p
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.exec(`INSERT INTO bucket (name) VALUES ('mode-a'), ('mode-b')`)
+			e.commit()
+			e.exec(`CALL iasql_begin()`) // keep automatic cycles out of the way
+			e.exec(tc.rules)
+			tc.act(e)
+			e.commit()
+			for _, problem := range tc.check(e) {
+				t.Error(problem)
+			}
+			e.commit()
+			if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE id = (SELECT max(id) FROM iasql_audit_log WHERE change_type = 'CYCLE_END') AND message LIKE '%in sync, nothing to do%'`); n != 1 {
+				t.Error("a second cycle still found work")
+			}
+		})
+	}
+}
+
+// TestPreviewShowsMode: each planned action names the mode and the rule
+// that decided it.
+func TestPreviewShowsMode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.exec(`INSERT INTO bucket (name) VALUES ('pm-a')`)
+	e.commit()
+	e.exec(`CALL iasql_begin()`, `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'TRACK')`, `DELETE FROM bucket WHERE name = 'pm-a'`)
+	var mode, desc string
+	if err := e.db.QueryRow(context.Background(), `SELECT mode, description FROM iasql_preview() WHERE cloud_id = 'pm-a'`).Scan(&mode, &desc); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "TRACK (table rule 1)" {
+		t.Errorf("preview mode %q", mode)
+	}
+	e.exec(`CALL iasql_rollback()`)
+}
