@@ -618,6 +618,86 @@ END $$;
 COMMENT ON FUNCTION public.iasql_wait_for(text, integer, text, integer) IS
   'Waits until the row of table_name with this id satisfies condition (SQL over its columns, e.g. ''created_at IS NOT NULL''), polling; returns true, or raises after timeout_s seconds.';
 
+-- The user changes to module tables committed before lsn that are not yet
+-- enacted: a record with a state whose enacted LSN is older, or a row with
+-- no state yet (never synced). A record gone from both sides is done.
+CREATE FUNCTION public.iasql_pending_intent(upto pg_lsn)
+RETURNS TABLE (table_name text, record_id text, lsn pg_lsn)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  t text;
+BEGIN
+  FOR t IN SELECT unnest(m.tables) FROM public.iasql_modules m WHERE m.installed_at IS NOT NULL LOOP
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+      SELECT a.table_name, a.record_id, max(a.lsn)
+        FROM public.iasql_audit_log a
+        LEFT JOIN public.iasql_records r ON r.table_name = a.table_name AND r.record_id = a.record_id
+       WHERE a.origin = 'user' AND a.table_name = $1 AND a.lsn < $2 AND a.record_id IS NOT NULL
+         AND a.change_type IN ('INSERT', 'UPDATE', 'DELETE')
+         AND (r.enacted_lsn < a.lsn
+              OR (r.record_id IS NULL AND EXISTS (SELECT 1 FROM %s x WHERE x.id::text = a.record_id)))
+       GROUP BY 1, 2$q$, public.iasql_table_regclass(t)) USING t, upto;
+  END LOOP;
+END $$;
+COMMENT ON FUNCTION public.iasql_pending_intent(pg_lsn) IS
+  'User changes to module tables committed before upto that are not enacted yet, per record (the newest).';
+
+CREATE FUNCTION public.iasql_wait_for_all(timeout_s integer DEFAULT 300)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  target pg_lsn := pg_catalog.pg_current_wal_insert_lsn();
+  called timestamptz := pg_catalog.clock_timestamp();
+  give_up timestamptz;
+  covered boolean;
+  pending text;
+  failed text;
+BEGIN
+  IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
+    RAISE EXCEPTION 'iasql_wait_for_all cannot run at % isolation: its snapshot would never see the changes enacted',
+        pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
+      USING ERRCODE = 'invalid_transaction_state',
+            HINT = 'Call it outside a transaction block, or in one at READ COMMITTED.';
+  END IF;
+  IF timeout_s IS NULL OR timeout_s < 0 THEN
+    RAISE EXCEPTION 'iasql_wait_for_all: timeout_s must be zero or more seconds, not %', timeout_s
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  give_up := called + pg_catalog.make_interval(secs => timeout_s);
+  LOOP
+    -- Every change committed before the call must be in the audit trail.
+    SELECT coalesce(bool_and(s.confirmed_flush_lsn >= target), false) INTO covered
+      FROM public.iasql_capture_progress p
+      JOIN pg_catalog.pg_replication_slots s ON s.slot_name = p.slot_name AND s.database = pg_catalog.current_database();
+    IF covered THEN
+      SELECT pg_catalog.string_agg(pg_catalog.format('%s id %s', q.table_name, q.record_id), ', ' ORDER BY q.table_name, q.record_id)
+        INTO pending FROM public.iasql_pending_intent(target) q;
+      IF pending IS NULL THEN
+        RETURN true;
+      END IF;
+      SELECT a.message::jsonb->>'error' INTO failed
+        FROM public.iasql_audit_log a
+       WHERE a.change_type = 'CYCLE_END' AND a.ts >= called AND a.message::jsonb->>'outcome' IN ('failed', 'timeout')
+       ORDER BY a.id DESC LIMIT 1;
+      IF failed IS NOT NULL THEN
+        RAISE EXCEPTION 'iasql_wait_for_all: changes failed: %', failed
+          USING ERRCODE = 'external_routine_exception',
+                DETAIL = pg_catalog.format('Still pending: %s.', pending),
+                HINT = 'Fix the records (or the cloud) and wait again; iasql_audit_log has the cycle records.';
+      END IF;
+    END IF;
+    IF pg_catalog.clock_timestamp() >= give_up THEN
+      RAISE EXCEPTION 'iasql_wait_for_all: not enacted within % seconds: %', timeout_s,
+          coalesce(pending, 'the sidecar has not yet captured every change made before the call')
+        USING ERRCODE = 'query_canceled',
+              HINT = 'Check the sidecar (iasql status) and the cycle records in iasql_audit_log, or wait longer.';
+    END IF;
+    PERFORM pg_catalog.pg_sleep(0.1);
+  END LOOP;
+END $$;
+COMMENT ON FUNCTION public.iasql_wait_for_all(integer) IS
+  'Waits until every user change committed before the call is enacted in the cloud (or decided otherwise by its mode); raises with the failures, or on timeout with what is still pending.';
+
 -- 060_mode.sql
 -- Modes: NORMAL (two-way), ENFORCE (the database is the truth), TRACK (the
 -- cloud is the truth), as rules for the whole database, a table or one

@@ -38,3 +38,14 @@ SELECT prosecdef AS security_definer FROM pg_proc WHERE proname = 'iasql_wait_fo
 DROP TABLE wait_thing;
 DROP EXTENSION iasql;
 DROP PUBLICATION iasql;
+
+-- iasql_wait_for_all refuses what it cannot do, at once
+CREATE EXTENSION iasql;
+SELECT iasql_wait_for_all(-1);
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT iasql_wait_for_all(1);
+ROLLBACK;
+-- With no sidecar, nothing is ever captured: it times out and says why
+SELECT iasql_wait_for_all(0);
+DROP EXTENSION iasql;
+DROP PUBLICATION iasql;
