@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -158,4 +159,18 @@ func TestPreviewShowsMode(t *testing.T) {
 		t.Errorf("preview mode %q", mode)
 	}
 	e.exec(`CALL iasql_rollback()`)
+}
+
+// TestModeChangesCaptured: a change to iasql_mode is a user change in the
+// audit trail.
+func TestModeChangesCaptured(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.exec(`INSERT INTO iasql_mode (mode) VALUES ('TRACK')`, `UPDATE iasql_mode SET mode = 'ENFORCE'`)
+	waitUntil(t, 10*time.Second, "mode changes in the audit trail", func() bool {
+		return e.count(`SELECT count(*) FROM iasql_audit_log WHERE table_name = 'iasql_mode' AND origin = 'user'`) == 2
+	})
+	if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE table_name = 'iasql_mode' AND change_type = 'UPDATE' AND old_row->>'mode' = 'TRACK' AND new_row->>'mode' = 'ENFORCE'`); n != 1 {
+		t.Error("the mode update is not in the trail with its old and new rows")
+	}
 }

@@ -126,10 +126,10 @@ BEGIN
     RAISE EXCEPTION 'cannot register "%": it is not a table', NEW.table_name
       USING ERRCODE = 'wrong_object_type', HINT = 'Only ordinary tables can be captured.';
   END IF;
-  IF public.iasql_table_name(rel) LIKE 'iasql\_%' THEN
+  IF public.iasql_table_name(rel) LIKE 'iasql\_%' AND public.iasql_table_name(rel) <> 'iasql_mode' THEN
     RAISE EXCEPTION 'cannot register "%": iasql''s own tables are not captured', NEW.table_name
       USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'Register your own tables; iasql_tables, iasql_audit_log and iasql_capture_progress belong to iasql.';
+            HINT = 'Register your own tables; iasql''s tables belong to iasql (only iasql_mode is captured, as user intent).';
   END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index WHERE indrelid = rel AND indisprimary) THEN
     RAISE EXCEPTION 'cannot register table "%": it has no primary key', NEW.table_name
@@ -781,6 +781,10 @@ LANGUAGE sql STABLE AS $$
 $$;
 COMMENT ON FUNCTION public.iasql_effective_mode(text, integer) IS
   'The mode of a record (or of a table, record_id NULL) and the rule that gives it: record rule, else table rule, else database rule, else NORMAL; ties resolve TRACK > NORMAL > ENFORCE.';
+
+-- Changes to the rules are user changes like any other: captured in the
+-- audit trail (they take effect from the next cycle, which reads them).
+INSERT INTO public.iasql_tables (table_name) VALUES ('iasql_mode');
 
 -- extension_only.sql
 -- Only in the extension script: pg_dump keeps the rows of these tables, and

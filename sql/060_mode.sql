@@ -80,3 +80,7 @@ LANGUAGE sql STABLE AS $$
 $$;
 COMMENT ON FUNCTION public.iasql_effective_mode(text, integer) IS
   'The mode of a record (or of a table, record_id NULL) and the rule that gives it: record rule, else table rule, else database rule, else NORMAL; ties resolve TRACK > NORMAL > ENFORCE.';
+
+-- Changes to the rules are user changes like any other: captured in the
+-- audit trail (they take effect from the next cycle, which reads them).
+INSERT INTO public.iasql_tables (table_name) VALUES ('iasql_mode');

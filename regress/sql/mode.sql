@@ -8,6 +8,13 @@ CREATE TABLE user_notes (id serial PRIMARY KEY, note text);
 INSERT INTO iasql_tables (table_name, module) VALUES ('bucket', 'aws_s3'), ('bucket_object', 'aws_s3');
 INSERT INTO iasql_tables (table_name) VALUES ('user_notes');
 
+-- Changes to the rules are captured like user changes: iasql_mode is registered and published
+SELECT count(*) = 1 AS mode_registered FROM iasql_tables WHERE table_name = 'iasql_mode' AND module IS NULL;
+SELECT count(*) = 1 AS mode_published FROM pg_publication_tables WHERE pubname = 'iasql' AND tablename = 'iasql_mode';
+
+-- A rule cannot target iasql_mode itself (it is not a module table)
+INSERT INTO iasql_mode (table_name, mode) VALUES ('iasql_mode', 'TRACK');
+
 -- No rule: NORMAL
 SELECT * FROM iasql_effective_mode('bucket', 1);
 
