@@ -104,6 +104,18 @@ func TestModes(t *testing.T) {
 			},
 		},
 		{
+			name: "NORMAL (table) inside a TRACK database: the table syncs both ways",
+			rules: `INSERT INTO iasql_mode (mode) VALUES ('TRACK');
+			        INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'NORMAL')`,
+			act: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('mode-normal')`) },
+			check: func(e *env) (p []string) {
+				if !e.cloudBuckets()["mode-normal"] {
+					p = append(p, "the NORMAL table rule did not win over the TRACK database rule")
+				}
+				return p
+			},
+		},
+		{
 			name: "the RFC's example: enforce everything, carve one record out as TRACK",
 			rules: `INSERT INTO iasql_mode (table_name, record_id, mode) VALUES (NULL, NULL, 'ENFORCE');
 			        INSERT INTO iasql_mode (table_name, record_id, mode) SELECT 'bucket', id, 'TRACK' FROM bucket WHERE name = 'mode-b'`,
