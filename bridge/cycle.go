@@ -206,6 +206,20 @@ func (m modeRules) of(table, id string) (string, string) {
 	return modeNormal, "no rule"
 }
 
+// tieRank orders modes for ties: TRACK first (never break things), then
+// NORMAL, then ENFORCE; no mode last.
+func tieRank(mode string) int {
+	switch mode {
+	case modeTrack:
+		return 0
+	case modeNormal:
+		return 1
+	case modeEnforce:
+		return 2
+	}
+	return 3
+}
+
 func readModes(ctx context.Context, conn *pgx.Conn) (modeRules, error) {
 	m := modeRules{tables: map[string]string{}, records: map[string]string{}, ids: map[string]string{}}
 	rows, err := conn.Query(ctx, `SELECT coalesce(table_name, ''), coalesce(record_id::text, ''), mode::text, id::text FROM public.iasql_mode`)
@@ -218,13 +232,22 @@ func readModes(ctx context.Context, conn *pgx.Conn) (modeRules, error) {
 		if err := rows.Scan(&table, &id, &mode, &rule); err != nil {
 			return m, fmt.Errorf("read mode rules: %w", err)
 		}
+		// Were two rules at one level ever to exist, the tie resolves
+		// TRACK > NORMAL > ENFORCE (as iasql_effective_mode does).
 		switch {
 		case table == "":
-			m.database, m.ids[""] = mode, rule
+			if tieRank(mode) < tieRank(m.database) {
+				m.database, m.ids[""] = mode, rule
+			}
 		case id == "":
-			m.tables[table], m.ids[table] = mode, rule
+			if old, ok := m.tables[table]; !ok || tieRank(mode) < tieRank(old) {
+				m.tables[table], m.ids[table] = mode, rule
+			}
 		default:
-			m.records[table+"\x00"+id], m.ids[table+"\x00"+id] = mode, rule
+			k := table + "\x00" + id
+			if old, ok := m.records[k]; !ok || tieRank(mode) < tieRank(old) {
+				m.records[k], m.ids[k] = mode, rule
+			}
 		}
 	}
 	return m, rows.Err()

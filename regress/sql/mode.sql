@@ -66,3 +66,18 @@ SELECT count(*) = 1 AS database_rule_kept FROM iasql_mode WHERE table_name IS NU
 DROP EXTENSION iasql;
 DROP PUBLICATION iasql;
 DROP TABLE bucket, bucket_object, user_notes;
+
+-- Were two rules at one level ever to exist (here: the constraint and its trigger dropped by
+-- hand), the tie resolves TRACK > NORMAL > ENFORCE
+CREATE EXTENSION iasql;
+CREATE TABLE bucket (id serial PRIMARY KEY, name text);
+INSERT INTO iasql_tables (table_name, module) VALUES ('bucket', 'aws_s3');
+ALTER TABLE iasql_mode DROP CONSTRAINT iasql_mode_one_rule_per_level;
+ALTER TABLE iasql_mode DISABLE TRIGGER iasql_mode_check;
+INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'ENFORCE'), ('bucket', 'NORMAL');
+SELECT mode FROM iasql_effective_mode('bucket', 1);
+INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'TRACK');
+SELECT mode FROM iasql_effective_mode('bucket', 1);
+DROP EXTENSION iasql;
+DROP PUBLICATION iasql;
+DROP TABLE bucket;
