@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,28 @@ func TestModes(t *testing.T) {
 				}
 				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-b' AND versioning`) != 1 {
 					p = append(p, "the NORMAL bucket did not take the cloud's change")
+				}
+				return p
+			},
+		},
+		{
+			name:  "the RFC's example: ('ENFORCE', NULL), ('TRACK', 'bucket_object') enforces all but objects",
+			rules: `INSERT INTO iasql_mode (mode, table_name) VALUES ('ENFORCE', NULL), ('TRACK', 'bucket_object')`,
+			act: func(e *env) {
+				ctx := context.Background()
+				if _, err := e.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("mode-extra")}); err != nil {
+					e.t.Fatal(err)
+				}
+				if _, err := e.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("mode-a"), Key: aws.String("user-data.txt"), Body: strings.NewReader("hello")}); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			check: func(e *env) (p []string) {
+				if e.cloudBuckets()["mode-extra"] {
+					p = append(p, "the extra bucket survived ENFORCE")
+				}
+				if e.count(`SELECT count(*) FROM bucket_object o JOIN bucket b ON b.id = o.bucket_id WHERE b.name = 'mode-a' AND o.key = 'user-data.txt' AND o.size = 5`) != 1 {
+					p = append(p, "the tracked object was not imported")
 				}
 				return p
 			},
