@@ -217,6 +217,8 @@ func (e *Engine) Lead(ctx context.Context) {
 	}()
 	timer := time.NewTimer(e.interval)
 	defer timer.Stop()
+	health := time.NewTicker(5 * time.Second)
+	defer health.Stop()
 	driver := "the sidecar's timer"
 	var cron bool
 	_ = e.service(ctx, func(c *pgx.Conn) error { cron = e.scheduleWithCron(ctx, c); return nil })
@@ -244,6 +246,11 @@ func (e *Engine) Lead(ctx context.Context) {
 			timer.Reset(e.interval)
 		case <-e.tick:
 			e.automatic(ctx, "schedule")
+		case <-health.C:
+			if err := e.service(ctx, func(c *pgx.Conn) error { return c.Ping(ctx) }); err != nil {
+				e.log.Warn("engine lost its session; starting again", "err", err)
+				return
+			}
 		}
 	}
 }

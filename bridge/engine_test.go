@@ -537,3 +537,22 @@ func TestAutomatic(t *testing.T) {
 		t.Errorf("iasql_apply counted %d times, want 2", n)
 	}
 }
+
+// TestEngineRecovers: when the engine's own session is killed (a DBA's
+// pg_terminate_backend) while capture keeps leading, the engine starts
+// again and answers requests.
+func TestEngineRecovers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if n := e.count(`SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name IN ('iasql engine', 'iasql cycle')) k`); n == 0 {
+		t.Fatal("found no engine session to terminate")
+	}
+	e.exec(`INSERT INTO bucket (name) VALUES ('after-kill')`)
+	waitUntil(t, 20*time.Second, "the engine to answer again", func() bool {
+		_, err := e.db.Exec(context.Background(), `CALL iasql_commit()`)
+		return err == nil
+	})
+	if !e.cloudBuckets()["after-kill"] {
+		t.Error("the bucket was not created after the engine recovered")
+	}
+}

@@ -72,7 +72,15 @@ func Run(ctx context.Context, cfg Config) error {
 			if cfg.OnReady != nil {
 				cfg.OnReady()
 			}
-			engine.Lead(ctx)
+			// The engine runs as long as this sidecar leads; if its own
+			// session is lost, it starts again.
+			for backoff := 200 * time.Millisecond; ctx.Err() == nil; backoff = min(2*backoff, 5*time.Second) {
+				engine.Lead(ctx)
+				select {
+				case <-ctx.Done():
+				case <-time.After(backoff):
+				}
+			}
 		},
 		OnMessage: func(prefix string, content []byte, lsn pglogrepl.LSN) { engine.Message(prefix, content, lsn) },
 		OnIntent:  func() { engine.Intent() },
