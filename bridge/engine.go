@@ -268,11 +268,16 @@ func (e *Engine) automatic(ctx context.Context, reason string) {
 	if open {
 		return
 	}
-	if tables, err := e.installedTables(ctx); err != nil || len(tables) == 0 {
+	installed, err := e.installedTables(ctx)
+	if err != nil {
+		e.log.Warn("cannot read installed modules", "err", err)
+		return
+	}
+	if len(installed) == 0 {
 		// Nothing installed, nothing to sync (and no records to write).
 		return
 	}
-	if _, err := e.cycle(ctx, reason, options{}, false); err != nil && !errors.Is(err, errBusy) {
+	if _, err := e.runCycle(ctx, installed, reason, options{}, false); err != nil && !errors.Is(err, errBusy) {
 		e.log.Warn("cycle failed", "reason", reason, "err", err)
 	}
 }
@@ -344,6 +349,11 @@ func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait boo
 	if err != nil {
 		return nil, err
 	}
+	return e.runCycle(ctx, installed, reason, opt, wait)
+}
+
+// runCycle is cycle over tables already read.
+func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reason string, opt options, wait bool) (*Outcome, error) {
 	conn, err := e.lockCycles(ctx, wait)
 	if err != nil {
 		return nil, err

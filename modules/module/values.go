@@ -3,7 +3,6 @@ package module
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -101,32 +100,6 @@ func Same(a, b any) bool {
 		return true
 	}
 	return a == b
-}
-
-// SameSet compares two arrays as unordered sets.
-func SameSet(a, b any) bool {
-	key := func(v any) []string {
-		arr, _ := v.([]any)
-		out := make([]string, 0, len(arr))
-		for _, e := range arr {
-			js, _ := json.Marshal(e)
-			out = append(out, string(js))
-		}
-		sort.Strings(out)
-		return dedupe(out)
-	}
-	x, y := key(a), key(b)
-	return strings.Join(x, "\x00") == strings.Join(y, "\x00")
-}
-
-func dedupe(s []string) []string {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 func isNull(v any) bool {
