@@ -45,6 +45,9 @@ type Options struct {
 	// fails with BucketAlreadyExists, every other request on them with
 	// AccessDenied.
 	ForeignBuckets []string
+	// AccountID is the account the emulator plays (ARNs, owner ids);
+	// DefaultAccountID when empty.
+	AccountID string
 }
 
 // service emulates one AWS service behind the shared endpoint.
@@ -54,6 +57,10 @@ type service interface {
 	operation(r *http.Request) string
 	// serve answers the request.
 	serve(w http.ResponseWriter, r *http.Request, op string)
+	// writeError answers with an error in the service's protocol.
+	writeError(w http.ResponseWriter, r *http.Request, status int, code, message string)
+	// throttle is the service's throttling error: HTTP status and code.
+	throttle() (status int, code string)
 }
 
 // Emulator is an http.Handler answering AWS API requests.
@@ -64,8 +71,9 @@ type Emulator struct {
 	services map[string]service
 	fallback service
 
-	mu    sync.Mutex
-	calls map[string]int
+	mu     sync.Mutex
+	calls  map[string]int
+	faults []*Fault
 }
 
 // New returns an emulator with no resources.
@@ -109,6 +117,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.log.Debug("emulator request", "op", name+":"+op, "method", r.Method, "path", r.URL.Path,
 			"status", rec.status, "duration", time.Since(start))
 	}()
+	if f := e.takeFault(name + ":" + op); f != nil && e.applyFault(rec, r, svc, op, f) {
+		return
+	}
 	svc.serve(rec, r, op)
 }
 
@@ -247,20 +258,28 @@ func (u unknownService) operation(r *http.Request) string {
 }
 
 func (u unknownService) serve(w http.ResponseWriter, r *http.Request, op string) {
-	msg := fmt.Sprintf("The emulator does not implement service %q (operation %s).", u.name, op)
+	u.writeError(w, r, http.StatusNotImplemented, "NotImplemented",
+		fmt.Sprintf("The emulator does not implement service %q (operation %s).", u.name, op))
+}
+
+func (u unknownService) throttle() (int, string) { return http.StatusBadRequest, "Throttling" }
+
+// writeError answers in the JSON protocol's shape when the request is a
+// JSON one (X-Amz-Target), else in the query protocol's.
+func (u unknownService) writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	if r.Header.Get("X-Amz-Target") != "" {
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		w.Header().Set("X-Amzn-ErrorType", "NotImplemented")
-		w.WriteHeader(http.StatusNotImplemented)
-		fmt.Fprintf(w, `{"__type":"NotImplemented","message":%q}`, msg)
+		w.Header().Set("X-Amzn-ErrorType", code)
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"__type":%q,"message":%q}`, code, msg)
 		return
 	}
 	var escaped strings.Builder
 	_ = xml.EscapeText(&escaped, []byte(msg))
 	w.Header().Set("Content-Type", "text/xml")
-	w.WriteHeader(http.StatusNotImplemented)
+	w.WriteHeader(status)
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
-<ErrorResponse><Error><Type>Sender</Type><Code>NotImplemented</Code><Message>%s</Message></Error><RequestId>0</RequestId></ErrorResponse>`, escaped.String())
+<ErrorResponse><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>0</RequestId></ErrorResponse>`, code, escaped.String())
 }
 
 // statusRecorder remembers the status a handler wrote, for the log.

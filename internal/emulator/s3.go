@@ -127,6 +127,12 @@ func (s *s3Service) serve(w http.ResponseWriter, r *http.Request, op string) {
 	}
 }
 
+func (s *s3Service) throttle() (int, string) { return http.StatusServiceUnavailable, "SlowDown" }
+
+func (s *s3Service) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	s.fail(w, r, fmt.Sprintf("%016X", s.reqID.Add(1)), s3Err(status, code, message))
+}
+
 func (s *s3Service) fail(w http.ResponseWriter, r *http.Request, id string, e *s3Error) {
 	writeS3Error(w, r, id, e)
 }

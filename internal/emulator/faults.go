@@ -1,0 +1,119 @@
+package emulator
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// FaultKind is what an injected fault does to a request.
+type FaultKind int
+
+const (
+	// Throttle answers with the service's throttling error (S3 SlowDown,
+	// EC2 RequestLimitExceeded, IAM Throttling, ECR ThrottlingException)
+	// without doing the request.
+	Throttle FaultKind = iota + 1
+	// ServerError answers 500 InternalError without doing the request.
+	ServerError
+	// ServerErrorAfter does the request, then answers 500 InternalError
+	// instead of its response: the client cannot tell whether it happened,
+	// as with a connection lost after AWS acted.
+	ServerErrorAfter
+	// Latency delays the request by Delay, then does it.
+	Latency
+)
+
+// Fault is a failure injected into matching requests, for reliability
+// tests: see Emulator.Inject.
+type Fault struct {
+	// Op selects the requests, like the keys of Calls:
+	// "ec2:CreateSecurityGroup", "ec2:*" (every operation of a service) or
+	// "*" (every request).
+	Op    string
+	Kind  FaultKind
+	Times int           // how many matching requests it affects; 0 means until ClearFaults
+	Delay time.Duration // for Latency
+}
+
+func (f *Fault) matches(op string) bool {
+	if f.Op == "*" || f.Op == op {
+		return true
+	}
+	if svc, ok := strings.CutSuffix(f.Op, ":*"); ok {
+		return strings.HasPrefix(op, svc+":")
+	}
+	return false
+}
+
+// Inject adds a fault; faults apply in the order injected, the first
+// matching one to a request.
+func (e *Emulator) Inject(f Fault) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults = append(e.faults, &f)
+}
+
+// ClearFaults removes every injected fault.
+func (e *Emulator) ClearFaults() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults = nil
+}
+
+// takeFault returns the fault that applies to a request of op, counting
+// it against the fault's Times.
+func (e *Emulator) takeFault(op string) *Fault {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, f := range e.faults {
+		if !f.matches(op) {
+			continue
+		}
+		got := *f
+		if f.Times > 0 {
+			f.Times--
+			if f.Times == 0 {
+				e.faults = append(e.faults[:i:i], e.faults[i+1:]...)
+			}
+		}
+		return &got
+	}
+	return nil
+}
+
+// applyFault serves the request under fault f; it reports whether it
+// answered the request (false: serve it normally).
+func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request, svc service, op string, f *Fault) bool {
+	switch f.Kind {
+	case Latency:
+		select {
+		case <-time.After(f.Delay):
+		case <-r.Context().Done():
+		}
+		return false
+	case Throttle:
+		status, code := svc.throttle()
+		svc.writeError(w, r, status, code, "Rate exceeded (injected by the emulator)")
+		return true
+	case ServerError:
+		svc.writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error (injected by the emulator). Please try again.")
+		return true
+	case ServerErrorAfter:
+		svc.serve(&discardWriter{h: http.Header{}}, r, op)
+		svc.writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error (injected by the emulator, after doing the request). Please try again.")
+		return true
+	}
+	return false
+}
+
+// discardWriter swallows a response.
+type discardWriter struct {
+	h   http.Header
+	buf bytes.Buffer
+}
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(b []byte) (int, error) { return d.buf.Write(b) }
+func (d *discardWriter) WriteHeader(int)             {}
