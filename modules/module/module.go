@@ -26,6 +26,11 @@ type Module struct {
 	// configuration (the SDK's standard chain: region, credentials,
 	// AWS_ENDPOINT_URL and per-service endpoint overrides).
 	Mappers func(ctx context.Context, cfg aws.Config) (map[string]Mapper, error)
+	// Context, when set, derives what every mapper's calls in a cycle may
+	// need from the module's own tables as the cycle read them (database
+	// form, by table name): aws_account puts the Scope there. It runs for
+	// each cycle read, before any mapper reads the cloud.
+	Context func(ctx context.Context, rows map[string][]Record) context.Context
 }
 
 // Table describes a module table. Every module table has an integer primary
