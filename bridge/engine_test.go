@@ -3,9 +3,6 @@ package bridge_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +13,8 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iasql/iasql/bridge"
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
@@ -27,18 +24,15 @@ var srv *pgtest.Server
 
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
-// env is one database with a sidecar running against its own emulator.
+// env is one database with a sidecar running against its own emulator,
+// with aws_s3 installed.
 type env struct {
-	t    *testing.T
-	dsn  string
-	db   *pgx.Conn
-	s3   *s3.Client
-	emu  *emulator.Emulator
-	aws  aws.Config
-	stop func()
-
-	interval time.Duration
-	modules  []module.Module // default: aws_s3 only
+	*enginetest.Env
+	t   *testing.T
+	dsn string
+	db  *pgx.Conn
+	emu *emulator.Emulator
+	s3  *s3.Client
 }
 
 func newEnv(t *testing.T) *env {
@@ -51,87 +45,27 @@ func newEnv(t *testing.T) *env {
 func newEnvOn(t *testing.T, dsn string, interval time.Duration, extra ...module.Module) *env {
 	t.Helper()
 	// "someone-elses" belongs to another account: creating it fails, as in AWS.
-	e := &env{t: t, dsn: dsn, emu: emulator.New(emulator.Options{ForeignBuckets: []string{"someone-elses"}}), interval: interval, modules: append([]module.Module{aws_s3.Module()}, extra...)}
-	hs := httptest.NewServer(e.emu)
-	t.Cleanup(hs.Close)
-	e.aws = emulator.ClientConfig(hs.URL)
-	e.s3 = s3.NewFromConfig(e.aws, func(o *s3.Options) { o.UsePathStyle = true })
-	e.startSidecar(true)
-	e.db = pgtest.Connect(t, e.dsn)
-	e.exec(`SELECT * FROM iasql_install('aws_s3')`)
-	return e
+	te := enginetest.New(t, srv, enginetest.Options{DSN: dsn, Interval: interval,
+		Modules:  append([]module.Module{aws_s3.Module()}, extra...),
+		Install:  []string{"aws_s3"},
+		Emulator: emulator.Options{ForeignBuckets: []string{"someone-elses"}}})
+	return &env{Env: te, t: t, dsn: te.DSN, db: te.DB, emu: te.Emu,
+		s3: s3.NewFromConfig(te.AWS, func(o *s3.Options) { o.UsePathStyle = true })}
 }
-
-// startSidecar runs a sidecar in-process until the test ends; leader says
-// whether to wait for it to lead (a second sidecar waits instead).
-func (e *env) startSidecar(leader bool) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	var once sync.Once
-	done := make(chan error, 1)
-	go func() {
-		done <- bridge.Run(ctx, bridge.Config{DSN: e.dsn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Interval: e.interval, AWS: &e.aws, Modules: e.mods(),
-			OnReady: func() { once.Do(func() { close(ready) }) }})
-	}()
-	if !leader {
-		select {
-		case <-ready:
-			e.t.Fatal("a second sidecar took the leadership from a live one")
-		case err := <-done:
-			e.t.Fatalf("sidecar ended: %v", err)
-		case <-time.After(time.Second):
-		}
-	} else {
-		select {
-		case <-ready:
-		case err := <-done:
-			e.t.Fatalf("sidecar ended: %v", err)
-		case <-time.After(30 * time.Second):
-			e.t.Fatal("sidecar did not start")
-		}
-	}
-	conn := pgtest.Connect(e.t, e.dsn)
-	waitUntil(e.t, 10*time.Second, "modules registered", func() bool {
-		var n int
-		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM iasql_modules`).Scan(&n)
-		return n > 0
-	})
-	var stopOnce sync.Once
-	e.stop = func() {
-		stopOnce.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				e.t.Errorf("sidecar: %v", err)
-			}
-		})
-	}
-	e.t.Cleanup(e.stop)
-}
-
-func (e *env) mods() []module.Module { return e.modules }
 
 func (e *env) exec(sqls ...string) {
 	e.t.Helper()
-	for _, q := range sqls {
-		if _, err := e.db.Exec(context.Background(), q); err != nil {
-			e.t.Fatalf("%s: %v", q, err)
-		}
-	}
+	e.Exec(sqls...)
 }
 
 func (e *env) commit() {
 	e.t.Helper()
-	e.exec(`CALL iasql_commit()`)
+	e.Commit()
 }
 
 func (e *env) count(q string, args ...any) int {
 	e.t.Helper()
-	var n int
-	if err := e.db.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
-		e.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return e.Count(q, args...)
 }
 
 func (e *env) cloudBuckets() map[string]bool {
@@ -170,13 +104,7 @@ func (e *env) setCloudVersioning(name string, on bool) {
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	enginetest.WaitUntil(t, timeout, what, cond)
 }
 
 // TestDirections: every cell of DESIGN.md's direction table (NORMAL), each
@@ -473,8 +401,8 @@ func TestInstallUninstall(t *testing.T) {
 func TestTwoSidecars(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	first := e.stop
-	e.startSidecar(false) // a second sidecar on the same database and cloud
+	first := e.Stop
+	e.StartSidecar(false) // a second sidecar on the same database and cloud
 	for i := 0; i < 10; i++ {
 		e.exec(`INSERT INTO bucket (name) VALUES ('two-` + string(rune('a'+i)) + `')`)
 	}

@@ -2,8 +2,6 @@ package bridge_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/iasql/iasql/bridge"
-	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -80,28 +77,9 @@ func memModule(m *memMapper) module.Module {
 
 func startMem(t *testing.T, m *memMapper, timeout time.Duration) *env {
 	t.Helper()
-	e := &env{t: t, dsn: srv.NewDB(t)}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	var once sync.Once
-	done := make(chan error, 1)
-	go func() {
-		done <- bridge.Run(ctx, bridge.Config{DSN: e.dsn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Interval: time.Hour, CycleTimeout: timeout, AWS: &aws.Config{}, Modules: []module.Module{memModule(m)},
-			OnReady: func() { once.Do(func() { close(ready) }) }})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("sidecar ended: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("sidecar did not start")
-	}
-	e.db = pgtest.Connect(t, e.dsn)
-	waitUntil(t, 10*time.Second, "modules registered", func() bool { return e.count(`SELECT count(*) FROM iasql_modules`) > 0 })
-	e.exec(`SELECT * FROM iasql_install('mem_test')`)
-	return e
+	te := enginetest.New(t, srv, enginetest.Options{CycleTimeout: timeout,
+		Modules: []module.Module{memModule(m)}, Install: []string{"mem_test"}})
+	return &env{Env: te, t: t, dsn: te.DSN, db: te.DB, emu: te.Emu}
 }
 
 // TestProgressGuard: a mapper whose equality never holds would loop for

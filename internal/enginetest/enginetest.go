@@ -1,0 +1,212 @@
+// Package enginetest runs the whole product for tests: a database on the
+// test binary's PostgreSQL, the in-process AWS emulator, and a sidecar
+// (capture and engine) with chosen modules installed, plus the small
+// helpers end-to-end tests of the engine and of modules share.
+package enginetest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// Options configure an Env.
+type Options struct {
+	// DSN of the database; "" makes a fresh one on the server.
+	DSN string
+	// Modules the sidecar offers; Install, the ones installed at start
+	// (iasql_install with their dependencies, in this order).
+	Modules []module.Module
+	Install []string
+	// Interval between automatic cycles; default an hour (tests drive
+	// cycles with iasql_commit).
+	Interval time.Duration
+	// CycleTimeout cancels cycles that run longer; default the sidecar's.
+	CycleTimeout time.Duration
+	// Emulator configures the AWS emulator.
+	Emulator emulator.Options
+	// Logger for the sidecar; default discards.
+	Logger *slog.Logger
+}
+
+// Env is one database with a sidecar running against its own emulator.
+type Env struct {
+	T   *testing.T
+	DSN string
+	DB  *pgx.Conn          // a user's session
+	Emu *emulator.Emulator // the cloud
+	AWS aws.Config         // SDK configuration for the emulator (out-of-band clients use it too)
+
+	opt  Options
+	stop func()
+}
+
+// New starts the emulator and a sidecar, waits until the sidecar leads and
+// installs opt.Install. Everything stops when the test ends.
+func New(t *testing.T, srv *pgtest.Server, opt Options) *Env {
+	t.Helper()
+	if opt.DSN == "" {
+		opt.DSN = srv.NewDB(t)
+	}
+	if opt.Interval == 0 {
+		opt.Interval = time.Hour
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e := &Env{T: t, DSN: opt.DSN, Emu: emulator.New(opt.Emulator), opt: opt}
+	hs := httptest.NewServer(e.Emu)
+	t.Cleanup(hs.Close)
+	e.AWS = emulator.ClientConfig(hs.URL)
+	e.stop = e.StartSidecar(true)
+	e.DB = pgtest.Connect(t, e.DSN)
+	for _, m := range opt.Install {
+		e.Exec(`SELECT * FROM iasql_install('` + m + `')`)
+	}
+	return e
+}
+
+// StartSidecar runs another sidecar in-process until the test ends or
+// stop is called; leader says whether to wait for it to lead (a second
+// sidecar waits instead, and the test fails if it leads within a second).
+func (e *Env) StartSidecar(leader bool) (stop func()) {
+	e.T.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		done <- bridge.Run(ctx, bridge.Config{DSN: e.DSN, Logger: e.opt.Logger,
+			Interval: e.opt.Interval, CycleTimeout: e.opt.CycleTimeout, AWS: &e.AWS, Modules: e.opt.Modules,
+			OnReady: func() { once.Do(func() { close(ready) }) }})
+	}()
+	if !leader {
+		select {
+		case <-ready:
+			e.T.Fatal("a second sidecar took the leadership from a live one")
+		case err := <-done:
+			e.T.Fatalf("sidecar ended: %v", err)
+		case <-time.After(time.Second):
+		}
+	} else {
+		select {
+		case <-ready:
+		case err := <-done:
+			e.T.Fatalf("sidecar ended: %v", err)
+		case <-time.After(30 * time.Second):
+			e.T.Fatal("sidecar did not start")
+		}
+	}
+	conn := pgtest.Connect(e.T, e.DSN)
+	WaitUntil(e.T, 10*time.Second, "modules registered", func() bool {
+		var n int
+		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM iasql_modules`).Scan(&n)
+		return n > 0
+	})
+	var stopOnce sync.Once
+	stop = func() {
+		stopOnce.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.T.Errorf("sidecar: %v", err)
+			}
+		})
+	}
+	e.T.Cleanup(stop)
+	return stop
+}
+
+// Stop stops the sidecar New started.
+func (e *Env) Stop() { e.stop() }
+
+// Exec runs statements as the user, failing the test on error.
+func (e *Env) Exec(sqls ...string) {
+	e.T.Helper()
+	for _, q := range sqls {
+		if _, err := e.DB.Exec(context.Background(), q); err != nil {
+			e.T.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// Commit runs CALL iasql_commit(): a cycle, returning when it has ended.
+func (e *Env) Commit() {
+	e.T.Helper()
+	e.Exec(`CALL iasql_commit()`)
+}
+
+// Count runs a query returning one integer.
+func (e *Env) Count(q string, args ...any) int {
+	e.T.Helper()
+	var n int
+	if err := e.DB.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		e.T.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// String runs a query returning one text value ("" for NULL).
+func (e *Env) String(q string, args ...any) string {
+	e.T.Helper()
+	var s *string
+	if err := e.DB.QueryRow(context.Background(), q, args...).Scan(&s); err != nil {
+		e.T.Fatalf("%s: %v", q, err)
+	}
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Mutations returns the emulator's calls since the last Emu.Reset that
+// could change the cloud (every operation not named Describe*, List*,
+// Get*, Head*), by "service:Operation".
+func (e *Env) Mutations() map[string]int {
+	out := map[string]int{}
+	for op, n := range e.Emu.Calls() {
+		if !IsRead(op) {
+			out[op] = n
+		}
+	}
+	return out
+}
+
+// IsRead reports whether an operation ("service:Operation") only reads.
+func IsRead(op string) bool {
+	for i := 0; i < len(op); i++ {
+		if op[i] == ':' {
+			op = op[i+1:]
+			break
+		}
+	}
+	for _, p := range []string{"Describe", "List", "Get", "Head"} {
+		if len(op) >= len(p) && op[:len(p)] == p {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitUntil polls cond every 20 ms until it holds or timeout passes.
+func WaitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
