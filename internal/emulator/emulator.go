@@ -86,11 +86,11 @@ func New(opts Options) *Emulator {
 	return &Emulator{
 		log: log,
 		services: map[string]service{
-			"s3": s3,
+			"s3":  s3,
+			"iam": newIAM(opts),
+			"ecr": newECR(opts),
 			// Later services register here by signing name, e.g.
-			// "ec2": newEC2(opts) (query protocol, Action=...),
-			// "iam": newIAM(opts), "ecr": newECR(opts) (JSON protocol,
-			// X-Amz-Target).
+			// "ec2": newEC2(opts) (query protocol, Action=...).
 		},
 		fallback: s3,
 		calls:    map[string]int{},

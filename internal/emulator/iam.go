@@ -1,0 +1,412 @@
+package emulator
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// IAM is a global service answering the query protocol (POST form
+// Action=...&Version=2010-05-08) with XML. Requests signed for any region
+// reach the same roles.
+
+const (
+	iamVersion   = "2010-05-08"
+	iamNamespace = "https://iam.amazonaws.com/doc/2010-05-08/"
+)
+
+// iamService emulates IAM roles, their managed policy attachments, inline
+// policies and tags.
+type iamService struct {
+	account string
+	// managed are the AWS managed policies that can be attached, by ARN.
+	managed map[string]iamManagedPolicy
+
+	mu    sync.Mutex
+	roles map[string]*iamRole // by lowercased name: role names are unique regardless of case
+}
+
+// iamRole is a role as the emulator keeps it.
+type iamRole struct {
+	name, path, id, arn string
+	assumeRolePolicy    string // as given: AWS keeps the text
+	description         string
+	hasDescription      bool
+	maxSession          int
+	created             time.Time
+	tags                []iamTag          // in the order given; keys unique
+	attached            map[string]bool   // managed policy ARNs
+	inline              map[string]string // policy name -> document as given
+}
+
+type iamTag struct{ key, value string }
+
+type iamManagedPolicy struct{ name, arn string }
+
+// iamManagedPolicies are the AWS managed policies the emulator knows (a
+// small selection: attaching any other ARN fails with NoSuchEntity).
+var iamManagedPolicies = []string{
+	"arn:aws:iam::aws:policy/AdministratorAccess",
+	"arn:aws:iam::aws:policy/PowerUserAccess",
+	"arn:aws:iam::aws:policy/ReadOnlyAccess",
+	"arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess",
+	"arn:aws:iam::aws:policy/AmazonS3FullAccess",
+	"arn:aws:iam::aws:policy/AmazonEC2ReadOnlyAccess",
+	"arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+	"arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPowerUser",
+	"arn:aws:iam::aws:policy/CloudWatchLogsFullAccess",
+	"arn:aws:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy",
+	"arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+	"arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole",
+}
+
+func newIAM(opts Options) *iamService {
+	s := &iamService{account: opts.accountID(), managed: map[string]iamManagedPolicy{}, roles: map[string]*iamRole{}}
+	for _, arn := range iamManagedPolicies {
+		s.managed[arn] = iamManagedPolicy{name: arn[strings.LastIndexByte(arn, '/')+1:], arn: arn}
+	}
+	return s
+}
+
+// iamErr is an IAM error response.
+type iamErr struct {
+	status    int
+	code, msg string
+}
+
+func iamError(status int, code, format string, args ...any) *iamErr {
+	return &iamErr{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func iamNoSuchRole(name string) *iamErr {
+	return iamError(http.StatusNotFound, "NoSuchEntity", "The role with name %s cannot be found.", name)
+}
+
+// iamValidation is AWS's message for a parameter that breaks its model's
+// constraints.
+func iamValidation(value any, field, constraint string) *iamErr {
+	v := "null"
+	if value != nil {
+		v = fmt.Sprintf("'%v'", value)
+	}
+	return iamError(http.StatusBadRequest, "ValidationError",
+		"1 validation error detected: Value %s at '%s' failed to satisfy constraint: %s", v, field, constraint)
+}
+
+// iamHandler answers one operation: the content of its Result element.
+type iamHandler func(s *iamService, p iamParams) (*iamXML, *iamErr)
+
+// iamOps are the operations, with whether their response has a Result
+// element.
+var iamOps = map[string]struct {
+	fn     iamHandler
+	result bool
+}{
+	"CreateRole":               {(*iamService).createRole, true},
+	"GetRole":                  {(*iamService).getRole, true},
+	"ListRoles":                {(*iamService).listRoles, true},
+	"UpdateRole":               {(*iamService).updateRole, true},
+	"UpdateRoleDescription":    {(*iamService).updateRoleDescription, true},
+	"UpdateAssumeRolePolicy":   {(*iamService).updateAssumeRolePolicy, false},
+	"DeleteRole":               {(*iamService).deleteRole, false},
+	"TagRole":                  {(*iamService).tagRole, false},
+	"UntagRole":                {(*iamService).untagRole, false},
+	"ListRoleTags":             {(*iamService).listRoleTags, true},
+	"AttachRolePolicy":         {(*iamService).attachRolePolicy, false},
+	"DetachRolePolicy":         {(*iamService).detachRolePolicy, false},
+	"ListAttachedRolePolicies": {(*iamService).listAttachedRolePolicies, true},
+	"PutRolePolicy":            {(*iamService).putRolePolicy, false},
+	"GetRolePolicy":            {(*iamService).getRolePolicy, true},
+	"DeleteRolePolicy":         {(*iamService).deleteRolePolicy, false},
+	"ListRolePolicies":         {(*iamService).listRolePolicies, true},
+}
+
+// operation is the form's Action (the body is parsed here once; serve
+// reads r.Form).
+func (s *iamService) operation(r *http.Request) string {
+	r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
+	if err := r.ParseForm(); err != nil {
+		return "Unknown"
+	}
+	if a := r.Form.Get("Action"); a != "" {
+		return a
+	}
+	return "Unknown"
+}
+
+func (s *iamService) serve(w http.ResponseWriter, r *http.Request, op string) {
+	if err := r.ParseForm(); err != nil {
+		s.writeError(w, r, http.StatusBadRequest, "MalformedQueryString", "The request body could not be parsed: "+err.Error())
+		return
+	}
+	handler, ok := iamOps[op]
+	if !ok {
+		s.writeError(w, r, http.StatusBadRequest, "InvalidAction",
+			fmt.Sprintf("Could not find operation %s for version %s", op, r.Form.Get("Version")))
+		return
+	}
+	if v := r.Form.Get("Version"); v != iamVersion {
+		s.writeError(w, r, http.StatusBadRequest, "InvalidAction",
+			fmt.Sprintf("Could not find operation %s for version %s", op, v))
+		return
+	}
+	s.mu.Lock()
+	result, e := handler.fn(s, iamParams{r.Form})
+	s.mu.Unlock()
+	if e != nil {
+		s.writeError(w, r, e.status, e.code, e.msg)
+		return
+	}
+	var b strings.Builder
+	b.WriteString(xml.Header)
+	fmt.Fprintf(&b, `<%sResponse xmlns="%s">`, op, iamNamespace)
+	if handler.result {
+		fmt.Fprintf(&b, "<%sResult>", op)
+		if result != nil {
+			b.WriteString(result.String())
+		}
+		fmt.Fprintf(&b, "</%sResult>", op)
+	}
+	id := iamRequestID()
+	fmt.Fprintf(&b, "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>", id, op)
+	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("x-amzn-RequestId", id)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+func (s *iamService) throttle() (int, string) { return http.StatusBadRequest, "Throttling" }
+
+func (s *iamService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	typ := "Sender"
+	if status >= 500 {
+		typ = "Receiver"
+	}
+	id := iamRequestID()
+	var b iamXML
+	b.open("Error").elem("Type", typ).elem("Code", code).elem("Message", message).close("Error").elem("RequestId", id)
+	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("x-amzn-RequestId", id)
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `%s<ErrorResponse xmlns="%s">%s</ErrorResponse>`, xml.Header, iamNamespace, b.String())
+}
+
+// iamRequestID is a request id shaped like AWS's (a UUID).
+func iamRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// iamUniqueID is an IAM unique id: a 4-letter prefix (AROA for roles) and
+// 17 uppercase letters and digits.
+func iamUniqueID(prefix string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	var b [17]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return prefix + string(b[:])
+}
+
+// iamXML builds the XML of a result; text is escaped.
+type iamXML struct{ strings.Builder }
+
+func (x *iamXML) open(name string) *iamXML {
+	x.WriteString("<" + name + ">")
+	return x
+}
+
+func (x *iamXML) close(name string) *iamXML {
+	x.WriteString("</" + name + ">")
+	return x
+}
+
+func (x *iamXML) elem(name, text string) *iamXML {
+	x.open(name)
+	_ = xml.EscapeText(x, []byte(text))
+	return x.close(name)
+}
+
+// iamParams are a request's form parameters.
+type iamParams struct{ form map[string][]string }
+
+func (p iamParams) has(name string) bool { _, ok := p.form[name]; return ok }
+
+func (p iamParams) get(name string) string {
+	if v := p.form[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// required returns a parameter that must be present; field is its name in
+// AWS's validation messages (lower camel case).
+func (p iamParams) required(name string) (string, *iamErr) {
+	if !p.has(name) {
+		return "", iamValidation(nil, lowerFirst(name), "Member must not be null")
+	}
+	return p.get(name), nil
+}
+
+// list returns the members of a list parameter: Name.member.1, ...
+func (p iamParams) list(name string) []string {
+	var out []string
+	for i := 1; ; i++ {
+		k := fmt.Sprintf("%s.member.%d", name, i)
+		if !p.has(k) {
+			return out
+		}
+		out = append(out, p.get(k))
+	}
+}
+
+// tags returns the Tags.member.N.Key/Value of a request.
+func (p iamParams) tags(name string) ([]iamTag, *iamErr) {
+	var out []iamTag
+	seen := map[string]bool{}
+	for i := 1; ; i++ {
+		prefix := fmt.Sprintf("%s.member.%d.", name, i)
+		if !p.has(prefix+"Key") && !p.has(prefix+"Value") {
+			break
+		}
+		t := iamTag{key: p.get(prefix + "Key"), value: p.get(prefix + "Value")}
+		if n := utf8.RuneCountInString(t.key); n < 1 || n > 128 {
+			return nil, iamValidation(t.key, fmt.Sprintf("tags.%d.member.key", i), "Member must have length between 1 and 128")
+		}
+		if utf8.RuneCountInString(t.value) > 256 {
+			return nil, iamValidation(t.value, fmt.Sprintf("tags.%d.member.value", i), "Member must have length less than or equal to 256")
+		}
+		if seen[strings.ToLower(t.key)] {
+			return nil, iamError(http.StatusBadRequest, "InvalidInput", "Duplicate tag keys found. Please note that Tag keys are case insensitive.")
+		}
+		seen[strings.ToLower(t.key)] = true
+		out = append(out, t)
+	}
+	if len(out) > 50 {
+		return nil, iamValidation(len(out), lowerFirst(name), "Member must have length less than or equal to 50")
+	}
+	return out, nil
+}
+
+// page reads Marker and MaxItems (1..1000, default 100).
+func (p iamParams) page() (after string, max int, e *iamErr) {
+	max = 100
+	if p.has("MaxItems") {
+		n, err := strconv.Atoi(p.get("MaxItems"))
+		if err != nil {
+			return "", 0, iamValidation(p.get("MaxItems"), "maxItems", "Member must be an integer")
+		}
+		if n < 1 {
+			return "", 0, iamValidation(n, "maxItems", "Member must have value greater than or equal to 1")
+		}
+		if n > 1000 {
+			return "", 0, iamValidation(n, "maxItems", "Member must have value less than or equal to 1000")
+		}
+		max = n
+	}
+	if p.has("Marker") {
+		raw, err := base64.RawURLEncoding.DecodeString(p.get("Marker"))
+		if err != nil || !strings.HasPrefix(string(raw), "iam:") {
+			return "", 0, iamError(http.StatusBadRequest, "ValidationError", "Invalid Marker.")
+		}
+		after = strings.TrimPrefix(string(raw), "iam:")
+	}
+	return after, max, nil
+}
+
+// paginate returns the keys (sorted) after the marker's key, at most max,
+// and the marker of the next page ("" on the last page).
+func iamPaginate(keys []string, after string, max int) ([]string, string) {
+	i := 0
+	if after != "" {
+		i, _ = slices.BinarySearch(keys, after)
+		if i < len(keys) && keys[i] == after {
+			i++
+		}
+	}
+	end := min(i+max, len(keys))
+	page := keys[i:end]
+	if end == len(keys) {
+		return page, ""
+	}
+	return page, base64.RawURLEncoding.EncodeToString([]byte("iam:" + page[len(page)-1]))
+}
+
+// truncation writes IsTruncated and Marker.
+func (x *iamXML) truncation(next string) *iamXML {
+	if next == "" {
+		return x.elem("IsTruncated", "false")
+	}
+	return x.elem("IsTruncated", "true").elem("Marker", next)
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// iamEncode percent-encodes a policy document as IAM returns it (RFC 3986:
+// everything but unreserved characters).
+func iamEncode(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+var (
+	iamNamePattern        = regexp.MustCompile(`^[\w+=,.@-]+$`)
+	iamPathPattern        = regexp.MustCompile(`^(/|/[\x21-\x7E]+/)$`)
+	iamPathPrefixPattern  = regexp.MustCompile(`^/[\x21-\x7F]*$`)
+	iamDescriptionPattern = regexp.MustCompile(`^[\x{0009}\x{000A}\x{000D}\x{0020}-\x{007E}\x{00A1}-\x{00FF}]*$`)
+	iamPolicyArnPattern   = regexp.MustCompile(`^arn:aws[a-z-]*:iam::(aws|\d{12}):policy/.+$`)
+)
+
+// name checks a role or policy name (field: "roleName", "policyName").
+func iamCheckName(v, field string, maxLen int) *iamErr {
+	if n := utf8.RuneCountInString(v); n < 1 || n > maxLen {
+		return iamValidation(v, field, fmt.Sprintf("Member must have length between 1 and %d", maxLen))
+	}
+	if !iamNamePattern.MatchString(v) {
+		return iamValidation(v, field, `Member must satisfy regular expression pattern: [\w+=,.@-]+`)
+	}
+	return nil
+}
+
+// iamCheckPolicy checks a policy document: JSON text whose value is an
+// object (AWS parses and validates much more; the emulator only refuses
+// what is not a policy at all).
+func iamCheckPolicy(doc, field string) *iamErr {
+	if n := utf8.RuneCountInString(doc); n < 1 || n > 131072 {
+		return iamValidation(doc, field, "Member must have length between 1 and 131072")
+	}
+	if t := strings.TrimLeft(doc, " \t\r\n"); !strings.HasPrefix(t, "{") || !json.Valid([]byte(doc)) {
+		return iamError(http.StatusBadRequest, "MalformedPolicyDocument", "Syntax errors in policy.")
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package emulator
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// iamPoliciesPerRole is IAM's default quota of managed policies attached
+// to one role.
+const iamPoliciesPerRole = 10
+
+func (s *iamService) policyArn(p iamParams) (string, *iamErr) {
+	arn, e := p.required("PolicyArn")
+	if e != nil {
+		return "", e
+	}
+	if len(arn) < 20 || len(arn) > 2048 || !iamPolicyArnPattern.MatchString(arn) {
+		return "", iamError(http.StatusBadRequest, "InvalidInput", "ARN %s is not valid.", arn)
+	}
+	return arn, nil
+}
+
+func (s *iamService) attachRolePolicy(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	arn, e := s.policyArn(p)
+	if e != nil {
+		return nil, e
+	}
+	if _, ok := s.managed[arn]; !ok {
+		return nil, iamError(http.StatusNotFound, "NoSuchEntity", "Policy %s does not exist or is not attachable.", arn)
+	}
+	if !r.attached[arn] && len(r.attached) >= iamPoliciesPerRole {
+		return nil, iamError(http.StatusConflict, "LimitExceeded", "Cannot exceed quota for PoliciesPerRole: %d", iamPoliciesPerRole)
+	}
+	r.attached[arn] = true
+	return nil, nil
+}
+
+func (s *iamService) detachRolePolicy(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	arn, e := s.policyArn(p)
+	if e != nil {
+		return nil, e
+	}
+	if !r.attached[arn] {
+		return nil, iamError(http.StatusNotFound, "NoSuchEntity", "Policy %s was not found.", arn)
+	}
+	delete(r.attached, arn)
+	return nil, nil
+}
+
+func (s *iamService) listAttachedRolePolicies(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	prefix := "/"
+	if p.has("PathPrefix") {
+		prefix = p.get("PathPrefix")
+		if !iamPathPrefixPattern.MatchString(prefix) {
+			return nil, iamValidation(prefix, "pathPrefix", `Member must satisfy regular expression pattern: ((/[A-Za-z0-9\.,\+@=_-]+)*)/`)
+		}
+	}
+	after, max, e := p.page()
+	if e != nil {
+		return nil, e
+	}
+	var arns []string
+	for arn := range r.attached {
+		// The policy's path is what lies between "policy" and its name.
+		_, rest, _ := strings.Cut(arn, ":policy")
+		if strings.HasPrefix(rest, prefix) {
+			arns = append(arns, arn)
+		}
+	}
+	slices.Sort(arns)
+	page, next := iamPaginate(arns, after, max)
+	var x iamXML
+	x.open("AttachedPolicies")
+	for _, arn := range page {
+		x.open("member").elem("PolicyName", s.managed[arn].name).elem("PolicyArn", arn).close("member")
+	}
+	x.close("AttachedPolicies").truncation(next)
+	return &x, nil
+}
+
+func (s *iamService) inlinePolicyName(p iamParams) (string, *iamErr) {
+	name, e := p.required("PolicyName")
+	if e != nil {
+		return "", e
+	}
+	return name, iamCheckName(name, "policyName", 128)
+}
+
+func (s *iamService) putRolePolicy(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	name, e := s.inlinePolicyName(p)
+	if e != nil {
+		return nil, e
+	}
+	doc, e := p.required("PolicyDocument")
+	if e != nil {
+		return nil, e
+	}
+	if e := iamCheckPolicy(doc, "policyDocument"); e != nil {
+		return nil, e
+	}
+	r.inline[name] = doc
+	return nil, nil
+}
+
+func (s *iamService) getRolePolicy(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	name, e := s.inlinePolicyName(p)
+	if e != nil {
+		return nil, e
+	}
+	doc, ok := r.inline[name]
+	if !ok {
+		return nil, iamError(http.StatusNotFound, "NoSuchEntity", "The role policy with name %s cannot be found.", name)
+	}
+	var x iamXML
+	x.elem("RoleName", r.name).elem("PolicyName", name).elem("PolicyDocument", iamEncode(doc))
+	return &x, nil
+}
+
+func (s *iamService) deleteRolePolicy(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	name, e := s.inlinePolicyName(p)
+	if e != nil {
+		return nil, e
+	}
+	if _, ok := r.inline[name]; !ok {
+		return nil, iamError(http.StatusNotFound, "NoSuchEntity", "The role policy with name %s cannot be found.", name)
+	}
+	delete(r.inline, name)
+	return nil, nil
+}
+
+func (s *iamService) listRolePolicies(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	after, max, e := p.page()
+	if e != nil {
+		return nil, e
+	}
+	names := slices.Sorted(maps.Keys(r.inline))
+	page, next := iamPaginate(names, after, max)
+	var x iamXML
+	x.open("PolicyNames")
+	for _, n := range page {
+		x.elem("member", n)
+	}
+	x.close("PolicyNames").truncation(next)
+	return &x, nil
+}

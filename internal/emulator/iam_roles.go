@@ -1,0 +1,308 @@
+package emulator
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// role finds a role by name, regardless of case like IAM.
+func (s *iamService) role(p iamParams) (*iamRole, *iamErr) {
+	name, e := p.required("RoleName")
+	if e != nil {
+		return nil, e
+	}
+	if e := iamCheckName(name, "roleName", 64); e != nil {
+		return nil, e
+	}
+	r, ok := s.roles[strings.ToLower(name)]
+	if !ok {
+		return nil, iamNoSuchRole(name)
+	}
+	return r, nil
+}
+
+func iamCheckDescription(d string) *iamErr {
+	if utf8.RuneCountInString(d) > 1000 {
+		return iamValidation(d, "description", "Member must have length less than or equal to 1000")
+	}
+	if !iamDescriptionPattern.MatchString(d) {
+		return iamValidation(d, "description", `Member must satisfy regular expression pattern: [\u0009\u000A\u000D\u0020-\u007E\u00A1-\u00FF]*`)
+	}
+	return nil
+}
+
+func iamMaxSession(p iamParams) (int, bool, *iamErr) {
+	if !p.has("MaxSessionDuration") {
+		return 0, false, nil
+	}
+	v := p.get("MaxSessionDuration")
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return 0, false, iamValidation(v, "maxSessionDuration", "Member must be an integer")
+	case n < 3600:
+		return 0, false, iamValidation(n, "maxSessionDuration", "Member must have value greater than or equal to 3600")
+	case n > 43200:
+		return 0, false, iamValidation(n, "maxSessionDuration", "Member must have value less than or equal to 43200")
+	}
+	return n, true, nil
+}
+
+// roleXML writes a Role element's content. full adds what GetRole and
+// CreateRole tell and ListRoles does not (tags, last use).
+func (x *iamXML) role(r *iamRole, full bool) *iamXML {
+	x.elem("Path", r.path).elem("RoleName", r.name).elem("RoleId", r.id).elem("Arn", r.arn).
+		elem("CreateDate", r.created.UTC().Format(time.RFC3339)).
+		elem("AssumeRolePolicyDocument", iamEncode(r.assumeRolePolicy))
+	if r.hasDescription {
+		x.elem("Description", r.description)
+	}
+	x.elem("MaxSessionDuration", strconv.Itoa(r.maxSession))
+	if full {
+		if len(r.tags) > 0 {
+			x.open("Tags")
+			for _, t := range r.tags {
+				x.open("member").elem("Key", t.key).elem("Value", t.value).close("member")
+			}
+			x.close("Tags")
+		}
+		x.WriteString("<RoleLastUsed/>")
+	}
+	return x
+}
+
+func (s *iamService) createRole(p iamParams) (*iamXML, *iamErr) {
+	name, e := p.required("RoleName")
+	if e != nil {
+		return nil, e
+	}
+	if e := iamCheckName(name, "roleName", 64); e != nil {
+		return nil, e
+	}
+	doc, e := p.required("AssumeRolePolicyDocument")
+	if e != nil {
+		return nil, e
+	}
+	if e := iamCheckPolicy(doc, "assumeRolePolicyDocument"); e != nil {
+		return nil, e
+	}
+	path := "/"
+	if p.has("Path") {
+		path = p.get("Path")
+		if len(path) > 512 || !iamPathPattern.MatchString(path) {
+			return nil, iamValidation(path, "path", `Member must satisfy regular expression pattern: (\u002F)|(\u002F[\u0021-\u007E]+\u002F)`)
+		}
+	}
+	desc := p.get("Description")
+	if e := iamCheckDescription(desc); e != nil {
+		return nil, e
+	}
+	maxSession, ok, e := iamMaxSession(p)
+	if e != nil {
+		return nil, e
+	}
+	if !ok {
+		maxSession = 3600
+	}
+	tags, e := p.tags("Tags")
+	if e != nil {
+		return nil, e
+	}
+	if _, dup := s.roles[strings.ToLower(name)]; dup {
+		return nil, iamError(http.StatusConflict, "EntityAlreadyExists", "Role with name %s already exists.", name)
+	}
+	r := &iamRole{
+		name: name, path: path, id: iamUniqueID("AROA"),
+		arn:              "arn:aws:iam::" + s.account + ":role" + path + name,
+		assumeRolePolicy: doc, description: desc, hasDescription: desc != "",
+		maxSession: maxSession, created: time.Now().UTC().Truncate(time.Second), tags: tags,
+		attached: map[string]bool{}, inline: map[string]string{},
+	}
+	s.roles[strings.ToLower(name)] = r
+	var x iamXML
+	x.open("Role").role(r, true).close("Role")
+	return &x, nil
+}
+
+func (s *iamService) getRole(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	var x iamXML
+	x.open("Role").role(r, true).close("Role")
+	return &x, nil
+}
+
+func (s *iamService) listRoles(p iamParams) (*iamXML, *iamErr) {
+	prefix := "/"
+	if p.has("PathPrefix") {
+		prefix = p.get("PathPrefix")
+		if len(prefix) > 512 || !iamPathPrefixPattern.MatchString(prefix) {
+			return nil, iamValidation(prefix, "pathPrefix", `Member must satisfy regular expression pattern: \u002F[\u0021-\u007F]*`)
+		}
+	}
+	after, max, e := p.page()
+	if e != nil {
+		return nil, e
+	}
+	var keys []string
+	for k, r := range s.roles {
+		if strings.HasPrefix(r.path, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	page, next := iamPaginate(keys, after, max)
+	var x iamXML
+	x.open("Roles")
+	for _, k := range page {
+		x.open("member").role(s.roles[k], false).close("member")
+	}
+	x.close("Roles").truncation(next)
+	return &x, nil
+}
+
+func (s *iamService) updateRole(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	maxSession, setMax, e := iamMaxSession(p)
+	if e != nil {
+		return nil, e
+	}
+	if p.has("Description") {
+		if e := iamCheckDescription(p.get("Description")); e != nil {
+			return nil, e
+		}
+		r.description = p.get("Description")
+		r.hasDescription = r.description != ""
+	}
+	if setMax {
+		r.maxSession = maxSession
+	}
+	return nil, nil
+}
+
+func (s *iamService) updateRoleDescription(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	desc, e := p.required("Description")
+	if e != nil {
+		return nil, e
+	}
+	if e := iamCheckDescription(desc); e != nil {
+		return nil, e
+	}
+	r.description, r.hasDescription = desc, desc != ""
+	var x iamXML
+	x.open("Role").role(r, true).close("Role")
+	return &x, nil
+}
+
+func (s *iamService) updateAssumeRolePolicy(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	doc, e := p.required("PolicyDocument")
+	if e != nil {
+		return nil, e
+	}
+	if e := iamCheckPolicy(doc, "policyDocument"); e != nil {
+		return nil, e
+	}
+	r.assumeRolePolicy = doc
+	return nil, nil
+}
+
+func (s *iamService) deleteRole(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	if len(r.attached) > 0 {
+		return nil, iamError(http.StatusConflict, "DeleteConflict", "Cannot delete entity, must detach all policies first.")
+	}
+	if len(r.inline) > 0 {
+		return nil, iamError(http.StatusConflict, "DeleteConflict", "Cannot delete entity, must delete policies first.")
+	}
+	delete(s.roles, strings.ToLower(r.name))
+	return nil, nil
+}
+
+func (s *iamService) tagRole(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	if !p.has("Tags") && !p.has("Tags.member.1.Key") {
+		return nil, iamValidation(nil, "tags", "Member must not be null")
+	}
+	tags, e := p.tags("Tags")
+	if e != nil {
+		return nil, e
+	}
+	merged := slices.Clone(r.tags)
+	for _, t := range tags {
+		i := slices.IndexFunc(merged, func(o iamTag) bool { return strings.EqualFold(o.key, t.key) })
+		if i >= 0 {
+			merged[i] = t
+		} else {
+			merged = append(merged, t)
+		}
+	}
+	if len(merged) > 50 {
+		return nil, iamError(http.StatusConflict, "LimitExceeded", "The number of tags has reached the maximum limit.")
+	}
+	r.tags = merged
+	return nil, nil
+}
+
+func (s *iamService) untagRole(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	keys := p.list("TagKeys")
+	if keys == nil && !p.has("TagKeys") {
+		return nil, iamValidation(nil, "tagKeys", "Member must not be null")
+	}
+	r.tags = slices.DeleteFunc(r.tags, func(t iamTag) bool {
+		return slices.ContainsFunc(keys, func(k string) bool { return strings.EqualFold(k, t.key) })
+	})
+	return nil, nil
+}
+
+func (s *iamService) listRoleTags(p iamParams) (*iamXML, *iamErr) {
+	r, e := s.role(p)
+	if e != nil {
+		return nil, e
+	}
+	after, max, e := p.page()
+	if e != nil {
+		return nil, e
+	}
+	byKey := map[string]iamTag{}
+	var keys []string
+	for _, t := range r.tags {
+		byKey[t.key] = t
+		keys = append(keys, t.key)
+	}
+	slices.Sort(keys)
+	page, next := iamPaginate(keys, after, max)
+	var x iamXML
+	x.open("Tags")
+	for _, k := range page {
+		x.open("member").elem("Key", k).elem("Value", byKey[k].value).close("member")
+	}
+	x.close("Tags").truncation(next)
+	return &x, nil
+}
