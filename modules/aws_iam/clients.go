@@ -1,0 +1,119 @@
+package aws_iam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/smithy-go"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// concurrency bounds the per-role requests in flight during a Read.
+const concurrency = 8
+
+// clients holds an IAM client per signing region. IAM is global: any
+// region reaches the same roles; the mappers use the scope's default
+// region, so that partitions other than aws (aws-cn, aws-us-gov) resolve
+// to their own endpoint.
+type clients struct {
+	cfg aws.Config
+
+	mu       sync.Mutex
+	byRegion map[string]*iam.Client
+}
+
+func newClients(cfg aws.Config) *clients {
+	return &clients{cfg: cfg, byRegion: map[string]*iam.Client{}}
+}
+
+// client returns the client for the default region of the cycle's scope.
+func (c *clients) client(ctx context.Context) *iam.Client {
+	region := module.ScopeOf(ctx, c.cfg).Default
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.byRegion[region]; ok {
+		return cl
+	}
+	cl := iam.NewFromConfig(c.cfg, func(o *iam.Options) { o.Region = region })
+	c.byRegion[region] = cl
+	return cl
+}
+
+// forEach runs fn(0..n-1), at most concurrency at a time. The first error
+// cancels the others and is returned.
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+loop:
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break loop
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := fn(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel(err) })
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// terminalCodes are IAM errors that retrying cannot fix: bad input,
+// quotas, entities IAM does not let anyone change, missing permissions.
+var terminalCodes = map[string]bool{
+	"ValidationError": true, "MalformedPolicyDocument": true, "InvalidInput": true, "LimitExceeded": true,
+	"UnmodifiableEntity": true, "PolicyNotAttachable": true, "AccessDenied": true, "InvalidClientTokenId": true,
+	"SignatureDoesNotMatch": true, "NotImplemented": true, "InvalidAction": true,
+}
+
+// classify wraps err with what was being done, as a *module.TerminalError
+// when retrying cannot help.
+func classify(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var te *module.TerminalError
+	if errors.As(err, &te) {
+		return err
+	}
+	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
+	if terminalCodes[code(err)] {
+		return &module.TerminalError{Err: wrapped}
+	}
+	return wrapped
+}
+
+// code is the IAM error code of err, "" when it is not an API error.
+func code(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func isCode(err error, codes ...string) bool {
+	c := code(err)
+	for _, want := range codes {
+		if c == want {
+			return true
+		}
+	}
+	return false
+}

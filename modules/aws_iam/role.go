@@ -1,0 +1,419 @@
+package aws_iam
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/iam/types"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// rolePath is the only path the table manages: its roles have no path
+// column, and roles under other paths (service roles, service-linked
+// roles) are left alone.
+const rolePath = "/"
+
+// listPage is the MaxItems of IAM list calls.
+const listPage = 1000
+
+var declarative = []string{"role_name", "assume_role_policy_document", "description",
+	"max_session_duration", "attached_policy_arns", "inline_policies"}
+
+// roleMapper maps the iam_role table.
+type roleMapper struct {
+	c   *clients
+	ttl time.Duration // how long an automatic cycle may reuse a role's policies
+
+	mu      sync.Mutex
+	details map[string]roleDetail // by role id
+}
+
+// roleDetail is what ListRoles does not say about a role: its attached
+// and inline policies, as last read.
+type roleDetail struct {
+	attached []string
+	inline   map[string]any
+	read     time.Time
+}
+
+func newRoleMapper(cfg aws.Config) *roleMapper {
+	return &roleMapper{c: newClients(cfg), ttl: detailTTL(), details: map[string]roleDetail{}}
+}
+
+// detailTTL is IASQL_IAM_DETAIL_TTL (a duration; 0 turns reuse off),
+// default 5 minutes: an automatic cycle over unchanged roles then makes
+// ListRoles calls only, and policies changed outside iasql are seen within
+// the TTL (at once by iasql_commit, which reads fresh).
+func detailTTL() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("IASQL_IAM_DETAIL_TTL")); err == nil && d >= 0 {
+		return d
+	}
+	return 5 * time.Minute
+}
+
+func (m *roleMapper) cached(ctx context.Context, roleID string) (roleDetail, bool) {
+	if module.FreshRead(ctx) || m.ttl == 0 || roleID == "" {
+		return roleDetail{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.details[roleID]
+	if !ok || time.Since(d.read) > m.ttl {
+		return roleDetail{}, false
+	}
+	return d, true
+}
+
+func (m *roleMapper) remember(roleID string, d roleDetail) {
+	if roleID == "" {
+		return
+	}
+	d.read = time.Now()
+	m.mu.Lock()
+	m.details[roleID] = d
+	m.mu.Unlock()
+}
+
+func (m *roleMapper) forget(roleID string) {
+	m.mu.Lock()
+	delete(m.details, roleID)
+	m.mu.Unlock()
+}
+
+// Read lists the roles under / (ListRoles, paginated) and reads each one's
+// attached and inline policies, 8 roles at a time (reused from a recent
+// read when the context allows it).
+func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
+	cl := m.c.client(ctx)
+	var roles []types.Role
+	p := iam.NewListRolesPaginator(cl, &iam.ListRolesInput{PathPrefix: aws.String(rolePath), MaxItems: aws.Int32(listPage)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, classify(err, "list roles")
+		}
+		for _, r := range page.Roles {
+			if aws.ToString(r.Path) == rolePath {
+				roles = append(roles, r)
+			}
+		}
+	}
+	recs := make([]module.Record, len(roles))
+	err := forEach(ctx, len(roles), func(ctx context.Context, i int) error {
+		rec, err := m.record(ctx, cl, roles[i])
+		if isCode(err, "NoSuchEntity") {
+			return nil // deleted since it was listed
+		}
+		recs[i] = rec
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(recs, func(r module.Record) bool { return r == nil }), nil
+}
+
+// record completes a role with its policies.
+func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role) (module.Record, error) {
+	id := aws.ToString(r.RoleId)
+	d, ok := m.cached(ctx, id)
+	if !ok {
+		var err error
+		if d, err = m.policies(ctx, cl, aws.ToString(r.RoleName)); err != nil {
+			return nil, err
+		}
+		m.remember(id, d)
+	}
+	var desc any
+	if s := aws.ToString(r.Description); s != "" {
+		desc = s
+	}
+	maxSession := int64(3600)
+	if r.MaxSessionDuration != nil {
+		maxSession = int64(*r.MaxSessionDuration)
+	}
+	inline := maps.Clone(d.inline)
+	if inline == nil {
+		inline = map[string]any{}
+	}
+	return module.Record{
+		"role_name":                   aws.ToString(r.RoleName),
+		"assume_role_policy_document": parseDoc(aws.ToString(r.AssumeRolePolicyDocument)),
+		"description":                 desc,
+		"max_session_duration":        module.Number(maxSession),
+		"attached_policy_arns":        setRecord(d.attached),
+		"inline_policies":             inline,
+		"arn":                         aws.ToString(r.Arn),
+		"role_id":                     id,
+		"created_at":                  module.Time(aws.ToTime(r.CreateDate)),
+	}, nil
+}
+
+// policies reads a role's attached managed policies and inline policies.
+func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) (roleDetail, error) {
+	var d roleDetail
+	ap := iam.NewListAttachedRolePoliciesPaginator(cl, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)})
+	for ap.HasMorePages() {
+		page, err := ap.NextPage(ctx)
+		if err != nil {
+			return d, classify(err, "list policies attached to role %s", name)
+		}
+		for _, p := range page.AttachedPolicies {
+			d.attached = append(d.attached, aws.ToString(p.PolicyArn))
+		}
+	}
+	slices.Sort(d.attached)
+	d.attached = slices.Compact(d.attached)
+	var names []string
+	ip := iam.NewListRolePoliciesPaginator(cl, &iam.ListRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)})
+	for ip.HasMorePages() {
+		page, err := ip.NextPage(ctx)
+		if err != nil {
+			return d, classify(err, "list inline policies of role %s", name)
+		}
+		names = append(names, page.PolicyNames...)
+	}
+	d.inline = map[string]any{}
+	for _, pn := range names {
+		out, err := cl.GetRolePolicy(ctx, &iam.GetRolePolicyInput{RoleName: aws.String(name), PolicyName: aws.String(pn)})
+		if isCode(err, "NoSuchEntity") {
+			if _, gone := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)}); gone != nil {
+				return d, gone
+			}
+			continue // the policy was deleted since it was listed
+		}
+		if err != nil {
+			return d, classify(err, "get inline policy %s of role %s", pn, name)
+		}
+		d.inline[pn] = parseDoc(aws.ToString(out.PolicyDocument))
+	}
+	return d, nil
+}
+
+// readOne reads one role back, fresh.
+func (m *roleMapper) readOne(ctx context.Context, name string) (module.Record, error) {
+	cl := m.c.client(ctx)
+	out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
+	if err != nil {
+		return nil, classify(err, "get role %s", name)
+	}
+	if p := aws.ToString(out.Role.Path); p != rolePath {
+		return nil, &module.TerminalError{Err: fmt.Errorf("role %s exists with path %s; the iam_role table manages roles under %s only", name, p, rolePath)}
+	}
+	return m.record(module.WithFreshRead(ctx), cl, *out.Role)
+}
+
+// Create creates the role, attaches its managed policies, puts its inline
+// policies and reads it back. A role of that name that already exists is
+// read back as it is (the engine then updates it to the row).
+func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	name := want.String("role_name")
+	if name == "" {
+		return nil, &module.TerminalError{Err: errors.New("create role: role_name is required")}
+	}
+	trust, err := docText(want["assume_role_policy_document"])
+	if err != nil {
+		return nil, &module.TerminalError{Err: fmt.Errorf("create role %s: assume_role_policy_document: %w", name, err)}
+	}
+	in := &iam.CreateRoleInput{
+		RoleName:                 aws.String(name),
+		Path:                     aws.String(rolePath),
+		AssumeRolePolicyDocument: aws.String(trust),
+		MaxSessionDuration:       aws.Int32(int32(maxSession(want))),
+	}
+	if d := want.String("description"); d != "" {
+		in.Description = aws.String(d)
+	}
+	cl := m.c.client(ctx)
+	_, err = cl.CreateRole(ctx, in)
+	switch {
+	case isCode(err, "EntityAlreadyExists"):
+		return m.readOne(ctx, name)
+	case err != nil:
+		return nil, classify(err, "create role %s", name)
+	}
+	for _, arn := range stringSet(want["attached_policy_arns"]) {
+		if err := m.attach(ctx, cl, name, arn); err != nil {
+			return nil, err
+		}
+	}
+	for pn, doc := range inlineMap(want["inline_policies"]) {
+		if err := m.putInline(ctx, cl, name, pn, doc); err != nil {
+			return nil, err
+		}
+	}
+	return m.readOne(ctx, name)
+}
+
+// maxSession is a record's max_session_duration (3600 when NULL), for
+// IAM. Numbers written with a fraction of zero (3600.0) are whole.
+func maxSession(r module.Record) int64 {
+	switch v := sessionValue(r).(type) {
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return n
+		}
+		if f, err := v.Float64(); err == nil && f == math.Trunc(f) {
+			return int64(f)
+		}
+	}
+	return r.Int("max_session_duration")
+}
+
+// sessionValue is a record's max_session_duration, 3600 when NULL.
+func sessionValue(r module.Record) any {
+	if v := r["max_session_duration"]; v != nil {
+		return v
+	}
+	return module.Number(3600)
+}
+
+func (m *roleMapper) attach(ctx context.Context, cl *iam.Client, role, arn string) error {
+	_, err := cl.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String(role), PolicyArn: aws.String(arn)})
+	return classify(err, "attach policy %s to role %s", arn, role)
+}
+
+func (m *roleMapper) detach(ctx context.Context, cl *iam.Client, role, arn string) error {
+	_, err := cl.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: aws.String(role), PolicyArn: aws.String(arn)})
+	if isCode(err, "NoSuchEntity") {
+		return nil // detached already (a NoSuchEntity for the role fails the read-back)
+	}
+	return classify(err, "detach policy %s from role %s", arn, role)
+}
+
+func (m *roleMapper) putInline(ctx context.Context, cl *iam.Client, role, name string, doc any) error {
+	text, err := docText(doc)
+	if err != nil {
+		return &module.TerminalError{Err: fmt.Errorf("inline policy %s of role %s: %w", name, role, err)}
+	}
+	_, err = cl.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String(name), PolicyDocument: aws.String(text)})
+	return classify(err, "put inline policy %s of role %s", name, role)
+}
+
+func (m *roleMapper) deleteInline(ctx context.Context, cl *iam.Client, role, name string) error {
+	_, err := cl.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String(name)})
+	if isCode(err, "NoSuchEntity") {
+		return nil
+	}
+	return classify(err, "delete inline policy %s of role %s", name, role)
+}
+
+// Update makes the role match want: UpdateRole for the description and
+// the maximum session, UpdateAssumeRolePolicy for the trust policy, attach
+// and detach the difference of the managed policy sets, put changed and
+// delete removed inline policies. Another name needs a new role.
+func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	name := have.String("role_name")
+	if want.String("role_name") != name {
+		return nil, module.ErrReplace
+	}
+	cl := m.c.client(ctx)
+	if !module.Same(want["description"], have["description"]) || maxSession(want) != maxSession(have) {
+		_, err := cl.UpdateRole(ctx, &iam.UpdateRoleInput{
+			RoleName:           aws.String(name),
+			Description:        aws.String(want.String("description")),
+			MaxSessionDuration: aws.Int32(int32(maxSession(want))),
+		})
+		if err != nil {
+			return nil, classify(err, "update role %s", name)
+		}
+	}
+	if !sameDoc(want["assume_role_policy_document"], have["assume_role_policy_document"]) {
+		trust, err := docText(want["assume_role_policy_document"])
+		if err != nil {
+			return nil, &module.TerminalError{Err: fmt.Errorf("update role %s: assume_role_policy_document: %w", name, err)}
+		}
+		_, err = cl.UpdateAssumeRolePolicy(ctx, &iam.UpdateAssumeRolePolicyInput{RoleName: aws.String(name), PolicyDocument: aws.String(trust)})
+		if err != nil {
+			return nil, classify(err, "update the trust policy of role %s", name)
+		}
+	}
+	wantArns, haveArns := stringSet(want["attached_policy_arns"]), stringSet(have["attached_policy_arns"])
+	// Detach first: a role near its quota of attached policies can then
+	// take the new ones.
+	for _, arn := range haveArns {
+		if _, keep := slices.BinarySearch(wantArns, arn); !keep {
+			if err := m.detach(ctx, cl, name, arn); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, arn := range wantArns {
+		if _, had := slices.BinarySearch(haveArns, arn); !had {
+			if err := m.attach(ctx, cl, name, arn); err != nil {
+				return nil, err
+			}
+		}
+	}
+	wantInline, haveInline := inlineMap(want["inline_policies"]), inlineMap(have["inline_policies"])
+	for pn := range haveInline {
+		if _, keep := wantInline[pn]; !keep {
+			if err := m.deleteInline(ctx, cl, name, pn); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for pn, doc := range wantInline {
+		if old, ok := haveInline[pn]; !ok || !sameJSON(old, doc) {
+			if err := m.putInline(ctx, cl, name, pn, doc); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m.readOne(ctx, name)
+}
+
+// Delete detaches the role's managed policies and deletes its inline
+// policies (as IAM has them now), then deletes the role. A role already
+// gone is no error.
+func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
+	name := have.String("role_name")
+	cl := m.c.client(ctx)
+	d, err := m.policies(ctx, cl, name)
+	if isCode(err, "NoSuchEntity") {
+		m.forget(have.String("role_id"))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, arn := range d.attached {
+		if err := m.detach(ctx, cl, name, arn); err != nil {
+			return err
+		}
+	}
+	for pn := range d.inline {
+		if err := m.deleteInline(ctx, cl, name, pn); err != nil {
+			return err
+		}
+	}
+	_, err = cl.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: aws.String(name)})
+	if err != nil && !isCode(err, "NoSuchEntity") {
+		return classify(err, "delete role %s", name)
+	}
+	m.forget(have.String("role_id"))
+	return nil
+}
+
+// Equal compares the declarative columns: names exactly, NULL and ""
+// descriptions alike, numbers by value, attached policies as sets, policy
+// documents (the trust policy and each inline one) by meaning.
+func (m *roleMapper) Equal(db, cloud module.Record) bool {
+	return db.String("role_name") == cloud.String("role_name") &&
+		sameDoc(db["assume_role_policy_document"], cloud["assume_role_policy_document"]) &&
+		module.Same(db["description"], cloud["description"]) &&
+		module.Same(sessionValue(db), sessionValue(cloud)) &&
+		slices.Equal(stringSet(db["attached_policy_arns"]), stringSet(cloud["attached_policy_arns"])) &&
+		sameInline(db["inline_policies"], cloud["inline_policies"])
+}
