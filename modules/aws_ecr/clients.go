@@ -1,0 +1,101 @@
+package aws_ecr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecr"
+	"github.com/aws/smithy-go"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// clients holds an ECR client per region.
+type clients struct {
+	cfg aws.Config
+
+	mu       sync.Mutex
+	byRegion map[string]*ecr.Client
+}
+
+func newClients(cfg aws.Config) *clients {
+	return &clients{cfg: cfg, byRegion: map[string]*ecr.Client{}}
+}
+
+func (c *clients) client(region string) *ecr.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.byRegion[region]; ok {
+		return cl
+	}
+	cl := ecr.NewFromConfig(c.cfg, func(o *ecr.Options) { o.Region = region })
+	c.byRegion[region] = cl
+	return cl
+}
+
+// forEach runs fn(0..n-1) concurrently. The first error cancels the
+// others and is returned.
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for i := range n {
+		wg.Go(func() {
+			if err := fn(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel(err) })
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// terminalCodes are ECR errors that retrying cannot fix: bad input,
+// quotas, a repository that still holds images, missing permissions.
+var terminalCodes = map[string]bool{
+	"InvalidParameterException": true, "ValidationException": true, "InvalidTagParameterException": true,
+	"TooManyTagsException": true, "LimitExceededException": true, "RepositoryNotEmptyException": true,
+	"KmsException": true, "AccessDeniedException": true, "UnrecognizedClientException": true,
+	"UnknownOperationException": true, "NotImplemented": true,
+}
+
+// classify wraps err with what was being done, as a *module.TerminalError
+// when retrying cannot help.
+func classify(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var te *module.TerminalError
+	if errors.As(err, &te) {
+		return err
+	}
+	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
+	if terminalCodes[code(err)] {
+		return &module.TerminalError{Err: wrapped}
+	}
+	return wrapped
+}
+
+// code is the ECR error code of err, "" when it is not an API error.
+func code(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func isCode(err error, codes ...string) bool {
+	c := code(err)
+	for _, want := range codes {
+		if c == want {
+			return true
+		}
+	}
+	return false
+}

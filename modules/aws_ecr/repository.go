@@ -1,0 +1,180 @@
+package aws_ecr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecr"
+	"github.com/aws/aws-sdk-go-v2/service/ecr/types"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// pageSize is the maxResults of DescribeRepositories pages.
+const pageSize = 1000
+
+// repositoryMapper maps the repository table: the private repositories of
+// every region of the cycle's scope.
+type repositoryMapper struct {
+	c   *clients
+	cfg aws.Config
+}
+
+func newRepositoryMapper(cfg aws.Config) *repositoryMapper {
+	return &repositoryMapper{c: newClients(cfg), cfg: cfg}
+}
+
+// Read describes the repositories of every region in the scope
+// (DescribeRepositories, paginated), regions concurrently.
+func (m *repositoryMapper) Read(ctx context.Context) ([]module.Record, error) {
+	regions := module.ScopeOf(ctx, m.cfg).Regions
+	per := make([][]module.Record, len(regions))
+	err := forEach(ctx, len(regions), func(ctx context.Context, i int) error {
+		recs, err := m.list(ctx, regions[i], nil)
+		per[i] = recs
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []module.Record
+	for _, recs := range per {
+		out = append(out, recs...)
+	}
+	return out, nil
+}
+
+// list describes the repositories of a region (those named, when names is
+// not nil).
+func (m *repositoryMapper) list(ctx context.Context, region string, names []string) ([]module.Record, error) {
+	in := &ecr.DescribeRepositoriesInput{RepositoryNames: names}
+	if names == nil {
+		in.MaxResults = aws.Int32(pageSize)
+	}
+	var out []module.Record
+	p := ecr.NewDescribeRepositoriesPaginator(m.c.client(region), in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, classify(err, "describe repositories in %s", region)
+		}
+		for _, r := range page.Repositories {
+			out = append(out, record(region, r))
+		}
+	}
+	return out, nil
+}
+
+func record(region string, r types.Repository) module.Record {
+	scan := false
+	if r.ImageScanningConfiguration != nil {
+		scan = r.ImageScanningConfiguration.ScanOnPush
+	}
+	return module.Record{
+		"repository_name":      aws.ToString(r.RepositoryName),
+		"region":               region,
+		"image_tag_mutability": string(r.ImageTagMutability),
+		"scan_on_push":         scan,
+		"repository_arn":       aws.ToString(r.RepositoryArn),
+		"repository_uri":       aws.ToString(r.RepositoryUri),
+		"registry_id":          aws.ToString(r.RegistryId),
+		"created_at":           module.Time(aws.ToTime(r.CreatedAt)),
+	}
+}
+
+// readOne reads one repository back.
+func (m *repositoryMapper) readOne(ctx context.Context, region, name string) (module.Record, error) {
+	recs, err := m.list(ctx, region, []string{name})
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) != 1 {
+		return nil, fmt.Errorf("describe repository %s in %s: %d repositories", name, region, len(recs))
+	}
+	return recs[0], nil
+}
+
+// region is a record's region, the scope's default when it has none.
+func (m *repositoryMapper) region(ctx context.Context, r module.Record) string {
+	if s := r.String("region"); s != "" {
+		return s
+	}
+	return module.ScopeOf(ctx, m.cfg).Default
+}
+
+func mutability(r module.Record) types.ImageTagMutability {
+	if s := r.String("image_tag_mutability"); s != "" {
+		return types.ImageTagMutability(s)
+	}
+	return types.ImageTagMutabilityMutable
+}
+
+// Create creates the repository in its region and returns it. A
+// repository of that name that already exists there is read back as it
+// is (the engine then updates it to the row).
+func (m *repositoryMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	name, region := want.String("repository_name"), m.region(ctx, want)
+	if name == "" {
+		return nil, &module.TerminalError{Err: errors.New("create repository: repository_name is required")}
+	}
+	out, err := m.c.client(region).CreateRepository(ctx, &ecr.CreateRepositoryInput{
+		RepositoryName:             aws.String(name),
+		ImageTagMutability:         mutability(want),
+		ImageScanningConfiguration: &types.ImageScanningConfiguration{ScanOnPush: want.Bool("scan_on_push")},
+	})
+	switch {
+	case isCode(err, "RepositoryAlreadyExistsException"):
+		return m.readOne(ctx, region, name)
+	case err != nil:
+		return nil, classify(err, "create repository %s in %s", name, region)
+	}
+	return record(region, *out.Repository), nil
+}
+
+// Update changes tag mutability (PutImageTagMutability) and scanning
+// (PutImageScanningConfiguration); another name or region needs a new
+// repository.
+func (m *repositoryMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	name, region := have.String("repository_name"), m.region(ctx, have)
+	if want.String("repository_name") != name || m.region(ctx, want) != region {
+		return nil, module.ErrReplace
+	}
+	cl := m.c.client(region)
+	if mutability(want) != mutability(have) {
+		_, err := cl.PutImageTagMutability(ctx, &ecr.PutImageTagMutabilityInput{RepositoryName: aws.String(name), ImageTagMutability: mutability(want)})
+		if err != nil {
+			return nil, classify(err, "set image tag mutability of repository %s in %s", name, region)
+		}
+	}
+	if want.Bool("scan_on_push") != have.Bool("scan_on_push") {
+		_, err := cl.PutImageScanningConfiguration(ctx, &ecr.PutImageScanningConfigurationInput{RepositoryName: aws.String(name),
+			ImageScanningConfiguration: &types.ImageScanningConfiguration{ScanOnPush: want.Bool("scan_on_push")}})
+		if err != nil {
+			return nil, classify(err, "set scan on push of repository %s in %s", name, region)
+		}
+	}
+	return m.readOne(ctx, region, name)
+}
+
+// Delete deletes the repository. One that still holds images is not
+// deleted (RepositoryNotEmptyException, reported, not retried): images are
+// not the table's to throw away. A repository already gone is no error.
+func (m *repositoryMapper) Delete(ctx context.Context, have module.Record) error {
+	name, region := have.String("repository_name"), m.region(ctx, have)
+	_, err := m.c.client(region).DeleteRepository(ctx, &ecr.DeleteRepositoryInput{RepositoryName: aws.String(name)})
+	if err != nil && !isCode(err, "RepositoryNotFoundException") {
+		return classify(err, "delete repository %s in %s", name, region)
+	}
+	return nil
+}
+
+// Equal compares name, region, tag mutability (NULL is MUTABLE) and scan
+// on push (NULL is off).
+func (m *repositoryMapper) Equal(db, cloud module.Record) bool {
+	return db.String("repository_name") == cloud.String("repository_name") &&
+		db.String("region") == cloud.String("region") &&
+		mutability(db) == mutability(cloud) &&
+		db.Bool("scan_on_push") == cloud.Bool("scan_on_push")
+}
