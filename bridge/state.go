@@ -125,17 +125,7 @@ type snapshot struct {
 }
 
 // cloudID renders the identity columns of a cloud-form record.
-func cloudID(spec module.Table, r module.Record) string {
-	if len(spec.CloudID) == 1 {
-		return r.String(spec.CloudID[0])
-	}
-	parts := make([]string, len(spec.CloudID))
-	for i, c := range spec.CloudID {
-		parts[i] = r.String(c)
-	}
-	js, _ := json.Marshal(parts)
-	return string(js)
-}
+func cloudID(spec module.Table, r module.Record) string { return module.CloudIDOf(spec, r) }
 
 // readDB reads the rows of every table in one REPEATABLE READ snapshot and
 // the WAL position that covers every commit the snapshot sees.

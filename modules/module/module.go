@@ -7,6 +7,7 @@ package module
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,7 +55,7 @@ type Table struct {
 	Feedback []string
 	// Refs maps a column that references another module table by id to
 	// that table. In cloud records the column holds the referenced
-	// resource's cloud id (see CloudIDString) instead of the database id.
+	// resource's cloud id (as CloudIDOf renders it) instead of the database id.
 	Refs map[string]string
 	// Initial columns are the database's own (not the cloud's, not
 	// compared), given a value from the cloud record when a resource is
@@ -64,6 +65,22 @@ type Table struct {
 	// list of regions): every difference is settled from the cloud, whatever
 	// the mode, and the mapper's Create, Update and Delete are never called.
 	ReadOnly bool
+}
+
+// CloudIDOf renders the identity of a record in cloud form: the value of
+// the one CloudID column, or a JSON array of the values (as strings, ""
+// for NULL) when there are several. Mappers whose records reference
+// another table use it to render the referenced resource's identity.
+func CloudIDOf(t Table, r Record) string {
+	if len(t.CloudID) == 1 {
+		return r.String(t.CloudID[0])
+	}
+	parts := make([]string, len(t.CloudID))
+	for i, c := range t.CloudID {
+		parts[i] = r.String(c)
+	}
+	js, _ := json.Marshal(parts)
+	return string(js)
 }
 
 // Record is one resource as column name -> value, in the table's shape. The
