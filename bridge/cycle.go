@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -29,6 +30,7 @@ type Action struct {
 	cloud  module.Record // the resource as the cloud has it
 	record string        // the record a cloud-only resource belonged to, if known
 	kind   step
+	retire *replacement // a cloud delete of a replacement's old or temporary resource
 }
 
 type step int
@@ -49,6 +51,9 @@ type plan struct {
 	// enact: records in sync whose state must be recorded (first sighting,
 	// or intent satisfied without a change).
 	enact []enactment
+	// promote: replacements whose old resource is gone (phase final now);
+	// finished: replacements with nothing left to delete.
+	promote, finished []*replacement
 }
 
 type enactment struct {
@@ -61,6 +66,8 @@ type options struct {
 	// intent" (iasql_rollback): those records are restored from the cloud.
 	discardAfter pglogrepl.LSN
 	discard      bool
+	// created: "table\x00id" of the rows this cycle created in the cloud.
+	created map[string]bool
 }
 
 // diff decides, for every difference between database and cloud, what to
@@ -70,6 +77,9 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 	p := &plan{}
 	for _, ts := range snap.tables {
 		intent := func(id string) bool {
+			if ts.forced[id] {
+				return true
+			}
 			lsn, ok := ts.intent[id]
 			if !ok {
 				return false
@@ -80,6 +90,12 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		// NORMAL follows pending intent, ENFORCE always pushes the database
 		// to the cloud, TRACK always pulls the cloud into the database.
 		push := func(id string) (toCloud bool, mode, label, note string) {
+			if ts.spec.ReadOnly {
+				if intent(id) {
+					note = " (the table is read-only: the cloud's state is restored)"
+				}
+				return false, modeTrack, "TRACK (read-only table)", note
+			}
 			m, rule := snap.modes.of(ts.spec.Name, id)
 			label = m + " (" + rule + ")"
 			switch m {
@@ -133,6 +149,9 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 				a.Action, a.Direction, a.kind = "update", "database", dbFeedback
 				a.Description = "refresh " + strings.Join(ts.spec.Feedback, ", ") + " from the cloud"
 			default:
+				if rp := ts.repl[id]; rp != nil && rp.phase == phaseTemporary {
+					continue // standing in for the record, not the record
+				}
 				rec, known := ts.records[id]
 				if !known || rec.cloudID != r.cloudID || intent(id) || (opt.discard && ts.intent[id] != 0) {
 					p.enact = append(p.enact, enactment{ts.spec.Name, id, r.cloudID})
@@ -151,10 +170,25 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		sort.Strings(cids)
 		for _, cid := range cids {
 			c := ts.cloud[cid]
+			if rp := ts.retired[cid]; rp != nil {
+				what := "the replaced"
+				if cid == rp.temp {
+					what = "the temporary"
+				}
+				p.actions = append(p.actions, &Action{Table: ts.spec.Name, ID: rp.record, CloudID: cid, Mode: "replacement", ts: ts, cloud: c,
+					record: rp.record, kind: cloudDelete, retire: rp, Action: "delete", Direction: "cloud",
+					Description: "delete " + what + " " + describe(ts.spec, c) + " (replacement of row " + rp.record + ")"})
+				continue
+			}
 			rid := ts.recBy[cid]
 			toCloud, mode, label, note := push(rid)
 			if rid == "" && mode == modeNormal {
 				toCloud = false // never known here: imported
+			}
+			if parent := pushedParent(snap, ts.spec, c, opt); parent != "" {
+				// Not among the rows of a parent the cycle created or is
+				// replacing: the user's rows say what it has.
+				toCloud, label, note = true, "replacement", " (not in the database for "+parent+")"
 			}
 			a := &Action{Table: ts.spec.Name, CloudID: cid, Mode: label, ts: ts, cloud: c, record: rid}
 			if toCloud {
@@ -169,8 +203,40 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 			}
 			p.actions = append(p.actions, a)
 		}
+		// Replacements: promoted by this read, or done.
+		for id, rp := range ts.repl {
+			if rp.promote {
+				p.promote = append(p.promote, rp)
+			}
+			left := false
+			for cid, r := range ts.retired {
+				if _, there := ts.cloud[cid]; there && r == rp {
+					left = true
+				}
+			}
+			if !left && (rp.phase == phaseFinal || ts.rows[id] == nil) {
+				p.finished = append(p.finished, rp)
+			}
+		}
 	}
 	return p, nil
+}
+
+// pushedParent names the parent of a cloud-only resource when that parent
+// is being replaced or was created by this cycle ("" otherwise): such a
+// parent's children are exactly the rows that reference it.
+func pushedParent(snap *snapshot, spec module.Table, c module.Record, opt options) string {
+	for col, parent := range spec.Refs {
+		p := snap.byName[parent]
+		if p == nil || c[col] == nil {
+			continue
+		}
+		pr := p.byCloud[c.String(col)]
+		if pr != nil && (p.forced[pr.id] || opt.created[parent+"\x00"+pr.id]) {
+			return parent + " " + pr.id
+		}
+	}
+	return ""
 }
 
 // Modes, as iasql_mode spells them.
@@ -324,24 +390,41 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 		if err != nil {
 			return err
 		}
+		if c.opt.created != nil {
+			c.opt.created[ts.spec.Name+"\x00"+a.ID] = true
+		}
+		if rp := ts.repl[a.ID]; rp != nil && rp.phase == phaseTemporary && a.row.cloudID == rp.temp {
+			return c.writeFeedback(ctx, a, got) // the stand-in, not the record
+		}
 		return c.writeBack(ctx, a, got)
 	case cloudUpdate:
 		got, err := ts.mapper.Update(ctx, a.row.cloud, a.cloud)
 		if errors.Is(err, module.ErrReplace) {
 			a.Action = "replace"
-			if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
-				return fmt.Errorf("replace: delete the old resource: %w", err)
-			}
-			got, err = ts.mapper.Create(ctx, a.row.cloud)
-			if err != nil {
-				return fmt.Errorf("replace: create the new resource: %w", err)
-			}
+			return c.replace(ctx, a)
 		} else if err != nil {
 			return err
 		}
 		return c.writeBack(ctx, a, got)
 	case cloudDelete:
-		if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
+		if a.retire != nil {
+			if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
+				return err
+			}
+			if a.CloudID != a.retire.old || a.retire.phase != phaseTemporary {
+				return nil
+			}
+			// The old resource is gone: the record's own new resource comes next.
+			return c.dbTx(ctx, func(tx pgx.Tx) error {
+				return setPhase(ctx, tx, a.retire, phaseFinal)
+			})
+		}
+		if err := ts.mapper.Delete(ctx, a.cloud); errors.Is(err, module.ErrKeep) {
+			// The cloud keeps it: the row comes back instead.
+			a.Action, a.Direction, a.kind = "create", "database", dbInsert
+			a.Description = "import " + describe(ts.spec, a.cloud) + " back: " + err.Error()
+			return c.execute(ctx, a)
+		} else if err != nil {
 			return err
 		}
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
@@ -369,6 +452,9 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 		rec, err := toDB(ts.spec, a.cloud, c.snap)
 		if err != nil {
 			return err
+		}
+		for _, col := range ts.spec.Initial {
+			rec[col] = a.cloud[col]
 		}
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
 			cols := columnList(rec)
@@ -407,21 +493,105 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 }
 
 // writeBack stores what the cloud returned after a create or update: the
-// feedback columns into the row (conditionally), and the record's state.
+// feedback columns into the row, and the record's state (enacted up to
+// what the read saw, under the resource's identity).
 func (c *cycle) writeBack(ctx context.Context, a *Action, got module.Record) error {
 	ts := a.ts
-	rec := only(got, ts.spec.Feedback)
 	cid := a.row.cloudID
+	if cid == "" || generated(ts.spec) {
+		cid = cloudID(ts.spec, got) // the identity the cloud gave it
+	}
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		if len(rec) > 0 && !sameColumns(ts.spec.Feedback, a.row.cloud, got) {
-			if err := updateRowTx(ctx, tx, ts.spec.Name, a.ID, a.row.xmin, rec); err != nil && !errors.Is(err, errConflict) {
-				return err
-			}
-			// On conflict the user changed the row after the read: their
-			// change is newer than this cycle's LSN and is planned next.
+		if err := feedbackTx(ctx, tx, ts.spec, a.ID, a.row.db, got); err != nil {
+			return err
 		}
 		return upsertRecord(ctx, tx, ts.spec.Name, a.ID, cid, ts.seen[a.ID])
 	})
+}
+
+// writeFeedback stores the feedback columns only.
+func (c *cycle) writeFeedback(ctx context.Context, a *Action, got module.Record) error {
+	return c.dbTx(ctx, func(tx pgx.Tx) error {
+		return feedbackTx(ctx, tx, a.ts.spec, a.ID, a.row.db, got)
+	})
+}
+
+// feedbackTx writes the feedback columns of got into the row, on condition
+// that they are still as the cycle read them (was): users do not own them,
+// so a user's concurrent change to other columns does not stop the write
+// (a generated identity written back must never be lost: the resource would
+// be created again). A user's change to a feedback column wins.
+func feedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, was, got module.Record) error {
+	if len(spec.Feedback) == 0 || sameColumns(spec.Feedback, was, got) {
+		return nil
+	}
+	rec := only(got, spec.Feedback)
+	cols := columnList(rec)
+	t := pgx.Identifier{spec.Name}.Sanitize()
+	_, err := tx.Exec(ctx, `UPDATE `+t+` SET (`+cols+`) = (SELECT `+cols+` FROM jsonb_populate_record(NULL::`+t+`, $1::jsonb))
+		WHERE id = $2 AND ROW(`+cols+`) IS NOT DISTINCT FROM (SELECT ROW(`+cols+`) FROM jsonb_populate_record(NULL::`+t+`, $3::jsonb))`,
+		string(encodeRecord(rec)), id, string(encodeRecord(only(was, spec.Feedback))))
+	return err
+}
+
+// replace makes a change that needs a new resource. The new resource is
+// created before the old one is deleted, so that what depends on the old
+// one can move over (the walkthrough's dance): where the identity must stay
+// unique (module.Temporary), a temporary stand-in is created first and the
+// record's own new resource once the old one is gone; where the cloud
+// generates identities, the new resource is created at once. The
+// replacement is recorded (iasql_replacements) before anything is created,
+// so that a restart finishes it. Other resources are deleted, then created.
+func (c *cycle) replace(ctx context.Context, a *Action) error {
+	ts := a.ts
+	tm, unique := ts.mapper.(module.Temporary)
+	if !unique && !generated(ts.spec) {
+		if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
+			return fmt.Errorf("replace: delete the old resource: %w", err)
+		}
+		got, err := ts.mapper.Create(ctx, a.row.cloud)
+		if err != nil {
+			return fmt.Errorf("replace: create the new resource: %w", err)
+		}
+		return c.writeBack(ctx, a, got)
+	}
+	rp := &replacement{table: ts.spec.Name, record: a.ID, old: a.CloudID, phase: phaseFinal}
+	want := a.row.cloud
+	if unique {
+		want = tm.Temporary(a.row.cloud, a.CloudID)
+		rp.temp, rp.phase = cloudID(ts.spec, want), phaseTemporary
+	} else {
+		want = maps.Clone(want)
+		want[ts.spec.CloudID[0]] = nil
+	}
+	if err := c.e.service(ctx, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, `
+			INSERT INTO public.iasql_replacements (table_name, record_id, old_cloud_id, temp_cloud_id, phase)
+			VALUES ($1, $2, $3, nullif($4, ''), $5)
+			ON CONFLICT (table_name, record_id) DO UPDATE SET old_cloud_id = excluded.old_cloud_id,
+			  temp_cloud_id = excluded.temp_cloud_id, phase = excluded.phase, started_at = pg_catalog.clock_timestamp()`,
+			rp.table, rp.record, rp.old, rp.temp, rp.phase)
+		return err
+	}); err != nil {
+		return fmt.Errorf("replace: record the replacement: %w", err)
+	}
+	got, err := ts.mapper.Create(ctx, want)
+	if err != nil {
+		return fmt.Errorf("replace: create the new resource: %w", err)
+	}
+	if unique {
+		a.Description += " (through a temporary " + rp.temp + ")"
+		return c.writeFeedback(ctx, a, got)
+	}
+	return c.writeBack(ctx, a, got)
+}
+
+func setPhase(ctx context.Context, tx pgx.Tx, rp *replacement, phase string) error {
+	_, err := tx.Exec(ctx, `UPDATE public.iasql_replacements SET phase = $3 WHERE table_name = $1 AND record_id = $2`, rp.table, rp.record, phase)
+	if err != nil {
+		return fmt.Errorf("record the replacement of %s %s as %s: %w", rp.table, rp.record, phase, err)
+	}
+	return nil
 }
 
 func (c *cycle) updateRow(ctx context.Context, a *Action, rec module.Record) error {

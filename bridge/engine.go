@@ -450,7 +450,7 @@ func (e *Engine) installedTables(ctx context.Context) ([]installedTable, error) 
 			if mp == nil {
 				return nil, fmt.Errorf("module %s has no mapper for table %s", m.Name, t.Name)
 			}
-			out = append(out, installedTable{spec: t, mapper: mp})
+			out = append(out, installedTable{spec: t, mapper: mp, mod: &m})
 		}
 	}
 	return out, nil

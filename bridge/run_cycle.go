@@ -37,6 +37,7 @@ const batchSize = 200
 type installedTable struct {
 	spec   module.Table
 	mapper module.Mapper
+	mod    *module.Module // the module the table belongs to
 }
 
 // Outcome is how a cycle ended.
@@ -54,6 +55,9 @@ const maxPasses = 10
 // and repeat until a pass finds nothing to do.
 func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 	out := &Outcome{Cycle: c.id}
+	if c.opt.created == nil {
+		c.opt.created = map[string]bool{}
+	}
 	var lastSig string
 	repeats := 0
 	for pass := 1; ; pass++ {
@@ -65,6 +69,9 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, err
 		}
 		if err := c.enact(ctx, p.enact); err != nil {
+			return out, err
+		}
+		if err := c.settle(ctx, p); err != nil {
 			return out, err
 		}
 		if len(p.actions) == 0 {
@@ -81,7 +88,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, fmt.Errorf("the cycle is not converging: it keeps planning the same work: %s", sig)
 		}
 		lastSig = sig
-		failures := c.executeAll(ctx, p.actions)
+		failures := c.executeAll(c.snap.scope(ctx), p.actions)
 		for _, a := range p.actions {
 			out.Actions = append(out.Actions, *a)
 		}
@@ -143,8 +150,10 @@ func firstNonEmpty(s ...string) string {
 }
 
 // executeAll runs the actions in dependency order, retrying the failed
-// ones while the set of failures keeps changing (dependencies between
-// tasks settle that way). Conflicts are not failures: the record is
+// ones at increasing intervals while the set of failures keeps changing
+// (dependencies between tasks settle that way). An action whose parent (or,
+// for a delete, whose child) failed is held, not tried, so one failure holds
+// up only what depends on it. Conflicts are not failures: the record is
 // planned again in the next pass.
 func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 	index := map[string]int{}
@@ -152,11 +161,13 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 		index[t.spec.Name] = i
 	}
 	order(actions, index)
+	deps := dependencies(actions)
 	pending := actions
 	var lastErrs string
-	for {
+	for round := 0; ; round++ {
 		var failed []*Action
 		var errs []string
+		down := map[string]string{} // action key -> why it did not happen
 		flush := func() {
 			lost, err := c.commitBatch(ctx)
 			if err != nil {
@@ -167,6 +178,12 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 		for _, a := range pending {
 			if ctx.Err() != nil {
 				errs = append(errs, fmt.Sprintf("%s %s: %v", a.Table, firstNonEmpty(a.ID, a.CloudID), ctx.Err()))
+				continue
+			}
+			if blocker := heldBy(deps[a], down); blocker != "" {
+				errs = append(errs, fmt.Sprintf("%s %s (%s) %s %s: waiting for %s", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, blocker))
+				failed = append(failed, a)
+				down[actionKey(a)] = "held"
 				continue
 			}
 			if c.batch == nil {
@@ -190,6 +207,7 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 				var term *module.TerminalError
 				msg := fmt.Sprintf("%s %s (%s) %s %s: %v", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, err)
 				errs = append(errs, msg)
+				down[actionKey(a)] = "failed"
 				if !errors.As(err, &term) {
 					failed = append(failed, a)
 				}
@@ -203,11 +221,70 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 		}
 		lastErrs = now
 		pending = failed
+		wait := min(retryBase<<round, retryMax)
 		select {
 		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
+}
+
+// Retries of failed actions within a pass wait retryBase, then twice as
+// long each round, up to retryMax.
+const (
+	retryBase = 200 * time.Millisecond
+	retryMax  = 5 * time.Second
+)
+
+// actionKey names what an action acts on: a row by its id, a resource only
+// in the cloud by its cloud id.
+func actionKey(a *Action) string {
+	if a.row != nil {
+		return a.Table + "\x00#" + a.ID
+	}
+	return a.Table + "\x00" + a.CloudID
+}
+
+// dependencies maps each action to the keys of the actions it must wait
+// for: a create or update waits for its parents' creates and updates; a
+// delete of a parent waits for the deletes of its children.
+func dependencies(actions []*Action) map[*Action][]string {
+	keys := map[string]bool{}
+	for _, a := range actions {
+		keys[actionKey(a)] = true
+	}
+	out := map[*Action][]string{}
+	byKey := map[string]*Action{}
+	for _, a := range actions {
+		byKey[actionKey(a)] = a
+	}
+	for _, a := range actions {
+		for col, parent := range a.ts.spec.Refs {
+			switch {
+			case a.row != nil && !isDelete(a) && a.row.db[col] != nil:
+				if k := parent + "\x00#" + a.row.db.String(col); keys[k] {
+					out[a] = append(out[a], k)
+				}
+			case a.row == nil && a.cloud != nil && a.cloud[col] != nil:
+				// A child's delete: the parent's delete waits for it.
+				if p := byKey[parent+"\x00"+a.cloud.String(col)]; p != nil && isDelete(p) {
+					out[p] = append(out[p], actionKey(a))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// heldBy returns the first of keys that did not happen ("" when none).
+func heldBy(keys []string, down map[string]string) string {
+	for _, k := range keys {
+		if why, ok := down[k]; ok {
+			table, id, _ := strings.Cut(k, "\x00")
+			return table + " " + strings.TrimPrefix(id, "#") + " (" + why + ")"
+		}
+	}
+	return ""
 }
 
 // enact records records that are in sync: first sightings and intent that
@@ -230,6 +307,28 @@ func (c *cycle) enact(ctx context.Context, es []enactment) error {
 			tables, ids, cids, lsns)
 		if err != nil {
 			return fmt.Errorf("record %d records in sync: %w", len(es), err)
+		}
+		return nil
+	})
+}
+
+// settle records what the read found of replacements in progress: old
+// resources gone (the final phase begins) and replacements finished.
+func (c *cycle) settle(ctx context.Context, p *plan) error {
+	if len(p.promote) == 0 && len(p.finished) == 0 {
+		return nil
+	}
+	return c.dbTx(ctx, func(tx pgx.Tx) error {
+		for _, rp := range p.promote {
+			if err := setPhase(ctx, tx, rp, phaseFinal); err != nil {
+				return err
+			}
+		}
+		for _, rp := range p.finished {
+			if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_replacements WHERE table_name = $1 AND record_id = $2`, rp.table, rp.record); err != nil {
+				return fmt.Errorf("finish the replacement of %s %s: %w", rp.table, rp.record, err)
+			}
+			c.e.log.Info("replacement finished", "table", rp.table, "id", rp.record)
 		}
 		return nil
 	})
@@ -303,13 +402,20 @@ func (c *cycle) read(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	repls, err := readReplacements(ctx, c.conn, names)
+	if err != nil {
+		return err
+	}
 	snap := &snapshot{lsn: lsn, vis: vis, low: next, modes: modes, byName: map[string]*tableState{}}
 	for _, t := range c.tables {
 		ts := &tableState{spec: t.spec, mapper: t.mapper, rows: rows[t.spec.Name], byCloud: map[string]*row{},
 			records: recs[t.spec.Name], recBy: map[string]string{}, intent: intent[t.spec.Name], seen: seen[t.spec.Name],
-			cloud: map[string]module.Record{}}
+			cloud: map[string]module.Record{}, repl: repls[t.spec.Name], retired: map[string]*replacement{}, forced: map[string]bool{}}
 		if ts.records == nil {
 			ts.records = map[string]record{}
+		}
+		if ts.repl == nil {
+			ts.repl = map[string]*replacement{}
 		}
 		for id, r := range ts.records {
 			if r.cloudID != "" {
@@ -319,20 +425,10 @@ func (c *cycle) read(ctx context.Context) error {
 		snap.tables = append(snap.tables, ts)
 		snap.byName[t.spec.Name] = ts
 	}
-	// Rows in cloud form, parents before children.
-	for _, ts := range snap.tables {
-		for _, r := range ts.rows {
-			cf, err := toCloud(ts.spec, r.db, snap)
-			if err != nil {
-				if errors.Is(err, errNoParent) {
-					continue
-				}
-				return err
-			}
-			r.cloud, r.cloudID = cf, cloudID(ts.spec, cf)
-			ts.byCloud[r.cloudID] = r
-		}
-	}
+	// What modules derive from their own tables (aws_account: the regions
+	// in scope) goes with every mapper call of this snapshot.
+	snap.scope = func(ctx context.Context) context.Context { return moduleContext(ctx, c.tables, rows) }
+	ctx = snap.scope(ctx)
 	// The cloud, one mapper at a time (each may page and fan out itself).
 	for _, ts := range snap.tables {
 		recsCloud, err := ts.mapper.Read(ctx)
@@ -340,11 +436,97 @@ func (c *cycle) read(ctx context.Context) error {
 			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
 		}
 		for _, r := range recsCloud {
-			ts.cloud[cloudID(ts.spec, r)] = r
+			if cid := cloudID(ts.spec, r); cid != "" {
+				ts.cloud[cid] = r
+			}
+		}
+	}
+	// Rows in cloud form, parents before children (a child's references
+	// are its parents' cloud ids, as the parents stand now).
+	for _, ts := range snap.tables {
+		if err := ts.cloudForms(snap); err != nil {
+			return err
 		}
 	}
 	c.snap = snap
 	return nil
+}
+
+// cloudForms puts the table's rows in cloud form and works out its
+// replacements in progress: while the old resource of a replacement with a
+// temporary stand-in exists, the row stands for the temporary resource (so
+// that what references it moves there); the old and temporary resources
+// are retired (deleted) once the row no longer stands for them.
+func (ts *tableState) cloudForms(snap *snapshot) error {
+	for id, r := range ts.rows {
+		cf, err := toCloud(ts.spec, r.db, snap)
+		if err != nil {
+			if errors.Is(err, errNoParent) {
+				continue
+			}
+			return err
+		}
+		cid := cloudID(ts.spec, cf)
+		if generated(ts.spec) && cf[ts.spec.CloudID[0]] == nil {
+			cid = "" // to be created: the cloud gives it its identity
+		}
+		if rp := ts.repl[id]; rp != nil && rp.phase == phaseTemporary {
+			if _, oldThere := ts.cloud[rp.old]; oldThere && rp.temp != "" {
+				cf, cid = withIdentity(ts.spec, cf, rp.temp), rp.temp
+			} else {
+				rp.phase, rp.promote = phaseFinal, true
+			}
+		}
+		r.cloud, r.cloudID = cf, cid
+		if cid != "" {
+			ts.byCloud[cid] = r
+		}
+		if ts.repl[id] != nil {
+			ts.forced[id] = true
+		}
+		for col, parent := range ts.spec.Refs {
+			if p := snap.byName[parent]; p != nil && r.db[col] != nil && p.forced[r.db.String(col)] {
+				ts.forced[id] = true
+			}
+		}
+	}
+	for id, rp := range ts.repl {
+		current := ""
+		if r := ts.rows[id]; r != nil {
+			current = r.cloudID
+		}
+		for _, cid := range []string{rp.old, rp.temp} {
+			if cid != "" && cid != current {
+				ts.retired[cid] = rp
+			}
+		}
+	}
+	return nil
+}
+
+// moduleContext runs the Context hook of each module that has one over its
+// tables' rows as read.
+func moduleContext(ctx context.Context, tables []installedTable, rows map[string]map[string]*row) context.Context {
+	byModule := map[*module.Module]map[string][]module.Record{}
+	var order []*module.Module
+	for _, t := range tables {
+		if t.mod == nil || t.mod.Context == nil {
+			continue
+		}
+		if byModule[t.mod] == nil {
+			byModule[t.mod] = map[string][]module.Record{}
+			order = append(order, t.mod)
+		}
+		recs := make([]module.Record, 0, len(rows[t.spec.Name]))
+		for _, r := range rows[t.spec.Name] {
+			recs = append(recs, r.db)
+		}
+		byModule[t.mod][t.spec.Name] = recs
+	}
+	for _, m := range order {
+		ctx = m.Context(ctx, byModule[m])
+	}
+	return ctx
 }
 
 // startRecord and endRecord write the cycle's lifecycle rows.

@@ -328,6 +328,34 @@ CREATE TRIGGER iasql_records_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_records_guard ON public.iasql_records IS 'Only the sidecar writes record state.';
 
+-- Replacements in progress: a record whose change can only be made by a new
+-- resource, created before the old one is deleted so that what depends on
+-- it can move over (the dance of the apply/sync walkthrough). Kept until the
+-- old (and any temporary) resource is gone, so a restart finishes the work.
+CREATE TABLE public.iasql_replacements (
+  table_name    text NOT NULL,
+  record_id     text NOT NULL,
+  old_cloud_id  text NOT NULL,
+  temp_cloud_id text,
+  phase         text NOT NULL,
+  started_at    timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  PRIMARY KEY (table_name, record_id),
+  CONSTRAINT iasql_replacements_phase CHECK (phase IN ('temporary', 'final'))
+);
+COMMENT ON TABLE public.iasql_replacements IS 'Replacements of cloud resources the engine has begun and not finished: the new resource is created first, what references the record moves to it, then the old resource is deleted. A resource whose identity must stay unique (a security group''s name) goes through a temporary resource first.';
+COMMENT ON COLUMN public.iasql_replacements.table_name IS 'The module table.';
+COMMENT ON COLUMN public.iasql_replacements.record_id IS 'The row being replaced.';
+COMMENT ON COLUMN public.iasql_replacements.old_cloud_id IS 'Identity of the resource being replaced; deleted once nothing depends on it.';
+COMMENT ON COLUMN public.iasql_replacements.temp_cloud_id IS 'Identity of the temporary resource standing in while the old one is deleted (NULL when none is needed); deleted at the end.';
+COMMENT ON COLUMN public.iasql_replacements.phase IS 'temporary: the temporary resource stands in for the record; final: the record''s own new resource does.';
+COMMENT ON COLUMN public.iasql_replacements.started_at IS 'When the replacement began.';
+COMMENT ON CONSTRAINT iasql_replacements_phase ON public.iasql_replacements IS 'The two phases of a replacement.';
+REVOKE ALL ON public.iasql_replacements FROM PUBLIC;
+GRANT SELECT ON public.iasql_replacements TO PUBLIC;
+CREATE TRIGGER iasql_replacements_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_replacements
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_replacements_guard ON public.iasql_replacements IS 'Only the sidecar writes replacements.';
+
 -- Requests from the SQL API and the sidecar's answers.
 CREATE TABLE public.iasql_requests (
   id           uuid PRIMARY KEY,
@@ -795,5 +823,6 @@ SELECT pg_catalog.pg_extension_config_dump('public.iasql_capture_progress', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_audit_log_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_modules', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_records', '');
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_replacements', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_mode', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_mode_id_seq', '');

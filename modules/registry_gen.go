@@ -3,13 +3,19 @@
 package modules
 
 import (
+	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_s3"
+	"github.com/iasql/iasql/modules/aws_security_group"
+	"github.com/iasql/iasql/modules/aws_vpc"
 	"github.com/iasql/iasql/modules/module"
 )
 
 // All returns every module this build offers.
 func All() []module.Module {
 	return []module.Module{
+		aws_account.Module(),
 		aws_s3.Module(),
+		aws_security_group.Module(),
+		aws_vpc.Module(),
 	}
 }

@@ -6,5 +6,6 @@ SELECT pg_catalog.pg_extension_config_dump('public.iasql_capture_progress', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_audit_log_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_modules', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_records', '');
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_replacements', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_mode', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_mode_id_seq', '');

@@ -7,6 +7,7 @@ package module
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,7 +40,11 @@ type Module struct {
 type Table struct {
 	Name string
 	// CloudID are the columns whose values identify the resource in the
-	// cloud (e.g. a bucket's name). A Ref column may be part of it.
+	// cloud (e.g. a bucket's name). A Ref column may be part of it. They
+	// are declarative columns, or one feedback column when the cloud
+	// generates the identity (a VPC's vpc_id): a row whose identity is
+	// still NULL is a resource to create, and the identity is written
+	// back into it once created.
 	CloudID []string
 	// Declarative columns are the user's: the desired state, compared by
 	// the mapper's Equal and written to the cloud.
@@ -50,8 +55,32 @@ type Table struct {
 	Feedback []string
 	// Refs maps a column that references another module table by id to
 	// that table. In cloud records the column holds the referenced
-	// resource's cloud id (see CloudIDString) instead of the database id.
+	// resource's cloud id (as CloudIDOf renders it) instead of the database id.
 	Refs map[string]string
+	// Initial columns are the database's own (not the cloud's, not
+	// compared), given a value from the cloud record when a resource is
+	// imported and left to the user afterwards: aws_regions.is_default.
+	Initial []string
+	// ReadOnly tables mirror what users cannot change in the cloud (the
+	// list of regions): every difference is settled from the cloud, whatever
+	// the mode, and the mapper's Create, Update and Delete are never called.
+	ReadOnly bool
+}
+
+// CloudIDOf renders the identity of a record in cloud form: the value of
+// the one CloudID column, or a JSON array of the values (as strings, ""
+// for NULL) when there are several. Mappers whose records reference
+// another table use it to render the referenced resource's identity.
+func CloudIDOf(t Table, r Record) string {
+	if len(t.CloudID) == 1 {
+		return r.String(t.CloudID[0])
+	}
+	parts := make([]string, len(t.CloudID))
+	for i, c := range t.CloudID {
+		parts[i] = r.String(c)
+	}
+	js, _ := json.Marshal(parts)
+	return string(js)
 }
 
 // Record is one resource as column name -> value, in the table's shape. The
@@ -81,6 +110,22 @@ type Mapper interface {
 // ErrReplace is returned by Update when the change needs a new resource
 // (create-only properties).
 var ErrReplace = errors.New("change needs a replacement")
+
+// Temporary is implemented by the mapper of a resource that can only be
+// replaced and whose identity must stay unique while two exist (a security
+// group's name in its VPC). Temporary returns want under a temporary
+// identity, the same for the same old cloud id (so a retried create finds
+// the one already made): the engine creates that stand-in, moves what
+// references the record to it, deletes the old resource, creates want, moves
+// everything back and deletes the stand-in.
+type Temporary interface {
+	Temporary(want Record, oldCloudID string) Record
+}
+
+// ErrKeep is returned by Delete for a resource the cloud does not let
+// anyone delete (a VPC's default security group): the engine imports it
+// back into the database instead of trying again.
+var ErrKeep = errors.New("the cloud does not allow deleting this resource")
 
 // TerminalError is a cloud failure that retrying cannot fix (bad input,
 // permissions): the engine reports it and does not retry the task in the

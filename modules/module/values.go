@@ -3,8 +3,9 @@ package module
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 // String returns a record's value as a string, "" for NULL.
@@ -125,28 +126,10 @@ func numberEqual(n json.Number, b any) bool {
 	if n.String() == s {
 		return true
 	}
-	// Exact decimal comparison without floats: normalise trailing zeros.
-	return normDecimal(n.String()) == normDecimal(s)
-}
-
-func normDecimal(s string) string {
-	if strings.ContainsAny(s, "eE") {
-		return s
-	}
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	if i := strings.IndexByte(s, '.'); i >= 0 {
-		s = strings.TrimRight(s, "0")
-		s = strings.TrimSuffix(s, ".")
-	}
-	s = strings.TrimLeft(s, "0")
-	if s == "" || strings.HasPrefix(s, ".") {
-		s = "0" + s
-	}
-	if neg && s != "0" {
-		s = "-" + s
-	}
-	return s
+	// Exactly, as decimals (no floats): 3600 = 3600.0 = 3.6e3.
+	x, _, errx := apd.NewFromString(n.String())
+	y, _, erry := apd.NewFromString(s)
+	return errx == nil && erry == nil && x.Cmp(y) == 0
 }
 
 // CompareDeclarative is the default Equal: Same on each column.

@@ -1,0 +1,55 @@
+-- aws_account: the regions of the account, and which one is the default.
+-- Credentials are never stored: the sidecar uses the AWS SDK's standard
+-- chain (environment, shared config, instance or task role).
+
+CREATE TABLE public.aws_regions (
+  id         serial PRIMARY KEY,
+  region     text NOT NULL,
+  is_default boolean NOT NULL DEFAULT false,
+  is_enabled boolean NOT NULL DEFAULT true,
+  CONSTRAINT aws_regions_region_unique UNIQUE (region),
+  CONSTRAINT aws_regions_region_format CHECK (region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]+$'),
+  CONSTRAINT aws_regions_default_enabled CHECK (is_enabled OR NOT is_default)
+);
+COMMENT ON TABLE public.aws_regions IS
+  'The regions enabled for the AWS account, as EC2 DescribeRegions lists them (read-only: rows follow the cloud). is_default and is_enabled are yours: the default region is what region columns of other modules default to, and only enabled regions are read and written.';
+COMMENT ON COLUMN public.aws_regions.id IS 'Database identifier of the row.';
+COMMENT ON COLUMN public.aws_regions.region IS 'Region code, e.g. us-east-1.';
+COMMENT ON COLUMN public.aws_regions.is_default IS 'Whether this is the default region (exactly one is; making another the default unsets the previous one). Imported as the SDK configuration''s region.';
+COMMENT ON COLUMN public.aws_regions.is_enabled IS 'Whether iasql manages resources in this region. Disabling a region drops its resources from the tables; nothing is deleted in the cloud.';
+COMMENT ON SEQUENCE public.aws_regions_id_seq IS 'Generates aws_regions.id.';
+COMMENT ON CONSTRAINT aws_regions_region_unique ON public.aws_regions IS 'A region appears once.';
+COMMENT ON CONSTRAINT aws_regions_region_format ON public.aws_regions IS 'A region code such as us-east-1 or ap-southeast-2.';
+COMMENT ON CONSTRAINT aws_regions_default_enabled ON public.aws_regions IS 'The default region must be enabled.';
+
+CREATE UNIQUE INDEX aws_regions_one_default ON public.aws_regions (is_default) WHERE is_default;
+COMMENT ON INDEX public.aws_regions_one_default IS 'At most one default region.';
+
+CREATE FUNCTION public.aws_regions_single_default() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.is_default AND (TG_OP = 'INSERT' OR NOT OLD.is_default) THEN
+    UPDATE public.aws_regions SET is_default = false WHERE is_default AND id <> NEW.id;
+  END IF;
+  RETURN NEW;
+END;
+$$;
+COMMENT ON FUNCTION public.aws_regions_single_default() IS 'Trigger function: making a region the default unsets the previous default.';
+CREATE TRIGGER aws_regions_single_default BEFORE INSERT OR UPDATE OF is_default ON public.aws_regions
+  FOR EACH ROW EXECUTE FUNCTION public.aws_regions_single_default();
+COMMENT ON TRIGGER aws_regions_single_default ON public.aws_regions IS 'Keeps exactly one default region when the default moves.';
+
+CREATE FUNCTION public.default_aws_region() RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  r text;
+BEGIN
+  SELECT region INTO r FROM public.aws_regions WHERE is_default;
+  IF r IS NULL THEN
+    RAISE EXCEPTION 'no default AWS region is set'
+      USING HINT = 'Give the region explicitly, or choose one: UPDATE aws_regions SET is_default = true WHERE region = ''us-east-1'' (aws_regions fills once the aws_account module has synced).';
+  END IF;
+  RETURN r;
+END;
+$$;
+COMMENT ON FUNCTION public.default_aws_region() IS 'The default region (aws_regions.is_default): the default of region columns in other modules.';

@@ -1,0 +1,189 @@
+package aws_security_group
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// groups is what the two mappers share: the clients, and the groups last
+// seen, so that rules (which AWS gives by group id) can name their groups
+// by identity, and rules to create can find their group's id.
+type groups struct {
+	c *ec2x.Clients
+
+	mu    sync.Mutex
+	byID  map[string]groupRef // group id -> the group
+	byCID map[string]string   // group identity -> group id
+}
+
+type groupRef struct{ cid, region string }
+
+func (g *groups) remember(r module.Record) {
+	cid := module.CloudIDOf(groupTable, r)
+	g.mu.Lock()
+	g.byID[r.String("group_id")] = groupRef{cid: cid, region: r.String("region")}
+	g.byCID[cid] = r.String("group_id")
+	g.mu.Unlock()
+}
+
+func (g *groups) forget(r module.Record) {
+	g.mu.Lock()
+	delete(g.byID, r.String("group_id"))
+	delete(g.byCID, module.CloudIDOf(groupTable, r))
+	g.mu.Unlock()
+}
+
+// id returns the group id of a group identity.
+func (g *groups) id(cid string) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id, ok := g.byCID[cid]
+	return id, ok
+}
+
+// ref returns the group of a group id.
+func (g *groups) ref(id string) (groupRef, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, ok := g.byID[id]
+	return r, ok
+}
+
+type groupMapper struct{ g *groups }
+
+var groupColumns = []string{"group_name", "description", "vpc_id", "region", "tags"}
+
+func groupRecord(region string, sg types.SecurityGroup) module.Record {
+	return module.Record{
+		"group_id": aws.ToString(sg.GroupId), "group_name": aws.ToString(sg.GroupName),
+		"description": aws.ToString(sg.Description), "vpc_id": aws.ToString(sg.VpcId),
+		"region": region, "tags": ec2x.Tags(sg.Tags),
+	}
+}
+
+func (m *groupMapper) Read(ctx context.Context) ([]module.Record, error) {
+	recs, err := m.g.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+		var out []module.Record
+		p := ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{MaxResults: aws.Int32(ec2x.PageSize)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("describe security groups: %w", err)
+			}
+			for _, sg := range page.SecurityGroups {
+				out = append(out, groupRecord(region, sg))
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]groupRef, len(recs))
+	byCID := make(map[string]string, len(recs))
+	for _, r := range recs {
+		cid := module.CloudIDOf(groupTable, r)
+		byID[r.String("group_id")] = groupRef{cid: cid, region: r.String("region")}
+		byCID[cid] = r.String("group_id")
+	}
+	m.g.mu.Lock()
+	m.g.byID, m.g.byCID = byID, byCID
+	m.g.mu.Unlock()
+	return recs, nil
+}
+
+// Create creates the group. AWS gives a new group an egress rule allowing
+// everything; it shows up as a rule like any other.
+func (m *groupMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	region := want.String("region")
+	cl := m.g.c.Region(region)
+	out, err := cl.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
+		GroupName:         aws.String(want.String("group_name")),
+		Description:       aws.String(want.String("description")),
+		VpcId:             aws.String(want.String("vpc_id")),
+		TagSpecifications: ec2x.TagSpec(types.ResourceTypeSecurityGroup, want["tags"]),
+	})
+	if ec2x.Code(err) == "InvalidGroup.Duplicate" {
+		// Made by an earlier attempt whose answer was lost: read it back.
+		return m.find(ctx, region, want.String("vpc_id"), want.String("group_name"))
+	}
+	if err != nil {
+		return nil, ec2x.Terminal(fmt.Errorf("create security group %s in %s: %w", want.String("group_name"), want.String("vpc_id"), err))
+	}
+	got := maps.Clone(want)
+	got["group_id"] = aws.ToString(out.GroupId)
+	m.g.remember(got)
+	return got, nil
+}
+
+func (m *groupMapper) find(ctx context.Context, region, vpc, name string) (module.Record, error) {
+	out, err := m.g.c.Region(region).DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		{Name: aws.String("vpc-id"), Values: []string{vpc}}, {Name: aws.String("group-name"), Values: []string{name}}}})
+	if err != nil {
+		return nil, fmt.Errorf("find security group %s in %s: %w", name, vpc, err)
+	}
+	if len(out.SecurityGroups) != 1 {
+		return nil, fmt.Errorf("find security group %s in %s: %d found", name, vpc, len(out.SecurityGroups))
+	}
+	got := groupRecord(region, out.SecurityGroups[0])
+	m.g.remember(got)
+	return got, nil
+}
+
+// Update changes tags; a new description needs a new group.
+func (m *groupMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	for _, c := range groupColumns {
+		if c != "tags" && !module.Same(want[c], have[c]) {
+			return nil, module.ErrReplace
+		}
+	}
+	if err := ec2x.SyncTags(ctx, m.g.c.Region(have.String("region")), have.String("group_id"), want["tags"], have["tags"]); err != nil {
+		return nil, err
+	}
+	got := maps.Clone(have)
+	got["tags"] = want["tags"]
+	return got, nil
+}
+
+// Temporary names the stand-in of a replacement: the name with a suffix
+// derived from the old group's identity, so a retry finds the same one.
+func (m *groupMapper) Temporary(want module.Record, oldCloudID string) module.Record {
+	sum := sha256.Sum256([]byte(oldCloudID))
+	suffix := "-iasql-" + hex.EncodeToString(sum[:4])
+	name := want.String("group_name")
+	if len(name)+len(suffix) > 255 {
+		name = name[:255-len(suffix)]
+	}
+	out := maps.Clone(want)
+	out["group_name"] = name + suffix
+	return out
+}
+
+func (m *groupMapper) Delete(ctx context.Context, have module.Record) error {
+	_, err := m.g.c.Region(have.String("region")).DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(have.String("group_id"))})
+	switch ec2x.Code(err) {
+	case "":
+	case "InvalidGroup.NotFound":
+	case "CannotDelete":
+		return fmt.Errorf("security group %s (%s): %w", have.String("group_name"), have.String("group_id"), module.ErrKeep)
+	default:
+		return fmt.Errorf("delete security group %s: %w", have.String("group_id"), err)
+	}
+	m.g.forget(have)
+	return nil
+}
+
+func (m *groupMapper) Equal(db, cloud module.Record) bool {
+	return module.CompareDeclarative(groupColumns, db, cloud)
+}

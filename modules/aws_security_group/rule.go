@@ -1,0 +1,212 @@
+package aws_security_group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/module"
+)
+
+type ruleMapper struct{ g *groups }
+
+// portless reports whether a protocol has no ports: AWS reports -1 for
+// them, the table NULL.
+func portless(protocol string) bool {
+	switch protocol {
+	case "tcp", "udp", "icmp", "icmpv6":
+		return false
+	}
+	return true
+}
+
+// record renders a rule; ok is false when a group it names is not known
+// (created after the groups were read, or in another account).
+func (m *ruleMapper) record(region string, r types.SecurityGroupRule) (module.Record, bool) {
+	owner, ok := m.g.ref(aws.ToString(r.GroupId))
+	if !ok {
+		return nil, false
+	}
+	rec := module.Record{
+		"rule_id": aws.ToString(r.SecurityGroupRuleId), "security_group_id": owner.cid,
+		"is_egress": aws.ToBool(r.IsEgress), "ip_protocol": aws.ToString(r.IpProtocol),
+		"description": aws.ToString(r.Description), "region": region, "group_id": aws.ToString(r.GroupId),
+	}
+	if !portless(rec.String("ip_protocol")) {
+		rec["from_port"] = module.Number(int64(aws.ToInt32(r.FromPort)))
+		rec["to_port"] = module.Number(int64(aws.ToInt32(r.ToPort)))
+	}
+	for col, v := range map[string]*string{"cidr_ipv4": r.CidrIpv4, "cidr_ipv6": r.CidrIpv6, "prefix_list_id": r.PrefixListId} {
+		if v != nil {
+			rec[col] = *v
+		}
+	}
+	if r.ReferencedGroupInfo != nil {
+		src, ok := m.g.ref(aws.ToString(r.ReferencedGroupInfo.GroupId))
+		if !ok {
+			return nil, false
+		}
+		rec["source_security_group_id"] = src.cid
+	}
+	return rec, true
+}
+
+func (m *ruleMapper) Read(ctx context.Context) ([]module.Record, error) {
+	return m.g.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+		var out []module.Record
+		p := ec2.NewDescribeSecurityGroupRulesPaginator(cl, &ec2.DescribeSecurityGroupRulesInput{MaxResults: aws.Int32(ec2x.PageSize)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("describe security group rules: %w", err)
+			}
+			for _, r := range page.SecurityGroupRules {
+				if rec, ok := m.record(region, r); ok {
+					out = append(out, rec)
+				}
+			}
+		}
+		return out, nil
+	})
+}
+
+// errNoGroup means a rule's group has no id yet (it is created in the same
+// cycle): retrying after the group exists works.
+var errNoGroup = errors.New("security group not known in the cloud yet")
+
+// permission is the IpPermissions entry of a rule.
+func (m *ruleMapper) permission(want module.Record) (types.IpPermission, error) {
+	p := types.IpPermission{IpProtocol: aws.String(want.String("ip_protocol"))}
+	if !portless(want.String("ip_protocol")) {
+		p.FromPort = aws.Int32(int32(want.Int("from_port")))
+		p.ToPort = aws.Int32(int32(want.Int("to_port")))
+	}
+	desc := aws.String(want.String("description"))
+	if want.String("description") == "" {
+		desc = nil
+	}
+	switch {
+	case want["cidr_ipv4"] != nil:
+		p.IpRanges = []types.IpRange{{CidrIp: aws.String(want.String("cidr_ipv4")), Description: desc}}
+	case want["cidr_ipv6"] != nil:
+		p.Ipv6Ranges = []types.Ipv6Range{{CidrIpv6: aws.String(want.String("cidr_ipv6")), Description: desc}}
+	case want["prefix_list_id"] != nil:
+		p.PrefixListIds = []types.PrefixListId{{PrefixListId: aws.String(want.String("prefix_list_id")), Description: desc}}
+	case want["source_security_group_id"] != nil:
+		src, ok := m.g.id(want.String("source_security_group_id"))
+		if !ok {
+			return p, fmt.Errorf("source group %s: %w", want.String("source_security_group_id"), errNoGroup)
+		}
+		p.UserIdGroupPairs = []types.UserIdGroupPair{{GroupId: aws.String(src), Description: desc}}
+	}
+	return p, nil
+}
+
+func (m *ruleMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	groupID, ok := m.g.id(want.String("security_group_id"))
+	if !ok {
+		return nil, fmt.Errorf("group %s: %w", want.String("security_group_id"), errNoGroup)
+	}
+	owner, _ := m.g.ref(groupID)
+	perm, err := m.permission(want)
+	if err != nil {
+		return nil, err
+	}
+	cl := m.g.c.Region(owner.region)
+	var rules []types.SecurityGroupRule
+	if want.Bool("is_egress") {
+		out, e := cl.AuthorizeSecurityGroupEgress(ctx, &ec2.AuthorizeSecurityGroupEgressInput{GroupId: aws.String(groupID), IpPermissions: []types.IpPermission{perm}})
+		if out != nil {
+			rules = out.SecurityGroupRules
+		}
+		err = e
+	} else {
+		out, e := cl.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: []types.IpPermission{perm}})
+		if out != nil {
+			rules = out.SecurityGroupRules
+		}
+		err = e
+	}
+	if ec2x.Code(err) == "InvalidPermission.Duplicate" {
+		// Already there (an earlier attempt, or AWS's default egress rule).
+		return m.find(ctx, owner.region, groupID, want)
+	}
+	if err != nil {
+		return nil, ec2x.Terminal(fmt.Errorf("authorize rule on %s: %w", groupID, err))
+	}
+	if len(rules) != 1 {
+		return m.find(ctx, owner.region, groupID, want)
+	}
+	got := maps.Clone(want)
+	got["rule_id"] = aws.ToString(rules[0].SecurityGroupRuleId)
+	got["region"], got["group_id"] = owner.region, groupID
+	return got, nil
+}
+
+// find reads back the group's rule with want's identity.
+func (m *ruleMapper) find(ctx context.Context, region, groupID string, want module.Record) (module.Record, error) {
+	cid := module.CloudIDOf(ruleTable, want)
+	p := ec2.NewDescribeSecurityGroupRulesPaginator(m.g.c.Region(region), &ec2.DescribeSecurityGroupRulesInput{
+		Filters: []types.Filter{{Name: aws.String("group-id"), Values: []string{groupID}}}, MaxResults: aws.Int32(ec2x.PageSize)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the rules of %s: %w", groupID, err)
+		}
+		for _, r := range page.SecurityGroupRules {
+			if rec, ok := m.record(region, r); ok && module.CloudIDOf(ruleTable, rec) == cid {
+				return rec, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("rule %s on %s: AWS says it exists but does not list it", cid, groupID)
+}
+
+// Update changes the description; anything else is another rule.
+func (m *ruleMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	if module.CloudIDOf(ruleTable, want) != module.CloudIDOf(ruleTable, have) {
+		return nil, module.ErrReplace
+	}
+	cl := m.g.c.Region(have.String("region"))
+	desc := []types.SecurityGroupRuleDescription{{SecurityGroupRuleId: aws.String(have.String("rule_id")), Description: aws.String(want.String("description"))}}
+	var err error
+	if have.Bool("is_egress") {
+		_, err = cl.UpdateSecurityGroupRuleDescriptionsEgress(ctx, &ec2.UpdateSecurityGroupRuleDescriptionsEgressInput{
+			GroupId: aws.String(have.String("group_id")), SecurityGroupRuleDescriptions: desc})
+	} else {
+		_, err = cl.UpdateSecurityGroupRuleDescriptionsIngress(ctx, &ec2.UpdateSecurityGroupRuleDescriptionsIngressInput{
+			GroupId: aws.String(have.String("group_id")), SecurityGroupRuleDescriptions: desc})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe rule %s: %w", have.String("rule_id"), err)
+	}
+	got := maps.Clone(have)
+	got["description"] = want["description"]
+	return got, nil
+}
+
+func (m *ruleMapper) Delete(ctx context.Context, have module.Record) error {
+	cl := m.g.c.Region(have.String("region"))
+	ids := []string{have.String("rule_id")}
+	var err error
+	if have.Bool("is_egress") {
+		_, err = cl.RevokeSecurityGroupEgress(ctx, &ec2.RevokeSecurityGroupEgressInput{GroupId: aws.String(have.String("group_id")), SecurityGroupRuleIds: ids})
+	} else {
+		_, err = cl.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(have.String("group_id")), SecurityGroupRuleIds: ids})
+	}
+	switch ec2x.Code(err) {
+	case "", "InvalidSecurityGroupRuleId.NotFound", "InvalidGroup.NotFound", "InvalidPermission.NotFound":
+		return nil
+	}
+	return fmt.Errorf("revoke rule %s: %w", have.String("rule_id"), err)
+}
+
+func (m *ruleMapper) Equal(db, cloud module.Record) bool {
+	return module.CompareDeclarative(ruleTable.Declarative, db, cloud)
+}

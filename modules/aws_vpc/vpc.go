@@ -1,0 +1,84 @@
+package aws_vpc
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/module"
+)
+
+type vpcMapper struct{ c *ec2x.Clients }
+
+var vpcColumns = []string{"cidr_block", "region", "tags"}
+
+func vpcRecord(region string, v types.Vpc) module.Record {
+	return module.Record{
+		"vpc_id": aws.ToString(v.VpcId), "cidr_block": aws.ToString(v.CidrBlock), "region": region,
+		"tags": ec2x.Tags(v.Tags), "is_default": aws.ToBool(v.IsDefault), "state": string(v.State),
+	}
+}
+
+func (m *vpcMapper) Read(ctx context.Context) ([]module.Record, error) {
+	return m.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+		var out []module.Record
+		p := ec2.NewDescribeVpcsPaginator(cl, &ec2.DescribeVpcsInput{MaxResults: aws.Int32(ec2x.PageSize)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("describe VPCs: %w", err)
+			}
+			for _, v := range page.Vpcs {
+				out = append(out, vpcRecord(region, v))
+			}
+		}
+		return out, nil
+	})
+}
+
+func (m *vpcMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	region := want.String("region")
+	out, err := m.c.Region(region).CreateVpc(ctx, &ec2.CreateVpcInput{
+		CidrBlock:         aws.String(want.String("cidr_block")),
+		TagSpecifications: ec2x.TagSpec(types.ResourceTypeVpc, want["tags"]),
+	})
+	if err != nil {
+		return nil, ec2x.Terminal(fmt.Errorf("create VPC %s in %s: %w", want.String("cidr_block"), region, err))
+	}
+	return vpcRecord(region, *out.Vpc), nil
+}
+
+// Update changes tags; a new CIDR block or region needs a new VPC.
+func (m *vpcMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	if !module.Same(want["cidr_block"], have["cidr_block"]) || !module.Same(want["region"], have["region"]) {
+		return nil, module.ErrReplace
+	}
+	if err := ec2x.SyncTags(ctx, m.c.Region(have.String("region")), have.String("vpc_id"), want["tags"], have["tags"]); err != nil {
+		return nil, err
+	}
+	got := module.Record{}
+	for k, v := range have {
+		got[k] = v
+	}
+	got["tags"] = want["tags"]
+	return got, nil
+}
+
+func (m *vpcMapper) Delete(ctx context.Context, have module.Record) error {
+	_, err := m.c.Region(have.String("region")).DeleteVpc(ctx, &ec2.DeleteVpcInput{VpcId: aws.String(have.String("vpc_id"))})
+	if ec2x.Code(err) == "InvalidVpcID.NotFound" {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete VPC %s: %w", have.String("vpc_id"), err)
+	}
+	return nil
+}
+
+func (m *vpcMapper) Equal(db, cloud module.Record) bool {
+	return module.CompareDeclarative(vpcColumns, db, cloud)
+}

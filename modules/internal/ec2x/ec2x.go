@@ -1,0 +1,163 @@
+// Package ec2x is what the EC2-based modules (aws_vpc, aws_security_group)
+// share: an EC2 client per region, reading every region of the cycle's
+// scope concurrently, tags in record form, and the error codes they test.
+package ec2x
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// PageSize is the MaxResults of describe pages (EC2's maximum).
+const PageSize = 1000
+
+// Clients holds an EC2 client per region for one SDK configuration.
+type Clients struct {
+	cfg aws.Config
+
+	mu       sync.Mutex
+	byRegion map[string]*ec2.Client
+}
+
+// NewClients returns clients for cfg.
+func NewClients(cfg aws.Config) *Clients {
+	return &Clients{cfg: cfg, byRegion: map[string]*ec2.Client{}}
+}
+
+// Config is the SDK configuration the clients use.
+func (c *Clients) Config() aws.Config { return c.cfg }
+
+// Region returns the client for a region.
+func (c *Clients) Region(region string) *ec2.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.byRegion[region]; ok {
+		return cl
+	}
+	cl := ec2.NewFromConfig(c.cfg, func(o *ec2.Options) { o.Region = region })
+	c.byRegion[region] = cl
+	return cl
+}
+
+// EachRegion runs read for every region of the cycle's scope concurrently
+// and returns the records in region order, or the first error.
+func (c *Clients) EachRegion(ctx context.Context, read func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error)) ([]module.Record, error) {
+	regions := module.ScopeOf(ctx, c.cfg).Regions
+	out := make([][]module.Record, len(regions))
+	errs := make([]error, len(regions))
+	var wg sync.WaitGroup
+	for i, r := range regions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs, err := read(ctx, r, c.Region(r))
+			if err != nil {
+				err = fmt.Errorf("%s: %w", r, err)
+			}
+			out[i], errs[i] = recs, err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var all []module.Record
+	for _, recs := range out {
+		all = append(all, recs...)
+	}
+	return all, nil
+}
+
+// Tags renders EC2 tags as a record value: an object of key -> value
+// ({} when there are none, as the tables' default is).
+func Tags(tags []types.Tag) map[string]any {
+	out := make(map[string]any, len(tags))
+	for _, t := range tags {
+		out[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return out
+}
+
+// TagSpec is the TagSpecifications of a create call for a record's tags
+// column (nil when it has none).
+func TagSpec(resource types.ResourceType, tags any) []types.TagSpecification {
+	ts := toTags(tags)
+	if len(ts) == 0 {
+		return nil
+	}
+	return []types.TagSpecification{{ResourceType: resource, Tags: ts}}
+}
+
+func toTags(v any) []types.Tag {
+	m, _ := v.(map[string]any)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]types.Tag, 0, len(m))
+	for _, k := range keys {
+		out = append(out, types.Tag{Key: aws.String(k), Value: aws.String(fmt.Sprint(m[k]))})
+	}
+	return out
+}
+
+// SyncTags makes the resource's tags want (from have): CreateTags for new
+// and changed ones, DeleteTags for the ones gone.
+func SyncTags(ctx context.Context, cl *ec2.Client, id string, want, have any) error {
+	w, _ := want.(map[string]any)
+	h, _ := have.(map[string]any)
+	var set []types.Tag
+	for _, t := range toTags(w) {
+		if old, ok := h[*t.Key]; !ok || fmt.Sprint(old) != *t.Value {
+			set = append(set, t)
+		}
+	}
+	var del []types.Tag
+	for _, t := range toTags(h) {
+		if _, ok := w[*t.Key]; !ok {
+			del = append(del, types.Tag{Key: t.Key})
+		}
+	}
+	if len(set) > 0 {
+		if _, err := cl.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: set}); err != nil {
+			return fmt.Errorf("tag %s: %w", id, err)
+		}
+	}
+	if len(del) > 0 {
+		if _, err := cl.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: []string{id}, Tags: del}); err != nil {
+			return fmt.Errorf("untag %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Code returns the AWS error code of err ("" when it has none).
+func Code(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// Terminal wraps errors that retrying cannot fix (bad input the database
+// could not catch) as module.TerminalError; others pass through.
+func Terminal(err error) error {
+	switch Code(err) {
+	case "InvalidParameterValue", "InvalidParameterCombination", "InvalidVpc.Range", "InvalidSubnet.Range",
+		"InvalidSubnet.Conflict", "UnauthorizedOperation", "InvalidPermission.Malformed":
+		return &module.TerminalError{Err: err}
+	}
+	return err
+}
