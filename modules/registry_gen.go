@@ -4,6 +4,8 @@ package modules
 
 import (
 	"github.com/iasql/iasql/modules/aws_account"
+	"github.com/iasql/iasql/modules/aws_ecr"
+	"github.com/iasql/iasql/modules/aws_iam"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/aws_vpc"
@@ -14,6 +16,8 @@ import (
 func All() []module.Module {
 	return []module.Module{
 		aws_account.Module(),
+		aws_ecr.Module(),
+		aws_iam.Module(),
 		aws_s3.Module(),
 		aws_security_group.Module(),
 		aws_vpc.Module(),
