@@ -66,8 +66,6 @@ type options struct {
 	// intent" (iasql_rollback): those records are restored from the cloud.
 	discardAfter pglogrepl.LSN
 	discard      bool
-	// created: "table\x00id" of the rows this cycle created in the cloud.
-	created map[string]bool
 }
 
 // diff decides, for every difference between database and cloud, what to
@@ -185,12 +183,14 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 			if rid == "" && mode == modeNormal {
 				toCloud = false // never known here: imported
 			}
-			if parent := pushedParent(snap, ts.spec, c, opt); parent != "" {
-				// Not among the rows of a parent the cycle created or is
-				// replacing: the user's rows say what it has.
+			if parent := pushedParent(snap, ts.spec, c); parent != "" {
+				// Not among the rows of a parent being replaced.
 				toCloud, label, note = true, "replacement", " (not in the database for "+parent+")"
 			}
 			a := &Action{Table: ts.spec.Name, CloudID: cid, Mode: label, ts: ts, cloud: c, record: rid}
+			if !toCloud && !parentsImported(snap, ts.spec, c) {
+				continue // its parent is imported in this pass; it follows in the next
+			}
 			if toCloud {
 				// The user deleted the row (or moved it to another identity),
 				// or ENFORCE removes what the database does not have.
@@ -222,17 +222,34 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 	return p, nil
 }
 
+// parentsImported reports whether every resource a cloud record
+// references is a row already (so that it can be imported).
+func parentsImported(snap *snapshot, spec module.Table, c module.Record) bool {
+	for col, parent := range spec.Refs {
+		if c[col] == nil {
+			continue
+		}
+		if p := snap.byName[parent]; p != nil && p.byCloud[c.String(col)] == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // pushedParent names the parent of a cloud-only resource when that parent
-// is being replaced or was created by this cycle ("" otherwise): such a
-// parent's children are exactly the rows that reference it.
-func pushedParent(snap *snapshot, spec module.Table, c module.Record, opt options) string {
+// is being replaced ("" otherwise): the new resource's children are exactly
+// the rows that reference the record (what the cloud adds to a new resource
+// of its own accord, like a security group's default egress rule, is
+// removed). A resource the user creates keeps what the cloud adds: it is
+// imported, for the user to keep or delete.
+func pushedParent(snap *snapshot, spec module.Table, c module.Record) string {
 	for col, parent := range spec.Refs {
 		p := snap.byName[parent]
 		if p == nil || c[col] == nil {
 			continue
 		}
 		pr := p.byCloud[c.String(col)]
-		if pr != nil && (p.forced[pr.id] || opt.created[parent+"\x00"+pr.id]) {
+		if pr != nil && p.forced[pr.id] {
 			return parent + " " + pr.id
 		}
 	}
@@ -389,9 +406,6 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 		got, err := ts.mapper.Create(ctx, a.row.cloud)
 		if err != nil {
 			return err
-		}
-		if c.opt.created != nil {
-			c.opt.created[ts.spec.Name+"\x00"+a.ID] = true
 		}
 		if rp := ts.repl[a.ID]; rp != nil && rp.phase == phaseTemporary && a.row.cloudID == rp.temp {
 			return c.writeFeedback(ctx, a, got) // the stand-in, not the record

@@ -55,9 +55,6 @@ const maxPasses = 10
 // and repeat until a pass finds nothing to do.
 func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 	out := &Outcome{Cycle: c.id}
-	if c.opt.created == nil {
-		c.opt.created = map[string]bool{}
-	}
 	var lastSig string
 	repeats := 0
 	for pass := 1; ; pass++ {

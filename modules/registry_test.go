@@ -4,9 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/iasql/iasql/modules"
+	"github.com/iasql/iasql/modules/module"
 )
 
 // TestRegistryCurrent: registry_gen.go lists every module folder.
@@ -41,33 +43,61 @@ func TestRegistryCurrent(t *testing.T) {
 
 // TestModulesWellFormed: every module declares what the engine needs.
 func TestModulesWellFormed(t *testing.T) {
-	seen := map[string]bool{}
+	byName := map[string]module.Module{}
 	for _, m := range modules.All() {
 		if m.Name == "" || m.Version == "" || m.SQL == "" || m.Mappers == nil || len(m.Tables) == 0 {
 			t.Errorf("module %q lacks a name, version, SQL, tables or mappers", m.Name)
 		}
-		if seen[m.Name] {
+		if _, dup := byName[m.Name]; dup {
 			t.Errorf("module %s is listed twice", m.Name)
 		}
-		seen[m.Name] = true
+		byName[m.Name] = m
+	}
+	// owner: table -> module, across modules (names are global in a database).
+	owner := map[string]string{}
+	for _, m := range modules.All() {
+		for _, tb := range m.Tables {
+			if o, ok := owner[tb.Name]; ok {
+				t.Errorf("table %s is in both %s and %s", tb.Name, o, m.Name)
+			}
+			owner[tb.Name] = m.Name
+		}
+	}
+	for _, m := range modules.All() {
+		// What the module may reference: its earlier tables and every table
+		// of the modules it depends on, directly or not.
+		deps := map[string]bool{}
+		var visit func(string)
+		visit = func(n string) {
+			for _, d := range byName[n].DependsOn {
+				if _, ok := byName[d]; !ok {
+					t.Errorf("module %s depends on %s, which this build does not offer", n, d)
+					continue
+				}
+				if !deps[d] {
+					deps[d] = true
+					visit(d)
+				}
+			}
+		}
+		visit(m.Name)
 		tables := map[string]bool{}
 		for _, tb := range m.Tables {
 			if len(tb.CloudID) == 0 {
 				t.Errorf("%s.%s has no cloud identity columns", m.Name, tb.Name)
 			}
+			generated := len(tb.CloudID) == 1 && slices.Contains(tb.Feedback, tb.CloudID[0])
+			for _, c := range tb.CloudID {
+				if !generated && !slices.Contains(tb.Declarative, c) {
+					t.Errorf("%s.%s: identity column %s must be declarative (or the one feedback column the cloud generates)", m.Name, tb.Name, c)
+				}
+			}
 			for col, ref := range tb.Refs {
-				if !tables[ref] {
-					t.Errorf("%s.%s.%s references %s, which is not an earlier table of the module", m.Name, tb.Name, col, ref)
+				if !tables[ref] && !deps[owner[ref]] {
+					t.Errorf("%s.%s.%s references %s, which is neither an earlier table of the module nor one of a module it depends on", m.Name, tb.Name, col, ref)
 				}
 			}
 			tables[tb.Name] = true
-		}
-	}
-	for _, m := range modules.All() {
-		for _, d := range m.DependsOn {
-			if !seen[d] {
-				t.Errorf("module %s depends on %s, which this build does not offer", m.Name, d)
-			}
 		}
 	}
 }
