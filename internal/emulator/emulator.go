@@ -89,8 +89,7 @@ func New(opts Options) *Emulator {
 			"s3":  s3,
 			"iam": newIAM(opts),
 			"ecr": newECR(opts),
-			// Later services register here by signing name, e.g.
-			// "ec2": newEC2(opts) (query protocol, Action=...).
+			"ec2": newEC2(opts),
 		},
 		fallback: s3,
 		calls:    map[string]int{},

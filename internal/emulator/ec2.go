@@ -1,0 +1,373 @@
+package emulator
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+const (
+	ec2Namespace = "http://ec2.amazonaws.com/doc/2016-11-15/"
+	// ec2MaxTags is AWS's limit of tags per resource.
+	ec2MaxTags = 50
+)
+
+// ec2Service is EC2 (query protocol: a form with Action=..., XML answers):
+// regions and zones, VPCs, subnets, security groups and their rules, and
+// tags on them. Every region of Regions exists, created on first use with
+// AWS's defaults (a default VPC with one default subnet per zone); each
+// VPC has its "default" security group. Resources live in the region the
+// request is signed for; ids are unique across regions.
+type ec2Service struct {
+	opts Options
+	// seed makes this emulator's ids differ from another's.
+	seed uint64
+
+	mu      sync.Mutex
+	counter uint64                // guarded by mu; ids and request ids are derived from it
+	regions map[string]*ec2Region // guarded by mu; created on first use
+}
+
+func newEC2(opts Options) *ec2Service {
+	return &ec2Service{opts: opts, seed: rand.Uint64(), regions: map[string]*ec2Region{}}
+}
+
+// ec2Handler does one action in a region and writes the elements of its
+// response into x; it must change nothing when it fails. It runs with
+// the service's mutex held.
+type ec2Handler func(s *ec2Service, rg *ec2Region, p ec2Params, x *ec2XML) error
+
+// ec2Actions are the actions the emulator answers.
+var ec2Actions = map[string]ec2Handler{
+	"DescribeRegions":                            (*ec2Service).describeRegions,
+	"DescribeAvailabilityZones":                  (*ec2Service).describeAvailabilityZones,
+	"CreateVpc":                                  (*ec2Service).createVpc,
+	"DescribeVpcs":                               (*ec2Service).describeVpcs,
+	"DeleteVpc":                                  (*ec2Service).deleteVpc,
+	"CreateSubnet":                               (*ec2Service).createSubnet,
+	"DescribeSubnets":                            (*ec2Service).describeSubnets,
+	"DeleteSubnet":                               (*ec2Service).deleteSubnet,
+	"CreateSecurityGroup":                        (*ec2Service).createSecurityGroup,
+	"DescribeSecurityGroups":                     (*ec2Service).describeSecurityGroups,
+	"DeleteSecurityGroup":                        (*ec2Service).deleteSecurityGroup,
+	"AuthorizeSecurityGroupIngress":              (*ec2Service).authorizeIngress,
+	"AuthorizeSecurityGroupEgress":               (*ec2Service).authorizeEgress,
+	"RevokeSecurityGroupIngress":                 (*ec2Service).revokeIngress,
+	"RevokeSecurityGroupEgress":                  (*ec2Service).revokeEgress,
+	"DescribeSecurityGroupRules":                 (*ec2Service).describeSecurityGroupRules,
+	"ModifySecurityGroupRules":                   (*ec2Service).modifySecurityGroupRules,
+	"UpdateSecurityGroupRuleDescriptionsIngress": (*ec2Service).updateDescriptionsIngress,
+	"UpdateSecurityGroupRuleDescriptionsEgress":  (*ec2Service).updateDescriptionsEgress,
+	"CreateTags":                                 (*ec2Service).createTags,
+	"DeleteTags":                                 (*ec2Service).deleteTags,
+}
+
+func (s *ec2Service) operation(r *http.Request) string {
+	if err := r.ParseForm(); err != nil {
+		return "Unknown"
+	}
+	if a := r.Form.Get("Action"); a != "" {
+		return a
+	}
+	return "Unknown"
+}
+
+func (s *ec2Service) throttle() (int, string) {
+	return http.StatusServiceUnavailable, "RequestLimitExceeded"
+}
+
+func (s *ec2Service) writeError(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
+	s.mu.Lock()
+	id := s.requestID()
+	s.mu.Unlock()
+	writeEC2Error(w, id, &ec2Error{status: status, code: code, msg: message})
+}
+
+func (s *ec2Service) serve(w http.ResponseWriter, r *http.Request, op string) {
+	var x ec2XML
+	id, err := s.do(r, op, &x)
+	if err != nil {
+		writeEC2Error(w, id, asEC2Error(err))
+		return
+	}
+	var out bytes.Buffer
+	out.Grow(x.Len() + 256)
+	fmt.Fprintf(&out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%sResponse xmlns=\"%s\"><requestId>%s</requestId>", op, ec2Namespace, id)
+	out.Write(x.Bytes())
+	fmt.Fprintf(&out, "</%sResponse>", op)
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out.Bytes())
+}
+
+// do runs the request's action under the mutex; it returns the request
+// id. A DryRun request gets DryRunOperation without further checks.
+func (s *ec2Service) do(r *http.Request, op string, x *ec2XML) (string, error) {
+	formErr := r.ParseForm() // reads the body: outside the mutex
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.requestID()
+	if formErr != nil {
+		return id, ec2Errorf("MalformedQueryString", "The request could not be parsed: %v", formErr)
+	}
+	h, ok := ec2Actions[op]
+	if !ok && ec2APIActions[op] {
+		return id, &ec2Error{status: http.StatusNotImplemented, code: "NotImplemented",
+			msg: fmt.Sprintf("The emulator does not implement EC2 %s.", op)}
+	}
+	if !ok {
+		return id, ec2Errorf("InvalidAction", "The action %s is not valid for this web service.", op)
+	}
+	region, _ := credentialScope(r)
+	rg, err := s.region(region)
+	if err != nil {
+		return id, err
+	}
+	p := ec2Params(r.Form)
+	if p.get("DryRun") == "true" {
+		return id, &ec2Error{status: http.StatusPreconditionFailed, code: "DryRunOperation",
+			msg: "Request would have succeeded, but DryRun flag is set."}
+	}
+	return id, h(s, rg, p, x)
+}
+
+// region returns the state of a region, creating it with AWS's defaults
+// on first use.
+func (s *ec2Service) region(name string) (*ec2Region, error) {
+	if rg, ok := s.regions[name]; ok {
+		return rg, nil
+	}
+	for _, r := range Regions() {
+		if r.Name == name {
+			rg := s.newRegion(r)
+			s.regions[name] = rg
+			return rg, nil
+		}
+	}
+	return nil, &ec2Error{status: http.StatusUnauthorized, code: "AuthFailure",
+		msg: fmt.Sprintf("The request is signed for region %q, which the emulator does not offer.", name)}
+}
+
+// newID returns prefix-<17 hex digits>, unique in this emulator: a
+// bijective mix of a counter, so ids look random but never repeat.
+func (s *ec2Service) newID(prefix string) string {
+	s.counter++
+	return fmt.Sprintf("%s-0%016x", prefix, ec2Mix(s.seed+s.counter))
+}
+
+func (s *ec2Service) requestID() string {
+	s.counter++
+	v := ec2Mix(s.seed ^ s.counter)
+	w := ec2Mix(v)
+	return fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(v>>32), uint16(v>>16), uint16(v)&0xfff, uint16(w>>48)&0xfff, w&0xffffffffffff)
+}
+
+// ec2Mix is the splitmix64 finalizer, a bijection on uint64.
+func ec2Mix(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+func (s *ec2Service) arn(rg *ec2Region, kind, id string) string {
+	return "arn:aws:ec2:" + rg.name + ":" + s.opts.accountID() + ":" + kind + "/" + id
+}
+
+// ec2Error is an EC2 API error.
+type ec2Error struct {
+	status    int
+	code, msg string
+}
+
+func (e *ec2Error) Error() string { return e.code + ": " + e.msg }
+
+// ec2Errorf is a client error (HTTP 400).
+func ec2Errorf(code, format string, args ...any) *ec2Error {
+	return &ec2Error{status: http.StatusBadRequest, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func asEC2Error(err error) *ec2Error {
+	if e, ok := err.(*ec2Error); ok {
+		return e
+	}
+	return &ec2Error{status: http.StatusInternalServerError, code: "InternalError", msg: err.Error()}
+}
+
+// ec2NotFound is code's error for the ids in missing, worded like AWS's
+// ("The vpc ID 'vpc-1' does not exist").
+func ec2NotFound(code, what string, missing []string) *ec2Error {
+	if len(missing) == 1 {
+		return ec2Errorf(code, "The %s '%s' does not exist", what, missing[0])
+	}
+	return ec2Errorf(code, "The %ss '%s' do not exist", what, strings.Join(missing, ", "))
+}
+
+func writeEC2Error(w http.ResponseWriter, requestID string, e *ec2Error) {
+	var x ec2XML
+	x.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error>")
+	x.str("Code", e.code)
+	x.str("Message", e.msg)
+	x.WriteString("</Error></Errors>")
+	x.str("RequestID", requestID)
+	x.WriteString("</Response>")
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("Content-Length", strconv.Itoa(x.Len()))
+	w.WriteHeader(e.status)
+	_, _ = w.Write(x.Bytes())
+}
+
+// ec2Params are a request's form values, with the query protocol's list
+// conventions: Name.1, Name.2 for lists, Name.1.Field for lists of
+// structures.
+type ec2Params map[string][]string
+
+func (p ec2Params) get(key string) string {
+	if v := p[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (p ec2Params) has(key string) bool {
+	_, ok := p[key]
+	return ok
+}
+
+// members returns the prefixes of a list's members ("Filter.1",
+// "Filter.2", ...) in index order.
+func (p ec2Params) members(prefix string) []string {
+	var idx []int
+	for k := range p {
+		rest, ok := strings.CutPrefix(k, prefix+".")
+		if !ok {
+			continue
+		}
+		if i := strings.IndexByte(rest, '.'); i >= 0 {
+			rest = rest[:i]
+		}
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 1 || slices.Contains(idx, n) {
+			continue
+		}
+		idx = append(idx, n)
+	}
+	slices.Sort(idx)
+	out := make([]string, len(idx))
+	for i, n := range idx {
+		out[i] = prefix + "." + strconv.Itoa(n)
+	}
+	return out
+}
+
+// strings returns a list of strings (Name.1, Name.2, ...).
+func (p ec2Params) strings(prefix string) []string {
+	ms := p.members(prefix)
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		if p.has(m) {
+			out = append(out, p.get(m))
+		}
+	}
+	return out
+}
+
+// integer returns an optional 32-bit integer parameter.
+func (p ec2Params) integer(key string) (v int32, set bool, err error) {
+	if !p.has(key) {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(p.get(key), 10, 32)
+	if err != nil {
+		return 0, true, ec2Errorf("InvalidParameterValue", "Invalid value '%s' for %s: not an integer", p.get(key), key)
+	}
+	return int32(n), true, nil
+}
+
+// required returns a parameter that must be present.
+func (p ec2Params) required(key string) (string, error) {
+	if !p.has(key) {
+		return "", ec2Errorf("MissingParameter", "The request must contain the parameter %s", key)
+	}
+	return p.get(key), nil
+}
+
+// ec2XML builds an XML response body.
+type ec2XML struct{ bytes.Buffer }
+
+func (x *ec2XML) open(tag string) {
+	x.WriteByte('<')
+	x.WriteString(tag)
+	x.WriteByte('>')
+}
+
+func (x *ec2XML) close(tag string) {
+	x.WriteString("</")
+	x.WriteString(tag)
+	x.WriteByte('>')
+}
+
+// str writes <tag>v</tag>, v escaped.
+func (x *ec2XML) str(tag, v string) {
+	x.open(tag)
+	x.escape(v)
+	x.close(tag)
+}
+
+// opt writes <tag>v</tag> unless v is empty.
+func (x *ec2XML) opt(tag, v string) {
+	if v != "" {
+		x.str(tag, v)
+	}
+}
+
+func (x *ec2XML) int(tag string, v int32) {
+	x.open(tag)
+	x.WriteString(strconv.Itoa(int(v)))
+	x.close(tag)
+}
+
+func (x *ec2XML) bool(tag string, v bool) {
+	x.open(tag)
+	x.WriteString(strconv.FormatBool(v))
+	x.close(tag)
+}
+
+func (x *ec2XML) escape(v string) {
+	start := 0
+	for i := 0; i < len(v); i++ {
+		var esc string
+		switch v[i] {
+		case '<':
+			esc = "&lt;"
+		case '>':
+			esc = "&gt;"
+		case '&':
+			esc = "&amp;"
+		case '"':
+			esc = "&quot;"
+		case '\'':
+			esc = "&apos;"
+		case '\n':
+			esc = "&#xA;"
+		case '\r':
+			esc = "&#xD;"
+		case '\t':
+			esc = "&#x9;"
+		default:
+			if v[i] >= 0x20 {
+				continue
+			}
+			esc = "\uFFFD" // not allowed in XML 1.0
+		}
+		x.WriteString(v[start:i])
+		x.WriteString(esc)
+		start = i + 1
+	}
+	x.WriteString(v[start:])
+}

@@ -1,0 +1,397 @@
+package emulator
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// describeRegions lists the emulator's regions (RegionName.N, Filter
+// region-name / endpoint / opt-in-status); AllRegions changes nothing
+// since every region is enabled.
+func (s *ec2Service) describeRegions(_ *ec2Region, p ec2Params, x *ec2XML) error {
+	names := p.strings("RegionName")
+	var unknown []string
+	for _, n := range names {
+		if !slices.ContainsFunc(Regions(), func(r Region) bool { return r.Name == n }) {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		return ec2Errorf("InvalidParameterValue", "Invalid region names: [%s]", strings.Join(unknown, ", "))
+	}
+	fs, err := ec2ParseFilters(p)
+	if err != nil {
+		return err
+	}
+	keep, err := ec2CompileFilters(fs, map[string]ec2Field[Region]{
+		"region-name":   func(r *Region) string { return r.Name },
+		"endpoint":      func(r *Region) string { return "ec2." + r.Name + ".amazonaws.com" },
+		"opt-in-status": func(*Region) string { return "opt-in-not-required" },
+	}, func(*Region) ec2Tags { return nil })
+	if err != nil {
+		return err
+	}
+	x.open("regionInfo")
+	for _, r := range Regions() {
+		if len(names) > 0 && !slices.Contains(names, r.Name) || !keep(&r) {
+			continue
+		}
+		x.open("item")
+		x.str("regionName", r.Name)
+		x.str("regionEndpoint", "ec2."+r.Name+".amazonaws.com")
+		x.str("optInStatus", "opt-in-not-required")
+		x.close("item")
+	}
+	x.close("regionInfo")
+	return nil
+}
+
+// ec2Zone is an availability zone, for DescribeAvailabilityZones' filters.
+type ec2Zone struct{ name, id, region string }
+
+// describeAvailabilityZones lists the request region's zones (ZoneName.N,
+// ZoneId.N, Filter zone-name / zone-id / region-name / state / zone-type).
+func (s *ec2Service) describeAvailabilityZones(rg *ec2Region, p ec2Params, x *ec2XML) error {
+	zones := make([]ec2Zone, len(rg.zones))
+	for i, z := range rg.zones {
+		zones[i] = ec2Zone{name: z, id: ec2ZoneID(rg.name, i), region: rg.name}
+	}
+	names, ids := p.strings("ZoneName"), p.strings("ZoneId")
+	var unknown []string
+	for _, n := range names {
+		if !slices.ContainsFunc(zones, func(z ec2Zone) bool { return z.name == n }) {
+			unknown = append(unknown, n)
+		}
+	}
+	for _, n := range ids {
+		if !slices.ContainsFunc(zones, func(z ec2Zone) bool { return z.id == n }) {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		return ec2Errorf("InvalidParameterValue", "Invalid availability zone: [%s]", strings.Join(unknown, ", "))
+	}
+	fs, err := ec2ParseFilters(p)
+	if err != nil {
+		return err
+	}
+	keep, err := ec2CompileFilters(fs, map[string]ec2Field[ec2Zone]{
+		"zone-name":   func(z *ec2Zone) string { return z.name },
+		"zone-id":     func(z *ec2Zone) string { return z.id },
+		"region-name": func(z *ec2Zone) string { return z.region },
+		"state":       func(*ec2Zone) string { return "available" },
+		"zone-type":   func(*ec2Zone) string { return "availability-zone" },
+	}, func(*ec2Zone) ec2Tags { return nil })
+	if err != nil {
+		return err
+	}
+	x.open("availabilityZoneInfo")
+	for _, z := range zones {
+		if (len(names) > 0 || len(ids) > 0) && !slices.Contains(names, z.name) && !slices.Contains(ids, z.id) || !keep(&z) {
+			continue
+		}
+		x.open("item")
+		x.str("zoneName", z.name)
+		x.str("zoneId", z.id)
+		x.str("zoneState", "available")
+		x.str("regionName", z.region)
+		x.str("groupName", z.region+"-zg-1")
+		x.str("networkBorderGroup", z.region)
+		x.str("optInStatus", "opt-in-not-required")
+		x.str("zoneType", "availability-zone")
+		x.WriteString("<messageSet/>")
+		x.close("item")
+	}
+	x.close("availabilityZoneInfo")
+	return nil
+}
+
+// ec2ParseCIDR reads an IPv4 CIDR block of a VPC or subnet: /16 to /28,
+// without host bits (rangeCode's error otherwise).
+func ec2ParseCIDR(param, v, rangeCode string) (netip.Prefix, error) {
+	pfx, err := netip.ParsePrefix(v)
+	if err != nil || !pfx.Addr().Is4() || pfx.Masked() != pfx {
+		return netip.Prefix{}, ec2Errorf("InvalidParameterValue",
+			"Value (%s) for parameter %s is invalid. This is not a valid CIDR block.", v, param)
+	}
+	if pfx.Bits() < 16 || pfx.Bits() > 28 {
+		return netip.Prefix{}, ec2Errorf(rangeCode, "The CIDR '%s' is invalid.", v)
+	}
+	return pfx, nil
+}
+
+// createVpc creates a VPC (CidrBlock, InstanceTenancy, TagSpecification)
+// with its default security group.
+func (s *ec2Service) createVpc(rg *ec2Region, p ec2Params, x *ec2XML) error {
+	if !p.has("CidrBlock") {
+		return ec2Errorf("MissingParameter", "Either 'cidrBlock' or 'ipv4IpamPoolId' should be provided.")
+	}
+	cidr, err := ec2ParseCIDR("cidrBlock", p.get("CidrBlock"), "InvalidVpc.Range")
+	if err != nil {
+		return err
+	}
+	tenancy := p.get("InstanceTenancy")
+	switch tenancy {
+	case "":
+		tenancy = "default"
+	case "default", "dedicated":
+	default:
+		return ec2Errorf("InvalidParameterValue", "Value (%s) for parameter instanceTenancy is invalid.", tenancy)
+	}
+	tags, err := ec2TagSpecifications(p, "vpc")
+	if err != nil {
+		return err
+	}
+	vpc := s.addVpc(rg, cidr, tenancy, false, tags)
+	x.open("vpc")
+	s.writeVpc(rg, vpc, x, "pending")
+	x.close("vpc")
+	return nil
+}
+
+func (s *ec2Service) writeVpc(rg *ec2Region, v *ec2Vpc, x *ec2XML, state string) {
+	x.str("vpcId", v.id)
+	x.str("ownerId", s.opts.accountID())
+	x.str("state", state)
+	x.str("cidrBlock", v.cidr)
+	x.open("cidrBlockAssociationSet")
+	x.open("item")
+	x.str("cidrBlock", v.cidr)
+	x.str("associationId", v.assocID)
+	x.WriteString("<cidrBlockState><state>associated</state></cidrBlockState>")
+	x.close("item")
+	x.close("cidrBlockAssociationSet")
+	x.str("dhcpOptionsId", rg.dhcpOptions)
+	x.str("instanceTenancy", v.tenancy)
+	x.bool("isDefault", v.isDefault)
+	v.tags.write(x)
+}
+
+// describeVpcs lists VPCs (VpcId.N, Filter, MaxResults 5..1000,
+// NextToken).
+func (s *ec2Service) describeVpcs(rg *ec2Region, p ec2Params, x *ec2XML) error {
+	pg, err := ec2ParsePage(p, "vpc", 5)
+	if err != nil {
+		return err
+	}
+	fs, err := ec2ParseFilters(p)
+	if err != nil {
+		return err
+	}
+	owner, dhcp := s.opts.accountID(), rg.dhcpOptions
+	cidr := func(v *ec2Vpc) string { return v.cidr }
+	keep, err := ec2CompileFilters(fs, map[string]ec2Field[ec2Vpc]{
+		"vpc-id":                                func(v *ec2Vpc) string { return v.id },
+		"is-default":                            func(v *ec2Vpc) string { return strconv.FormatBool(v.isDefault) },
+		"cidr":                                  cidr,
+		"cidr-block-association.cidr-block":     cidr,
+		"cidr-block-association.association-id": func(v *ec2Vpc) string { return v.assocID },
+		"cidr-block-association.state":          func(*ec2Vpc) string { return "associated" },
+		"state":                                 func(*ec2Vpc) string { return "available" },
+		"instance-tenancy":                      func(v *ec2Vpc) string { return v.tenancy },
+		"owner-id":                              func(*ec2Vpc) string { return owner },
+		"dhcp-options-id":                       func(*ec2Vpc) string { return dhcp },
+	}, func(v *ec2Vpc) ec2Tags { return v.tags })
+	if err != nil {
+		return err
+	}
+	ids := rg.vpcs.sorted()
+	if want := p.strings("VpcId"); len(want) > 0 {
+		if ids, err = ec2Lookup(&rg.vpcs, want, func(m []string) *ec2Error { return ec2NotFound("InvalidVpcID.NotFound", "vpc ID", m) }); err != nil {
+			return err
+		}
+	}
+	vpcs, next := ec2Paginate(ids, rg.vpcs.get, pg, keep)
+	x.open("vpcSet")
+	for _, v := range vpcs {
+		x.open("item")
+		s.writeVpc(rg, v, x, "available")
+		x.close("item")
+	}
+	x.close("vpcSet")
+	x.opt("nextToken", next)
+	return nil
+}
+
+// deleteVpc deletes a VPC without subnets or security groups but its
+// default one, which goes with it.
+func (s *ec2Service) deleteVpc(rg *ec2Region, p ec2Params, x *ec2XML) error {
+	id, err := p.required("VpcId")
+	if err != nil {
+		return err
+	}
+	vpc := rg.vpcs.get(id)
+	if vpc == nil {
+		return ec2NotFound("InvalidVpcID.NotFound", "vpc ID", []string{id})
+	}
+	if len(vpc.subnets) > 0 || len(vpc.groupNames) > 1 {
+		return ec2Errorf("DependencyViolation", "The vpc '%s' has dependencies and cannot be deleted.", id)
+	}
+	if g := rg.groups.get(vpc.defaultGroup); g != nil {
+		rg.removeGroup(g)
+	}
+	rg.vpcs.remove(id)
+	if rg.defaultVpc == id {
+		rg.defaultVpc = ""
+	}
+	x.bool("return", true)
+	return nil
+}
+
+// createSubnet creates a subnet (VpcId, CidrBlock, AvailabilityZone or
+// AvailabilityZoneId, TagSpecification) inside its VPC's CIDR block,
+// overlapping none of its other subnets.
+func (s *ec2Service) createSubnet(rg *ec2Region, p ec2Params, x *ec2XML) error {
+	vpcID, err := p.required("VpcId")
+	if err != nil {
+		return err
+	}
+	block, err := p.required("CidrBlock")
+	if err != nil {
+		return err
+	}
+	vpc := rg.vpcs.get(vpcID)
+	if vpc == nil {
+		return ec2NotFound("InvalidVpcID.NotFound", "vpc ID", []string{vpcID})
+	}
+	cidr, err := ec2ParseCIDR("cidrBlock", block, "InvalidSubnet.Range")
+	if err != nil {
+		return err
+	}
+	if !vpc.prefix.Contains(cidr.Addr()) || cidr.Bits() < vpc.prefix.Bits() {
+		return ec2Errorf("InvalidSubnet.Range", "The CIDR '%s' is invalid.", block)
+	}
+	for _, other := range vpc.subnets {
+		if other.prefix.Overlaps(cidr) {
+			return ec2Errorf("InvalidSubnet.Conflict", "The CIDR '%s' conflicts with another subnet", block)
+		}
+	}
+	zone, err := rg.subnetZone(p, vpc)
+	if err != nil {
+		return err
+	}
+	tags, err := ec2TagSpecifications(p, "subnet")
+	if err != nil {
+		return err
+	}
+	sn := s.addSubnet(rg, vpc, cidr, zone, false, tags)
+	x.open("subnet")
+	s.writeSubnet(rg, sn, x, "pending")
+	x.close("subnet")
+	return nil
+}
+
+// subnetZone is the zone a new subnet goes in: the one asked for (by
+// name or id), else the zone where the VPC has fewest subnets.
+func (rg *ec2Region) subnetZone(p ec2Params, vpc *ec2Vpc) (string, error) {
+	name, id := p.get("AvailabilityZone"), p.get("AvailabilityZoneId")
+	if name == "" && id == "" {
+		counts := make([]int, len(rg.zones))
+		for _, sn := range vpc.subnets {
+			counts[slices.Index(rg.zones, sn.zone)]++
+		}
+		return rg.zones[slices.Index(counts, slices.Min(counts))], nil
+	}
+	for i, z := range rg.zones {
+		if name == z && (id == "" || id == ec2ZoneID(rg.name, i)) || name == "" && id == ec2ZoneID(rg.name, i) {
+			return z, nil
+		}
+	}
+	if name == "" {
+		return "", ec2Errorf("InvalidParameterValue", "Value (%s) for parameter availabilityZoneId is invalid. Subnets can currently only be created in the following availability zones: %s.", id, strings.Join(rg.zones, ", "))
+	}
+	return "", ec2Errorf("InvalidParameterValue", "Value (%s) for parameter availabilityZone is invalid. Subnets can currently only be created in the following availability zones: %s.", name, strings.Join(rg.zones, ", "))
+}
+
+func (s *ec2Service) writeSubnet(rg *ec2Region, sn *ec2Subnet, x *ec2XML, state string) {
+	x.str("subnetId", sn.id)
+	x.str("subnetArn", s.arn(rg, "subnet", sn.id))
+	x.str("state", state)
+	x.str("vpcId", sn.vpcID)
+	x.str("ownerId", s.opts.accountID())
+	x.str("cidrBlock", sn.cidr)
+	x.str("availableIpAddressCount", strconv.Itoa(1<<(32-sn.prefix.Bits())-5))
+	x.str("availabilityZone", sn.zone)
+	x.str("availabilityZoneId", ec2ZoneID(rg.name, slices.Index(rg.zones, sn.zone)))
+	x.bool("defaultForAz", sn.defaultForAz)
+	x.bool("mapPublicIpOnLaunch", sn.defaultForAz)
+	x.bool("mapCustomerOwnedIpOnLaunch", false)
+	x.bool("assignIpv6AddressOnCreation", false)
+	x.WriteString("<ipv6CidrBlockAssociationSet/>")
+	x.bool("ipv6Native", false)
+	x.bool("enableDns64", false)
+	x.WriteString("<privateDnsNameOptionsOnLaunch><hostnameType>ip-name</hostnameType>" +
+		"<enableResourceNameDnsARecord>false</enableResourceNameDnsARecord>" +
+		"<enableResourceNameDnsAAAARecord>false</enableResourceNameDnsAAAARecord></privateDnsNameOptionsOnLaunch>")
+	sn.tags.write(x)
+}
+
+// describeSubnets lists subnets (SubnetId.N, Filter, MaxResults 5..1000,
+// NextToken).
+func (s *ec2Service) describeSubnets(rg *ec2Region, p ec2Params, x *ec2XML) error {
+	pg, err := ec2ParsePage(p, "subnet", 5)
+	if err != nil {
+		return err
+	}
+	fs, err := ec2ParseFilters(p)
+	if err != nil {
+		return err
+	}
+	owner := s.opts.accountID()
+	zoneIDs := map[string]string{}
+	for i, z := range rg.zones {
+		zoneIDs[z] = ec2ZoneID(rg.name, i)
+	}
+	cidr := func(sn *ec2Subnet) string { return sn.cidr }
+	keep, err := ec2CompileFilters(fs, map[string]ec2Field[ec2Subnet]{
+		"subnet-id":               func(sn *ec2Subnet) string { return sn.id },
+		"vpc-id":                  func(sn *ec2Subnet) string { return sn.vpcID },
+		"default-for-az":          func(sn *ec2Subnet) string { return strconv.FormatBool(sn.defaultForAz) },
+		"defaultForAz":            func(sn *ec2Subnet) string { return strconv.FormatBool(sn.defaultForAz) },
+		"map-public-ip-on-launch": func(sn *ec2Subnet) string { return strconv.FormatBool(sn.defaultForAz) },
+		"availability-zone":       func(sn *ec2Subnet) string { return sn.zone },
+		"availabilityZone":        func(sn *ec2Subnet) string { return sn.zone },
+		"availability-zone-id":    func(sn *ec2Subnet) string { return zoneIDs[sn.zone] },
+		"cidr-block":              cidr,
+		"cidr":                    cidr,
+		"cidrBlock":               cidr,
+		"state":                   func(*ec2Subnet) string { return "available" },
+		"owner-id":                func(*ec2Subnet) string { return owner },
+	}, func(sn *ec2Subnet) ec2Tags { return sn.tags })
+	if err != nil {
+		return err
+	}
+	ids := rg.subnets.sorted()
+	if want := p.strings("SubnetId"); len(want) > 0 {
+		if ids, err = ec2Lookup(&rg.subnets, want, func(m []string) *ec2Error { return ec2NotFound("InvalidSubnetID.NotFound", "subnet ID", m) }); err != nil {
+			return err
+		}
+	}
+	subnets, next := ec2Paginate(ids, rg.subnets.get, pg, keep)
+	x.open("subnetSet")
+	for _, sn := range subnets {
+		x.open("item")
+		s.writeSubnet(rg, sn, x, "available")
+		x.close("item")
+	}
+	x.close("subnetSet")
+	x.opt("nextToken", next)
+	return nil
+}
+
+func (s *ec2Service) deleteSubnet(rg *ec2Region, p ec2Params, x *ec2XML) error {
+	id, err := p.required("SubnetId")
+	if err != nil {
+		return err
+	}
+	sn := rg.subnets.get(id)
+	if sn == nil {
+		return ec2NotFound("InvalidSubnetID.NotFound", "subnet ID", []string{id})
+	}
+	rg.subnets.remove(id)
+	delete(rg.vpcs.get(sn.vpcID).subnets, id)
+	x.bool("return", true)
+	return nil
+}
