@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_ecr"
 )
 
@@ -19,14 +20,14 @@ var srv *pgtest.Server
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
 // installed returns a connection to a fresh database with the module's SQL
-// applied in one transaction, as the engine installs it.
+// applied in one transaction after aws_account's, as the engine installs
+// them.
 func installed(t *testing.T) *pgx.Conn {
 	t.Helper()
 	dsn := srv.NewDB(t)
-	// Stand-in for aws_account's public.default_aws_region(), which the
-	// table's region default calls.
-	pgtest.Exec(t, dsn, `CREATE FUNCTION public.default_aws_region() RETURNS text LANGUAGE sql STABLE AS $$ SELECT 'eu-west-1' $$`)
-	pgtest.Exec(t, dsn, "BEGIN;\n"+aws_ecr.Module().SQL+"\nCOMMIT;")
+	pgtest.Exec(t, dsn, "BEGIN;\n"+aws_account.Module().SQL+"\n"+aws_ecr.Module().SQL+"\nCOMMIT;")
+	// What aws_account's first sync leaves: the regions, one the default.
+	pgtest.Exec(t, dsn, `INSERT INTO aws_regions (region, is_default) VALUES ('us-east-1', false), ('eu-west-1', true)`)
 	return pgtest.Connect(t, dsn)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_iam"
 )
 
@@ -19,11 +20,12 @@ var srv *pgtest.Server
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
 // installed returns a connection to a fresh database with the module's SQL
-// applied in one transaction, as the engine installs it.
+// applied in one transaction after aws_account's, as the engine installs
+// them.
 func installed(t *testing.T) *pgx.Conn {
 	t.Helper()
 	dsn := srv.NewDB(t)
-	pgtest.Exec(t, dsn, "BEGIN;\n"+aws_iam.Module().SQL+"\nCOMMIT;")
+	pgtest.Exec(t, dsn, "BEGIN;\n"+aws_account.Module().SQL+"\n"+aws_iam.Module().SQL+"\nCOMMIT;")
 	return pgtest.Connect(t, dsn)
 }
 
