@@ -212,8 +212,15 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 		}
 		flush()
 		sort.Strings(errs)
-		now := strings.Join(errs, "\n")
-		if len(failed) == 0 || now == lastErrs || ctx.Err() != nil {
+		// Which tasks failed (not how: messages carry request ids that
+		// differ on every attempt).
+		keys := make([]string, 0, len(failed))
+		for _, a := range failed {
+			keys = append(keys, actionKey(a))
+		}
+		sort.Strings(keys)
+		now := strings.Join(keys, "\n")
+		if len(failed) == 0 || now == lastErrs || round+1 >= maxRounds || ctx.Err() != nil {
 			return errs
 		}
 		lastErrs = now
@@ -231,6 +238,7 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 const (
 	retryBase = 200 * time.Millisecond
 	retryMax  = 5 * time.Second
+	maxRounds = 20
 )
 
 // actionKey names what an action acts on: a row by its id, a resource only

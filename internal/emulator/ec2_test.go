@@ -23,39 +23,18 @@ import (
 )
 
 // ec2Env is an emulator and a constructor of EC2 clients for it, one
-// per signing region (without retries, and with ec2BodyTransport).
+// per signing region (without retries).
 func ec2Env(t testing.TB) (*emulator.Emulator, func(region string) *ec2.Client, string) {
 	t.Helper()
 	em := emulator.New(emulator.Options{})
 	srv := httptest.NewServer(em)
 	t.Cleanup(srv.Close)
-	httpClient := &http.Client{Transport: ec2BodyTransport{http.DefaultTransport}}
 	return em, func(region string) *ec2.Client {
 		cfg := emulator.ClientConfig(srv.URL)
 		cfg.Region = region
 		cfg.RetryMaxAttempts = 1
-		cfg.HTTPClient = httpClient
 		return ec2.NewFromConfig(cfg)
 	}, srv.URL
-}
-
-// ec2BodyTransport hides the WriteTo method of request bodies from
-// net/http, to avoid a race between the SDK and net/http that a server as
-// fast as the emulator makes likely. The SDK closes a request's body as
-// soon as the response's headers arrive, after which the body's WriteTo
-// fails with io.EOF; when net/http's connection writer is still checking
-// the body for extra bytes at that moment, it takes that for a write
-// error and closes the connection under the response being read ("use of
-// closed network connection", which the SDK's default retryer retries).
-// Responses larger than the client's read buffer (4 KiB) fail that way.
-type ec2BodyTransport struct{ http.RoundTripper }
-
-func (t ec2BodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil && req.Body != http.NoBody {
-		req = req.Clone(req.Context())
-		req.Body = struct{ io.ReadCloser }{req.Body}
-	}
-	return t.RoundTripper.RoundTrip(req)
 }
 
 func ec2Filter(name string, values ...string) types.Filter {

@@ -79,11 +79,17 @@ func Same(a, b any) bool {
 		return errx == nil && erry == nil && tx.Equal(ty)
 	case map[string]any:
 		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
+		if !ok {
 			return false
 		}
+		// Every key of either, an absent key being NULL.
 		for k, v := range x {
 			if !Same(v, y[k]) {
+				return false
+			}
+		}
+		for k, v := range y {
+			if _, seen := x[k]; !seen && !isNull(v) {
 				return false
 			}
 		}

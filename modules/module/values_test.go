@@ -23,6 +23,8 @@ func TestSame(t *testing.T) {
 		{"timestamps by instant", "2026-01-01T00:00:00Z", "2026-01-01T01:00:00+01:00", true},
 		{"objects by meaning", map[string]any{"a": "1", "b": []any{"x"}}, map[string]any{"b": []any{"x"}, "a": "1"}, true},
 		{"objects that differ", map[string]any{"a": "1"}, map[string]any{"a": "2"}, false},
+		{"objects with other keys", map[string]any{"a": nil}, map[string]any{"b": json.Number("1")}, false},
+		{"a NULL key and an absent one", map[string]any{"a": nil, "b": "x"}, map[string]any{"b": "x"}, true},
 		{"arrays in order", []any{"a", "b"}, []any{"b", "a"}, false},
 	}
 	for _, c := range cases {
