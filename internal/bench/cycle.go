@@ -97,31 +97,11 @@ func (b *bench) nodiff(ctx context.Context, n int, commit bool) (nodiffResult, e
 		if err := createBuckets(ctx, cloud, "nodiff", n); err != nil {
 			return err
 		}
-		sctx, stopSidecar := context.WithCancel(ctx)
-		defer stopSidecar()
-		ready := make(chan struct{})
-		done := make(chan error, 1)
-		var once sync.Once
-		go func() {
-			done <- bridge.Run(sctx, bridge.Config{DSN: b.cluster.DSN(db), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Interval: cycleInterval, AWS: &cfg, Modules: []module.Module{aws_s3.Module()},
-				OnReady: func() { once.Do(func() { close(ready) }) }})
-		}()
-		select {
-		case <-ready:
-		case err := <-done:
-			return fmt.Errorf("sidecar: %w", err)
-		case <-time.After(60 * time.Second):
-			return fmt.Errorf("the sidecar did not start")
+		stop, err := b.runEngine(ctx, conn, db, cfg, cycleInterval, aws_s3.Module())
+		if err != nil {
+			return err
 		}
-		defer func() { stopSidecar(); <-done }()
-		if err := waitFor(ctx, 30*time.Second, func() (bool, error) {
-			var k int
-			err := conn.QueryRow(ctx, `SELECT count(*) FROM iasql_modules`).Scan(&k)
-			return k > 0, err
-		}); err != nil {
-			return fmt.Errorf("modules never registered: %w", err)
-		}
+		defer stop()
 		start := time.Now()
 		if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('aws_s3')`); err != nil {
 			return fmt.Errorf("install aws_s3 (importing %d buckets): %w", n, err)
@@ -135,50 +115,10 @@ func (b *bench) nodiff(ctx context.Context, n int, commit bool) (nodiffResult, e
 			res.commitOverhead, err = commitOverhead(ctx, conn, cloud, 15)
 			return err
 		}
-		// Scheduled cycles with nothing to do.
-		var last int64
-		if err := conn.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM iasql_audit_log`).Scan(&last); err != nil {
-			return err
+		if err := scheduledNoDiff(ctx, conn, emu, &res); err != nil {
+			return fmt.Errorf("%d buckets: %w", n, err)
 		}
-		var durations []float64
-		for len(durations) < 4 {
-			emu.Reset()
-			var id int64
-			var ms float64
-			var summary string
-			err := waitFor(ctx, 3*time.Minute, func() (bool, error) {
-				err := conn.QueryRow(ctx, `
-					SELECT e.id, extract(epoch FROM e.ts - s.ts) * 1000, e.message::jsonb->>'summary'
-					  FROM iasql_audit_log e JOIN iasql_audit_log s ON s.change_type = 'CYCLE_START'
-					   AND s.message::jsonb->>'cycle' = e.message::jsonb->>'cycle'
-					 WHERE e.change_type = 'CYCLE_END' AND e.id > $1 AND e.message::jsonb->>'reason' = 'schedule'
-					 ORDER BY e.id LIMIT 1`, last).Scan(&id, &ms, &summary)
-				if err == pgx.ErrNoRows {
-					return false, nil
-				}
-				return err == nil, err
-			})
-			if err != nil {
-				return fmt.Errorf("wait for a scheduled cycle: %w", err)
-			}
-			last = id
-			if summary != "in sync, nothing to do" {
-				return fmt.Errorf("a no-diff cycle over %d buckets did work: %s", n, summary)
-			}
-			calls := emu.Calls()
-			if len(durations) == 0 {
-				// The first scheduled cycle reads every bucket's details
-				// (nothing is remembered yet); steady state starts after.
-				durations = append(durations, -1)
-				continue
-			}
-			durations = append(durations, ms)
-			res.calls, res.nonList, res.mutations, res.callSummary = classifyCalls(calls)
-		}
-		durations = durations[1:]
-		sort.Float64s(durations)
-		res.ms = durations[len(durations)/2]
-		b.logf("cycles: %d buckets, scheduled no-diff cycles took %v ms; calls: %s", n, durations, res.callSummary)
+		b.logf("cycles: %d buckets, scheduled no-diff cycles took %.1f ms (median); calls: %s", n, res.ms, res.callSummary)
 		if commit {
 			if res.commitOverhead, err = commitOverhead(ctx, conn, cloud, 3); err != nil {
 				return err
@@ -189,15 +129,99 @@ func (b *bench) nodiff(ctx context.Context, n int, commit bool) (nodiffResult, e
 	return res, err
 }
 
+// runEngine runs an in-process sidecar on db with the modules until stop, and waits
+// until it has registered them.
+func (b *bench) runEngine(ctx context.Context, conn *pgx.Conn, db string, cfg aws.Config, interval time.Duration, mods ...module.Module) (stop func(), err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	var once sync.Once
+	go func() {
+		done <- bridge.Run(sctx, bridge.Config{DSN: b.cluster.DSN(db), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Interval: interval, AWS: &cfg, Modules: mods,
+			OnReady: func() { once.Do(func() { close(ready) }) }})
+	}()
+	stop = func() { cancel(); <-done }
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		return nil, fmt.Errorf("sidecar: %w", err)
+	case <-time.After(60 * time.Second):
+		stop()
+		return nil, fmt.Errorf("the sidecar did not start")
+	}
+	if err := waitFor(ctx, 30*time.Second, func() (bool, error) {
+		var k int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM iasql_modules`).Scan(&k)
+		return k > 0, err
+	}); err != nil {
+		stop()
+		return nil, fmt.Errorf("modules never registered: %w", err)
+	}
+	return stop, nil
+}
+
+// scheduledNoDiff measures scheduled cycles with nothing to do: the median
+// duration of three, after a first one that may fill detail caches, and the
+// cloud calls of the last.
+func scheduledNoDiff(ctx context.Context, conn *pgx.Conn, emu *emulator.Emulator, res *nodiffResult) error {
+	var last int64
+	if err := conn.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM iasql_audit_log`).Scan(&last); err != nil {
+		return err
+	}
+	var durations []float64
+	for len(durations) < 4 {
+		emu.Reset()
+		var id int64
+		var ms float64
+		var summary string
+		err := waitFor(ctx, 3*time.Minute, func() (bool, error) {
+			err := conn.QueryRow(ctx, `
+				SELECT e.id, extract(epoch FROM e.ts - s.ts) * 1000, e.message::jsonb->>'summary'
+				  FROM iasql_audit_log e JOIN iasql_audit_log s ON s.change_type = 'CYCLE_START'
+				   AND s.message::jsonb->>'cycle' = e.message::jsonb->>'cycle'
+				 WHERE e.change_type = 'CYCLE_END' AND e.id > $1 AND e.message::jsonb->>'reason' = 'schedule'
+				 ORDER BY e.id LIMIT 1`, last).Scan(&id, &ms, &summary)
+			if err == pgx.ErrNoRows {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			return fmt.Errorf("wait for a scheduled cycle: %w", err)
+		}
+		last = id
+		if summary != "in sync, nothing to do" {
+			return fmt.Errorf("a no-diff cycle did work: %s", summary)
+		}
+		calls := emu.Calls()
+		if len(durations) == 0 {
+			// The first scheduled cycle reads every resource's details
+			// (nothing is remembered yet); steady state starts after.
+			durations = append(durations, -1)
+			continue
+		}
+		durations = append(durations, ms)
+		res.calls, res.nonList, res.mutations, res.callSummary = classifyCalls(calls)
+	}
+	durations = durations[1:]
+	sort.Float64s(durations)
+	res.ms = durations[len(durations)/2]
+	return nil
+}
+
+// classifyCalls counts calls: all, those that are not list or describe
+// pages, and those that change the cloud.
 func classifyCalls(calls map[string]int) (total, nonList, mutations int, summary string) {
 	var parts []string
 	for op, k := range calls {
 		total += k
-		name := strings.TrimPrefix(op, "s3:")
-		if !strings.HasPrefix(name, "List") {
+		_, name, _ := strings.Cut(op, ":")
+		if !strings.HasPrefix(name, "List") && !strings.HasPrefix(name, "Describe") {
 			nonList += k
 		}
-		if strings.HasPrefix(name, "Put") || strings.HasPrefix(name, "Create") || strings.HasPrefix(name, "Delete") {
+		if !strings.HasPrefix(name, "List") && !strings.HasPrefix(name, "Describe") && !strings.HasPrefix(name, "Get") && !strings.HasPrefix(name, "Head") {
 			mutations += k
 		}
 		parts = append(parts, fmt.Sprintf("%s %d", op, k))

@@ -138,11 +138,17 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 }
 
 // run measures every figure: writer cost, lag, the backlog rate, then the
-// engine's cycles. IASQL_BENCH_ONLY=capture or =cycles runs one part.
+// engine's cycles. IASQL_BENCH_ONLY=capture, =cycles or =sg runs one part.
 func (b *bench) run(ctx context.Context) error {
 	only := os.Getenv("IASQL_BENCH_ONLY")
-	if only == "cycles" {
-		return b.cycles(ctx)
+	switch only {
+	case "cycles":
+		if err := b.cycles(ctx); err != nil {
+			return err
+		}
+		return b.securityGroups(ctx)
+	case "sg":
+		return b.securityGroups(ctx)
 	}
 	b.logf("workload: %s; %d clients; each variant on a database of its own, warmed up for %s, then measured in %d slices of %s in alternating order",
 		workloadSummary, clients, warmup, slices, sliceDuration)
@@ -188,7 +194,10 @@ func (b *bench) run(ctx context.Context) error {
 	if only == "capture" {
 		return nil
 	}
-	return b.cycles(ctx)
+	if err := b.cycles(ctx); err != nil {
+		return err
+	}
+	return b.securityGroups(ctx)
 }
 
 // floorShare says what share of the sidecar's writer cost (1 -

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/modules/aws_account"
+	"github.com/iasql/iasql/modules/aws_security_group"
+	"github.com/iasql/iasql/modules/aws_vpc"
+)
+
+// sgGroups is the size of the security-group benchmark: groups with 4
+// rules each (3 ingress rules and AWS's default egress rule).
+const sgGroups = 5000
+
+// sgInterval is the automatic-cycle interval while security-group cycles
+// are measured.
+const sgInterval = 10 * time.Second
+
+// securityGroups measures a scheduled cycle over 5,000 security groups
+// with 4 rules each (20,000 rules) in sync, in the default region of an
+// account whose other regions hold only their defaults:
+//
+//   - cycle_nodiff_ms_sg_5k: the median duration of such cycles;
+//   - cycle_cloud_calls_nodiff_sg_5k: the emulator's requests during one
+//     (goal: describe pages only), the calls printed on stderr.
+func (b *bench) securityGroups(ctx context.Context) error {
+	var res nodiffResult
+	const db = "bench_cycle_sg"
+	err := b.withDB(ctx, db, func(conn *pgx.Conn) error {
+		emu := emulator.New(emulator.Options{})
+		ectx, stopEmu := context.WithCancel(ctx)
+		defer stopEmu()
+		es, err := emu.Start(ectx, "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		cfg := emulator.ClientConfig(es.URL)
+		b.logf("security groups: creating %d groups with 4 rules each in the emulator", sgGroups)
+		if err := createGroups(ctx, ec2.NewFromConfig(cfg), sgGroups); err != nil {
+			return err
+		}
+		stop, err := b.runEngine(ctx, conn, db, cfg, sgInterval, aws_account.Module(), aws_vpc.Module(), aws_security_group.Module())
+		if err != nil {
+			return err
+		}
+		defer stop()
+		start := time.Now()
+		if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('aws_security_group')`); err != nil {
+			return fmt.Errorf("install aws_security_group (importing %d groups): %w", sgGroups, err)
+		}
+		var groups, rules int
+		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM security_group WHERE region = 'us-east-1'), (SELECT count(*) FROM security_group_rule)`).Scan(&groups, &rules); err != nil {
+			return err
+		}
+		b.logf("security groups: imported %d groups in us-east-1 and %d rules in all regions in %s", groups, rules, time.Since(start).Round(time.Millisecond))
+		if groups != sgGroups+1 {
+			return fmt.Errorf("after install %d groups in us-east-1, want %d and the default one", groups, sgGroups)
+		}
+		if err := scheduledNoDiff(ctx, conn, emu, &res); err != nil {
+			return fmt.Errorf("%d security groups: %w", sgGroups, err)
+		}
+		b.logf("security groups: scheduled no-diff cycles took %.1f ms (median); calls: %s", res.ms, res.callSummary)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b.figure("cycle_nodiff_ms_sg_5k", "%.1f", res.ms)
+	b.figure("cycle_cloud_calls_nodiff_sg_5k", "%.0f", float64(res.calls))
+	fmt.Fprintf(b.log, "# goal: no-diff cycle over 5k security groups makes describe pages only (%s): %s\n",
+		res.callSummary, met(res.nonList == 0 && res.mutations == 0))
+	return nil
+}
+
+// createGroups creates n groups in us-east-1's default VPC, each with three
+// ingress rules (AWS adds the fourth, the default egress rule).
+func createGroups(ctx context.Context, cl *ec2.Client, n int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	sem := make(chan struct{}, 16)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out, err := cl.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
+				GroupName: aws.String(fmt.Sprintf("bench-%05d", i)), Description: aws.String("benchmark group")})
+			if err == nil {
+				var perms []types.IpPermission
+				for _, port := range []int32{22, 80, 443} {
+					perms = append(perms, types.IpPermission{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(port), ToPort: aws.Int32(port),
+						IpRanges: []types.IpRange{{CidrIp: aws.String("10.0.0.0/8")}}})
+				}
+				_, err = cl.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: out.GroupId, IpPermissions: perms})
+			}
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("create security groups: %w", err)
+	default:
+		return nil
+	}
+}
