@@ -143,21 +143,39 @@ func TestECRErrors(t *testing.T) {
 		call func() error
 		code string
 	}{
-		{"duplicate", func() error { _, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("exists")}); return err },
+		{"duplicate", func() error {
+			_, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("exists")})
+			return err
+		},
 			"RepositoryAlreadyExistsException"},
-		{"uppercase name", func() error { _, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("App")}); return err },
+		{"uppercase name", func() error {
+			_, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("App")})
+			return err
+		},
 			"InvalidParameterException"},
-		{"one character", func() error { _, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("a")}); return err },
+		{"one character", func() error {
+			_, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("a")})
+			return err
+		},
 			"InvalidParameterException"},
 		{"257 characters", func() error {
 			_, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s(strings.Repeat("a", 257))})
 			return err
 		}, "InvalidParameterException"},
-		{"double separator", func() error { _, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("a--b")}); return err },
+		{"double separator", func() error {
+			_, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("a--b")})
+			return err
+		},
 			"InvalidParameterException"},
-		{"trailing slash", func() error { _, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("team/")}); return err },
+		{"trailing slash", func() error {
+			_, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("team/")})
+			return err
+		},
 			"InvalidParameterException"},
-		{"leading separator", func() error { _, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("_app")}); return err },
+		{"leading separator", func() error {
+			_, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("_app")})
+			return err
+		},
 			"InvalidParameterException"},
 		{"bad mutability", func() error {
 			_, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("m"), ImageTagMutability: "SOMETIMES"})
