@@ -9,7 +9,7 @@ import (
 )
 
 func cmdEmulator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("emulator", "Serve an in-memory AWS-compatible endpoint (S3, path-style) on one port until Ctrl-C,\nfor trying iasql and for tests without an AWS account. Point the SDK at it with\nAWS_ENDPOINT_URL; any credentials are accepted. Everything is lost on exit.",
+	f := newFlags("emulator", "Serve an in-memory AWS-compatible endpoint (S3 path-style, EC2, IAM, ECR) on one port until Ctrl-C,\nfor trying iasql and for tests without an AWS account. Point the SDK at it with\nAWS_ENDPOINT_URL; any credentials are accepted. Everything is lost on exit.",
 		"  iasql emulator\n  iasql emulator --listen 127.0.0.1:9000\n  AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test iasql run --dsn ...", stderr)
 	listen := f.String("listen", "IASQL_EMULATOR_LISTEN", "127.0.0.1:4566", "address to listen on (host:port; port 0 picks a free one)")
 	logger := logFlags(f, stderr)

@@ -26,7 +26,7 @@ Commands:
   install   install or upgrade the SQL objects as plain SQL (no extension needed)
   status    show capture health; exits 1 when capture is not healthy
   demo      start a throwaway PostgreSQL, the emulator and the sidecar with aws_s3; print how to connect
-  emulator  serve an AWS-compatible endpoint (S3) for tests and demos
+  emulator  serve an AWS-compatible endpoint (S3, EC2, IAM, ECR) for tests and demos
 
 Run 'iasql <command> --help' for a command's flags and environment.
 Flags: --help, --version.
