@@ -1115,10 +1115,8 @@ func TestEC2ListingScale(t *testing.T) {
 	if rules != groups*4+4 || n != groups+2 {
 		t.Errorf("listed %d rules and %d groups, want %d and %d", rules, n, groups*4+4, groups+2)
 	}
+	// Speed is make bench's to measure (cycle_nodiff_ms_sg_5k), not a test's.
 	t.Logf("listed %d rules in %v, %d groups in %v", rules, rulesTook, n, groupsTook)
-	if rulesTook+groupsTook > 2*time.Second {
-		t.Errorf("listing took %v", rulesTook+groupsTook)
-	}
 }
 
 // ec2Call sends one EC2 request straight to the emulator's handler and
