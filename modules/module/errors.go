@@ -1,0 +1,46 @@
+package module
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/aws/smithy-go"
+)
+
+// ErrorCode returns the cloud's error code of err (the code of the
+// smithy.APIError it wraps, e.g. "NoSuchBucket"), "" when it has none.
+func ErrorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// IsCode reports whether err carries one of codes as its cloud error code.
+// An error without a code matches none.
+func IsCode(err error, codes ...string) bool {
+	c := ErrorCode(err)
+	return c != "" && slices.Contains(codes, c)
+}
+
+// Classify wraps err with what was being done (format and args, then
+// ": " and err, which stays wrapped), as a *TerminalError when its code is
+// one of terminal, the codes of the module's cloud that retrying cannot
+// fix. It returns nil for nil, and err unchanged when err already is or
+// wraps a *TerminalError.
+func Classify(err error, terminal map[string]bool, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var te *TerminalError
+	if errors.As(err, &te) {
+		return err
+	}
+	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
+	if terminal[ErrorCode(err)] {
+		return &TerminalError{Err: wrapped}
+	}
+	return wrapped
+}
