@@ -2,13 +2,10 @@ package aws_iam
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
-	"github.com/aws/smithy-go"
 
 	"github.com/iasql/iasql/modules/module"
 )
@@ -83,37 +80,10 @@ var terminalCodes = map[string]bool{
 }
 
 // classify wraps err with what was being done, as a *module.TerminalError
-// when retrying cannot help.
+// when its code is one of terminalCodes.
 func classify(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	var te *module.TerminalError
-	if errors.As(err, &te) {
-		return err
-	}
-	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
-	if terminalCodes[code(err)] {
-		return &module.TerminalError{Err: wrapped}
-	}
-	return wrapped
+	return module.Classify(err, terminalCodes, format, args...)
 }
 
-// code is the IAM error code of err, "" when it is not an API error.
-func code(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
-
-func isCode(err error, codes ...string) bool {
-	c := code(err)
-	for _, want := range codes {
-		if c == want {
-			return true
-		}
-	}
-	return false
-}
+// isCode reports whether err is an IAM error with one of codes.
+func isCode(err error, codes ...string) bool { return module.IsCode(err, codes...) }

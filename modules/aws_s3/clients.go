@@ -3,7 +3,6 @@ package aws_s3
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
 
 	"github.com/iasql/iasql/modules/module"
 )
@@ -241,40 +239,13 @@ var terminalCodes = map[string]bool{
 }
 
 // classify wraps err with what was being done, as a *module.TerminalError
-// when retrying cannot help.
+// when its code is one of terminalCodes.
 func classify(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	var te *module.TerminalError
-	if errors.As(err, &te) {
-		return err
-	}
-	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
-	if terminalCodes[code(err)] {
-		return &module.TerminalError{Err: wrapped}
-	}
-	return wrapped
+	return module.Classify(err, terminalCodes, format, args...)
 }
 
-// code is the S3 error code of err, "" when it is not an API error.
-func code(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
-
-func isCode(err error, codes ...string) bool {
-	c := code(err)
-	for _, want := range codes {
-		if c == want {
-			return true
-		}
-	}
-	return false
-}
+// isCode reports whether err is an S3 error with one of codes.
+func isCode(err error, codes ...string) bool { return module.IsCode(err, codes...) }
 
 // wrongRegion says whether S3 refused a request for being sent to or
 // signed for the wrong region.

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/iasql/iasql/modules/module"
 )
@@ -143,20 +142,19 @@ func SyncTags(ctx context.Context, cl *ec2.Client, id string, want, have any) er
 }
 
 // Code returns the AWS error code of err ("" when it has none).
-func Code(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
+func Code(err error) string { return module.ErrorCode(err) }
+
+// terminalCodes are EC2 errors that retrying cannot fix: bad input the
+// database could not catch, missing permissions.
+var terminalCodes = map[string]bool{
+	"InvalidParameterValue": true, "InvalidParameterCombination": true, "InvalidVpc.Range": true, "InvalidSubnet.Range": true,
+	"InvalidSubnet.Conflict": true, "UnauthorizedOperation": true, "InvalidPermission.Malformed": true,
 }
 
 // Terminal wraps errors that retrying cannot fix (bad input the database
 // could not catch) as module.TerminalError; others pass through.
 func Terminal(err error) error {
-	switch Code(err) {
-	case "InvalidParameterValue", "InvalidParameterCombination", "InvalidVpc.Range", "InvalidSubnet.Range",
-		"InvalidSubnet.Conflict", "UnauthorizedOperation", "InvalidPermission.Malformed":
+	if terminalCodes[module.ErrorCode(err)] {
 		return &module.TerminalError{Err: err}
 	}
 	return err
