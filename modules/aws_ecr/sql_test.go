@@ -2,8 +2,6 @@ package aws_ecr_test
 
 import (
 	"errors"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 
@@ -29,42 +27,6 @@ func installed(t *testing.T) *pgx.Conn {
 	// What aws_account's first sync leaves: the regions, one the default.
 	pgtest.Exec(t, dsn, `INSERT INTO aws_regions (region, is_default) VALUES ('us-east-1', false), ('eu-west-1', true)`)
 	return pgtest.Connect(t, dsn)
-}
-
-func TestSQLMatchesTables(t *testing.T) {
-	conn := installed(t)
-	ctx := t.Context()
-	for _, tbl := range aws_ecr.Module().Tables {
-		rows, err := conn.Query(ctx, `SELECT column_name FROM information_schema.columns
-			WHERE table_schema = 'public' AND table_name = $1 ORDER BY ordinal_position`, tbl.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(cols) == 0 || cols[0] != "id" {
-			t.Errorf("%s: columns %v, want id first", tbl.Name, cols)
-		}
-		for _, c := range cols[1:] {
-			if slices.Contains(tbl.Declarative, c) == slices.Contains(tbl.Feedback, c) {
-				t.Errorf("%s.%s: must be exactly one of declarative and feedback", tbl.Name, c)
-			}
-		}
-		for _, group := range [][]string{tbl.CloudID, tbl.Declarative, tbl.Feedback, slices.Collect(maps.Keys(tbl.Refs))} {
-			for _, c := range group {
-				if !slices.Contains(cols, c) {
-					t.Errorf("%s: column %s is not in the SQL", tbl.Name, c)
-				}
-			}
-		}
-		for _, c := range tbl.CloudID {
-			if !slices.Contains(tbl.Declarative, c) {
-				t.Errorf("%s: cloud id column %s is not declarative", tbl.Name, c)
-			}
-		}
-	}
 }
 
 func TestSQLConstraints(t *testing.T) {
@@ -120,42 +82,13 @@ func TestSQLConstraints(t *testing.T) {
 	}
 }
 
+// TestSQLComments: the repository comment says that a repository that
+// holds images is not deleted. That every object has a comment is
+// TestModuleSQL's (modules/sql_test.go).
 func TestSQLComments(t *testing.T) {
 	conn := installed(t)
-	ctx := t.Context()
-	var tables []string
-	for _, tbl := range aws_ecr.Module().Tables {
-		tables = append(tables, "public."+tbl.Name)
-	}
-	rows, err := conn.Query(ctx, `
-		WITH t AS (SELECT unnest($1::text[])::regclass AS oid)
-		SELECT 'table ' || t.oid::text FROM t WHERE obj_description(t.oid, 'pg_class') IS NULL
-		UNION ALL
-		SELECT 'column ' || t.oid::text || '.' || a.attname FROM t JOIN pg_attribute a ON a.attrelid = t.oid
-		 WHERE a.attnum > 0 AND NOT a.attisdropped AND col_description(t.oid, a.attnum) IS NULL
-		UNION ALL
-		SELECT 'constraint ' || c.conname FROM t JOIN pg_constraint c ON c.conrelid = t.oid
-		 WHERE c.contype <> 'p' AND obj_description(c.oid, 'pg_constraint') IS NULL
-		UNION ALL
-		SELECT 'sequence ' || s.oid::regclass::text FROM t JOIN pg_depend d ON d.refobjid = t.oid AND d.classid = 'pg_class'::regclass
-		  JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
-		 WHERE obj_description(s.oid, 'pg_class') IS NULL
-		UNION ALL
-		SELECT 'index ' || i.indexrelid::regclass::text FROM t JOIN pg_index i ON i.indrelid = t.oid
-		 WHERE NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
-		   AND obj_description(i.indexrelid, 'pg_class') IS NULL`, tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(missing) > 0 {
-		t.Errorf("without a comment: %s", strings.Join(missing, ", "))
-	}
 	var comment string
-	if err := conn.QueryRow(ctx, `SELECT obj_description('public.repository'::regclass, 'pg_class')`).Scan(&comment); err != nil {
+	if err := conn.QueryRow(t.Context(), `SELECT obj_description('public.repository'::regclass, 'pg_class')`).Scan(&comment); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(comment, "holds images is not deleted") {
