@@ -18,10 +18,10 @@ var srv *pgtest.Server
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
 // TestModuleSQL installs every module in a fresh database, after the
-// modules it depends on, each module's SQL in one transaction as the engine
-// runs it. The tables it creates must be the module's Tables, their columns
-// those the Table specs name, and every object it creates must have a
-// COMMENT.
+// modules it depends on, each module's SQL in a transaction of its own (the
+// engine runs them all in one; a module's SQL must not need that). The
+// tables it creates must be the module's Tables, their columns those the
+// Table specs name, and every object it creates must have a COMMENT.
 func TestModuleSQL(t *testing.T) {
 	byName := map[string]module.Module{}
 	for _, m := range modules.All() {
