@@ -17,7 +17,7 @@ func TestFaultsConverge(t *testing.T) {
 	e := newEnv(t)
 	groups := []string{"f1", "f2", "f3"}
 	for _, g := range groups {
-		e.Exec(`INSERT INTO security_group (group_name, description) VALUES ('` + g + `', 'faulty')`,
+		e.Exec(`INSERT INTO security_group (group_name, description) VALUES ('`+g+`', 'faulty')`,
 			`INSERT INTO security_group_rule (security_group_id, ip_protocol, from_port, to_port, cidr_ipv4)
 			   SELECT id, 'tcp', p, p, '10.1.0.0/16' FROM security_group, (VALUES (22), (443)) v(p) WHERE group_name = '`+g+`'`)
 	}
