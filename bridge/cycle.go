@@ -169,6 +169,9 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		for _, cid := range cids {
 			c := ts.cloud[cid]
 			if rp := ts.retired[cid]; rp != nil {
+				if stillReferenced(snap, ts, cid) {
+					continue // its children move first; a later pass deletes it
+				}
 				what := "the replaced"
 				if cid == rp.temp {
 					what = "the temporary"
@@ -220,6 +223,35 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// parentRetired reports whether a resource's parent is the old resource of
+// a replacement, to be deleted.
+func parentRetired(snap *snapshot, spec module.Table, c module.Record) bool {
+	for col, parent := range spec.Refs {
+		if p := snap.byName[parent]; p != nil && c[col] != nil && p.retired[c.String(col)] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// stillReferenced reports whether a row of a child table still stands for
+// a cloud resource that references cid.
+func stillReferenced(snap *snapshot, ts *tableState, cid string) bool {
+	for _, cts := range snap.tables {
+		for col, parent := range cts.spec.Refs {
+			if parent != ts.spec.Name {
+				continue
+			}
+			for ccid, cc := range cts.cloud {
+				if cc.String(col) == cid && cts.byCloud[ccid] != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // parentsImported reports whether every resource a cloud record
@@ -433,7 +465,9 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 				return setPhase(ctx, tx, a.retire, phaseFinal)
 			})
 		}
-		if err := ts.mapper.Delete(ctx, a.cloud); errors.Is(err, module.ErrKeep) {
+		if err := ts.mapper.Delete(ctx, a.cloud); errors.Is(err, module.ErrKeep) && parentRetired(c.snap, ts.spec, a.cloud) {
+			return nil // it goes with its parent, the old resource of a replacement
+		} else if errors.Is(err, module.ErrKeep) {
 			// The cloud keeps it: the row comes back instead.
 			a.Action, a.Direction, a.kind = "create", "database", dbInsert
 			a.Description = "import " + describe(ts.spec, a.cloud) + " back: " + err.Error()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -165,6 +167,7 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 		var failed []*Action
 		var errs []string
 		down := map[string]string{} // action key -> why it did not happen
+		moved := map[string]bool{}  // parents replaced under a new generated identity, and what waits for them
 		flush := func() {
 			lost, err := c.commitBatch(ctx)
 			if err != nil {
@@ -175,6 +178,11 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 		for _, a := range pending {
 			if ctx.Err() != nil {
 				errs = append(errs, fmt.Sprintf("%s %s: %v", a.Table, firstNonEmpty(a.ID, a.CloudID), ctx.Err()))
+				continue
+			}
+			if slices.ContainsFunc(deps[a], func(k string) bool { return moved[k] }) {
+				// Planned with the parent's old identity: the next pass plans it again.
+				moved[actionKey(a)] = true
 				continue
 			}
 			if blocker := heldBy(deps[a], down); blocker != "" {
@@ -194,6 +202,9 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 			c.inBatch = append(c.inBatch, a)
 			if len(c.inBatch) >= batchSize {
 				flush()
+			}
+			if err == nil && a.Action == "replace" && generated(a.ts.spec) {
+				moved[actionKey(a)] = true
 			}
 			switch {
 			case err == nil, errors.Is(err, errConflict):
@@ -432,11 +443,53 @@ func (c *cycle) read(ctx context.Context) error {
 	}
 	// What modules derive from their own tables (aws_account: the regions
 	// in scope) goes with every mapper call of this snapshot.
-	snap.scope = func(ctx context.Context) context.Context { return moduleContext(ctx, c.tables, rows) }
+	// Read-only tables first: a row the user deleted from one is restored
+	// from the cloud, so the context sees it as the cloud has it (a deleted
+	// aws_regions row must not take its region out of scope meanwhile).
+	ctxRows, cloned := rows, false
+	readFirst := map[string][]module.Record{}
+	for _, ts := range snap.tables {
+		if !ts.spec.ReadOnly {
+			continue
+		}
+		recsCloud, err := ts.mapper.Read(ctx)
+		if err != nil {
+			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
+		}
+		readFirst[ts.spec.Name] = recsCloud
+		have := map[string]bool{}
+		for _, r := range rows[ts.spec.Name] {
+			have[cloudID(ts.spec, r.db)] = true
+		}
+		var missing []module.Record
+		for _, rc := range recsCloud {
+			if !have[cloudID(ts.spec, rc)] {
+				missing = append(missing, rc)
+			}
+		}
+		if len(missing) > 0 {
+			if !cloned {
+				ctxRows, cloned = maps.Clone(rows), true
+			}
+			t := maps.Clone(rows[ts.spec.Name])
+			if t == nil {
+				t = map[string]*row{}
+			}
+			for i, rc := range missing {
+				t[fmt.Sprintf("restored-%d", i)] = &row{db: rc}
+			}
+			ctxRows[ts.spec.Name] = t
+		}
+	}
+	snap.scope = func(ctx context.Context) context.Context { return moduleContext(ctx, c.tables, ctxRows) }
 	ctx = snap.scope(ctx)
 	// The cloud, one mapper at a time (each may page and fan out itself).
 	for _, ts := range snap.tables {
-		recsCloud, err := ts.mapper.Read(ctx)
+		recsCloud, read := readFirst[ts.spec.Name]
+		var err error
+		if !read {
+			recsCloud, err = ts.mapper.Read(ctx)
+		}
 		if err != nil {
 			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
 		}
