@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/iasql/iasql/internal/emulator"
 )
 
@@ -78,5 +80,38 @@ func TestFaultsConverge(t *testing.T) {
 	e.Commit()
 	if rules := e.cloudRules(*cg.GroupId); !slices.Equal(rules, []string{"in udp 53 10.2.0.0/16", "out -1 -1 0.0.0.0/0"}) {
 		t.Errorf("rules of f4 once throttling stopped: %v", rules)
+	}
+}
+
+// TestFailureHoldsUpOnlyDependents: when a group cannot be created, its
+// rule is not even tried (it waits for the group), while a rule of another
+// group goes ahead; once the fault stops, the next commit finishes.
+func TestFailureHoldsUpOnlyDependents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.Exec(`INSERT INTO security_group (group_name, description) VALUES ('ok', 'exists')`)
+	e.Commit()
+	e.Emu.Inject(emulator.Fault{Op: "ec2:CreateSecurityGroup", Kind: emulator.Throttle})
+	e.Emu.Reset()
+	e.Exec(`INSERT INTO security_group (group_name, description) VALUES ('blocked', 'cannot be created yet')`,
+		`INSERT INTO security_group_rule (security_group_id, ip_protocol, from_port, to_port, cidr_ipv4)
+		   SELECT id, 'tcp', 8080, 8080, '10.3.0.0/16' FROM security_group WHERE group_name IN ('ok', 'blocked')`)
+	_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
+	blockedID := e.String(`SELECT id::text FROM security_group WHERE group_name = 'blocked'`)
+	if err == nil || !strings.Contains(err.Error(), "waiting for security_group "+blockedID) {
+		t.Fatalf("commit with a group that cannot be created: %v", err)
+	}
+	if n := e.Emu.Calls()["ec2:AuthorizeSecurityGroupIngress"]; n != 1 {
+		t.Errorf("%d AuthorizeSecurityGroupIngress calls, want 1 (the rule of ok; the rule of blocked waits)", n)
+	}
+	ok, _ := e.cloudGroup("ok")
+	if rules := e.cloudRules(*ok.GroupId); !slices.Contains(rules, "in tcp 8080 10.3.0.0/16") {
+		t.Errorf("the rule of the group that exists was held up too: %v", rules)
+	}
+	e.Emu.ClearFaults()
+	e.Commit()
+	blocked, found := e.cloudGroup("blocked")
+	if !found || !slices.Contains(e.cloudRules(*blocked.GroupId), "in tcp 8080 10.3.0.0/16") {
+		t.Errorf("after the fault stopped: group %v, rules %v", found, e.cloudRules(aws.ToString(blocked.GroupId)))
 	}
 }
