@@ -231,27 +231,40 @@ func classifyCalls(calls map[string]int) (total, nonList, mutations int, summary
 }
 
 func createBuckets(ctx context.Context, cloud *s3.Client, prefix string, n int) error {
+	err := parallel(n, func(i int) error {
+		_, err := cloud.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(fmt.Sprintf("%s-%05d", prefix, i))})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create buckets: %w", err)
+	}
+	return nil
+}
+
+// parallel runs fn(0) .. fn(n-1), 16 at a time, and returns one of their
+// errors.
+func parallel(n int, fn func(i int) error) error {
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	errs := make(chan error, 1)
 	sem := make(chan struct{}, 16)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(i int) {
+		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if _, err := cloud.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(fmt.Sprintf("%s-%05d", prefix, i))}); err != nil {
+			if err := fn(i); err != nil {
 				select {
 				case errs <- err:
 				default:
 				}
 			}
-		}(i)
+		}()
 	}
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return fmt.Errorf("create buckets: %w", err)
+		return err
 	default:
 		return nil
 	}

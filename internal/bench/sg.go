@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -84,38 +83,22 @@ func (b *bench) securityGroups(ctx context.Context) error {
 // createGroups creates n groups in us-east-1's default VPC, each with three
 // ingress rules (AWS adds the fourth, the default egress rule).
 func createGroups(ctx context.Context, cl *ec2.Client, n int) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	sem := make(chan struct{}, 16)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out, err := cl.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-				GroupName: aws.String(fmt.Sprintf("bench-%05d", i)), Description: aws.String("benchmark group")})
-			if err == nil {
-				var perms []types.IpPermission
-				for _, port := range []int32{22, 80, 443} {
-					perms = append(perms, types.IpPermission{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(port), ToPort: aws.Int32(port),
-						IpRanges: []types.IpRange{{CidrIp: aws.String("10.0.0.0/8")}}})
-				}
-				_, err = cl.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: out.GroupId, IpPermissions: perms})
-			}
-			if err != nil {
-				select {
-				case errs <- err:
-				default:
-				}
-			}
-		}(i)
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
+	err := parallel(n, func(i int) error {
+		out, err := cl.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
+			GroupName: aws.String(fmt.Sprintf("bench-%05d", i)), Description: aws.String("benchmark group")})
+		if err != nil {
+			return err
+		}
+		var perms []types.IpPermission
+		for _, port := range []int32{22, 80, 443} {
+			perms = append(perms, types.IpPermission{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(port), ToPort: aws.Int32(port),
+				IpRanges: []types.IpRange{{CidrIp: aws.String("10.0.0.0/8")}}})
+		}
+		_, err = cl.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: out.GroupId, IpPermissions: perms})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("create security groups: %w", err)
-	default:
-		return nil
 	}
+	return nil
 }

@@ -143,17 +143,7 @@ func (m *groupMapper) find(ctx context.Context, region, vpc, name string) (modul
 
 // Update changes tags; a new description needs a new group.
 func (m *groupMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	for _, c := range groupColumns {
-		if c != "tags" && !module.Same(want[c], have[c]) {
-			return nil, module.ErrReplace
-		}
-	}
-	if err := ec2x.SyncTags(ctx, m.g.c.Region(have.String("region")), have.String("group_id"), want["tags"], have["tags"]); err != nil {
-		return nil, err
-	}
-	got := maps.Clone(have)
-	got["tags"] = want["tags"]
-	return got, nil
+	return m.g.c.UpdateTags(ctx, groupColumns, "group_id", want, have)
 }
 
 // Temporary names the stand-in of a replacement: the name with a suffix

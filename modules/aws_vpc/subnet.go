@@ -57,20 +57,7 @@ func (m *subnetMapper) Create(ctx context.Context, want module.Record) (module.R
 
 // Update changes tags; anything else needs a new subnet.
 func (m *subnetMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	for _, c := range subnetColumns {
-		if c != "tags" && !module.Same(want[c], have[c]) {
-			return nil, module.ErrReplace
-		}
-	}
-	if err := ec2x.SyncTags(ctx, m.c.Region(have.String("region")), have.String("subnet_id"), want["tags"], have["tags"]); err != nil {
-		return nil, err
-	}
-	got := module.Record{}
-	for k, v := range have {
-		got[k] = v
-	}
-	got["tags"] = want["tags"]
-	return got, nil
+	return m.c.UpdateTags(ctx, subnetColumns, "subnet_id", want, have)
 }
 
 func (m *subnetMapper) Delete(ctx context.Context, have module.Record) error {

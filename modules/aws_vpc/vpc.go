@@ -54,18 +54,7 @@ func (m *vpcMapper) Create(ctx context.Context, want module.Record) (module.Reco
 
 // Update changes tags; a new CIDR block or region needs a new VPC.
 func (m *vpcMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	if !module.Same(want["cidr_block"], have["cidr_block"]) || !module.Same(want["region"], have["region"]) {
-		return nil, module.ErrReplace
-	}
-	if err := ec2x.SyncTags(ctx, m.c.Region(have.String("region")), have.String("vpc_id"), want["tags"], have["tags"]); err != nil {
-		return nil, err
-	}
-	got := module.Record{}
-	for k, v := range have {
-		got[k] = v
-	}
-	got["tags"] = want["tags"]
-	return got, nil
+	return m.c.UpdateTags(ctx, vpcColumns, "vpc_id", want, have)
 }
 
 func (m *vpcMapper) Delete(ctx context.Context, have module.Record) error {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 
@@ -158,4 +159,22 @@ func Terminal(err error) error {
 		return &module.TerminalError{Err: err}
 	}
 	return err
+}
+
+// UpdateTags is the Update of a resource whose tags are all that can
+// change in place: any other difference among cols needs a replacement
+// (module.ErrReplace); otherwise the tags of the resource whose id is in
+// column idCol are made want's, and have with want's tags is returned.
+func (c *Clients) UpdateTags(ctx context.Context, cols []string, idCol string, want, have module.Record) (module.Record, error) {
+	for _, col := range cols {
+		if col != "tags" && !module.Same(want[col], have[col]) {
+			return nil, module.ErrReplace
+		}
+	}
+	if err := SyncTags(ctx, c.Region(have.String("region")), have.String(idCol), want["tags"], have["tags"]); err != nil {
+		return nil, err
+	}
+	got := maps.Clone(have)
+	got["tags"] = want["tags"]
+	return got, nil
 }
