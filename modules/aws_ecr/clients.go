@@ -1,7 +1,6 @@
 package aws_ecr
 
 import (
-	"context"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,25 +30,6 @@ func (c *clients) client(region string) *ecr.Client {
 	cl := ecr.NewFromConfig(c.cfg, func(o *ecr.Options) { o.Region = region })
 	c.byRegion[region] = cl
 	return cl
-}
-
-// forEach runs fn(0..n-1) concurrently. The first error cancels the
-// others and is returned.
-func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-	for i := range n {
-		wg.Go(func() {
-			if err := fn(ctx, i); err != nil {
-				once.Do(func() { first = err; cancel(err) })
-			}
-		})
-	}
-	wg.Wait()
-	return first
 }
 
 // terminalCodes are ECR errors that retrying cannot fix: bad input,

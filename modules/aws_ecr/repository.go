@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
 	"github.com/aws/aws-sdk-go-v2/service/ecr/types"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -31,7 +32,7 @@ func newRepositoryMapper(cfg aws.Config) *repositoryMapper {
 func (m *repositoryMapper) Read(ctx context.Context) ([]module.Record, error) {
 	regions := module.ScopeOf(ctx, m.cfg).Regions
 	per := make([][]module.Record, len(regions))
-	err := forEach(ctx, len(regions), func(ctx context.Context, i int) error {
+	err := regional.ForEach(ctx, 0, len(regions), func(ctx context.Context, i int) error {
 		recs, err := m.list(ctx, regions[i], nil)
 		per[i] = recs
 		return err

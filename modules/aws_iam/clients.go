@@ -41,36 +41,6 @@ func (c *clients) client(ctx context.Context) *iam.Client {
 	return cl
 }
 
-// forEach runs fn(0..n-1), at most concurrency at a time. The first error
-// cancels the others and is returned.
-func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-loop:
-	for i := range n {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break loop
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := fn(ctx, i); err != nil {
-				once.Do(func() { first = err; cancel(err) })
-			}
-		})
-	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
-}
-
 // terminalCodes are IAM errors that retrying cannot fix: bad input,
 // quotas, entities IAM does not let anyone change, missing permissions.
 var terminalCodes = map[string]bool{

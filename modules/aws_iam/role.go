@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/iam/types"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -110,7 +111,7 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 		}
 	}
 	recs := make([]module.Record, len(roles))
-	err := forEach(ctx, len(roles), func(ctx context.Context, i int) error {
+	err := regional.ForEach(ctx, concurrency, len(roles), func(ctx context.Context, i int) error {
 		rec, err := m.record(ctx, cl, roles[i])
 		if isCode(err, "NoSuchEntity") {
 			return nil // deleted since it was listed

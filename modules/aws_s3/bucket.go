@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -73,7 +74,7 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 		return nil, err
 	}
 	recs := make([]module.Record, len(infos))
-	err = forEach(ctx, len(infos), func(ctx context.Context, i int) error {
+	err = regional.ForEach(ctx, concurrency, len(infos), func(ctx context.Context, i int) error {
 		rec, err := m.record(ctx, infos[i])
 		if isCode(err, "NoSuchBucket") {
 			return nil // deleted since it was listed

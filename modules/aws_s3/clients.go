@@ -13,6 +13,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -168,7 +169,7 @@ func (c *clients) listBuckets(ctx context.Context, prefix string) ([]bucketInfo,
 			out = append(out, info)
 		}
 	}
-	err := forEach(ctx, len(out), func(ctx context.Context, i int) error {
+	err := regional.ForEach(ctx, concurrency, len(out), func(ctx context.Context, i int) error {
 		if out[i].region != "" {
 			return nil
 		}
@@ -195,36 +196,6 @@ func normRegion(r string) string {
 		return "eu-west-1"
 	}
 	return r
-}
-
-// forEach runs fn(0..n-1), at most concurrency at a time. The first error
-// cancels the others and is returned.
-func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-loop:
-	for i := range n {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break loop
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := fn(ctx, i); err != nil {
-				once.Do(func() { first = err; cancel(err) })
-			}
-		})
-	}
-	wg.Wait()
-	if first != nil {
-		return first
-	}
-	return ctx.Err()
 }
 
 // terminalCodes are S3 errors that retrying cannot fix: bad input, a name

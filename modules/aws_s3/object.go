@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -27,7 +28,7 @@ func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
 		return nil, err
 	}
 	per := make([][]module.Record, len(infos))
-	err = forEach(ctx, len(infos), func(ctx context.Context, i int) error {
+	err = regional.ForEach(ctx, concurrency, len(infos), func(ctx context.Context, i int) error {
 		recs, err := m.list(ctx, infos[i])
 		if isCode(err, "NoSuchBucket") {
 			return nil // deleted since it was listed

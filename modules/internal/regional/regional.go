@@ -1,0 +1,76 @@
+// Package regional is what the modules that call a cloud service per
+// region share: an SDK client per region, made once, and running the
+// calls for many items (regions, buckets, roles) concurrently.
+package regional
+
+import (
+	"context"
+	"sync"
+)
+
+// Clients holds an SDK client of type C per region, each made once by
+// the function given to NewClients.
+type Clients[C any] struct {
+	newClient func(region string) C
+
+	mu       sync.Mutex
+	byRegion map[string]C
+}
+
+// NewClients returns an empty cache whose clients newClient makes (e.g.
+// ecr.NewFromConfig with the region set in its options).
+func NewClients[C any](newClient func(region string) C) *Clients[C] {
+	return &Clients[C]{newClient: newClient, byRegion: map[string]C{}}
+}
+
+// Region returns the client for a region, made on first use.
+func (c *Clients[C]) Region(region string) C {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.byRegion[region]; ok {
+		return cl
+	}
+	cl := c.newClient(region)
+	c.byRegion[region] = cl
+	return cl
+}
+
+// ForEach runs fn(ctx, i) for i from 0 to n-1, at most limit at a time
+// (all at once when limit is 0 or less). The first error cancels the
+// context the others run with and is returned. Otherwise the error is
+// ctx's, when ctx ended meanwhile; with a limit, the calls not started by
+// then are not made.
+func ForEach(ctx context.Context, limit, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var sem chan struct{}
+	if limit > 0 {
+		sem = make(chan struct{}, limit)
+	}
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+loop:
+	for i := range n {
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				break loop
+			}
+		}
+		wg.Go(func() {
+			if sem != nil {
+				defer func() { <-sem }()
+			}
+			if err := fn(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel(err) })
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}

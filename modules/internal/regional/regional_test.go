@@ -1,0 +1,125 @@
+package regional_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/iasql/iasql/modules/internal/regional"
+)
+
+func TestClients(t *testing.T) {
+	type client struct{ region string }
+	made := map[string]int{}
+	var mu sync.Mutex
+	c := regional.NewClients(func(region string) *client {
+		mu.Lock()
+		made[region]++
+		mu.Unlock()
+		return &client{region: region}
+	})
+	cases := []struct {
+		name, region string
+		made         int // clients made for the region after the call
+	}{
+		{"first use makes the client", "us-east-1", 1},
+		{"another region makes its own", "eu-west-1", 1},
+		{"the same region reuses it", "us-east-1", 1},
+		{"the empty region is a region too", "", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := c.Region(tc.region)
+			if cl.region != tc.region {
+				t.Errorf("client for %q is %q's", tc.region, cl.region)
+			}
+			if cl != c.Region(tc.region) {
+				t.Errorf("two clients for %q", tc.region)
+			}
+			if made[tc.region] != tc.made {
+				t.Errorf("%d clients made for %q, want %d", made[tc.region], tc.region, tc.made)
+			}
+		})
+	}
+	// Concurrent first uses make one client.
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() { c.Region("ap-south-1") })
+	}
+	wg.Wait()
+	if made["ap-south-1"] != 1 {
+		t.Errorf("concurrent first uses made %d clients", made["ap-south-1"])
+	}
+}
+
+func TestForEach(t *testing.T) {
+	boom := errors.New("boom")
+	cases := []struct {
+		name      string
+		limit, n  int
+		fail      int  // the i whose call fails; -1 for none
+		cancelled bool // the caller's context ended before the call
+		wantErr   error
+		allRun    bool // every i ran exactly once
+	}{
+		{"nothing to do", 4, 0, -1, false, nil, true},
+		{"fewer than the limit", 4, 3, -1, false, nil, true},
+		{"more than the limit", 3, 40, -1, false, nil, true},
+		{"no limit", 0, 40, -1, false, nil, true},
+		{"the first error is returned", 2, 10, 0, false, boom, false},
+		{"an error without a limit", 0, 10, 5, false, boom, false},
+		{"caller's context ended, with a limit", 2, 10, -1, true, context.Canceled, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if tc.cancelled {
+				cancel()
+			}
+			ran := make([]atomic.Int32, tc.n)
+			var inFlight, most atomic.Int32
+			err := regional.ForEach(ctx, tc.limit, tc.n, func(ctx context.Context, i int) error {
+				ran[i].Add(1)
+				now := inFlight.Add(1)
+				defer inFlight.Add(-1)
+				for {
+					m := most.Load()
+					if now <= m || most.CompareAndSwap(m, now) {
+						break
+					}
+				}
+				if i == tc.fail {
+					return boom
+				}
+				if tc.fail >= 0 {
+					// The others wait for the failure to cancel them.
+					select {
+					case <-ctx.Done():
+						return context.Cause(ctx)
+					case <-time.After(10 * time.Second):
+						return errors.New("not cancelled")
+					}
+				}
+				time.Sleep(time.Millisecond)
+				return ctx.Err()
+			})
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Errorf("error %v, want %v", err, tc.wantErr)
+			}
+			if tc.limit > 0 && int(most.Load()) > tc.limit {
+				t.Errorf("%d calls at once, limit %d", most.Load(), tc.limit)
+			}
+			if tc.allRun {
+				for i := range ran {
+					if got := ran[i].Load(); got != 1 {
+						t.Errorf("fn(%d) ran %d times", i, got)
+					}
+				}
+			}
+		})
+	}
+}
