@@ -19,12 +19,14 @@ const pageSize = 1000
 // repositoryMapper maps the repository table: the private repositories of
 // every region of the cycle's scope.
 type repositoryMapper struct {
-	c   *clients
-	cfg aws.Config
+	cfg     aws.Config
+	clients *regional.Clients[*ecr.Client]
 }
 
 func newRepositoryMapper(cfg aws.Config) *repositoryMapper {
-	return &repositoryMapper{c: newClients(cfg), cfg: cfg}
+	return &repositoryMapper{cfg: cfg, clients: regional.NewClients(func(region string) *ecr.Client {
+		return ecr.NewFromConfig(cfg, func(o *ecr.Options) { o.Region = region })
+	})}
 }
 
 // Read describes the repositories of every region in the scope
@@ -55,7 +57,7 @@ func (m *repositoryMapper) list(ctx context.Context, region string, names []stri
 		in.MaxResults = aws.Int32(pageSize)
 	}
 	var out []module.Record
-	p := ecr.NewDescribeRepositoriesPaginator(m.c.client(region), in)
+	p := ecr.NewDescribeRepositoriesPaginator(m.clients.Region(region), in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -120,7 +122,7 @@ func (m *repositoryMapper) Create(ctx context.Context, want module.Record) (modu
 	if name == "" {
 		return nil, &module.TerminalError{Err: errors.New("create repository: repository_name is required")}
 	}
-	out, err := m.c.client(region).CreateRepository(ctx, &ecr.CreateRepositoryInput{
+	out, err := m.clients.Region(region).CreateRepository(ctx, &ecr.CreateRepositoryInput{
 		RepositoryName:             aws.String(name),
 		ImageTagMutability:         mutability(want),
 		ImageScanningConfiguration: &types.ImageScanningConfiguration{ScanOnPush: want.Bool("scan_on_push")},
@@ -142,7 +144,7 @@ func (m *repositoryMapper) Update(ctx context.Context, want, have module.Record)
 	if want.String("repository_name") != name || m.region(ctx, want) != region {
 		return nil, module.ErrReplace
 	}
-	cl := m.c.client(region)
+	cl := m.clients.Region(region)
 	if mutability(want) != mutability(have) {
 		_, err := cl.PutImageTagMutability(ctx, &ecr.PutImageTagMutabilityInput{RepositoryName: aws.String(name), ImageTagMutability: mutability(want)})
 		if err != nil {
@@ -164,7 +166,7 @@ func (m *repositoryMapper) Update(ctx context.Context, want, have module.Record)
 // not the table's to throw away. A repository already gone is no error.
 func (m *repositoryMapper) Delete(ctx context.Context, have module.Record) error {
 	name, region := have.String("repository_name"), m.region(ctx, have)
-	_, err := m.c.client(region).DeleteRepository(ctx, &ecr.DeleteRepositoryInput{RepositoryName: aws.String(name)})
+	_, err := m.clients.Region(region).DeleteRepository(ctx, &ecr.DeleteRepositoryInput{RepositoryName: aws.String(name)})
 	if err != nil && !isCode(err, "RepositoryNotFoundException") {
 		return classify(err, "delete repository %s in %s", name, region)
 	}

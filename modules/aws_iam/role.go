@@ -28,13 +28,17 @@ const rolePath = "/"
 // listPage is the MaxItems of IAM list calls.
 const listPage = 1000
 
+// concurrency bounds the per-role requests in flight during a Read.
+const concurrency = 8
+
 var declarative = []string{"role_name", "assume_role_policy_document", "description",
 	"max_session_duration", "attached_policy_arns", "inline_policies"}
 
 // roleMapper maps the iam_role table.
 type roleMapper struct {
-	c   *clients
-	ttl time.Duration // how long an automatic cycle may reuse a role's policies
+	cfg     aws.Config
+	clients *regional.Clients[*iam.Client]
+	ttl     time.Duration // how long an automatic cycle may reuse a role's policies
 
 	mu      sync.Mutex
 	details map[string]roleDetail // by role id
@@ -49,7 +53,18 @@ type roleDetail struct {
 }
 
 func newRoleMapper(cfg aws.Config) *roleMapper {
-	return &roleMapper{c: newClients(cfg), ttl: detailTTL(), details: map[string]roleDetail{}}
+	return &roleMapper{cfg: cfg, ttl: detailTTL(), details: map[string]roleDetail{},
+		clients: regional.NewClients(func(region string) *iam.Client {
+			return iam.NewFromConfig(cfg, func(o *iam.Options) { o.Region = region })
+		})}
+}
+
+// client returns the IAM client for the default region of the cycle's
+// scope. IAM is global: any region reaches the same roles; signing for the
+// scope's default region makes partitions other than aws (aws-cn,
+// aws-us-gov) resolve to their own endpoint.
+func (m *roleMapper) client(ctx context.Context) *iam.Client {
+	return m.clients.Region(module.ScopeOf(ctx, m.cfg).Default)
 }
 
 // detailTTL is IASQL_IAM_DETAIL_TTL (a duration; 0 turns reuse off),
@@ -96,7 +111,7 @@ func (m *roleMapper) forget(roleID string) {
 // attached and inline policies, 8 roles at a time (reused from a recent
 // read when the context allows it).
 func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
-	cl := m.c.client(ctx)
+	cl := m.client(ctx)
 	var roles []types.Role
 	p := iam.NewListRolesPaginator(cl, &iam.ListRolesInput{PathPrefix: aws.String(rolePath), MaxItems: aws.Int32(listPage)})
 	for p.HasMorePages() {
@@ -204,7 +219,7 @@ func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) 
 
 // readOne reads one role back, fresh.
 func (m *roleMapper) readOne(ctx context.Context, name string) (module.Record, error) {
-	cl := m.c.client(ctx)
+	cl := m.client(ctx)
 	out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 	if err != nil {
 		return nil, classify(err, "get role %s", name)
@@ -236,7 +251,7 @@ func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 	if d := want.String("description"); d != "" {
 		in.Description = aws.String(d)
 	}
-	cl := m.c.client(ctx)
+	cl := m.client(ctx)
 	_, err = cl.CreateRole(ctx, in)
 	switch {
 	case isCode(err, "EntityAlreadyExists"):
@@ -319,7 +334,7 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 	if want.String("role_name") != name {
 		return nil, module.ErrReplace
 	}
-	cl := m.c.client(ctx)
+	cl := m.client(ctx)
 	if !module.Same(want["description"], have["description"]) || maxSession(want) != maxSession(have) {
 		_, err := cl.UpdateRole(ctx, &iam.UpdateRoleInput{
 			RoleName:           aws.String(name),
@@ -380,7 +395,7 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 // gone is no error.
 func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
 	name := have.String("role_name")
-	cl := m.c.client(ctx)
+	cl := m.client(ctx)
 	d, err := m.policies(ctx, cl, name)
 	if isCode(err, "NoSuchEntity") {
 		m.forget(have.String("role_id"))

@@ -28,19 +28,31 @@ const (
 // clients holds an S3 client per region and the regions of the buckets
 // seen, for the mappers of one configuration.
 type clients struct {
-	cfg       aws.Config
-	pathStyle bool
+	cfg      aws.Config
+	byRegion *regional.Clients[*s3.Client]
 
-	mu       sync.Mutex
-	byRegion map[string]*s3.Client
-	regions  map[string]string // bucket name -> region
+	mu      sync.Mutex
+	regions map[string]string // bucket name -> region
 }
 
+// newClients returns the clients for cfg (in us-east-1 when it names no
+// region). Checksums are computed and validated only where S3 requires
+// them, which works with AWS and with S3-compatible servers that predate
+// the SDK's default CRC32 checksums.
 func newClients(cfg aws.Config) *clients {
 	if cfg.Region == "" {
 		cfg.Region = defaultRegion
 	}
-	return &clients{cfg: cfg, pathStyle: pathStyle(cfg), byRegion: map[string]*s3.Client{}, regions: map[string]string{}}
+	usePathStyle := pathStyle(cfg)
+	byRegion := regional.NewClients(func(region string) *s3.Client {
+		return s3.NewFromConfig(cfg, func(o *s3.Options) {
+			o.Region = region
+			o.UsePathStyle = usePathStyle
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		})
+	})
+	return &clients{cfg: cfg, byRegion: byRegion, regions: map[string]string{}}
 }
 
 // pathStyle says whether to address buckets in the path: when
@@ -54,26 +66,11 @@ func pathStyle(cfg aws.Config) bool {
 }
 
 // client returns the client for a region ("" is the configuration's).
-// Checksums are computed and validated only where S3 requires them, which
-// works with AWS and with S3-compatible servers that predate the SDK's
-// default CRC32 checksums.
 func (c *clients) client(region string) *s3.Client {
 	if region == "" {
 		region = c.cfg.Region
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.byRegion[region]; ok {
-		return cl
-	}
-	cl := s3.NewFromConfig(c.cfg, func(o *s3.Options) {
-		o.Region = region
-		o.UsePathStyle = c.pathStyle
-		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-	})
-	c.byRegion[region] = cl
-	return cl
+	return c.byRegion.Region(region)
 }
 
 func (c *clients) rememberRegion(bucket, region string) {
