@@ -147,8 +147,8 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 				a.Action, a.Direction, a.kind = "update", "database", dbFeedback
 				a.Description = "refresh " + strings.Join(ts.spec.Feedback, ", ") + " from the cloud"
 			default:
-				if rp := ts.repl[id]; rp != nil && rp.phase == phaseTemporary {
-					continue // standing in for the record, not the record
+				if ts.standingIn(id) {
+					continue // the stand-in is in sync, not the record
 				}
 				rec, known := ts.records[id]
 				if !known || rec.cloudID != r.cloudID || intent(id) || (opt.discard && ts.intent[id] != 0) {
@@ -376,7 +376,7 @@ func numLess(a, b string) bool {
 }
 
 func describe(spec module.Table, r module.Record) string {
-	return strings.TrimSuffix(spec.Name, "s") + " " + cloudID(spec, r)
+	return strings.TrimSuffix(spec.Name, "s") + " " + module.CloudIDOf(spec, r)
 }
 
 func sameColumns(cols []string, a, b module.Record) bool {
@@ -439,7 +439,7 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 		if err != nil {
 			return err
 		}
-		if rp := ts.repl[a.ID]; rp != nil && rp.phase == phaseTemporary && a.row.cloudID == rp.temp {
+		if ts.standingIn(a.ID) {
 			return c.writeFeedback(ctx, a, got) // the stand-in, not the record
 		}
 		return c.writeBack(ctx, a, got)
@@ -504,21 +504,18 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 		for _, col := range ts.spec.Initial {
 			rec[col] = a.cloud[col]
 		}
+		onConflict := ""
+		if a.record != "" && ts.rows[a.record] == nil {
+			// Restore the record under the id it had, if it is still free.
+			rec["id"] = json.Number(a.record)
+			onConflict = " ON CONFLICT (id) DO NOTHING"
+		}
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			cols := columnList(rec)
+			cols, t := columnList(rec), pgx.Identifier{ts.spec.Name}.Sanitize()
+			q := `INSERT INTO ` + t + ` (` + cols + `) SELECT ` + cols + ` FROM jsonb_populate_record(NULL::` + t + `, $1::jsonb)` +
+				onConflict + ` RETURNING id::text`
 			var id string
-			q := `INSERT INTO ` + pgx.Identifier{ts.spec.Name}.Sanitize() + ` (` + cols + `) SELECT ` + cols +
-				` FROM jsonb_populate_record(NULL::` + pgx.Identifier{ts.spec.Name}.Sanitize() + `, $1::jsonb) RETURNING id::text`
-			args := []any{string(encodeRecord(rec))}
-			if a.record != "" && ts.rows[a.record] == nil {
-				// Restore the record under the id it had.
-				rec["id"] = json.Number(a.record)
-				cols = columnList(rec)
-				q = `INSERT INTO ` + pgx.Identifier{ts.spec.Name}.Sanitize() + ` (` + cols + `) SELECT ` + cols +
-					` FROM jsonb_populate_record(NULL::` + pgx.Identifier{ts.spec.Name}.Sanitize() + `, $1::jsonb) ON CONFLICT (id) DO NOTHING RETURNING id::text`
-				args = []any{string(encodeRecord(rec))}
-			}
-			if err := tx.QueryRow(ctx, q, args...).Scan(&id); err != nil {
+			if err := tx.QueryRow(ctx, q, string(encodeRecord(rec))).Scan(&id); err != nil {
 				if errors.Is(err, pgx.ErrNoRows) {
 					return errConflict
 				}
@@ -547,7 +544,7 @@ func (c *cycle) writeBack(ctx context.Context, a *Action, got module.Record) err
 	ts := a.ts
 	cid := a.row.cloudID
 	if cid == "" || generated(ts.spec) {
-		cid = cloudID(ts.spec, got) // the identity the cloud gave it
+		cid = module.CloudIDOf(ts.spec, got) // the identity the cloud gave it
 	}
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
 		if err := feedbackTx(ctx, tx, ts.spec, a.ID, a.row.db, got); err != nil {
@@ -575,10 +572,9 @@ func feedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, wa
 	}
 	rec := only(got, spec.Feedback)
 	cols := columnList(rec)
-	t := pgx.Identifier{spec.Name}.Sanitize()
-	_, err := tx.Exec(ctx, `UPDATE `+t+` SET (`+cols+`) = (SELECT `+cols+` FROM jsonb_populate_record(NULL::`+t+`, $1::jsonb))
-		WHERE id = $2 AND ROW(`+cols+`) IS NOT DISTINCT FROM (SELECT ROW(`+cols+`) FROM jsonb_populate_record(NULL::`+t+`, $3::jsonb))`,
-		string(encodeRecord(rec)), id, string(encodeRecord(only(was, spec.Feedback))))
+	_, err := updateColumns(ctx, tx, spec.Name, id, rec,
+		`ROW(`+cols+`) IS NOT DISTINCT FROM (SELECT ROW(`+cols+`) FROM jsonb_populate_record(NULL::`+pgx.Identifier{spec.Name}.Sanitize()+`, $3::jsonb))`,
+		string(encodeRecord(only(was, spec.Feedback))))
 	return err
 }
 
@@ -607,7 +603,7 @@ func (c *cycle) replace(ctx context.Context, a *Action) error {
 	want := a.row.cloud
 	if unique {
 		want = tm.Temporary(a.row.cloud, a.CloudID)
-		rp.temp, rp.phase = cloudID(ts.spec, want), phaseTemporary
+		rp.temp, rp.phase = module.CloudIDOf(ts.spec, want), phaseTemporary
 	} else {
 		want = maps.Clone(want)
 		want[ts.spec.CloudID[0]] = nil
@@ -651,18 +647,27 @@ func (c *cycle) updateRow(ctx context.Context, a *Action, rec module.Record) err
 	})
 }
 
+// updateRowTx writes rec's columns into the row, on condition that it is
+// the version the cycle read (xmin); errConflict when it is not.
 func updateRowTx(ctx context.Context, tx pgx.Tx, table, id, xmin string, rec module.Record) error {
+	ok, err := updateColumns(ctx, tx, table, id, rec, `xmin = $3::text::xid`, xmin)
+	if err == nil && !ok {
+		return errConflict
+	}
+	return err
+}
+
+// updateColumns sets rec's columns of row id where cond (an SQL condition
+// on the row whose parameter is $3) holds, and reports whether it did.
+func updateColumns(ctx context.Context, tx pgx.Tx, table, id string, rec module.Record, cond string, arg any) (bool, error) {
 	cols := columnList(rec)
 	t := pgx.Identifier{table}.Sanitize()
 	tag, err := tx.Exec(ctx, `UPDATE `+t+` SET (`+cols+`) = (SELECT `+cols+` FROM jsonb_populate_record(NULL::`+t+`, $1::jsonb))
-		WHERE id = $2 AND xmin = $3::text::xid`, string(encodeRecord(rec)), id, xmin)
+		WHERE id = $2 AND `+cond, string(encodeRecord(rec)), id, arg)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if tag.RowsAffected() == 0 {
-		return errConflict
-	}
-	return nil
+	return tag.RowsAffected() > 0, nil
 }
 
 func upsertRecord(ctx context.Context, tx pgx.Tx, table, id, cid string, lsn pglogrepl.LSN) error {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -162,7 +161,7 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 	order(actions, index)
 	deps := dependencies(actions)
 	pending := actions
-	var lastErrs string
+	var lastFailed string
 	for round := 0; ; round++ {
 		var failed []*Action
 		var errs []string
@@ -231,10 +230,10 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 		}
 		sort.Strings(keys)
 		now := strings.Join(keys, "\n")
-		if len(failed) == 0 || now == lastErrs || round+1 >= maxRounds || ctx.Err() != nil {
+		if len(failed) == 0 || now == lastFailed || round+1 >= maxRounds || ctx.Err() != nil {
 			return errs
 		}
-		lastErrs = now
+		lastFailed = now
 		pending = failed
 		wait := min(retryBase<<round, retryMax)
 		select {
@@ -265,20 +264,16 @@ func actionKey(a *Action) string {
 // for: a create or update waits for its parents' creates and updates; a
 // delete of a parent waits for the deletes of its children.
 func dependencies(actions []*Action) map[*Action][]string {
-	keys := map[string]bool{}
-	for _, a := range actions {
-		keys[actionKey(a)] = true
-	}
-	out := map[*Action][]string{}
 	byKey := map[string]*Action{}
 	for _, a := range actions {
 		byKey[actionKey(a)] = a
 	}
+	out := map[*Action][]string{}
 	for _, a := range actions {
 		for col, parent := range a.ts.spec.Refs {
 			switch {
 			case a.row != nil && !isDelete(a) && a.row.db[col] != nil:
-				if k := parent + "\x00#" + a.row.db.String(col); keys[k] {
+				if k := parent + "\x00#" + a.row.db.String(col); byKey[k] != nil {
 					out[a] = append(out[a], k)
 				}
 			case a.row == nil && a.cloud != nil && a.cloud[col] != nil:
@@ -424,7 +419,7 @@ func (c *cycle) read(ctx context.Context) error {
 	}
 	snap := &snapshot{lsn: lsn, vis: vis, low: next, modes: modes, byName: map[string]*tableState{}}
 	for _, t := range c.tables {
-		ts := &tableState{spec: t.spec, mapper: t.mapper, rows: rows[t.spec.Name], byCloud: map[string]*row{},
+		ts := &tableState{spec: t.spec, mapper: t.mapper, mod: t.mod, rows: rows[t.spec.Name], byCloud: map[string]*row{},
 			records: recs[t.spec.Name], recBy: map[string]string{}, intent: intent[t.spec.Name], seen: seen[t.spec.Name],
 			cloud: map[string]module.Record{}, repl: repls[t.spec.Name], retired: map[string]*replacement{}, forced: map[string]bool{}}
 		if ts.records == nil {
@@ -441,61 +436,24 @@ func (c *cycle) read(ctx context.Context) error {
 		snap.tables = append(snap.tables, ts)
 		snap.byName[t.spec.Name] = ts
 	}
-	// What modules derive from their own tables (aws_account: the regions
-	// in scope) goes with every mapper call of this snapshot.
-	// Read-only tables first: a row the user deleted from one is restored
-	// from the cloud, so the context sees it as the cloud has it (a deleted
-	// aws_regions row must not take its region out of scope meanwhile).
-	ctxRows, cloned := rows, false
-	readFirst := map[string][]module.Record{}
+	// Read-only tables first: what modules derive from their tables (the
+	// regions in scope) comes from them, and a row a user deleted from one
+	// is restored from the cloud in this cycle, so it counts meanwhile.
 	for _, ts := range snap.tables {
-		if !ts.spec.ReadOnly {
-			continue
-		}
-		recsCloud, err := ts.mapper.Read(ctx)
-		if err != nil {
-			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
-		}
-		readFirst[ts.spec.Name] = recsCloud
-		have := map[string]bool{}
-		for _, r := range rows[ts.spec.Name] {
-			have[cloudID(ts.spec, r.db)] = true
-		}
-		var missing []module.Record
-		for _, rc := range recsCloud {
-			if !have[cloudID(ts.spec, rc)] {
-				missing = append(missing, rc)
+		if ts.spec.ReadOnly {
+			if err := ts.readCloud(ctx); err != nil {
+				return err
 			}
-		}
-		if len(missing) > 0 {
-			if !cloned {
-				ctxRows, cloned = maps.Clone(rows), true
-			}
-			t := maps.Clone(rows[ts.spec.Name])
-			if t == nil {
-				t = map[string]*row{}
-			}
-			for i, rc := range missing {
-				t[fmt.Sprintf("restored-%d", i)] = &row{db: rc}
-			}
-			ctxRows[ts.spec.Name] = t
 		}
 	}
-	snap.scope = func(ctx context.Context) context.Context { return moduleContext(ctx, c.tables, ctxRows) }
+	snap.context = contextRecords(snap)
 	ctx = snap.scope(ctx)
-	// The cloud, one mapper at a time (each may page and fan out itself).
+	// The rest of the cloud, one mapper at a time (each may page and fan
+	// out itself), with every mapper call of this snapshot in that scope.
 	for _, ts := range snap.tables {
-		recsCloud, read := readFirst[ts.spec.Name]
-		var err error
-		if !read {
-			recsCloud, err = ts.mapper.Read(ctx)
-		}
-		if err != nil {
-			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
-		}
-		for _, r := range recsCloud {
-			if cid := cloudID(ts.spec, r); cid != "" {
-				ts.cloud[cid] = r
+		if !ts.spec.ReadOnly {
+			if err := ts.readCloud(ctx); err != nil {
+				return err
 			}
 		}
 	}
@@ -524,7 +482,7 @@ func (ts *tableState) cloudForms(snap *snapshot) error {
 			}
 			return err
 		}
-		cid := cloudID(ts.spec, cf)
+		cid := module.CloudIDOf(ts.spec, cf)
 		if generated(ts.spec) && cf[ts.spec.CloudID[0]] == nil {
 			cid = "" // to be created: the cloud gives it its identity
 		}
@@ -562,27 +520,61 @@ func (ts *tableState) cloudForms(snap *snapshot) error {
 	return nil
 }
 
-// moduleContext runs the Context hook of each module that has one over its
-// tables' rows as read.
-func moduleContext(ctx context.Context, tables []installedTable, rows map[string]map[string]*row) context.Context {
-	byModule := map[*module.Module]map[string][]module.Record{}
-	var order []*module.Module
-	for _, t := range tables {
-		if t.mod == nil || t.mod.Context == nil {
+// readCloud reads the table's resources from the cloud, by identity.
+func (ts *tableState) readCloud(ctx context.Context) error {
+	recs, err := ts.mapper.Read(ctx)
+	if err != nil {
+		return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
+	}
+	for _, r := range recs {
+		if cid := module.CloudIDOf(ts.spec, r); cid != "" {
+			ts.cloud[cid] = r
+		}
+	}
+	return nil
+}
+
+// contextRecords are the records each module's Context hook sees, by table
+// of the modules that have one: the rows as read and, for a read-only
+// table, the cloud's resources the database lacks (they are restored by
+// this cycle).
+func contextRecords(snap *snapshot) map[string][]module.Record {
+	out := map[string][]module.Record{}
+	for _, ts := range snap.tables {
+		if ts.mod == nil || ts.mod.Context == nil {
 			continue
 		}
-		if byModule[t.mod] == nil {
-			byModule[t.mod] = map[string][]module.Record{}
-			order = append(order, t.mod)
-		}
-		recs := make([]module.Record, 0, len(rows[t.spec.Name]))
-		for _, r := range rows[t.spec.Name] {
+		recs := make([]module.Record, 0, len(ts.rows))
+		have := map[string]bool{}
+		for _, r := range ts.rows {
 			recs = append(recs, r.db)
+			have[module.CloudIDOf(ts.spec, r.db)] = true
 		}
-		byModule[t.mod][t.spec.Name] = recs
+		if ts.spec.ReadOnly {
+			for cid, c := range ts.cloud {
+				if !have[cid] {
+					recs = append(recs, c)
+				}
+			}
+		}
+		out[ts.spec.Name] = recs
 	}
-	for _, m := range order {
-		ctx = m.Context(ctx, byModule[m])
+	return out
+}
+
+// scope adds what modules derive from their tables as read (module.Module
+// Context: aws_account's regions in scope) to a context for mapper calls.
+func (s *snapshot) scope(ctx context.Context) context.Context {
+	var done []*module.Module
+	for _, ts := range s.tables {
+		if m := ts.mod; m != nil && m.Context != nil && !slices.Contains(done, m) {
+			byTable := map[string][]module.Record{}
+			for _, t := range m.Tables {
+				byTable[t.Name] = s.context[t.Name]
+			}
+			ctx = m.Context(ctx, byTable)
+			done = append(done, m)
+		}
 	}
 	return ctx
 }
