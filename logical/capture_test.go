@@ -294,15 +294,6 @@ func (s *sidecar) kill() {
 
 func (s *sidecar) capturing() bool { return strings.Contains(s.out.String(), "msg=capturing") }
 
-func (s *sidecar) exited() bool {
-	select {
-	case <-s.end:
-		return true
-	default:
-		return false
-	}
-}
-
 // TestStartUnderLoad: a first start while other tables are being written
 // must not leave the slot unable to decode (the publication has to exist
 // before the slot does).

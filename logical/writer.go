@@ -54,9 +54,6 @@ func newWriter(conn *pgx.Conn, slot string) *writer {
 
 func (w *writer) add(r auditRow) { w.rows = append(w.rows, r) }
 
-// pending reports whether a batch is open (rows held or spilled).
-func (w *writer) pending() bool { return w.tx != nil || len(w.rows) > 0 }
-
 func (w *writer) begin(ctx context.Context) error {
 	if w.tx != nil {
 		return nil

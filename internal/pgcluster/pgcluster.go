@@ -165,11 +165,6 @@ func (c *Cluster) Restart(ctx context.Context, mode string) error {
 	return c.Start(ctx)
 }
 
-// Reload makes the server reread its configuration.
-func (c *Cluster) Reload(ctx context.Context) error {
-	return c.run(ctx, "pg_ctl", "-D", c.dataDir, "reload")
-}
-
 // Destroy stops the server (immediately) and removes every file.
 func (c *Cluster) Destroy() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

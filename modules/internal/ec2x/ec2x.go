@@ -34,9 +34,6 @@ func NewClients(cfg aws.Config) *Clients {
 	return &Clients{cfg: cfg, byRegion: map[string]*ec2.Client{}}
 }
 
-// Config is the SDK configuration the clients use.
-func (c *Clients) Config() aws.Config { return c.cfg }
-
 // Region returns the client for a region.
 func (c *Clients) Region(region string) *ec2.Client {
 	c.mu.Lock()
