@@ -128,7 +128,7 @@ func (m *repositoryMapper) Create(ctx context.Context, want module.Record) (modu
 		ImageScanningConfiguration: &types.ImageScanningConfiguration{ScanOnPush: want.Bool("scan_on_push")},
 	})
 	switch {
-	case isCode(err, "RepositoryAlreadyExistsException"):
+	case module.IsCode(err, "RepositoryAlreadyExistsException"):
 		return m.readOne(ctx, region, name)
 	case err != nil:
 		return nil, classify(err, "create repository %s in %s", name, region)
@@ -167,7 +167,7 @@ func (m *repositoryMapper) Update(ctx context.Context, want, have module.Record)
 func (m *repositoryMapper) Delete(ctx context.Context, have module.Record) error {
 	name, region := have.String("repository_name"), m.region(ctx, have)
 	_, err := m.clients.Region(region).DeleteRepository(ctx, &ecr.DeleteRepositoryInput{RepositoryName: aws.String(name)})
-	if err != nil && !isCode(err, "RepositoryNotFoundException") {
+	if err != nil && !module.IsCode(err, "RepositoryNotFoundException") {
 		return classify(err, "delete repository %s in %s", name, region)
 	}
 	return nil

@@ -15,6 +15,3 @@ var terminalCodes = map[string]bool{
 func classify(err error, format string, args ...any) error {
 	return module.Classify(err, terminalCodes, format, args...)
 }
-
-// isCode reports whether err is an IAM error with one of codes.
-func isCode(err error, codes ...string) bool { return module.IsCode(err, codes...) }

@@ -128,7 +128,7 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 	recs := make([]module.Record, len(roles))
 	err := regional.ForEach(ctx, concurrency, len(roles), func(ctx context.Context, i int) error {
 		rec, err := m.record(ctx, cl, roles[i])
-		if isCode(err, "NoSuchEntity") {
+		if module.IsCode(err, "NoSuchEntity") {
 			return nil // deleted since it was listed
 		}
 		recs[i] = rec
@@ -203,7 +203,7 @@ func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) 
 	d.inline = map[string]any{}
 	for _, pn := range names {
 		out, err := cl.GetRolePolicy(ctx, &iam.GetRolePolicyInput{RoleName: aws.String(name), PolicyName: aws.String(pn)})
-		if isCode(err, "NoSuchEntity") {
+		if module.IsCode(err, "NoSuchEntity") {
 			if _, gone := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)}); gone != nil {
 				return d, gone
 			}
@@ -254,7 +254,7 @@ func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 	cl := m.client(ctx)
 	_, err = cl.CreateRole(ctx, in)
 	switch {
-	case isCode(err, "EntityAlreadyExists"):
+	case module.IsCode(err, "EntityAlreadyExists"):
 		return m.readOne(ctx, name)
 	case err != nil:
 		return nil, classify(err, "create role %s", name)
@@ -302,7 +302,7 @@ func (m *roleMapper) attach(ctx context.Context, cl *iam.Client, role, arn strin
 
 func (m *roleMapper) detach(ctx context.Context, cl *iam.Client, role, arn string) error {
 	_, err := cl.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: aws.String(role), PolicyArn: aws.String(arn)})
-	if isCode(err, "NoSuchEntity") {
+	if module.IsCode(err, "NoSuchEntity") {
 		return nil // detached already (a NoSuchEntity for the role fails the read-back)
 	}
 	return classify(err, "detach policy %s from role %s", arn, role)
@@ -319,7 +319,7 @@ func (m *roleMapper) putInline(ctx context.Context, cl *iam.Client, role, name s
 
 func (m *roleMapper) deleteInline(ctx context.Context, cl *iam.Client, role, name string) error {
 	_, err := cl.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String(name)})
-	if isCode(err, "NoSuchEntity") {
+	if module.IsCode(err, "NoSuchEntity") {
 		return nil
 	}
 	return classify(err, "delete inline policy %s of role %s", name, role)
@@ -397,7 +397,7 @@ func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
 	name := have.String("role_name")
 	cl := m.client(ctx)
 	d, err := m.policies(ctx, cl, name)
-	if isCode(err, "NoSuchEntity") {
+	if module.IsCode(err, "NoSuchEntity") {
 		m.forget(have.String("role_id"))
 		return nil
 	}
@@ -415,7 +415,7 @@ func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
 		}
 	}
 	_, err = cl.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: aws.String(name)})
-	if err != nil && !isCode(err, "NoSuchEntity") {
+	if err != nil && !module.IsCode(err, "NoSuchEntity") {
 		return classify(err, "delete role %s", name)
 	}
 	m.forget(have.String("role_id"))

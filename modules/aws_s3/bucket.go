@@ -76,7 +76,7 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 	recs := make([]module.Record, len(infos))
 	err = regional.ForEach(ctx, concurrency, len(infos), func(ctx context.Context, i int) error {
 		rec, err := m.record(ctx, infos[i])
-		if isCode(err, "NoSuchBucket") {
+		if module.IsCode(err, "NoSuchBucket") {
 			return nil // deleted since it was listed
 		}
 		recs[i] = rec
@@ -142,7 +142,7 @@ func (m *bucketMapper) Create(ctx context.Context, want module.Record) (module.R
 	switch {
 	case err == nil:
 		m.c.rememberRegion(name, region)
-	case isCode(err, "BucketAlreadyOwnedByYou"):
+	case module.IsCode(err, "BucketAlreadyOwnedByYou"):
 	default:
 		return nil, classify(err, "create bucket %s in %s", name, region)
 	}
@@ -198,7 +198,7 @@ func (m *bucketMapper) Delete(ctx context.Context, have module.Record) error {
 		return err
 	}
 	err := m.c.withBucket(ctx, name, del)
-	if notEmpty := err; isCode(notEmpty, "BucketNotEmpty") {
+	if notEmpty := err; module.IsCode(notEmpty, "BucketNotEmpty") {
 		err = m.c.withBucket(ctx, name, func(cl *s3.Client) error {
 			if err := purgeHistory(ctx, cl, name); err != nil {
 				if errors.Is(err, errHasObjects) {
@@ -209,7 +209,7 @@ func (m *bucketMapper) Delete(ctx context.Context, have module.Record) error {
 			return del(cl)
 		})
 	}
-	if isCode(err, "NoSuchBucket") {
+	if module.IsCode(err, "NoSuchBucket") {
 		err = nil
 	}
 	if err != nil {

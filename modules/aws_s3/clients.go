@@ -171,7 +171,7 @@ func (c *clients) listBuckets(ctx context.Context, prefix string) ([]bucketInfo,
 			return nil
 		}
 		region, err := c.locate(ctx, out[i].name)
-		if isCode(err, "NoSuchBucket") {
+		if module.IsCode(err, "NoSuchBucket") {
 			return nil // deleted meanwhile; the caller skips it
 		}
 		out[i].region = region
@@ -212,13 +212,10 @@ func classify(err error, format string, args ...any) error {
 	return module.Classify(err, terminalCodes, format, args...)
 }
 
-// isCode reports whether err is an S3 error with one of codes.
-func isCode(err error, codes ...string) bool { return module.IsCode(err, codes...) }
-
 // wrongRegion says whether S3 refused a request for being sent to or
 // signed for the wrong region.
 func wrongRegion(err error) bool {
-	if isCode(err, "AuthorizationHeaderMalformed", "PermanentRedirect") {
+	if module.IsCode(err, "AuthorizationHeaderMalformed", "PermanentRedirect") {
 		return true
 	}
 	var re *awshttp.ResponseError

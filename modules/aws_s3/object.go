@@ -30,7 +30,7 @@ func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
 	per := make([][]module.Record, len(infos))
 	err = regional.ForEach(ctx, concurrency, len(infos), func(ctx context.Context, i int) error {
 		recs, err := m.list(ctx, infos[i])
-		if isCode(err, "NoSuchBucket") {
+		if module.IsCode(err, "NoSuchBucket") {
 			return nil // deleted since it was listed
 		}
 		per[i] = recs
@@ -117,7 +117,7 @@ func (m *objectMapper) Delete(ctx context.Context, have module.Record) error {
 		_, err := cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 		return err
 	})
-	if err != nil && !isCode(err, "NoSuchBucket") {
+	if err != nil && !module.IsCode(err, "NoSuchBucket") {
 		return classify(err, "delete object %s in bucket %s", key, bucket)
 	}
 	return nil
