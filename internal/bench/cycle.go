@@ -217,11 +217,10 @@ func classifyCalls(calls map[string]int) (total, nonList, mutations int, summary
 	var parts []string
 	for op, k := range calls {
 		total += k
-		_, name, _ := strings.Cut(op, ":")
-		if !strings.HasPrefix(name, "List") && !strings.HasPrefix(name, "Describe") {
+		if !emulator.IsPage(op) {
 			nonList += k
 		}
-		if !strings.HasPrefix(name, "List") && !strings.HasPrefix(name, "Describe") && !strings.HasPrefix(name, "Get") && !strings.HasPrefix(name, "Head") {
+		if !emulator.IsRead(op) {
 			mutations += k
 		}
 		parts = append(parts, fmt.Sprintf("%s %d", op, k))

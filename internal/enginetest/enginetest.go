@@ -176,27 +176,11 @@ func (e *Env) String(q string, args ...any) string {
 func (e *Env) Mutations() map[string]int {
 	out := map[string]int{}
 	for op, n := range e.Emu.Calls() {
-		if !IsRead(op) {
+		if !emulator.IsRead(op) {
 			out[op] = n
 		}
 	}
 	return out
-}
-
-// IsRead reports whether an operation ("service:Operation") only reads.
-func IsRead(op string) bool {
-	for i := 0; i < len(op); i++ {
-		if op[i] == ':' {
-			op = op[i+1:]
-			break
-		}
-	}
-	for _, p := range []string{"Describe", "List", "Get", "Head"} {
-		if len(op) >= len(p) && op[:len(p)] == p {
-			return true
-		}
-	}
-	return false
 }
 
 // WaitUntil polls cond every 20 ms until it holds or timeout passes.
