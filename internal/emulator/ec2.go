@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -29,7 +30,7 @@ type ec2Service struct {
 	seed uint64
 
 	mu      sync.Mutex
-	counter uint64                // guarded by mu; ids and request ids are derived from it
+	counter uint64                // guarded by mu; ids are derived from it
 	regions map[string]*ec2Region // guarded by mu; created on first use
 }
 
@@ -82,22 +83,19 @@ func (s *ec2Service) throttle() (int, string) {
 }
 
 func (s *ec2Service) writeError(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
-	s.mu.Lock()
-	id := s.requestID()
-	s.mu.Unlock()
-	writeEC2Error(w, id, &ec2Error{status: status, code: code, msg: message})
+	writeEC2Error(w, newRequestID(), &ec2Error{status: status, code: code, msg: message})
 }
 
 func (s *ec2Service) serve(w http.ResponseWriter, r *http.Request, op string) {
+	id := newRequestID()
 	var x ec2XML
-	id, err := s.do(r, op, &x)
-	if err != nil {
+	if err := s.do(r, op, &x); err != nil {
 		writeEC2Error(w, id, asEC2Error(err))
 		return
 	}
 	var out bytes.Buffer
 	out.Grow(x.Len() + 256)
-	fmt.Fprintf(&out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%sResponse xmlns=\"%s\"><requestId>%s</requestId>", op, ec2Namespace, id)
+	fmt.Fprintf(&out, "%s<%sResponse xmlns=\"%s\"><requestId>%s</requestId>", xml.Header, op, ec2Namespace, id)
 	out.Write(x.Bytes())
 	fmt.Fprintf(&out, "</%sResponse>", op)
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
@@ -106,35 +104,34 @@ func (s *ec2Service) serve(w http.ResponseWriter, r *http.Request, op string) {
 	_, _ = w.Write(out.Bytes())
 }
 
-// do runs the request's action under the mutex; it returns the request
-// id. A DryRun request gets DryRunOperation without further checks.
-func (s *ec2Service) do(r *http.Request, op string, x *ec2XML) (string, error) {
+// do runs the request's action under the mutex. A DryRun request gets
+// DryRunOperation without further checks.
+func (s *ec2Service) do(r *http.Request, op string, x *ec2XML) error {
 	formErr := r.ParseForm() // reads the body: outside the mutex
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := s.requestID()
 	if formErr != nil {
-		return id, ec2Errorf("MalformedQueryString", "The request could not be parsed: %v", formErr)
+		return ec2Errorf("MalformedQueryString", "The request could not be parsed: %v", formErr)
 	}
 	h, ok := ec2Actions[op]
 	if !ok && ec2APIActions[op] {
-		return id, &ec2Error{status: http.StatusNotImplemented, code: "NotImplemented",
+		return &ec2Error{status: http.StatusNotImplemented, code: "NotImplemented",
 			msg: fmt.Sprintf("The emulator does not implement EC2 %s.", op)}
 	}
 	if !ok {
-		return id, ec2Errorf("InvalidAction", "The action %s is not valid for this web service.", op)
+		return ec2Errorf("InvalidAction", "The action %s is not valid for this web service.", op)
 	}
 	region, _ := credentialScope(r)
 	rg, err := s.region(region)
 	if err != nil {
-		return id, err
+		return err
 	}
 	p := ec2Params(r.Form)
 	if p.get("DryRun") == "true" {
-		return id, &ec2Error{status: http.StatusPreconditionFailed, code: "DryRunOperation",
+		return &ec2Error{status: http.StatusPreconditionFailed, code: "DryRunOperation",
 			msg: "Request would have succeeded, but DryRun flag is set."}
 	}
-	return id, h(s, rg, p, x)
+	return h(s, rg, p, x)
 }
 
 // region returns the state of a region, creating it with AWS's defaults
@@ -159,13 +156,6 @@ func (s *ec2Service) region(name string) (*ec2Region, error) {
 func (s *ec2Service) newID(prefix string) string {
 	s.counter++
 	return fmt.Sprintf("%s-0%016x", prefix, ec2Mix(s.seed+s.counter))
-}
-
-func (s *ec2Service) requestID() string {
-	s.counter++
-	v := ec2Mix(s.seed ^ s.counter)
-	w := ec2Mix(v)
-	return fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(v>>32), uint16(v>>16), uint16(v)&0xfff, uint16(w>>48)&0xfff, w&0xffffffffffff)
 }
 
 // ec2Mix is the splitmix64 finalizer, a bijection on uint64.
@@ -210,7 +200,7 @@ func ec2NotFound(code, what string, missing []string) *ec2Error {
 
 func writeEC2Error(w http.ResponseWriter, requestID string, e *ec2Error) {
 	var x ec2XML
-	x.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error>")
+	x.WriteString(xml.Header + "<Response><Errors><Error>")
 	x.str("Code", e.code)
 	x.str("Message", e.msg)
 	x.WriteString("</Error></Errors>")

@@ -131,7 +131,7 @@ func (s *ecrService) serve(w http.ResponseWriter, r *http.Request, op string) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("x-amzn-RequestId", iamRequestID())
+	w.Header().Set("x-amzn-RequestId", newRequestID())
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(resp)
 }
@@ -141,7 +141,7 @@ func (s *ecrService) throttle() (int, string) { return http.StatusBadRequest, "T
 func (s *ecrService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	body, _ := json.Marshal(map[string]string{"__type": code, "message": message})
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("x-amzn-RequestId", iamRequestID())
+	w.Header().Set("x-amzn-RequestId", newRequestID())
 	w.Header().Set("X-Amzn-ErrorType", code)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -14,6 +14,7 @@ package emulator
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -234,6 +235,15 @@ func credentialScope(r *http.Request) (region, service string) {
 	return "", ""
 }
 
+// newRequestID is a request id shaped like AWS's UUIDs (IAM, ECR, EC2).
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
 // unknownService answers requests for services the emulator does not
 // have with NotImplemented in the protocol's error shape.
 type unknownService struct{ name string }
@@ -277,8 +287,8 @@ func (u unknownService) writeError(w http.ResponseWriter, r *http.Request, statu
 	_ = xml.EscapeText(&escaped, []byte(msg))
 	w.Header().Set("Content-Type", "text/xml")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
-<ErrorResponse><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>0</RequestId></ErrorResponse>`, code, escaped.String())
+	fmt.Fprintf(w, `%s<ErrorResponse><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>0</RequestId></ErrorResponse>`,
+		xml.Header, code, escaped.String())
 }
 
 // statusRecorder remembers the status a handler wrote, for the log.

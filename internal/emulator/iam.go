@@ -177,7 +177,7 @@ func (s *iamService) serve(w http.ResponseWriter, r *http.Request, op string) {
 		}
 		fmt.Fprintf(&b, "</%sResult>", op)
 	}
-	id := iamRequestID()
+	id := newRequestID()
 	fmt.Fprintf(&b, "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>", id, op)
 	w.Header().Set("Content-Type", "text/xml")
 	w.Header().Set("x-amzn-RequestId", id)
@@ -192,22 +192,13 @@ func (s *iamService) writeError(w http.ResponseWriter, r *http.Request, status i
 	if status >= 500 {
 		typ = "Receiver"
 	}
-	id := iamRequestID()
+	id := newRequestID()
 	var b iamXML
 	b.open("Error").elem("Type", typ).elem("Code", code).elem("Message", message).close("Error").elem("RequestId", id)
 	w.Header().Set("Content-Type", "text/xml")
 	w.Header().Set("x-amzn-RequestId", id)
 	w.WriteHeader(status)
 	_, _ = fmt.Fprintf(w, `%s<ErrorResponse xmlns="%s">%s</ErrorResponse>`, xml.Header, iamNamespace, b.String())
-}
-
-// iamRequestID is a request id shaped like AWS's (a UUID).
-func iamRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // iamUniqueID is an IAM unique id: a 4-letter prefix (AROA for roles) and

@@ -75,7 +75,7 @@ var passThrough = map[string]bool{
 func (s *s3Service) operation(r *http.Request) string { return s3Operation(r) }
 
 func (s *s3Service) serve(w http.ResponseWriter, r *http.Request, op string) {
-	id := fmt.Sprintf("%016X", s.reqID.Add(1))
+	id := s.requestID()
 	bucket, _ := splitS3Path(r.URL.Path)
 	if bucket != "" && s.foreign[bucket] {
 		if op == "CreateBucket" {
@@ -130,8 +130,11 @@ func (s *s3Service) serve(w http.ResponseWriter, r *http.Request, op string) {
 func (s *s3Service) throttle() (int, string) { return http.StatusServiceUnavailable, "SlowDown" }
 
 func (s *s3Service) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	s.fail(w, r, fmt.Sprintf("%016X", s.reqID.Add(1)), s3Err(status, code, message))
+	s.fail(w, r, s.requestID(), s3Err(status, code, message))
 }
+
+// requestID is a request id shaped like S3's: 16 hexadecimal digits.
+func (s *s3Service) requestID() string { return fmt.Sprintf("%016X", s.reqID.Add(1)) }
 
 func (s *s3Service) fail(w http.ResponseWriter, r *http.Request, id string, e *s3Error) {
 	writeS3Error(w, r, id, e)
