@@ -29,12 +29,28 @@ type groups struct {
 
 type groupRef struct{ cid, region string }
 
+// remember adds a group just created.
 func (g *groups) remember(r module.Record) {
-	cid := module.CloudIDOf(groupTable, r)
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.add(r)
+}
+
+// reset makes the groups those of a read.
+func (g *groups) reset(recs []module.Record) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.byID, g.byCID = make(map[string]groupRef, len(recs)), make(map[string]string, len(recs))
+	for _, r := range recs {
+		g.add(r)
+	}
+}
+
+// add indexes a group; g.mu is held.
+func (g *groups) add(r module.Record) {
+	cid := module.CloudIDOf(groupTable, r)
 	g.byID[r.String("group_id")] = groupRef{cid: cid, region: r.String("region")}
 	g.byCID[cid] = r.String("group_id")
-	g.mu.Unlock()
 }
 
 func (g *groups) forget(r module.Record) {
@@ -90,16 +106,7 @@ func (m *groupMapper) Read(ctx context.Context) ([]module.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]groupRef, len(recs))
-	byCID := make(map[string]string, len(recs))
-	for _, r := range recs {
-		cid := module.CloudIDOf(groupTable, r)
-		byID[r.String("group_id")] = groupRef{cid: cid, region: r.String("region")}
-		byCID[cid] = r.String("group_id")
-	}
-	m.g.mu.Lock()
-	m.g.byID, m.g.byCID = byID, byCID
-	m.g.mu.Unlock()
+	m.g.reset(recs)
 	return recs, nil
 }
 

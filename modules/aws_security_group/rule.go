@@ -118,21 +118,7 @@ func (m *ruleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 	if err != nil {
 		return nil, err
 	}
-	cl := m.g.c.Region(owner.region)
-	var rules []types.SecurityGroupRule
-	if want.Bool("is_egress") {
-		out, e := cl.AuthorizeSecurityGroupEgress(ctx, &ec2.AuthorizeSecurityGroupEgressInput{GroupId: aws.String(groupID), IpPermissions: []types.IpPermission{perm}})
-		if out != nil {
-			rules = out.SecurityGroupRules
-		}
-		err = e
-	} else {
-		out, e := cl.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: []types.IpPermission{perm}})
-		if out != nil {
-			rules = out.SecurityGroupRules
-		}
-		err = e
-	}
+	rules, err := authorize(ctx, m.g.c.Region(owner.region), want.Bool("is_egress"), groupID, perm)
 	if ec2x.Code(err) == "InvalidPermission.Duplicate" {
 		// Already there (an earlier attempt, or AWS's default egress rule).
 		return m.find(ctx, owner.region, groupID, want)
@@ -147,6 +133,24 @@ func (m *ruleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 	got["rule_id"] = aws.ToString(rules[0].SecurityGroupRuleId)
 	got["region"], got["group_id"] = owner.region, groupID
 	return got, nil
+}
+
+// authorize adds one permission to a group, ingress or egress, and returns
+// the rules AWS made of it.
+func authorize(ctx context.Context, cl *ec2.Client, egress bool, groupID string, perm types.IpPermission) ([]types.SecurityGroupRule, error) {
+	perms := []types.IpPermission{perm}
+	if egress {
+		out, err := cl.AuthorizeSecurityGroupEgress(ctx, &ec2.AuthorizeSecurityGroupEgressInput{GroupId: aws.String(groupID), IpPermissions: perms})
+		if err != nil {
+			return nil, err
+		}
+		return out.SecurityGroupRules, nil
+	}
+	out, err := cl.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: perms})
+	if err != nil {
+		return nil, err
+	}
+	return out.SecurityGroupRules, nil
 }
 
 // find reads back the group's rule with want's identity.
