@@ -31,9 +31,6 @@ const listPage = 1000
 // concurrency bounds the per-role requests in flight during a Read.
 const concurrency = 8
 
-var declarative = []string{"role_name", "assume_role_policy_document", "description",
-	"max_session_duration", "attached_policy_arns", "inline_policies"}
-
 // roleMapper maps the iam_role table.
 type roleMapper struct {
 	cfg     aws.Config
