@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -229,10 +228,8 @@ type ec2Page struct {
 	after string // the last id of the previous page
 }
 
-// ec2ParsePage reads MaxResults (min..1000 when given) and NextToken, which
-// encodes the last id returned (of kind prefix): a listing resumes after
-// it, so resources created or deleted meanwhile never make another one
-// appear twice or be skipped.
+// ec2ParsePage reads MaxResults (min..1000 when given) and NextToken, the
+// pageToken of the last id returned (of kind prefix).
 func ec2ParsePage(p ec2Params, prefix string, min int) (ec2Page, error) {
 	var pg ec2Page
 	if n, set, err := p.integer("MaxResults"); err != nil {
@@ -245,11 +242,11 @@ func ec2ParsePage(p ec2Params, prefix string, min int) (ec2Page, error) {
 		pg.max = int(n)
 	}
 	if tok := p.get("NextToken"); tok != "" {
-		id, err := base64.RawURLEncoding.DecodeString(tok)
-		if err != nil || !strings.HasPrefix(string(id), prefix+"-") {
+		id, ok := pageAfter("", tok)
+		if !ok || !strings.HasPrefix(id, prefix+"-") {
 			return pg, ec2Errorf("InvalidPaginationToken", "The pagination token '%s' is not valid", tok)
 		}
-		pg.after = string(id)
+		pg.after = id
 	}
 	return pg, nil
 }
@@ -257,13 +254,7 @@ func ec2ParsePage(p ec2Params, prefix string, min int) (ec2Page, error) {
 // ec2Paginate returns the page of the resources with ids (sorted) that keep
 // accepts, and the next page's token ("" on the last page).
 func ec2Paginate[T any](ids []string, get func(string) *T, pg ec2Page, keep func(*T) bool) (items []*T, next string) {
-	start := 0
-	if pg.after != "" {
-		start, _ = slices.BinarySearch(ids, pg.after)
-		if start < len(ids) && ids[start] == pg.after {
-			start++
-		}
-	}
+	start := resumeAt(ids, pg.after)
 	size := len(ids) - start
 	if pg.max > 0 && pg.max < size {
 		size = pg.max
@@ -276,7 +267,7 @@ func ec2Paginate[T any](ids []string, get func(string) *T, pg ec2Page, keep func
 			continue
 		}
 		if pg.max > 0 && len(items) == pg.max {
-			return items, base64.RawURLEncoding.EncodeToString([]byte(last))
+			return items, pageToken("", last)
 		}
 		items = append(items, v)
 		last = id

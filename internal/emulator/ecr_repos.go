@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"encoding/base64"
 	"maps"
 	"slices"
 	"strings"
@@ -112,27 +111,18 @@ func (s *ecrService) describeRepositories(c ecrCall) (any, *ecrErr) {
 	}
 	after := ""
 	if in.NextToken != nil {
-		raw, err := base64.RawURLEncoding.DecodeString(*in.NextToken)
-		if err != nil || !strings.HasPrefix(string(raw), "ecr:") {
+		var ok bool
+		if after, ok = pageAfter("ecr:", *in.NextToken); !ok {
 			return nil, ecrInvalid("Invalid parameter at 'nextToken' failed to satisfy constraint: 'Invalid NextToken'")
 		}
-		after = strings.TrimPrefix(string(raw), "ecr:")
 	}
-	names := slices.Sorted(maps.Keys(s.repos[c.region]))
-	i := 0
-	if after != "" {
-		i, _ = slices.BinarySearch(names, after)
-		if i < len(names) && names[i] == after {
-			i++
-		}
-	}
-	end := min(i+max, len(names))
-	for _, n := range names[i:end] {
+	page, next := paginate(slices.Sorted(maps.Keys(s.repos[c.region])), after, max, "ecr:")
+	for _, n := range page {
 		out = append(out, s.view(s.repos[c.region][n]))
 	}
 	resp := map[string]any{"repositories": out}
-	if end < len(names) {
-		resp["nextToken"] = base64.RawURLEncoding.EncodeToString([]byte("ecr:" + names[end-1]))
+	if next != "" {
+		resp["nextToken"] = next
 	}
 	return resp, nil
 }

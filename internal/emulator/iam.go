@@ -2,13 +2,11 @@ package emulator
 
 import (
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -310,32 +308,16 @@ func (p iamParams) page() (after string, max int, e *iamErr) {
 		max = n
 	}
 	if p.has("Marker") {
-		raw, err := base64.RawURLEncoding.DecodeString(p.get("Marker"))
-		if err != nil || !strings.HasPrefix(string(raw), "iam:") {
+		var ok bool
+		if after, ok = pageAfter(iamMarkerTag, p.get("Marker")); !ok {
 			return "", 0, iamError(http.StatusBadRequest, "ValidationError", "Invalid Marker.")
 		}
-		after = strings.TrimPrefix(string(raw), "iam:")
 	}
 	return after, max, nil
 }
 
-// paginate returns the keys (sorted) after the marker's key, at most max,
-// and the marker of the next page ("" on the last page).
-func iamPaginate(keys []string, after string, max int) ([]string, string) {
-	i := 0
-	if after != "" {
-		i, _ = slices.BinarySearch(keys, after)
-		if i < len(keys) && keys[i] == after {
-			i++
-		}
-	}
-	end := min(i+max, len(keys))
-	page := keys[i:end]
-	if end == len(keys) {
-		return page, ""
-	}
-	return page, base64.RawURLEncoding.EncodeToString([]byte("iam:" + page[len(page)-1]))
-}
+// iamMarkerTag marks IAM's markers (pageToken).
+const iamMarkerTag = "iam:"
 
 // truncation writes IsTruncated and Marker.
 func (x *iamXML) truncation(next string) *iamXML {

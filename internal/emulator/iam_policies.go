@@ -82,7 +82,7 @@ func (s *iamService) listAttachedRolePolicies(p iamParams) (*iamXML, *iamErr) {
 		}
 	}
 	slices.Sort(arns)
-	page, next := iamPaginate(arns, after, max)
+	page, next := paginate(arns, after, max, iamMarkerTag)
 	var x iamXML
 	x.open("AttachedPolicies")
 	for _, arn := range page {
@@ -164,7 +164,7 @@ func (s *iamService) listRolePolicies(p iamParams) (*iamXML, *iamErr) {
 		return nil, e
 	}
 	names := slices.Sorted(maps.Keys(r.inline))
-	page, next := iamPaginate(names, after, max)
+	page, next := paginate(names, after, max, iamMarkerTag)
 	var x iamXML
 	x.open("PolicyNames")
 	for _, n := range page {

@@ -157,7 +157,7 @@ func (s *iamService) listRoles(p iamParams) (*iamXML, *iamErr) {
 		}
 	}
 	slices.Sort(keys)
-	page, next := iamPaginate(keys, after, max)
+	page, next := paginate(keys, after, max, iamMarkerTag)
 	var x iamXML
 	x.open("Roles")
 	for _, k := range page {
@@ -297,7 +297,7 @@ func (s *iamService) listRoleTags(p iamParams) (*iamXML, *iamErr) {
 		keys = append(keys, t.key)
 	}
 	slices.Sort(keys)
-	page, next := iamPaginate(keys, after, max)
+	page, next := paginate(keys, after, max, iamMarkerTag)
 	var x iamXML
 	x.open("Tags")
 	for _, k := range page {

@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"encoding/base64"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -207,11 +206,10 @@ func (s *s3Service) listBuckets(w http.ResponseWriter, r *http.Request) *s3Error
 			limit = n
 		}
 		if tok := q.Get("continuation-token"); tok != "" {
-			b, err := base64.RawURLEncoding.DecodeString(tok)
-			if err != nil {
+			var ok bool
+			if after, ok = pageAfter("", tok); !ok {
 				return s3Err(http.StatusBadRequest, "InvalidArgument", "The continuation token provided is incorrect")
 			}
-			after = string(b)
 		}
 		prefix, region = q.Get("prefix"), q.Get("bucket-region")
 	}
@@ -229,7 +227,7 @@ func (s *s3Service) listBuckets(w http.ResponseWriter, r *http.Request) *s3Error
 	}
 	for i, name := range names {
 		if i == limit {
-			out.ContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(names[i-1]))
+			out.ContinuationToken = pageToken("", names[i-1])
 			break
 		}
 		b := s.buckets[name]
