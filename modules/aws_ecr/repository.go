@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
@@ -42,11 +43,7 @@ func (m *repositoryMapper) Read(ctx context.Context) ([]module.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []module.Record
-	for _, recs := range per {
-		out = append(out, recs...)
-	}
-	return out, nil
+	return slices.Concat(per...), nil
 }
 
 // list describes the repositories of a region (those named, when names is

@@ -194,16 +194,8 @@ func inlineMap(v any) map[string]any {
 	return out
 }
 
+// sameInline compares two inline_policies values: the same policy names,
+// each with the same document.
 func sameInline(a, b any) bool {
-	x, y := inlineMap(a), inlineMap(b)
-	if len(x) != len(y) {
-		return false
-	}
-	for k, d := range x {
-		e, ok := y[k]
-		if !ok || !sameJSON(d, e) {
-			return false
-		}
-	}
-	return true
+	return sameJSON(inlineMap(a), inlineMap(b))
 }

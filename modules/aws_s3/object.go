@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,11 +40,7 @@ func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []module.Record
-	for _, recs := range per {
-		out = append(out, recs...)
-	}
-	return out, nil
+	return slices.Concat(per...), nil
 }
 
 func (m *objectMapper) list(ctx context.Context, b bucketInfo) ([]module.Record, error) {
