@@ -124,6 +124,18 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 				continue
 			}
 			c, inCloud := ts.cloud[r.cloudID]
+			equal := inCloud && ts.mapper.Equal(r.cloud, c)
+			if equal && sameColumns(ts.spec.Feedback, r.cloud, c) {
+				// In sync (the common case: no mode or action is worked out).
+				if ts.standingIn(id) {
+					continue // the stand-in is in sync, not the record
+				}
+				rec, known := ts.records[id]
+				if !known || rec.cloudID != r.cloudID || intent(id) || (opt.discard && ts.intent[id] != 0) {
+					p.enact = append(p.enact, enactment{ts.spec.Name, id, r.cloudID})
+				}
+				continue
+			}
 			toCloud, _, label, note := push(id)
 			a := &Action{Table: ts.spec.Name, ID: id, CloudID: r.cloudID, Mode: label, ts: ts, row: r, cloud: c}
 			switch {
@@ -133,28 +145,19 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 			case !inCloud:
 				a.Action, a.Direction, a.kind = "delete", "database", dbDelete
 				a.Description = "delete the row: " + r.cloudID + " is not in the cloud" + note
-			case !ts.mapper.Equal(r.cloud, c) && toCloud:
+			case !equal && toCloud:
 				a.Action, a.Direction, a.kind = "update", "cloud", cloudUpdate
 				a.Description = "update " + r.cloudID + " in the cloud"
 				if intent(id) {
 					a.Description += " (the user's change wins)"
 				}
 				a.Description += ": " + changes(ts.spec.Declarative, c, r.cloud) + note
-			case !ts.mapper.Equal(r.cloud, c):
+			case !equal:
 				a.Action, a.Direction, a.kind = "update", "database", dbUpdate
 				a.Description = "update the row from the cloud: " + changes(ts.spec.Declarative, r.cloud, c) + note
-			case !sameColumns(ts.spec.Feedback, r.cloud, c):
+			default:
 				a.Action, a.Direction, a.kind = "update", "database", dbFeedback
 				a.Description = "refresh " + strings.Join(ts.spec.Feedback, ", ") + " from the cloud"
-			default:
-				if ts.standingIn(id) {
-					continue // the stand-in is in sync, not the record
-				}
-				rec, known := ts.records[id]
-				if !known || rec.cloudID != r.cloudID || intent(id) || (opt.discard && ts.intent[id] != 0) {
-					p.enact = append(p.enact, enactment{ts.spec.Name, id, r.cloudID})
-				}
-				continue
 			}
 			p.actions = append(p.actions, a)
 		}
