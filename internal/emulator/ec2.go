@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,15 +69,7 @@ var ec2Actions = map[string]ec2Handler{
 	"DeleteTags":                                 (*ec2Service).deleteTags,
 }
 
-func (s *ec2Service) operation(r *http.Request) string {
-	if err := r.ParseForm(); err != nil {
-		return "Unknown"
-	}
-	if a := r.Form.Get("Action"); a != "" {
-		return a
-	}
-	return "Unknown"
-}
+func (s *ec2Service) operation(r *http.Request) string { return queryAction(r) }
 
 func (s *ec2Service) throttle() (int, string) {
 	return http.StatusServiceUnavailable, "RequestLimitExceeded"
@@ -126,8 +119,8 @@ func (s *ec2Service) do(r *http.Request, op string, x *ec2XML) error {
 	if err != nil {
 		return err
 	}
-	p := ec2Params(r.Form)
-	if p.get("DryRun") == "true" {
+	p := ec2Params{r.Form}
+	if p.Get("DryRun") == "true" {
 		return &ec2Error{status: http.StatusPreconditionFailed, code: "DryRunOperation",
 			msg: "Request would have succeeded, but DryRun flag is set."}
 	}
@@ -215,25 +208,13 @@ func writeEC2Error(w http.ResponseWriter, requestID string, e *ec2Error) {
 // ec2Params are a request's form values, with the query protocol's list
 // conventions: Name.1, Name.2 for lists, Name.1.Field for lists of
 // structures.
-type ec2Params map[string][]string
-
-func (p ec2Params) get(key string) string {
-	if v := p[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-func (p ec2Params) has(key string) bool {
-	_, ok := p[key]
-	return ok
-}
+type ec2Params struct{ url.Values }
 
 // members returns the prefixes of a list's members ("Filter.1",
 // "Filter.2", ...) in index order.
 func (p ec2Params) members(prefix string) []string {
 	var idx []int
-	for k := range p {
+	for k := range p.Values {
 		rest, ok := strings.CutPrefix(k, prefix+".")
 		if !ok {
 			continue
@@ -260,8 +241,8 @@ func (p ec2Params) strings(prefix string) []string {
 	ms := p.members(prefix)
 	out := make([]string, 0, len(ms))
 	for _, m := range ms {
-		if p.has(m) {
-			out = append(out, p.get(m))
+		if p.Has(m) {
+			out = append(out, p.Get(m))
 		}
 	}
 	return out
@@ -269,22 +250,22 @@ func (p ec2Params) strings(prefix string) []string {
 
 // integer returns an optional 32-bit integer parameter.
 func (p ec2Params) integer(key string) (v int32, set bool, err error) {
-	if !p.has(key) {
+	if !p.Has(key) {
 		return 0, false, nil
 	}
-	n, err := strconv.ParseInt(p.get(key), 10, 32)
+	n, err := strconv.ParseInt(p.Get(key), 10, 32)
 	if err != nil {
-		return 0, true, ec2Errorf("InvalidParameterValue", "Invalid value '%s' for %s: not an integer", p.get(key), key)
+		return 0, true, ec2Errorf("InvalidParameterValue", "Invalid value '%s' for %s: not an integer", p.Get(key), key)
 	}
 	return int32(n), true, nil
 }
 
 // required returns a parameter that must be present.
 func (p ec2Params) required(key string) (string, error) {
-	if !p.has(key) {
+	if !p.Has(key) {
 		return "", ec2Errorf("MissingParameter", "The request must contain the parameter %s", key)
 	}
-	return p.get(key), nil
+	return p.Get(key), nil
 }
 
 // ec2XML builds an XML response body.

@@ -51,7 +51,7 @@ func (s *ec2Service) createSecurityGroup(rg *ec2Region, p ec2Params, x *ec2XML) 
 	if strings.HasPrefix(name, "sg-") {
 		return ec2Errorf("InvalidParameterValue", "Value (%s) for parameter GroupName is invalid. Group names may not be in the format sg-*.", name)
 	}
-	vpcID := p.get("VpcId")
+	vpcID := p.Get("VpcId")
 	if vpcID == "" {
 		if vpcID = rg.defaultVpc; vpcID == "" {
 			return ec2Errorf("VPCIdNotSpecified", "No default VPC for this user")
@@ -79,13 +79,13 @@ func (s *ec2Service) createSecurityGroup(rg *ec2Region, p ec2Params, x *ec2XML) 
 // group returns the group a request names by GroupId, or (where AWS
 // allows it: byName) by GroupName in the default VPC.
 func (rg *ec2Region) group(p ec2Params, byName bool) (*ec2Group, error) {
-	if id := p.get("GroupId"); id != "" {
+	if id := p.Get("GroupId"); id != "" {
 		if g := rg.groups.get(id); g != nil {
 			return g, nil
 		}
 		return nil, ec2NotFound("InvalidGroup.NotFound", "security group", []string{id})
 	}
-	if name := p.get("GroupName"); byName && name != "" {
+	if name := p.Get("GroupName"); byName && name != "" {
 		return rg.defaultVpcGroup(name)
 	}
 	if byName {
@@ -358,17 +358,17 @@ func (s *ec2Service) permissions(rg *ec2Region, g *ec2Group, p ec2Params) ([]ec2
 		}
 		start := len(perms)
 		for _, t := range p.members(m + ".IpRanges") {
-			perms = append(perms, ec2WithTarget(base, p, t, ec2Perm{cidr4: p.get(t + ".CidrIp")}))
+			perms = append(perms, ec2WithTarget(base, p, t, ec2Perm{cidr4: p.Get(t + ".CidrIp")}))
 		}
 		for _, t := range p.members(m + ".Ipv6Ranges") {
-			perms = append(perms, ec2WithTarget(base, p, t, ec2Perm{cidr6: p.get(t + ".CidrIpv6")}))
+			perms = append(perms, ec2WithTarget(base, p, t, ec2Perm{cidr6: p.Get(t + ".CidrIpv6")}))
 		}
 		for _, t := range p.members(m + ".PrefixListIds") {
-			perms = append(perms, ec2WithTarget(base, p, t, ec2Perm{prefixList: p.get(t + ".PrefixListId")}))
+			perms = append(perms, ec2WithTarget(base, p, t, ec2Perm{prefixList: p.Get(t + ".PrefixListId")}))
 		}
 		for _, t := range p.members(m + ".Groups") {
-			id := p.get(t + ".GroupId")
-			if name := p.get(t + ".GroupName"); id == "" && name != "" {
+			id := p.Get(t + ".GroupId")
+			if name := p.Get(t + ".GroupName"); id == "" && name != "" {
 				ref, err := rg.vpcGroup(g.vpcID, name)
 				if err != nil {
 					return nil, err
@@ -381,19 +381,19 @@ func (s *ec2Service) permissions(rg *ec2Region, g *ec2Group, p ec2Params) ([]ec2
 			return nil, ec2Errorf("MissingParameter", "%s has no source or destination (IpRanges, Ipv6Ranges, PrefixListIds or Groups)", m)
 		}
 	}
-	if p.has("IpProtocol") || p.has("CidrIp") || p.has("SourceSecurityGroupName") {
+	if p.Has("IpProtocol") || p.Has("CidrIp") || p.Has("SourceSecurityGroupName") {
 		base := ec2Perm{proto: "-1", from: -1, to: -1}
-		if p.has("IpProtocol") {
+		if p.Has("IpProtocol") {
 			var err error
 			if base, err = ec2PermBase(p, ""); err != nil {
 				return nil, err
 			}
 		}
 		switch {
-		case p.get("CidrIp") != "":
-			base.cidr4 = p.get("CidrIp")
-		case p.get("SourceSecurityGroupName") != "":
-			ref, err := rg.vpcGroup(g.vpcID, p.get("SourceSecurityGroupName"))
+		case p.Get("CidrIp") != "":
+			base.cidr4 = p.Get("CidrIp")
+		case p.Get("SourceSecurityGroupName") != "":
+			ref, err := rg.vpcGroup(g.vpcID, p.Get("SourceSecurityGroupName"))
 			if err != nil {
 				return nil, err
 			}
@@ -436,7 +436,7 @@ func ec2PermBase(p ec2Params, prefix string) (ec2Perm, error) {
 // target's parameters (prefix t).
 func ec2WithTarget(base ec2Perm, p ec2Params, t string, target ec2Perm) ec2Perm {
 	base.cidr4, base.cidr6, base.prefixList, base.refGroup = target.cidr4, target.cidr6, target.prefixList, target.refGroup
-	base.description = p.get(t + ".Description")
+	base.description = p.Get(t + ".Description")
 	return base
 }
 
@@ -692,9 +692,9 @@ func (s *ec2Service) modifySecurityGroupRules(rg *ec2Region, p ec2Params, x *ec2
 		if err != nil {
 			return err
 		}
-		perm.cidr4, perm.cidr6 = p.get(q+"CidrIpv4"), p.get(q+"CidrIpv6")
-		perm.prefixList, perm.refGroup = p.get(q+"PrefixListId"), p.get(q+"ReferencedGroupId")
-		perm.description = p.get(q + "Description")
+		perm.cidr4, perm.cidr6 = p.Get(q+"CidrIpv4"), p.Get(q+"CidrIpv6")
+		perm.prefixList, perm.refGroup = p.Get(q+"PrefixListId"), p.Get(q+"ReferencedGroupId")
+		perm.description = p.Get(q + "Description")
 		if err := s.checkTarget(rg, g, &perm); err != nil {
 			return err
 		}
@@ -740,11 +740,11 @@ func (s *ec2Service) updateDescriptions(rg *ec2Region, p ec2Params, x *ec2XML, e
 	updates := map[*ec2Rule]string{}
 	if members := p.members("SecurityGroupRuleDescription"); len(members) > 0 {
 		for _, m := range members {
-			rules, err := ec2GroupRules(rg, g, egress, []string{p.get(m + ".SecurityGroupRuleId")})
+			rules, err := ec2GroupRules(rg, g, egress, []string{p.Get(m + ".SecurityGroupRuleId")})
 			if err != nil {
 				return err
 			}
-			desc := p.get(m + ".Description")
+			desc := p.Get(m + ".Description")
 			if err := ec2ValidText("rule description", desc, true); err != nil {
 				return err
 			}

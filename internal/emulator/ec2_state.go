@@ -241,7 +241,7 @@ func ec2ParsePage(p ec2Params, prefix string, min int) (ec2Page, error) {
 		}
 		pg.max = int(n)
 	}
-	if tok := p.get("NextToken"); tok != "" {
+	if tok := p.Get("NextToken"); tok != "" {
 		id, ok := pageAfter("", tok)
 		if !ok || !strings.HasPrefix(id, prefix+"-") {
 			return pg, ec2Errorf("InvalidPaginationToken", "The pagination token '%s' is not valid", tok)

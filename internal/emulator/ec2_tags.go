@@ -56,7 +56,7 @@ func (t ec2Tags) write(x *ec2XML) {
 func ec2ParseTags(p ec2Params, prefix string) (ec2Tags, error) {
 	var tags ec2Tags
 	for _, m := range p.members(prefix) {
-		key, value := p.get(m+".Key"), p.get(m+".Value")
+		key, value := p.Get(m+".Key"), p.Get(m+".Value")
 		if err := ec2ValidTag(key, value); err != nil {
 			return nil, err
 		}
@@ -87,7 +87,7 @@ func ec2ValidTag(key, value string) error {
 func ec2TagSpecifications(p ec2Params, resourceType string) (ec2Tags, error) {
 	var tags ec2Tags
 	for _, m := range p.members("TagSpecification") {
-		if rt := p.get(m + ".ResourceType"); rt != resourceType {
+		if rt := p.Get(m + ".ResourceType"); rt != resourceType {
 			return nil, ec2Errorf("InvalidParameterValue",
 				"'%s' is not a valid taggable resource type for this operation.", rt)
 		}
@@ -200,8 +200,8 @@ func (s *ec2Service) deleteTags(rg *ec2Region, p ec2Params, x *ec2XML) error {
 			continue
 		}
 		for _, m := range members {
-			key := p.get(m + ".Key")
-			if v, ok := t.get(key); ok && (!p.has(m+".Value") || v == p.get(m+".Value")) {
+			key := p.Get(m + ".Key")
+			if v, ok := t.get(key); ok && (!p.Has(m+".Value") || v == p.Get(m+".Value")) {
 				t.del(key)
 			}
 		}
@@ -220,7 +220,7 @@ type ec2Filter struct {
 func ec2ParseFilters(p ec2Params) ([]ec2Filter, error) {
 	var fs []ec2Filter
 	for _, m := range p.members("Filter") {
-		name := p.get(m + ".Name")
+		name := p.Get(m + ".Name")
 		if name == "" {
 			return nil, ec2Errorf("InvalidParameterValue", "The filter name must not be empty (%s.Name)", m)
 		}

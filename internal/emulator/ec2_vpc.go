@@ -125,14 +125,14 @@ func ec2ParseCIDR(param, v, rangeCode string) (netip.Prefix, error) {
 // createVpc creates a VPC (CidrBlock, InstanceTenancy, TagSpecification)
 // with its default security group.
 func (s *ec2Service) createVpc(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	if !p.has("CidrBlock") {
+	if !p.Has("CidrBlock") {
 		return ec2Errorf("MissingParameter", "Either 'cidrBlock' or 'ipv4IpamPoolId' should be provided.")
 	}
-	cidr, err := ec2ParseCIDR("cidrBlock", p.get("CidrBlock"), "InvalidVpc.Range")
+	cidr, err := ec2ParseCIDR("cidrBlock", p.Get("CidrBlock"), "InvalidVpc.Range")
 	if err != nil {
 		return err
 	}
-	tenancy := p.get("InstanceTenancy")
+	tenancy := p.Get("InstanceTenancy")
 	switch tenancy {
 	case "":
 		tenancy = "default"
@@ -286,7 +286,7 @@ func (s *ec2Service) createSubnet(rg *ec2Region, p ec2Params, x *ec2XML) error {
 // subnetZone is the zone a new subnet goes in: the one asked for (by
 // name or id), else the zone where the VPC has fewest subnets.
 func (rg *ec2Region) subnetZone(p ec2Params, vpc *ec2Vpc) (string, error) {
-	name, id := p.get("AvailabilityZone"), p.get("AvailabilityZoneId")
+	name, id := p.Get("AvailabilityZone"), p.Get("AvailabilityZoneId")
 	if name == "" && id == "" {
 		counts := make([]int, len(rg.zones))
 		for _, sn := range vpc.subnets {

@@ -235,6 +235,19 @@ func credentialScope(r *http.Request) (region, service string) {
 	return "", ""
 }
 
+// queryAction is the operation of a query-protocol request (IAM, EC2): its
+// form's Action; "Unknown" when it has none or its form cannot be parsed.
+// It parses the form, which serve then reads (r.Form).
+func queryAction(r *http.Request) string {
+	if err := r.ParseForm(); err != nil {
+		return "Unknown"
+	}
+	if a := r.Form.Get("Action"); a != "" {
+		return a
+	}
+	return "Unknown"
+}
+
 // newRequestID is a request id shaped like AWS's UUIDs (IAM, ECR, EC2).
 func newRequestID() string {
 	var b [16]byte

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -129,17 +130,10 @@ var iamOps = map[string]struct {
 	"ListRolePolicies":         {(*iamService).listRolePolicies, true},
 }
 
-// operation is the form's Action (the body is parsed here once; serve
-// reads r.Form).
+// operation is the form's Action, of a body of at most 1 MiB.
 func (s *iamService) operation(r *http.Request) string {
 	r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
-	if err := r.ParseForm(); err != nil {
-		return "Unknown"
-	}
-	if a := r.Form.Get("Action"); a != "" {
-		return a
-	}
-	return "Unknown"
+	return queryAction(r)
 }
 
 func (s *iamService) serve(w http.ResponseWriter, r *http.Request, op string) {
@@ -231,24 +225,15 @@ func (x *iamXML) elem(name, text string) *iamXML {
 }
 
 // iamParams are a request's form parameters.
-type iamParams struct{ form map[string][]string }
-
-func (p iamParams) has(name string) bool { _, ok := p.form[name]; return ok }
-
-func (p iamParams) get(name string) string {
-	if v := p.form[name]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
+type iamParams struct{ url.Values }
 
 // required returns a parameter that must be present; field is its name in
 // AWS's validation messages (lower camel case).
 func (p iamParams) required(name string) (string, *iamErr) {
-	if !p.has(name) {
+	if !p.Has(name) {
 		return "", iamValidation(nil, lowerFirst(name), "Member must not be null")
 	}
-	return p.get(name), nil
+	return p.Get(name), nil
 }
 
 // list returns the members of a list parameter: Name.member.1, ...
@@ -256,10 +241,10 @@ func (p iamParams) list(name string) []string {
 	var out []string
 	for i := 1; ; i++ {
 		k := fmt.Sprintf("%s.member.%d", name, i)
-		if !p.has(k) {
+		if !p.Has(k) {
 			return out
 		}
-		out = append(out, p.get(k))
+		out = append(out, p.Get(k))
 	}
 }
 
@@ -269,10 +254,10 @@ func (p iamParams) tags(name string) ([]iamTag, *iamErr) {
 	seen := map[string]bool{}
 	for i := 1; ; i++ {
 		prefix := fmt.Sprintf("%s.member.%d.", name, i)
-		if !p.has(prefix+"Key") && !p.has(prefix+"Value") {
+		if !p.Has(prefix+"Key") && !p.Has(prefix+"Value") {
 			break
 		}
-		t := iamTag{key: p.get(prefix + "Key"), value: p.get(prefix + "Value")}
+		t := iamTag{key: p.Get(prefix + "Key"), value: p.Get(prefix + "Value")}
 		if n := utf8.RuneCountInString(t.key); n < 1 || n > 128 {
 			return nil, iamValidation(t.key, fmt.Sprintf("tags.%d.member.key", i), "Member must have length between 1 and 128")
 		}
@@ -294,10 +279,10 @@ func (p iamParams) tags(name string) ([]iamTag, *iamErr) {
 // page reads Marker and MaxItems (1..1000, default 100).
 func (p iamParams) page() (after string, max int, e *iamErr) {
 	max = 100
-	if p.has("MaxItems") {
-		n, err := strconv.Atoi(p.get("MaxItems"))
+	if p.Has("MaxItems") {
+		n, err := strconv.Atoi(p.Get("MaxItems"))
 		if err != nil {
-			return "", 0, iamValidation(p.get("MaxItems"), "maxItems", "Member must be an integer")
+			return "", 0, iamValidation(p.Get("MaxItems"), "maxItems", "Member must be an integer")
 		}
 		if n < 1 {
 			return "", 0, iamValidation(n, "maxItems", "Member must have value greater than or equal to 1")
@@ -307,9 +292,9 @@ func (p iamParams) page() (after string, max int, e *iamErr) {
 		}
 		max = n
 	}
-	if p.has("Marker") {
+	if p.Has("Marker") {
 		var ok bool
-		if after, ok = pageAfter(iamMarkerTag, p.get("Marker")); !ok {
+		if after, ok = pageAfter(iamMarkerTag, p.Get("Marker")); !ok {
 			return "", 0, iamError(http.StatusBadRequest, "ValidationError", "Invalid Marker.")
 		}
 	}

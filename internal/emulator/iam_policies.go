@@ -63,8 +63,8 @@ func (s *iamService) listAttachedRolePolicies(p iamParams) (*iamXML, *iamErr) {
 		return nil, e
 	}
 	prefix := "/"
-	if p.has("PathPrefix") {
-		prefix = p.get("PathPrefix")
+	if p.Has("PathPrefix") {
+		prefix = p.Get("PathPrefix")
 		if !iamPathPrefixPattern.MatchString(prefix) {
 			return nil, iamValidation(prefix, "pathPrefix", `Member must satisfy regular expression pattern: ((/[A-Za-z0-9\.,\+@=_-]+)*)/`)
 		}

@@ -36,10 +36,10 @@ func iamCheckDescription(d string) *iamErr {
 }
 
 func iamMaxSession(p iamParams) (int, bool, *iamErr) {
-	if !p.has("MaxSessionDuration") {
+	if !p.Has("MaxSessionDuration") {
 		return 0, false, nil
 	}
-	v := p.get("MaxSessionDuration")
+	v := p.Get("MaxSessionDuration")
 	n, err := strconv.Atoi(v)
 	switch {
 	case err != nil:
@@ -91,13 +91,13 @@ func (s *iamService) createRole(p iamParams) (*iamXML, *iamErr) {
 		return nil, e
 	}
 	path := "/"
-	if p.has("Path") {
-		path = p.get("Path")
+	if p.Has("Path") {
+		path = p.Get("Path")
 		if len(path) > 512 || !iamPathPattern.MatchString(path) {
 			return nil, iamValidation(path, "path", `Member must satisfy regular expression pattern: (\u002F)|(\u002F[\u0021-\u007E]+\u002F)`)
 		}
 	}
-	desc := p.get("Description")
+	desc := p.Get("Description")
 	if e := iamCheckDescription(desc); e != nil {
 		return nil, e
 	}
@@ -140,8 +140,8 @@ func (s *iamService) getRole(p iamParams) (*iamXML, *iamErr) {
 
 func (s *iamService) listRoles(p iamParams) (*iamXML, *iamErr) {
 	prefix := "/"
-	if p.has("PathPrefix") {
-		prefix = p.get("PathPrefix")
+	if p.Has("PathPrefix") {
+		prefix = p.Get("PathPrefix")
 		if len(prefix) > 512 || !iamPathPrefixPattern.MatchString(prefix) {
 			return nil, iamValidation(prefix, "pathPrefix", `Member must satisfy regular expression pattern: \u002F[\u0021-\u007F]*`)
 		}
@@ -176,11 +176,11 @@ func (s *iamService) updateRole(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	if p.has("Description") {
-		if e := iamCheckDescription(p.get("Description")); e != nil {
+	if p.Has("Description") {
+		if e := iamCheckDescription(p.Get("Description")); e != nil {
 			return nil, e
 		}
-		r.description = p.get("Description")
+		r.description = p.Get("Description")
 		r.hasDescription = r.description != ""
 	}
 	if setMax {
@@ -243,7 +243,7 @@ func (s *iamService) tagRole(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	if !p.has("Tags") && !p.has("Tags.member.1.Key") {
+	if !p.Has("Tags") && !p.Has("Tags.member.1.Key") {
 		return nil, iamValidation(nil, "tags", "Member must not be null")
 	}
 	tags, e := p.tags("Tags")
@@ -272,7 +272,7 @@ func (s *iamService) untagRole(p iamParams) (*iamXML, *iamErr) {
 		return nil, e
 	}
 	keys := p.list("TagKeys")
-	if keys == nil && !p.has("TagKeys") {
+	if keys == nil && !p.Has("TagKeys") {
 		return nil, iamValidation(nil, "tagKeys", "Member must not be null")
 	}
 	r.tags = slices.DeleteFunc(r.tags, func(t iamTag) bool {
