@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
 )
@@ -28,20 +29,20 @@ func TestPgCronDrivesCycles(t *testing.T) {
 	pgtest.Exec(t, c.DSN("postgres"), `CREATE DATABASE app`)
 	pgtest.Exec(t, c.DSN("app"), `CREATE EXTENSION pg_cron`)
 	e := newEnvOn(t, c.DSN("app"), time.Minute)
-	if n := e.count(`SELECT count(*) FROM cron.job WHERE jobname = 'iasql_cycle' AND schedule = '* * * * *' AND command = 'SELECT public.iasql_cycle_tick()'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM cron.job WHERE jobname = 'iasql_cycle' AND schedule = '* * * * *' AND command = 'SELECT public.iasql_cycle_tick()'`); n != 1 {
 		t.Fatalf("no pg_cron job iasql_cycle every minute")
 	}
 	// A bucket made elsewhere is imported by the next scheduled cycle.
 	if _, err := e.s3.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("cron-imported")}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 90*time.Second, "a pg_cron-driven cycle", func() bool {
-		return e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message::jsonb->>'reason' = 'schedule'`) > 0
+	enginetest.WaitUntil(t, 90*time.Second, "a pg_cron-driven cycle", func() bool {
+		return e.Count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message::jsonb->>'reason' = 'schedule'`) > 0
 	})
-	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'cron-imported'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM bucket WHERE name = 'cron-imported'`); n != 1 {
 		t.Error("the scheduled cycle did not import the bucket")
 	}
-	if n := e.count(`SELECT count(*) FROM cron.job_run_details d JOIN cron.job j USING (jobid) WHERE j.jobname = 'iasql_cycle' AND d.status = 'succeeded'`); n == 0 {
+	if n := e.Count(`SELECT count(*) FROM cron.job_run_details d JOIN cron.job j USING (jobid) WHERE j.jobname = 'iasql_cycle' AND d.status = 'succeeded'`); n == 0 {
 		t.Error("pg_cron recorded no successful run of iasql_cycle")
 	}
 }

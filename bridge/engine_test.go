@@ -28,11 +28,7 @@ func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 // with aws_s3 installed.
 type env struct {
 	*enginetest.Env
-	t   *testing.T
-	dsn string
-	db  *pgx.Conn
-	emu *emulator.Emulator
-	s3  *s3.Client
+	s3 *s3.Client
 }
 
 func newEnv(t *testing.T) *env {
@@ -49,30 +45,14 @@ func newEnvOn(t *testing.T, dsn string, interval time.Duration, extra ...module.
 		Modules:  append([]module.Module{aws_s3.Module()}, extra...),
 		Install:  []string{"aws_s3"},
 		Emulator: emulator.Options{ForeignBuckets: []string{"someone-elses"}}})
-	return &env{Env: te, t: t, dsn: te.DSN, db: te.DB, emu: te.Emu,
-		s3: s3.NewFromConfig(te.AWS, func(o *s3.Options) { o.UsePathStyle = true })}
-}
-
-func (e *env) exec(sqls ...string) {
-	e.t.Helper()
-	e.Exec(sqls...)
-}
-
-func (e *env) commit() {
-	e.t.Helper()
-	e.Commit()
-}
-
-func (e *env) count(q string, args ...any) int {
-	e.t.Helper()
-	return e.Count(q, args...)
+	return &env{Env: te, s3: s3.NewFromConfig(te.AWS, func(o *s3.Options) { o.UsePathStyle = true })}
 }
 
 func (e *env) cloudBuckets() map[string]bool {
-	e.t.Helper()
+	e.T.Helper()
 	out, err := e.s3.ListBuckets(context.Background(), &s3.ListBucketsInput{})
 	if err != nil {
-		e.t.Fatalf("list buckets: %v", err)
+		e.T.Fatalf("list buckets: %v", err)
 	}
 	m := map[string]bool{}
 	for _, b := range out.Buckets {
@@ -82,29 +62,24 @@ func (e *env) cloudBuckets() map[string]bool {
 }
 
 func (e *env) cloudVersioning(name string) bool {
-	e.t.Helper()
+	e.T.Helper()
 	out, err := e.s3.GetBucketVersioning(context.Background(), &s3.GetBucketVersioningInput{Bucket: aws.String(name)})
 	if err != nil {
-		e.t.Fatalf("get versioning of %s: %v", name, err)
+		e.T.Fatalf("get versioning of %s: %v", name, err)
 	}
 	return out.Status == s3types.BucketVersioningStatusEnabled
 }
 
 func (e *env) setCloudVersioning(name string, on bool) {
-	e.t.Helper()
+	e.T.Helper()
 	st := s3types.BucketVersioningStatusSuspended
 	if on {
 		st = s3types.BucketVersioningStatusEnabled
 	}
 	if _, err := e.s3.PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{Bucket: aws.String(name),
 		VersioningConfiguration: &s3types.VersioningConfiguration{Status: st}}); err != nil {
-		e.t.Fatalf("put versioning of %s: %v", name, err)
+		e.T.Fatalf("put versioning of %s: %v", name, err)
 	}
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	enginetest.WaitUntil(t, timeout, what, cond)
 }
 
 // TestDirections: every cell of DESIGN.md's direction table (NORMAL), each
@@ -119,12 +94,12 @@ func TestDirections(t *testing.T) {
 	}{
 		{
 			name: "row only in database, with intent: created in the cloud",
-			act:  func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-create')`) },
+			act:  func(e *env) { e.Exec(`INSERT INTO bucket (name) VALUES ('cell-create')`) },
 			check: func(e *env) (p []string) {
 				if !e.cloudBuckets()["cell-create"] {
 					p = append(p, "bucket not created in the cloud")
 				}
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-create' AND created_at IS NOT NULL`) != 1 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'cell-create' AND created_at IS NOT NULL`) != 1 {
 					p = append(p, "created_at not written back to the row")
 				}
 				return p
@@ -132,14 +107,14 @@ func TestDirections(t *testing.T) {
 		},
 		{
 			name:  "row only in database, no intent: row deleted (the cloud deleted it)",
-			setup: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-gone')`); e.commit() },
+			setup: func(e *env) { e.Exec(`INSERT INTO bucket (name) VALUES ('cell-gone')`); e.Commit() },
 			act: func(e *env) {
 				if _, err := e.s3.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String("cell-gone")}); err != nil {
-					e.t.Fatal(err)
+					e.T.Fatal(err)
 				}
 			},
 			check: func(e *env) (p []string) {
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-gone'`) != 0 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'cell-gone'`) != 0 {
 					p = append(p, "row not deleted")
 				}
 				if e.cloudBuckets()["cell-gone"] {
@@ -150,13 +125,13 @@ func TestDirections(t *testing.T) {
 		},
 		{
 			name:  "resource only in cloud, with intent: deleted in the cloud (the user deleted the row)",
-			setup: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-delete')`); e.commit() },
-			act:   func(e *env) { e.exec(`DELETE FROM bucket WHERE name = 'cell-delete'`) },
+			setup: func(e *env) { e.Exec(`INSERT INTO bucket (name) VALUES ('cell-delete')`); e.Commit() },
+			act:   func(e *env) { e.Exec(`DELETE FROM bucket WHERE name = 'cell-delete'`) },
 			check: func(e *env) (p []string) {
 				if e.cloudBuckets()["cell-delete"] {
 					p = append(p, "bucket still in the cloud")
 				}
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-delete'`) != 0 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'cell-delete'`) != 0 {
 					p = append(p, "row came back")
 				}
 				return p
@@ -166,11 +141,11 @@ func TestDirections(t *testing.T) {
 			name: "resource only in cloud, no intent: imported",
 			act: func(e *env) {
 				if _, err := e.s3.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("cell-import")}); err != nil {
-					e.t.Fatal(err)
+					e.T.Fatal(err)
 				}
 			},
 			check: func(e *env) (p []string) {
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-import' AND region = 'us-east-1' AND NOT versioning AND created_at IS NOT NULL`) != 1 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'cell-import' AND region = 'us-east-1' AND NOT versioning AND created_at IS NOT NULL`) != 1 {
 					p = append(p, "bucket not imported as a row")
 				}
 				return p
@@ -178,8 +153,8 @@ func TestDirections(t *testing.T) {
 		},
 		{
 			name:  "both, different, with intent: updated in the cloud",
-			setup: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-push')`); e.commit() },
-			act:   func(e *env) { e.exec(`UPDATE bucket SET versioning = true WHERE name = 'cell-push'`) },
+			setup: func(e *env) { e.Exec(`INSERT INTO bucket (name) VALUES ('cell-push')`); e.Commit() },
+			act:   func(e *env) { e.Exec(`UPDATE bucket SET versioning = true WHERE name = 'cell-push'`) },
 			check: func(e *env) (p []string) {
 				if !e.cloudVersioning("cell-push") {
 					p = append(p, "versioning not enabled in the cloud")
@@ -189,10 +164,10 @@ func TestDirections(t *testing.T) {
 		},
 		{
 			name:  "both, different, no intent: row updated from the cloud",
-			setup: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('cell-pull')`); e.commit() },
+			setup: func(e *env) { e.Exec(`INSERT INTO bucket (name) VALUES ('cell-pull')`); e.Commit() },
 			act:   func(e *env) { e.setCloudVersioning("cell-pull", true) },
 			check: func(e *env) (p []string) {
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-pull' AND versioning`) != 1 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'cell-pull' AND versioning`) != 1 {
 					p = append(p, "row not updated from the cloud")
 				}
 				return p
@@ -201,22 +176,22 @@ func TestDirections(t *testing.T) {
 		{
 			name: "conflict: user and cloud both changed it, the user wins and the trail says so",
 			setup: func(e *env) {
-				e.exec(`INSERT INTO bucket (name, versioning) VALUES ('cell-conflict', true)`)
-				e.commit()
+				e.Exec(`INSERT INTO bucket (name, versioning) VALUES ('cell-conflict', true)`)
+				e.Commit()
 			},
 			act: func(e *env) {
-				e.exec(`CALL iasql_begin()`) // keep automatic cycles out of the way
+				e.Exec(`CALL iasql_begin()`) // keep automatic cycles out of the way
 				e.setCloudVersioning("cell-conflict", false)
-				e.exec(`UPDATE bucket SET versioning = true, region = region WHERE name = 'cell-conflict'`)
+				e.Exec(`UPDATE bucket SET versioning = true, region = region WHERE name = 'cell-conflict'`)
 			},
 			check: func(e *env) (p []string) {
 				if !e.cloudVersioning("cell-conflict") {
 					p = append(p, "the cloud's change won")
 				}
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'cell-conflict' AND versioning`) != 1 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'cell-conflict' AND versioning`) != 1 {
 					p = append(p, "the row lost the user's value")
 				}
-				if e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message LIKE '%user''s change wins%cell-conflict%'
+				if e.Count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message LIKE '%user''s change wins%cell-conflict%'
 					OR change_type = 'CYCLE_END' AND message LIKE '%cell-conflict%user''s change wins%'`) == 0 {
 					p = append(p, "no cycle record says the user's change won")
 				}
@@ -232,13 +207,13 @@ func TestDirections(t *testing.T) {
 				tc.setup(e)
 			}
 			tc.act(e)
-			e.commit()
+			e.Commit()
 			for _, problem := range tc.check(e) {
 				t.Error(problem)
 			}
 			// A second cycle finds nothing to do: the loop has converged.
-			e.commit()
-			if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND id = (SELECT max(id) FROM iasql_audit_log WHERE change_type = 'CYCLE_END') AND message LIKE '%in sync, nothing to do%'`); n != 1 {
+			e.Commit()
+			if n := e.Count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND id = (SELECT max(id) FROM iasql_audit_log WHERE change_type = 'CYCLE_END') AND message LIKE '%in sync, nothing to do%'`); n != 1 {
 				t.Error("a second cycle still found work")
 			}
 		})
@@ -250,57 +225,57 @@ func TestDirections(t *testing.T) {
 func TestTransaction(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.exec(`INSERT INTO bucket (name) VALUES ('tx-keep'), ('tx-change'), ('tx-drop')`)
-	e.commit()
+	e.Exec(`INSERT INTO bucket (name) VALUES ('tx-keep'), ('tx-change'), ('tx-drop')`)
+	e.Commit()
 	ids := map[string]int{}
 	for _, n := range []string{"tx-keep", "tx-change", "tx-drop"} {
 		var id int
-		if err := e.db.QueryRow(context.Background(), `SELECT id FROM bucket WHERE name = $1`, n).Scan(&id); err != nil {
+		if err := e.DB.QueryRow(context.Background(), `SELECT id FROM bucket WHERE name = $1`, n).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		ids[n] = id
 	}
 
-	e.exec(`CALL iasql_begin()`)
-	_, err := e.db.Exec(context.Background(), `CALL iasql_begin()`)
+	e.Exec(`CALL iasql_begin()`)
+	_, err := e.DB.Exec(context.Background(), `CALL iasql_begin()`)
 	if err == nil || !strings.Contains(err.Error(), "already open: opened by") {
 		t.Errorf("a second begin: %v", err)
 	}
-	e.exec(`INSERT INTO bucket (name) VALUES ('tx-new')`, `UPDATE bucket SET versioning = true WHERE name = 'tx-change'`, `DELETE FROM bucket WHERE name = 'tx-drop'`)
+	e.Exec(`INSERT INTO bucket (name) VALUES ('tx-new')`, `UPDATE bucket SET versioning = true WHERE name = 'tx-change'`, `DELETE FROM bucket WHERE name = 'tx-drop'`)
 	time.Sleep(1500 * time.Millisecond) // an automatic cycle would have run by now
 	if b := e.cloudBuckets(); b["tx-new"] || !b["tx-drop"] || e.cloudVersioning("tx-change") {
 		t.Fatalf("the cloud changed while the iasql transaction was open: %v", b)
 	}
-	preview := previewRows(t, e.db)
+	preview := previewRows(t, e.DB)
 	want := []string{"create cloud bucket tx-new", "delete cloud bucket tx-drop", "update cloud bucket tx-change"}
 	if strings.Join(preview, "\n") != strings.Join(want, "\n") {
 		t.Errorf("preview:\n%s\nwant:\n%s", strings.Join(preview, "\n"), strings.Join(want, "\n"))
 	}
 
-	e.exec(`CALL iasql_rollback()`)
-	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'tx-new'`); n != 0 {
+	e.Exec(`CALL iasql_rollback()`)
+	if n := e.Count(`SELECT count(*) FROM bucket WHERE name = 'tx-new'`); n != 0 {
 		t.Error("rollback kept the inserted row")
 	}
-	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'tx-change' AND NOT versioning`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM bucket WHERE name = 'tx-change' AND NOT versioning`); n != 1 {
 		t.Error("rollback did not revert the update")
 	}
-	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'tx-drop' AND id = $1`, ids["tx-drop"]); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM bucket WHERE name = 'tx-drop' AND id = $1`, ids["tx-drop"]); n != 1 {
 		t.Error("rollback did not restore the deleted row under its id")
 	}
 	if b := e.cloudBuckets(); b["tx-new"] || !b["tx-drop"] || e.cloudVersioning("tx-change") {
 		t.Errorf("rollback changed the cloud: %v", b)
 	}
-	if n := e.count(`SELECT count(*) FROM iasql_transaction`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM iasql_transaction`); n != 0 {
 		t.Error("rollback left the transaction open")
 	}
 
 	// Preview equals what commit executes.
-	e.exec(`CALL iasql_begin()`)
-	e.exec(`INSERT INTO bucket (name) VALUES ('tx-new2')`, `UPDATE bucket SET versioning = true WHERE name = 'tx-keep'`)
-	preview = previewRows(t, e.db)
-	e.exec(`CALL iasql_commit()`)
+	e.Exec(`CALL iasql_begin()`)
+	e.Exec(`INSERT INTO bucket (name) VALUES ('tx-new2')`, `UPDATE bucket SET versioning = true WHERE name = 'tx-keep'`)
+	preview = previewRows(t, e.DB)
+	e.Exec(`CALL iasql_commit()`)
 	var actions []string
-	rows, err := e.db.Query(context.Background(), `SELECT a->>'action' || ' ' || (a->>'direction') || ' ' || (a->>'table_name') || ' ' || (a->>'cloud_id')
+	rows, err := e.DB.Query(context.Background(), `SELECT a->>'action' || ' ' || (a->>'direction') || ' ' || (a->>'table_name') || ' ' || (a->>'cloud_id')
 		FROM iasql_requests r, jsonb_array_elements(r.result->'actions') a WHERE r.kind = 'commit' AND r.finished_at = (SELECT max(finished_at) FROM iasql_requests WHERE kind = 'commit') ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
@@ -315,12 +290,12 @@ func TestTransaction(t *testing.T) {
 	if !e.cloudBuckets()["tx-new2"] || !e.cloudVersioning("tx-keep") {
 		t.Error("commit did not apply the changes")
 	}
-	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'tx-new2' AND created_at IS NOT NULL`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM bucket WHERE name = 'tx-new2' AND created_at IS NOT NULL`); n != 1 {
 		t.Error("after commit returns, the row does not show the cloud's feedback")
 	}
 
 	// rollback without begin is refused with a clear message.
-	_, err = e.db.Exec(context.Background(), `CALL iasql_rollback()`)
+	_, err = e.DB.Exec(context.Background(), `CALL iasql_rollback()`)
 	if err == nil || !strings.Contains(err.Error(), "no iasql transaction is open") {
 		t.Errorf("rollback without begin: %v", err)
 	}
@@ -344,10 +319,10 @@ func previewRows(t *testing.T, db *pgx.Conn) []string {
 func TestConditionalWrites(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := pgtest.Connect(t, e.dsn)
+	other := pgtest.Connect(t, e.DSN)
 	for i := 0; i < 25; i++ {
 		name := fmt.Sprintf("race-%02d", i)
-		e.exec(`INSERT INTO bucket (name) VALUES ('` + name + `')`)
+		e.Exec(`INSERT INTO bucket (name) VALUES ('` + name + `')`)
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
@@ -357,10 +332,10 @@ func TestConditionalWrites(t *testing.T) {
 				t.Errorf("user update: %v", err)
 			}
 		}()
-		e.commit()
+		e.Commit()
 		wg.Wait()
-		e.commit()
-		if n := e.count(`SELECT count(*) FROM bucket WHERE name = $1 AND versioning AND created_at IS NOT NULL`, name); n != 1 {
+		e.Commit()
+		if n := e.Count(`SELECT count(*) FROM bucket WHERE name = $1 AND versioning AND created_at IS NOT NULL`, name); n != 1 {
 			t.Errorf("%s: the user's update or the feedback was lost", name)
 		}
 		if !e.cloudVersioning(name) {
@@ -374,24 +349,24 @@ func TestConditionalWrites(t *testing.T) {
 func TestInstallUninstall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	rows := e.count(`SELECT count(*) FROM iasql_modules_list() WHERE module = 'aws_s3' AND installed`)
+	rows := e.Count(`SELECT count(*) FROM iasql_modules_list() WHERE module = 'aws_s3' AND installed`)
 	if rows != 1 {
 		t.Fatal("aws_s3 not listed as installed")
 	}
-	e.exec(`INSERT INTO bucket (name) VALUES ('keep-me')`)
-	e.commit()
-	e.exec(`SELECT * FROM iasql_uninstall('aws_s3')`)
-	if n := e.count(`SELECT count(*) FROM pg_tables WHERE tablename IN ('bucket', 'bucket_object')`); n != 0 {
+	e.Exec(`INSERT INTO bucket (name) VALUES ('keep-me')`)
+	e.Commit()
+	e.Exec(`SELECT * FROM iasql_uninstall('aws_s3')`)
+	if n := e.Count(`SELECT count(*) FROM pg_tables WHERE tablename IN ('bucket', 'bucket_object')`); n != 0 {
 		t.Error("uninstall left the tables")
 	}
 	if !e.cloudBuckets()["keep-me"] {
 		t.Error("uninstall touched the cloud")
 	}
-	e.exec(`SELECT * FROM iasql_install('aws_s3')`)
-	if n := e.count(`SELECT count(*) FROM bucket WHERE name = 'keep-me'`); n != 1 {
+	e.Exec(`SELECT * FROM iasql_install('aws_s3')`)
+	if n := e.Count(`SELECT count(*) FROM bucket WHERE name = 'keep-me'`); n != 1 {
 		t.Error("install did not import the existing bucket")
 	}
-	_, err := e.db.Exec(context.Background(), `SELECT * FROM iasql_install('no_such_module')`)
+	_, err := e.DB.Exec(context.Background(), `SELECT * FROM iasql_install('no_such_module')`)
 	if err == nil || !strings.Contains(err.Error(), `unknown module "no_such_module"`) {
 		t.Errorf("unknown module: %v", err)
 	}
@@ -404,31 +379,31 @@ func TestTwoSidecars(t *testing.T) {
 	first := e.Stop
 	e.StartSidecar(false) // a second sidecar on the same database and cloud
 	for i := 0; i < 10; i++ {
-		e.exec(`INSERT INTO bucket (name) VALUES ('two-` + string(rune('a'+i)) + `')`)
+		e.Exec(`INSERT INTO bucket (name) VALUES ('two-` + string(rune('a'+i)) + `')`)
 	}
-	e.commit()
-	e.commit()
-	if got := e.emu.Calls()["s3:CreateBucket"]; got != 10 {
+	e.Commit()
+	e.Commit()
+	if got := e.Emu.Calls()["s3:CreateBucket"]; got != 10 {
 		t.Errorf("%d CreateBucket calls for 10 new buckets", got)
 	}
-	if n := e.count(`SELECT count(*) FROM bucket WHERE name LIKE 'two-%' AND created_at IS NOT NULL`); n != 10 {
+	if n := e.Count(`SELECT count(*) FROM bucket WHERE name LIKE 'two-%' AND created_at IS NOT NULL`); n != 10 {
 		t.Errorf("%d of 10 rows have their feedback", n)
 	}
 	// The first stops: the second takes over capture and cycles.
 	first()
-	e.exec(`INSERT INTO bucket (name) VALUES ('two-after')`)
-	waitUntil(t, 15*time.Second, "the second sidecar to answer", func() bool {
-		_, err := e.db.Exec(context.Background(), `CALL iasql_commit()`)
+	e.Exec(`INSERT INTO bucket (name) VALUES ('two-after')`)
+	enginetest.WaitUntil(t, 15*time.Second, "the second sidecar to answer", func() bool {
+		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
 		return err == nil
 	})
 	if !e.cloudBuckets()["two-after"] {
 		t.Error("after takeover the new bucket was not created")
 	}
-	if got := e.emu.Calls()["s3:CreateBucket"]; got != 11 {
+	if got := e.Emu.Calls()["s3:CreateBucket"]; got != 11 {
 		t.Errorf("%d CreateBucket calls for 11 new buckets", got)
 	}
 	// Cycle records never overlap.
-	overlaps := e.count(`
+	overlaps := e.Count(`
 		WITH s AS (SELECT id, message::jsonb->>'cycle' AS c, change_type FROM iasql_audit_log WHERE change_type IN ('CYCLE_START', 'CYCLE_END'))
 		SELECT count(*) FROM (SELECT change_type, lag(change_type) OVER (ORDER BY id) AS prev FROM s) x WHERE change_type = prev`)
 	if overlaps != 0 {
@@ -442,13 +417,13 @@ func TestAutomatic(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var id int
-	if err := e.db.QueryRow(context.Background(), `INSERT INTO bucket (name) VALUES ('auto-created') RETURNING id`).Scan(&id); err != nil {
+	if err := e.DB.QueryRow(context.Background(), `INSERT INTO bucket (name) VALUES ('auto-created') RETURNING id`).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 	// iasql_wait_for returns once the cloud's feedback is in the row.
 	var ok bool
 	start := time.Now()
-	if err := e.db.QueryRow(context.Background(), `SELECT iasql_wait_for('bucket', $1, 'created_at IS NOT NULL', 10)`, id).Scan(&ok); err != nil || !ok {
+	if err := e.DB.QueryRow(context.Background(), `SELECT iasql_wait_for('bucket', $1, 'created_at IS NOT NULL', 10)`, id).Scan(&ok); err != nil || !ok {
 		t.Fatalf("iasql_wait_for: %v %v", ok, err)
 	}
 	if waited := time.Since(start); waited > 2*time.Second {
@@ -457,11 +432,11 @@ func TestAutomatic(t *testing.T) {
 	if !e.cloudBuckets()["auto-created"] {
 		t.Error("the bucket is not in the cloud")
 	}
-	e.exec(`SELECT iasql_apply()`, `SELECT iasql_apply()`, `SELECT iasql_sync()`)
-	waitUntil(t, 5*time.Second, "deprecated calls to be counted", func() bool {
-		return e.count(`SELECT coalesce(sum(calls), 0)::int FROM iasql_deprecated_calls`) == 3
+	e.Exec(`SELECT iasql_apply()`, `SELECT iasql_apply()`, `SELECT iasql_sync()`)
+	enginetest.WaitUntil(t, 5*time.Second, "deprecated calls to be counted", func() bool {
+		return e.Count(`SELECT coalesce(sum(calls), 0)::int FROM iasql_deprecated_calls`) == 3
 	})
-	if n := e.count(`SELECT calls::int FROM iasql_deprecated_calls WHERE function_name = 'iasql_apply'`); n != 2 {
+	if n := e.Count(`SELECT calls::int FROM iasql_deprecated_calls WHERE function_name = 'iasql_apply'`); n != 2 {
 		t.Errorf("iasql_apply counted %d times, want 2", n)
 	}
 }
@@ -472,12 +447,12 @@ func TestAutomatic(t *testing.T) {
 func TestEngineRecovers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	if n := e.count(`SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name IN ('iasql engine', 'iasql cycle')) k`); n == 0 {
+	if n := e.Count(`SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name IN ('iasql engine', 'iasql cycle')) k`); n == 0 {
 		t.Fatal("found no engine session to terminate")
 	}
-	e.exec(`INSERT INTO bucket (name) VALUES ('after-kill')`)
-	waitUntil(t, 20*time.Second, "the engine to answer again", func() bool {
-		_, err := e.db.Exec(context.Background(), `CALL iasql_commit()`)
+	e.Exec(`INSERT INTO bucket (name) VALUES ('after-kill')`)
+	enginetest.WaitUntil(t, 20*time.Second, "the engine to answer again", func() bool {
+		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
 		return err == nil
 	})
 	if !e.cloudBuckets()["after-kill"] {

@@ -79,7 +79,7 @@ func startMem(t *testing.T, m *memMapper, timeout time.Duration) *env {
 	t.Helper()
 	te := enginetest.New(t, srv, enginetest.Options{CycleTimeout: timeout,
 		Modules: []module.Module{memModule(m)}, Install: []string{"mem_test"}})
-	return &env{Env: te, t: t, dsn: te.DSN, db: te.DB, emu: te.Emu}
+	return &env{Env: te}
 }
 
 // TestProgressGuard: a mapper whose equality never holds would loop for
@@ -87,12 +87,12 @@ func startMem(t *testing.T, m *memMapper, timeout time.Duration) *env {
 func TestProgressGuard(t *testing.T) {
 	t.Parallel()
 	e := startMem(t, &memMapper{things: map[string]module.Record{}, neverSame: true}, time.Minute)
-	e.exec(`INSERT INTO thing (name, size) VALUES ('loopy', 1)`)
-	_, err := e.db.Exec(context.Background(), `CALL iasql_commit()`)
+	e.Exec(`INSERT INTO thing (name, size) VALUES ('loopy', 1)`)
+	_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
 	if err == nil || !strings.Contains(err.Error(), "not converging") || !strings.Contains(err.Error(), "thing") {
 		t.Fatalf("commit with a looping mapper: %v", err)
 	}
-	if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message::jsonb->>'outcome' = 'failed' AND message LIKE '%not converging%'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message::jsonb->>'outcome' = 'failed' AND message LIKE '%not converging%'`); n != 1 {
 		t.Error("the cycle's end record does not say it stopped for not converging")
 	}
 }
@@ -106,18 +106,18 @@ func TestCycleTimeout(t *testing.T) {
 	m.mu.Lock()
 	m.slowRead = 5 * time.Second
 	m.mu.Unlock()
-	_, err := e.db.Exec(context.Background(), `CALL iasql_commit()`)
+	_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
 	if err == nil || !strings.Contains(err.Error(), "cycle timeout") {
 		t.Fatalf("commit of a cycle that hangs: %v", err)
 	}
-	if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message::jsonb->>'outcome' = 'timeout'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message::jsonb->>'outcome' = 'timeout'`); n != 1 {
 		t.Error("no end record with outcome timeout")
 	}
 	m.mu.Lock()
 	m.slowRead = 0
 	m.mu.Unlock()
-	e.exec(`INSERT INTO thing (name, size) VALUES ('after', 2)`)
-	e.exec(`CALL iasql_commit()`)
+	e.Exec(`INSERT INTO thing (name, size) VALUES ('after', 2)`)
+	e.Exec(`CALL iasql_commit()`)
 	m.mu.Lock()
 	_, ok := m.things["after"]
 	m.mu.Unlock()
@@ -134,8 +134,8 @@ func TestModuleDependencies(t *testing.T) {
 	dep := memModule(&memMapper{things: map[string]module.Record{}})
 	dep.DependsOn = []string{"aws_s3"}
 	e := newEnvOn(t, srv.NewDB(t), time.Hour, dep)
-	e.exec(`SELECT * FROM iasql_uninstall('aws_s3')`)
-	rows, err := e.db.Query(context.Background(), `SELECT module || ': ' || note FROM iasql_install('mem_test') ORDER BY 1`)
+	e.Exec(`SELECT * FROM iasql_uninstall('aws_s3')`)
+	rows, err := e.DB.Query(context.Background(), `SELECT module || ': ' || note FROM iasql_install('mem_test') ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,15 +151,15 @@ func TestModuleDependencies(t *testing.T) {
 	if strings.Join(notes, ", ") != want {
 		t.Errorf("install said %q, want %q", strings.Join(notes, ", "), want)
 	}
-	_, err = e.db.Exec(context.Background(), `SELECT * FROM iasql_uninstall('aws_s3')`)
+	_, err = e.DB.Exec(context.Background(), `SELECT * FROM iasql_uninstall('aws_s3')`)
 	if err == nil || !strings.Contains(err.Error(), "cannot uninstall aws_s3: the installed module mem_test depends on it") {
 		t.Errorf("uninstall of a dependency: %v", err)
 	}
-	if n := e.count(`SELECT count(*) FROM pg_tables WHERE tablename = 'bucket'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM pg_tables WHERE tablename = 'bucket'`); n != 1 {
 		t.Error("a refused uninstall dropped tables")
 	}
-	e.exec(`SELECT * FROM iasql_uninstall('aws_s3', 'mem_test')`)
-	if n := e.count(`SELECT count(*) FROM iasql_modules_list() WHERE installed`); n != 0 {
+	e.Exec(`SELECT * FROM iasql_uninstall('aws_s3', 'mem_test')`)
+	if n := e.Count(`SELECT count(*) FROM iasql_modules_list() WHERE installed`); n != 0 {
 		t.Error("uninstalling both together left one installed")
 	}
 }

@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"github.com/iasql/iasql/internal/enginetest"
 	"strings"
 	"testing"
 	"time"
@@ -23,15 +24,15 @@ func TestModes(t *testing.T) {
 		{
 			name:  "TRACK (database): a user delete is undone, the bucket survives",
 			rules: `INSERT INTO iasql_mode (mode) VALUES ('TRACK')`,
-			act:   func(e *env) { e.exec(`DELETE FROM bucket WHERE name = 'mode-a'`) },
+			act:   func(e *env) { e.Exec(`DELETE FROM bucket WHERE name = 'mode-a'`) },
 			check: func(e *env) (p []string) {
 				if !e.cloudBuckets()["mode-a"] {
 					p = append(p, "the tracked bucket was deleted in the cloud")
 				}
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-a'`) != 1 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'mode-a'`) != 1 {
 					p = append(p, "the row did not come back")
 				}
-				if e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message LIKE '%WARNING: TRACK by database rule%'`) == 0 {
+				if e.Count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message LIKE '%WARNING: TRACK by database rule%'`) == 0 {
 					p = append(p, "no WARNING in the trail naming the rule")
 				}
 				return p
@@ -40,12 +41,12 @@ func TestModes(t *testing.T) {
 		{
 			name:  "TRACK (table): a user insert is undone, nothing is created",
 			rules: `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'TRACK')`,
-			act:   func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('mode-new')`) },
+			act:   func(e *env) { e.Exec(`INSERT INTO bucket (name) VALUES ('mode-new')`) },
 			check: func(e *env) (p []string) {
 				if e.cloudBuckets()["mode-new"] {
 					p = append(p, "a tracked table created a bucket")
 				}
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-new'`) != 0 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'mode-new'`) != 0 {
 					p = append(p, "the inserted row was not removed")
 				}
 				return p
@@ -56,17 +57,17 @@ func TestModes(t *testing.T) {
 			rules: `INSERT INTO iasql_mode (mode) VALUES ('ENFORCE')`,
 			act: func(e *env) {
 				if _, err := e.s3.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("mode-rogue")}); err != nil {
-					e.t.Fatal(err)
+					e.T.Fatal(err)
 				}
 			},
 			check: func(e *env) (p []string) {
 				if e.cloudBuckets()["mode-rogue"] {
 					p = append(p, "the out-of-band bucket survived ENFORCE")
 				}
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-rogue'`) != 0 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'mode-rogue'`) != 0 {
 					p = append(p, "the out-of-band bucket was imported")
 				}
-				if e.count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message LIKE '%ENFORCE by database rule%'`) == 0 {
+				if e.Count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message LIKE '%ENFORCE by database rule%'`) == 0 {
 					p = append(p, "the trail does not say what was reverted and why")
 				}
 				return p
@@ -77,14 +78,14 @@ func TestModes(t *testing.T) {
 			rules: `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'ENFORCE')`,
 			act: func(e *env) {
 				if _, err := e.s3.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String("mode-a")}); err != nil {
-					e.t.Fatal(err)
+					e.T.Fatal(err)
 				}
 			},
 			check: func(e *env) (p []string) {
 				if !e.cloudBuckets()["mode-a"] {
 					p = append(p, "the deleted bucket was not recreated")
 				}
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-a'`) != 1 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'mode-a'`) != 1 {
 					p = append(p, "the row was deleted")
 				}
 				return p
@@ -98,7 +99,7 @@ func TestModes(t *testing.T) {
 				if e.cloudVersioning("mode-a") {
 					p = append(p, "the enforced bucket kept the drift")
 				}
-				if e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-b' AND versioning`) != 1 {
+				if e.Count(`SELECT count(*) FROM bucket WHERE name = 'mode-b' AND versioning`) != 1 {
 					p = append(p, "the NORMAL bucket did not take the cloud's change")
 				}
 				return p
@@ -110,17 +111,17 @@ func TestModes(t *testing.T) {
 			act: func(e *env) {
 				ctx := context.Background()
 				if _, err := e.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("mode-extra")}); err != nil {
-					e.t.Fatal(err)
+					e.T.Fatal(err)
 				}
 				if _, err := e.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("mode-a"), Key: aws.String("user-data.txt"), Body: strings.NewReader("hello")}); err != nil {
-					e.t.Fatal(err)
+					e.T.Fatal(err)
 				}
 			},
 			check: func(e *env) (p []string) {
 				if e.cloudBuckets()["mode-extra"] {
 					p = append(p, "the extra bucket survived ENFORCE")
 				}
-				if e.count(`SELECT count(*) FROM bucket_object o JOIN bucket b ON b.id = o.bucket_id WHERE b.name = 'mode-a' AND o.key = 'user-data.txt' AND o.size = 5`) != 1 {
+				if e.Count(`SELECT count(*) FROM bucket_object o JOIN bucket b ON b.id = o.bucket_id WHERE b.name = 'mode-a' AND o.key = 'user-data.txt' AND o.size = 5`) != 1 {
 					p = append(p, "the tracked object was not imported")
 				}
 				return p
@@ -130,7 +131,7 @@ func TestModes(t *testing.T) {
 			name: "NORMAL (table) inside a TRACK database: the table syncs both ways",
 			rules: `INSERT INTO iasql_mode (mode) VALUES ('TRACK');
 			        INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'NORMAL')`,
-			act: func(e *env) { e.exec(`INSERT INTO bucket (name) VALUES ('mode-normal')`) },
+			act: func(e *env) { e.Exec(`INSERT INTO bucket (name) VALUES ('mode-normal')`) },
 			check: func(e *env) (p []string) {
 				if !e.cloudBuckets()["mode-normal"] {
 					p = append(p, "the NORMAL table rule did not win over the TRACK database rule")
@@ -150,7 +151,7 @@ func TestModes(t *testing.T) {
 				if e.cloudVersioning("mode-a") {
 					p = append(p, "the database rule did not enforce mode-a")
 				}
-				if !e.cloudVersioning("mode-b") || e.count(`SELECT count(*) FROM bucket WHERE name = 'mode-b' AND versioning`) != 1 {
+				if !e.cloudVersioning("mode-b") || e.Count(`SELECT count(*) FROM bucket WHERE name = 'mode-b' AND versioning`) != 1 {
 					p = append(p, "the record rule did not track mode-b")
 				}
 				return p
@@ -161,17 +162,17 @@ func TestModes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			e.exec(`INSERT INTO bucket (name) VALUES ('mode-a'), ('mode-b')`)
-			e.commit()
-			e.exec(`CALL iasql_begin()`) // keep automatic cycles out of the way
-			e.exec(tc.rules)
+			e.Exec(`INSERT INTO bucket (name) VALUES ('mode-a'), ('mode-b')`)
+			e.Commit()
+			e.Exec(`CALL iasql_begin()`) // keep automatic cycles out of the way
+			e.Exec(tc.rules)
 			tc.act(e)
-			e.commit()
+			e.Commit()
 			for _, problem := range tc.check(e) {
 				t.Error(problem)
 			}
-			e.commit()
-			if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE id = (SELECT max(id) FROM iasql_audit_log WHERE change_type = 'CYCLE_END') AND message LIKE '%in sync, nothing to do%'`); n != 1 {
+			e.Commit()
+			if n := e.Count(`SELECT count(*) FROM iasql_audit_log WHERE id = (SELECT max(id) FROM iasql_audit_log WHERE change_type = 'CYCLE_END') AND message LIKE '%in sync, nothing to do%'`); n != 1 {
 				t.Error("a second cycle still found work")
 			}
 		})
@@ -183,17 +184,17 @@ func TestModes(t *testing.T) {
 func TestPreviewShowsMode(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.exec(`INSERT INTO bucket (name) VALUES ('pm-a')`)
-	e.commit()
-	e.exec(`CALL iasql_begin()`, `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'TRACK')`, `DELETE FROM bucket WHERE name = 'pm-a'`)
+	e.Exec(`INSERT INTO bucket (name) VALUES ('pm-a')`)
+	e.Commit()
+	e.Exec(`CALL iasql_begin()`, `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'TRACK')`, `DELETE FROM bucket WHERE name = 'pm-a'`)
 	var mode, desc string
-	if err := e.db.QueryRow(context.Background(), `SELECT mode, description FROM iasql_preview() WHERE cloud_id = 'pm-a'`).Scan(&mode, &desc); err != nil {
+	if err := e.DB.QueryRow(context.Background(), `SELECT mode, description FROM iasql_preview() WHERE cloud_id = 'pm-a'`).Scan(&mode, &desc); err != nil {
 		t.Fatal(err)
 	}
 	if mode != "TRACK (table rule 1)" {
 		t.Errorf("preview mode %q", mode)
 	}
-	e.exec(`CALL iasql_rollback()`)
+	e.Exec(`CALL iasql_rollback()`)
 }
 
 // TestModeChangesCaptured: a change to iasql_mode is a user change in the
@@ -201,11 +202,11 @@ func TestPreviewShowsMode(t *testing.T) {
 func TestModeChangesCaptured(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.exec(`INSERT INTO iasql_mode (mode) VALUES ('TRACK')`, `UPDATE iasql_mode SET mode = 'ENFORCE'`)
-	waitUntil(t, 10*time.Second, "mode changes in the audit trail", func() bool {
-		return e.count(`SELECT count(*) FROM iasql_audit_log WHERE table_name = 'iasql_mode' AND origin = 'user'`) == 2
+	e.Exec(`INSERT INTO iasql_mode (mode) VALUES ('TRACK')`, `UPDATE iasql_mode SET mode = 'ENFORCE'`)
+	enginetest.WaitUntil(t, 10*time.Second, "mode changes in the audit trail", func() bool {
+		return e.Count(`SELECT count(*) FROM iasql_audit_log WHERE table_name = 'iasql_mode' AND origin = 'user'`) == 2
 	})
-	if n := e.count(`SELECT count(*) FROM iasql_audit_log WHERE table_name = 'iasql_mode' AND change_type = 'UPDATE' AND old_row->>'mode' = 'TRACK' AND new_row->>'mode' = 'ENFORCE'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM iasql_audit_log WHERE table_name = 'iasql_mode' AND change_type = 'UPDATE' AND old_row->>'mode' = 'TRACK' AND new_row->>'mode' = 'ENFORCE'`); n != 1 {
 		t.Error("the mode update is not in the trail with its old and new rows")
 	}
 }
