@@ -182,15 +182,6 @@ func asEC2Error(err error) *ec2Error {
 	return &ec2Error{status: http.StatusInternalServerError, code: "InternalError", msg: err.Error()}
 }
 
-// ec2NotFound is code's error for the ids in missing, worded like AWS's
-// ("The vpc ID 'vpc-1' does not exist").
-func ec2NotFound(code, what string, missing []string) *ec2Error {
-	if len(missing) == 1 {
-		return ec2Errorf(code, "The %s '%s' does not exist", what, missing[0])
-	}
-	return ec2Errorf(code, "The %ss '%s' do not exist", what, strings.Join(missing, ", "))
-}
-
 func writeEC2Error(w http.ResponseWriter, requestID string, e *ec2Error) {
 	var x ec2XML
 	x.WriteString(xml.Header + "<Response><Errors><Error>")

@@ -57,9 +57,9 @@ func (s *ec2Service) createSecurityGroup(rg *ec2Region, p ec2Params, x *ec2XML) 
 			return ec2Errorf("VPCIdNotSpecified", "No default VPC for this user")
 		}
 	}
-	vpc := rg.vpcs.get(vpcID)
-	if vpc == nil {
-		return ec2NotFound("InvalidVpcID.NotFound", "vpc ID", []string{vpcID})
+	vpc, err := rg.vpcs.find(vpcID)
+	if err != nil {
+		return err
 	}
 	if _, ok := vpc.groupNames[name]; ok {
 		return ec2Errorf("InvalidGroup.Duplicate", "The security group '%s' already exists for VPC '%s'", name, vpcID)
@@ -80,10 +80,7 @@ func (s *ec2Service) createSecurityGroup(rg *ec2Region, p ec2Params, x *ec2XML) 
 // allows it: byName) by GroupName in the default VPC.
 func (rg *ec2Region) group(p ec2Params, byName bool) (*ec2Group, error) {
 	if id := p.Get("GroupId"); id != "" {
-		if g := rg.groups.get(id); g != nil {
-			return g, nil
-		}
-		return nil, ec2NotFound("InvalidGroup.NotFound", "security group", []string{id})
+		return rg.groups.find(id)
 	}
 	if name := p.Get("GroupName"); byName && name != "" {
 		return rg.defaultVpcGroup(name)
@@ -96,13 +93,13 @@ func (rg *ec2Region) group(p ec2Params, byName bool) (*ec2Group, error) {
 
 // defaultVpcGroup returns the group of the default VPC called name.
 func (rg *ec2Region) defaultVpcGroup(name string) (*ec2Group, error) {
-	if vpc := rg.vpcs.get(rg.defaultVpc); vpc != nil {
-		if id, ok := vpc.groupNames[name]; ok {
-			return rg.groups.get(id), nil
-		}
-		return nil, ec2Errorf("InvalidGroup.NotFound", "The security group '%s' does not exist in default VPC '%s'", name, vpc.id)
+	if rg.defaultVpc == "" {
+		return nil, ec2Errorf("InvalidGroup.NotFound", "The security group '%s' does not exist: there is no default VPC", name)
 	}
-	return nil, ec2Errorf("InvalidGroup.NotFound", "The security group '%s' does not exist: there is no default VPC", name)
+	if g := rg.groupNamed(rg.defaultVpc, name); g != nil {
+		return g, nil
+	}
+	return nil, ec2Errorf("InvalidGroup.NotFound", "The security group '%s' does not exist in default VPC '%s'", name, rg.defaultVpc)
 }
 
 // describeSecurityGroups lists groups (GroupId.N, GroupName.N in the
@@ -138,7 +135,7 @@ func (s *ec2Service) describeSecurityGroups(rg *ec2Region, p ec2Params, x *ec2XM
 		want = append(want, g.id)
 	}
 	if len(want) > 0 {
-		if ids, err = ec2Lookup(&rg.groups, want, func(m []string) *ec2Error { return ec2NotFound("InvalidGroup.NotFound", "security group", m) }); err != nil {
+		if ids, err = rg.groups.lookup(want); err != nil {
 			return err
 		}
 	}
@@ -331,9 +328,9 @@ func (s *ec2Service) checkTarget(rg *ec2Region, g *ec2Group, p *ec2Perm) error {
 			return ec2Errorf("InvalidPrefixListId.NotFound", "The prefix list ID '%s' does not exist", p.prefixList)
 		}
 	default:
-		ref := rg.groups.get(p.refGroup)
-		if ref == nil {
-			return ec2NotFound("InvalidGroup.NotFound", "security group", []string{p.refGroup})
+		ref, err := rg.groups.find(p.refGroup)
+		if err != nil {
+			return err
 		}
 		if ref.vpcID != g.vpcID {
 			return ec2Errorf("InvalidGroup.NotFound",
@@ -442,12 +439,20 @@ func ec2WithTarget(base ec2Perm, p ec2Params, t string, target ec2Perm) ec2Perm 
 
 // vpcGroup returns the group called name in a VPC.
 func (rg *ec2Region) vpcGroup(vpcID, name string) (*ec2Group, error) {
-	if vpc := rg.vpcs.get(vpcID); vpc != nil {
-		if id, ok := vpc.groupNames[name]; ok {
-			return rg.groups.get(id), nil
-		}
+	if g := rg.groupNamed(vpcID, name); g != nil {
+		return g, nil
 	}
 	return nil, ec2Errorf("InvalidGroup.NotFound", "The security group '%s' does not exist in VPC '%s'", name, vpcID)
+}
+
+// groupNamed returns the group called name in a VPC, nil if there is none.
+func (rg *ec2Region) groupNamed(vpcID, name string) *ec2Group {
+	if vpc := rg.vpcs.get(vpcID); vpc != nil {
+		if id, ok := vpc.groupNames[name]; ok {
+			return rg.groups.get(id)
+		}
+	}
+	return nil
 }
 
 // ec2FindRule returns g's rule of a direction that is the same as perm.
@@ -574,7 +579,7 @@ func ec2GroupRules(rg *ec2Region, g *ec2Group, egress bool, ids []string) ([]*ec
 	for _, id := range ids {
 		r := rg.rules.get(id)
 		if r == nil || r.group != g || r.egress != egress {
-			return nil, ec2NotFound("InvalidSecurityGroupRuleId.NotFound", "security group rule ID", []string{id})
+			return nil, rg.rules.notFound(id)
 		}
 		if !slices.Contains(rules, r) {
 			rules = append(rules, r)
@@ -630,10 +635,7 @@ func (s *ec2Service) describeSecurityGroupRules(rg *ec2Region, p ec2Params, x *e
 	groupIDs, byGroup := ec2FilterValues(fs, "group-id")
 	switch want := p.strings("SecurityGroupRuleId"); {
 	case len(want) > 0:
-		ids, err = ec2Lookup(&rg.rules, want, func(m []string) *ec2Error {
-			return ec2NotFound("InvalidSecurityGroupRuleId.NotFound", "security group rule ID", m)
-		})
-		if err != nil {
+		if ids, err = rg.rules.lookup(want); err != nil {
 			return err
 		}
 	case byGroup && !slices.ContainsFunc(groupIDs, func(v string) bool { return strings.ContainsAny(v, `*?\`) }):
@@ -665,13 +667,9 @@ func (s *ec2Service) describeSecurityGroupRules(rg *ec2Region, p ec2Params, x *e
 // SecurityGroupRule.N.SecurityGroupRuleId and .SecurityGroupRule.*), all
 // or none.
 func (s *ec2Service) modifySecurityGroupRules(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	gid, err := p.required("GroupId")
+	g, err := rg.groups.named(p, "GroupId")
 	if err != nil {
 		return err
-	}
-	g := rg.groups.get(gid)
-	if g == nil {
-		return ec2NotFound("InvalidGroup.NotFound", "security group", []string{gid})
 	}
 	members := p.members("SecurityGroupRule")
 	if len(members) == 0 {
@@ -685,7 +683,7 @@ func (s *ec2Service) modifySecurityGroupRules(rg *ec2Region, p ec2Params, x *ec2
 		}
 		r := rg.rules.get(id)
 		if r == nil || r.group != g {
-			return ec2NotFound("InvalidSecurityGroupRuleId.NotFound", "security group rule ID", []string{id})
+			return rg.rules.notFound(id)
 		}
 		q := m + ".SecurityGroupRule."
 		perm, err := ec2PermBase(p, q)

@@ -85,7 +85,12 @@ func (p ec2Perm) peer() string {
 // (172.31.0.0/16) with its default security group and one default /20
 // subnet per zone.
 func (s *ec2Service) newRegion(r Region) *ec2Region {
-	rg := &ec2Region{name: r.Name, zones: r.Zones, dhcpOptions: s.newID("dopt")}
+	rg := &ec2Region{name: r.Name, zones: r.Zones, dhcpOptions: s.newID("dopt"),
+		vpcs:    ec2Table[ec2Vpc]{code: "InvalidVpcID.NotFound", what: "vpc ID"},
+		subnets: ec2Table[ec2Subnet]{code: "InvalidSubnetID.NotFound", what: "subnet ID"},
+		groups:  ec2Table[ec2Group]{code: "InvalidGroup.NotFound", what: "security group"},
+		rules:   ec2Table[ec2Rule]{code: "InvalidSecurityGroupRuleId.NotFound", what: "security group rule ID"},
+	}
 	vpc := s.addVpc(rg, netip.MustParsePrefix("172.31.0.0/16"), "default", true, nil)
 	rg.defaultVpc = vpc.id
 	for i, zone := range r.Zones {
@@ -183,6 +188,10 @@ func ec2ZoneID(region string, i int) string {
 // removal leaves it stale; both are settled by the next listing, so bulk
 // changes cost O(n log n) once rather than O(n) each.
 type ec2Table[T any] struct {
+	// code and what make the error for unknown ids: e.g.
+	// InvalidVpcID.NotFound, "The vpc ID 'vpc-1' does not exist".
+	code, what string
+
 	byID     map[string]*T
 	ids      []string // sorted unless unsorted; holds removed ids while stale > 0
 	unsorted bool
@@ -190,6 +199,31 @@ type ec2Table[T any] struct {
 }
 
 func (t *ec2Table[T]) get(id string) *T { return t.byID[id] }
+
+// find returns the resource with id, or the table's not-found error.
+func (t *ec2Table[T]) find(id string) (*T, error) {
+	if v := t.byID[id]; v != nil {
+		return v, nil
+	}
+	return nil, t.notFound(id)
+}
+
+// named returns the resource the parameter key names; key is required.
+func (t *ec2Table[T]) named(p ec2Params, key string) (*T, error) {
+	id, err := p.required(key)
+	if err != nil {
+		return nil, err
+	}
+	return t.find(id)
+}
+
+// notFound is the table's error naming unknown ids, worded like AWS's.
+func (t *ec2Table[T]) notFound(ids ...string) *ec2Error {
+	if len(ids) == 1 {
+		return ec2Errorf(t.code, "The %s '%s' does not exist", t.what, ids[0])
+	}
+	return ec2Errorf(t.code, "The %ss '%s' do not exist", t.what, strings.Join(ids, ", "))
+}
 
 func (t *ec2Table[T]) put(id string, v *T) {
 	if t.byID == nil {
@@ -275,9 +309,9 @@ func ec2Paginate[T any](ids []string, get func(string) *T, pg ec2Page, keep func
 	return items, ""
 }
 
-// ec2Lookup returns the resources with the given ids, sorted and without
-// repeats, or missing's error naming the unknown ones.
-func ec2Lookup[T any](t *ec2Table[T], ids []string, missing func([]string) *ec2Error) ([]string, error) {
+// lookup returns the given ids, sorted and without repeats, or the
+// table's not-found error naming those of no resource.
+func (t *ec2Table[T]) lookup(ids []string) ([]string, error) {
 	var unknown []string
 	for _, id := range ids {
 		if t.get(id) == nil && !slices.Contains(unknown, id) {
@@ -285,7 +319,7 @@ func ec2Lookup[T any](t *ec2Table[T], ids []string, missing func([]string) *ec2E
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, missing(unknown)
+		return nil, t.notFound(unknown...)
 	}
 	ids = slices.Clone(ids)
 	slices.Sort(ids)

@@ -114,22 +114,22 @@ func (rg *ec2Region) tagsOf(id string) (*ec2Tags, error) {
 		if v := rg.vpcs.get(id); v != nil {
 			return &v.tags, nil
 		}
-		return nil, ec2NotFound("InvalidVpcID.NotFound", "vpc ID", []string{id})
+		return nil, rg.vpcs.notFound(id)
 	case "subnet":
 		if v := rg.subnets.get(id); v != nil {
 			return &v.tags, nil
 		}
-		return nil, ec2NotFound("InvalidSubnetID.NotFound", "subnet ID", []string{id})
+		return nil, rg.subnets.notFound(id)
 	case "sg":
 		if v := rg.groups.get(id); v != nil {
 			return &v.tags, nil
 		}
-		return nil, ec2NotFound("InvalidGroup.NotFound", "security group", []string{id})
+		return nil, rg.groups.notFound(id)
 	case "sgr":
 		if v := rg.rules.get(id); v != nil {
 			return &v.tags, nil
 		}
-		return nil, ec2NotFound("InvalidSecurityGroupRuleId.NotFound", "security group rule ID", []string{id})
+		return nil, rg.rules.notFound(id)
 	}
 	return nil, ec2Errorf("InvalidID", "The ID '%s' is not valid", id)
 }

@@ -199,7 +199,7 @@ func (s *ec2Service) describeVpcs(rg *ec2Region, p ec2Params, x *ec2XML) error {
 	}
 	ids := rg.vpcs.sorted()
 	if want := p.strings("VpcId"); len(want) > 0 {
-		if ids, err = ec2Lookup(&rg.vpcs, want, func(m []string) *ec2Error { return ec2NotFound("InvalidVpcID.NotFound", "vpc ID", m) }); err != nil {
+		if ids, err = rg.vpcs.lookup(want); err != nil {
 			return err
 		}
 	}
@@ -218,22 +218,18 @@ func (s *ec2Service) describeVpcs(rg *ec2Region, p ec2Params, x *ec2XML) error {
 // deleteVpc deletes a VPC without subnets or security groups but its
 // default one, which goes with it.
 func (s *ec2Service) deleteVpc(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	id, err := p.required("VpcId")
+	vpc, err := rg.vpcs.named(p, "VpcId")
 	if err != nil {
 		return err
 	}
-	vpc := rg.vpcs.get(id)
-	if vpc == nil {
-		return ec2NotFound("InvalidVpcID.NotFound", "vpc ID", []string{id})
-	}
 	if len(vpc.subnets) > 0 || len(vpc.groupNames) > 1 {
-		return ec2Errorf("DependencyViolation", "The vpc '%s' has dependencies and cannot be deleted.", id)
+		return ec2Errorf("DependencyViolation", "The vpc '%s' has dependencies and cannot be deleted.", vpc.id)
 	}
 	if g := rg.groups.get(vpc.defaultGroup); g != nil {
 		rg.removeGroup(g)
 	}
-	rg.vpcs.remove(id)
-	if rg.defaultVpc == id {
+	rg.vpcs.remove(vpc.id)
+	if rg.defaultVpc == vpc.id {
 		rg.defaultVpc = ""
 	}
 	x.bool("return", true)
@@ -252,9 +248,9 @@ func (s *ec2Service) createSubnet(rg *ec2Region, p ec2Params, x *ec2XML) error {
 	if err != nil {
 		return err
 	}
-	vpc := rg.vpcs.get(vpcID)
-	if vpc == nil {
-		return ec2NotFound("InvalidVpcID.NotFound", "vpc ID", []string{vpcID})
+	vpc, err := rg.vpcs.find(vpcID)
+	if err != nil {
+		return err
 	}
 	cidr, err := ec2ParseCIDR("cidrBlock", block, "InvalidSubnet.Range")
 	if err != nil {
@@ -365,7 +361,7 @@ func (s *ec2Service) describeSubnets(rg *ec2Region, p ec2Params, x *ec2XML) erro
 	}
 	ids := rg.subnets.sorted()
 	if want := p.strings("SubnetId"); len(want) > 0 {
-		if ids, err = ec2Lookup(&rg.subnets, want, func(m []string) *ec2Error { return ec2NotFound("InvalidSubnetID.NotFound", "subnet ID", m) }); err != nil {
+		if ids, err = rg.subnets.lookup(want); err != nil {
 			return err
 		}
 	}
@@ -382,16 +378,12 @@ func (s *ec2Service) describeSubnets(rg *ec2Region, p ec2Params, x *ec2XML) erro
 }
 
 func (s *ec2Service) deleteSubnet(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	id, err := p.required("SubnetId")
+	sn, err := rg.subnets.named(p, "SubnetId")
 	if err != nil {
 		return err
 	}
-	sn := rg.subnets.get(id)
-	if sn == nil {
-		return ec2NotFound("InvalidSubnetID.NotFound", "subnet ID", []string{id})
-	}
-	rg.subnets.remove(id)
-	delete(rg.vpcs.get(sn.vpcID).subnets, id)
+	rg.subnets.remove(sn.id)
+	delete(rg.vpcs.get(sn.vpcID).subnets, sn.id)
 	x.bool("return", true)
 	return nil
 }

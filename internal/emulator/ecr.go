@@ -176,13 +176,14 @@ type ecrEncryptionConfig struct {
 	KmsKey         string `json:"kmsKey,omitempty"`
 }
 
-func (s *ecrService) arn(r *ecrRepo) string {
-	return "arn:aws:ecr:" + r.region + ":" + s.account + ":repository/" + r.name
+// arnPrefix is the ARN of the repositories of a region, less their name.
+func (s *ecrService) arnPrefix(region string) string {
+	return "arn:aws:ecr:" + region + ":" + s.account + ":repository/"
 }
 
 func (s *ecrService) view(r *ecrRepo) ecrRepoJSON {
 	return ecrRepoJSON{
-		RepositoryArn:              s.arn(r),
+		RepositoryArn:              s.arnPrefix(r.region) + r.name,
 		RegistryID:                 s.account,
 		RepositoryName:             r.name,
 		RepositoryURI:              s.account + ".dkr.ecr." + r.region + ".amazonaws.com/" + r.name,
@@ -250,14 +251,16 @@ func (s *ecrService) repo(c ecrCall, registry *string, name string) (*ecrRepo, *
 	if name == "" {
 		return nil, ecrInvalid("Invalid parameter at 'repositoryName' failed to satisfy constraint: 'must not be null'")
 	}
+	return s.find(c, name)
+}
+
+// find returns the repository called name in the call's region, or
+// RepositoryNotFoundException.
+func (s *ecrService) find(c ecrCall, name string) (*ecrRepo, *ecrErr) {
 	if r, ok := s.repos[c.region][name]; ok {
 		return r, nil
 	}
-	return nil, s.notFound(name)
-}
-
-func (s *ecrService) notFound(name string) *ecrErr {
-	return ecrError("RepositoryNotFoundException",
+	return nil, ecrError("RepositoryNotFoundException",
 		"The repository with name '%s' does not exist in the registry with id '%s'", name, s.account)
 }
 

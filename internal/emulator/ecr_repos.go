@@ -94,9 +94,9 @@ func (s *ecrService) describeRepositories(c ecrCall) (any, *ecrErr) {
 			if e := ecrCheckName(n); e != nil {
 				return nil, e
 			}
-			r, ok := s.repos[c.region][n]
-			if !ok {
-				return nil, s.notFound(n)
+			r, e := s.find(c, n)
+			if e != nil {
+				return nil, e
 			}
 			out = append(out, s.view(r))
 		}
@@ -189,16 +189,11 @@ func (s *ecrService) putImageScanningConfiguration(c ecrCall) (any, *ecrErr) {
 
 // byArn finds the repository an ARN names, in the call's region.
 func (s *ecrService) byArn(c ecrCall, arn string) (*ecrRepo, *ecrErr) {
-	prefix := "arn:aws:ecr:" + c.region + ":" + s.account + ":repository/"
-	name, ok := strings.CutPrefix(arn, prefix)
+	name, ok := strings.CutPrefix(arn, s.arnPrefix(c.region))
 	if !ok || ecrCheckName(name) != nil {
 		return nil, ecrInvalid("Invalid parameter at 'resourceArn' failed to satisfy constraint: 'Invalid ARN %s'", arn)
 	}
-	r, found := s.repos[c.region][name]
-	if !found {
-		return nil, s.notFound(name)
-	}
-	return r, nil
+	return s.find(c, name)
 }
 
 func (s *ecrService) tagResource(c ecrCall) (any, *ecrErr) {

@@ -87,10 +87,6 @@ func iamError(status int, code, format string, args ...any) *iamErr {
 	return &iamErr{status: status, code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-func iamNoSuchRole(name string) *iamErr {
-	return iamError(http.StatusNotFound, "NoSuchEntity", "The role with name %s cannot be found.", name)
-}
-
 // iamValidation is AWS's message for a parameter that breaks its model's
 // constraints.
 func iamValidation(value any, field, constraint string) *iamErr {

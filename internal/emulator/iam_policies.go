@@ -11,7 +11,8 @@ import (
 // to one role.
 const iamPoliciesPerRole = 10
 
-func (s *iamService) policyArn(p iamParams) (string, *iamErr) {
+// policyArn reads PolicyArn, which must be a policy's ARN.
+func (p iamParams) policyArn() (string, *iamErr) {
 	arn, e := p.required("PolicyArn")
 	if e != nil {
 		return "", e
@@ -22,12 +23,29 @@ func (s *iamService) policyArn(p iamParams) (string, *iamErr) {
 	return arn, nil
 }
 
-func (s *iamService) attachRolePolicy(p iamParams) (*iamXML, *iamErr) {
+// rolePolicy reads the role (RoleName) and the policy an action names:
+// policy reads the policy's ARN or name.
+func (s *iamService) rolePolicy(p iamParams, policy func(iamParams) (string, *iamErr)) (*iamRole, string, *iamErr) {
 	r, e := s.role(p)
 	if e != nil {
-		return nil, e
+		return nil, "", e
 	}
-	arn, e := s.policyArn(p)
+	name, e := policy(p)
+	return r, name, e
+}
+
+// inlinePolicy returns the document of the role's inline policy name, or
+// NoSuchEntity.
+func (r *iamRole) inlinePolicy(name string) (string, *iamErr) {
+	doc, ok := r.inline[name]
+	if !ok {
+		return "", iamError(http.StatusNotFound, "NoSuchEntity", "The role policy with name %s cannot be found.", name)
+	}
+	return doc, nil
+}
+
+func (s *iamService) attachRolePolicy(p iamParams) (*iamXML, *iamErr) {
+	r, arn, e := s.rolePolicy(p, iamParams.policyArn)
 	if e != nil {
 		return nil, e
 	}
@@ -42,11 +60,7 @@ func (s *iamService) attachRolePolicy(p iamParams) (*iamXML, *iamErr) {
 }
 
 func (s *iamService) detachRolePolicy(p iamParams) (*iamXML, *iamErr) {
-	r, e := s.role(p)
-	if e != nil {
-		return nil, e
-	}
-	arn, e := s.policyArn(p)
+	r, arn, e := s.rolePolicy(p, iamParams.policyArn)
 	if e != nil {
 		return nil, e
 	}
@@ -92,7 +106,8 @@ func (s *iamService) listAttachedRolePolicies(p iamParams) (*iamXML, *iamErr) {
 	return &x, nil
 }
 
-func (s *iamService) inlinePolicyName(p iamParams) (string, *iamErr) {
+// policyName reads PolicyName, which must be a valid policy name.
+func (p iamParams) policyName() (string, *iamErr) {
 	name, e := p.required("PolicyName")
 	if e != nil {
 		return "", e
@@ -101,11 +116,7 @@ func (s *iamService) inlinePolicyName(p iamParams) (string, *iamErr) {
 }
 
 func (s *iamService) putRolePolicy(p iamParams) (*iamXML, *iamErr) {
-	r, e := s.role(p)
-	if e != nil {
-		return nil, e
-	}
-	name, e := s.inlinePolicyName(p)
+	r, name, e := s.rolePolicy(p, iamParams.policyName)
 	if e != nil {
 		return nil, e
 	}
@@ -121,17 +132,13 @@ func (s *iamService) putRolePolicy(p iamParams) (*iamXML, *iamErr) {
 }
 
 func (s *iamService) getRolePolicy(p iamParams) (*iamXML, *iamErr) {
-	r, e := s.role(p)
+	r, name, e := s.rolePolicy(p, iamParams.policyName)
 	if e != nil {
 		return nil, e
 	}
-	name, e := s.inlinePolicyName(p)
+	doc, e := r.inlinePolicy(name)
 	if e != nil {
 		return nil, e
-	}
-	doc, ok := r.inline[name]
-	if !ok {
-		return nil, iamError(http.StatusNotFound, "NoSuchEntity", "The role policy with name %s cannot be found.", name)
 	}
 	var x iamXML
 	x.elem("RoleName", r.name).elem("PolicyName", name).elem("PolicyDocument", iamEncode(doc))
@@ -139,16 +146,12 @@ func (s *iamService) getRolePolicy(p iamParams) (*iamXML, *iamErr) {
 }
 
 func (s *iamService) deleteRolePolicy(p iamParams) (*iamXML, *iamErr) {
-	r, e := s.role(p)
+	r, name, e := s.rolePolicy(p, iamParams.policyName)
 	if e != nil {
 		return nil, e
 	}
-	name, e := s.inlinePolicyName(p)
-	if e != nil {
+	if _, e := r.inlinePolicy(name); e != nil {
 		return nil, e
-	}
-	if _, ok := r.inline[name]; !ok {
-		return nil, iamError(http.StatusNotFound, "NoSuchEntity", "The role policy with name %s cannot be found.", name)
 	}
 	delete(r.inline, name)
 	return nil, nil

@@ -9,18 +9,24 @@ import (
 	"unicode/utf8"
 )
 
-// role finds a role by name, regardless of case like IAM.
-func (s *iamService) role(p iamParams) (*iamRole, *iamErr) {
+// roleName reads RoleName, which must be a valid role name.
+func (p iamParams) roleName() (string, *iamErr) {
 	name, e := p.required("RoleName")
 	if e != nil {
-		return nil, e
+		return "", e
 	}
-	if e := iamCheckName(name, "roleName", 64); e != nil {
+	return name, iamCheckName(name, "roleName", 64)
+}
+
+// role finds the role RoleName names, regardless of case like IAM.
+func (s *iamService) role(p iamParams) (*iamRole, *iamErr) {
+	name, e := p.roleName()
+	if e != nil {
 		return nil, e
 	}
 	r, ok := s.roles[strings.ToLower(name)]
 	if !ok {
-		return nil, iamNoSuchRole(name)
+		return nil, iamError(http.StatusNotFound, "NoSuchEntity", "The role with name %s cannot be found.", name)
 	}
 	return r, nil
 }
@@ -76,11 +82,8 @@ func (x *iamXML) role(r *iamRole, full bool) *iamXML {
 }
 
 func (s *iamService) createRole(p iamParams) (*iamXML, *iamErr) {
-	name, e := p.required("RoleName")
+	name, e := p.roleName()
 	if e != nil {
-		return nil, e
-	}
-	if e := iamCheckName(name, "roleName", 64); e != nil {
 		return nil, e
 	}
 	doc, e := p.required("AssumeRolePolicyDocument")
