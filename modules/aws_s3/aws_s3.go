@@ -37,6 +37,7 @@ func Module() module.Module {
 			},
 		},
 		Mappers: Mappers,
+		Context: shareListing,
 	}
 }
 
