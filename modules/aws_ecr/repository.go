@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
@@ -34,16 +33,9 @@ func newRepositoryMapper(cfg aws.Config) *repositoryMapper {
 // (DescribeRepositories, paginated), regions concurrently.
 func (m *repositoryMapper) Read(ctx context.Context) ([]module.Record, error) {
 	regions := module.ScopeOf(ctx, m.cfg).Regions
-	per := make([][]module.Record, len(regions))
-	err := regional.ForEach(ctx, 0, len(regions), func(ctx context.Context, i int) error {
-		recs, err := m.list(ctx, regions[i], nil)
-		per[i] = recs
-		return err
+	return regional.Gather(ctx, 0, len(regions), func(ctx context.Context, i int) ([]module.Record, error) {
+		return m.list(ctx, regions[i], nil)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return slices.Concat(per...), nil
 }
 
 // list describes the repositories of a region (those named, when names is

@@ -122,19 +122,13 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 			}
 		}
 	}
-	recs := make([]module.Record, len(roles))
-	err := regional.ForEach(ctx, concurrency, len(roles), func(ctx context.Context, i int) error {
+	return regional.Gather(ctx, concurrency, len(roles), func(ctx context.Context, i int) ([]module.Record, error) {
 		rec, err := m.record(ctx, cl, roles[i])
 		if module.IsCode(err, "NoSuchEntity") {
-			return nil // deleted since it was listed
+			return nil, nil // deleted since it was listed
 		}
-		recs[i] = rec
-		return err
+		return []module.Record{rec}, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(recs, func(r module.Record) bool { return r == nil }), nil
 }
 
 // record completes a role with its policies.

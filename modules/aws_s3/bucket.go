@@ -73,19 +73,13 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs := make([]module.Record, len(infos))
-	err = regional.ForEach(ctx, concurrency, len(infos), func(ctx context.Context, i int) error {
+	return regional.Gather(ctx, concurrency, len(infos), func(ctx context.Context, i int) ([]module.Record, error) {
 		rec, err := m.record(ctx, infos[i])
 		if module.IsCode(err, "NoSuchBucket") {
-			return nil // deleted since it was listed
+			return nil, nil // deleted since it was listed
 		}
-		recs[i] = rec
-		return err
+		return []module.Record{rec}, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(recs, func(r module.Record) bool { return r == nil }), nil
 }
 
 // record completes a listed bucket with its versioning (reused from a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 
@@ -29,19 +28,13 @@ func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	per := make([][]module.Record, len(infos))
-	err = regional.ForEach(ctx, concurrency, len(infos), func(ctx context.Context, i int) error {
+	return regional.Gather(ctx, concurrency, len(infos), func(ctx context.Context, i int) ([]module.Record, error) {
 		recs, err := m.list(ctx, infos[i])
 		if module.IsCode(err, "NoSuchBucket") {
-			return nil // deleted since it was listed
+			return nil, nil // deleted since it was listed
 		}
-		per[i] = recs
-		return err
+		return recs, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return slices.Concat(per...), nil
 }
 
 func (m *objectMapper) list(ctx context.Context, b bucketInfo) ([]module.Record, error) {

@@ -5,6 +5,7 @@ package regional
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -73,4 +74,20 @@ loop:
 		return first
 	}
 	return ctx.Err()
+}
+
+// Gather runs fn(ctx, i) for i from 0 to n-1 as ForEach does and returns
+// what the calls returned, joined in order of i (nil when there is
+// nothing), or ForEach's error.
+func Gather[R any](ctx context.Context, limit, n int, fn func(ctx context.Context, i int) ([]R, error)) ([]R, error) {
+	per := make([][]R, n)
+	err := ForEach(ctx, limit, n, func(ctx context.Context, i int) error {
+		got, err := fn(ctx, i)
+		per[i] = got
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(per...), nil
 }

@@ -3,6 +3,7 @@ package regional_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,6 +120,42 @@ func TestForEach(t *testing.T) {
 						t.Errorf("fn(%d) ran %d times", i, got)
 					}
 				}
+			}
+		})
+	}
+}
+
+func TestGather(t *testing.T) {
+	boom := errors.New("boom")
+	cases := []struct {
+		name    string
+		limit   int
+		per     [][]string // what the call for each i returns
+		fail    int        // the i whose call fails; -1 for none
+		want    []string
+		wantErr error
+	}{
+		{"nothing to do", 2, nil, -1, nil, nil},
+		{"all empty", 2, [][]string{nil, {}, nil}, -1, nil, nil},
+		{"in order of i", 2, [][]string{{"a", "b"}, nil, {"c"}, {"d", "e"}}, -1, []string{"a", "b", "c", "d", "e"}, nil},
+		{"no limit", 0, [][]string{{"a"}, {"b"}, {"c"}}, -1, []string{"a", "b", "c"}, nil},
+		{"an error returns nothing", 2, [][]string{{"a"}, {"b"}, {"c"}}, 1, nil, boom},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := regional.Gather(t.Context(), tc.limit, len(tc.per), func(ctx context.Context, i int) ([]string, error) {
+				// Later items finish first: the order is i's, not completion's.
+				time.Sleep(time.Duration(len(tc.per)-i) * time.Millisecond)
+				if i == tc.fail {
+					return tc.per[i], boom
+				}
+				return tc.per[i], nil
+			})
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Errorf("error %v, want %v", err, tc.wantErr)
+			}
+			if !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+				t.Errorf("got %#v, want %#v", got, tc.want)
 			}
 		})
 	}
