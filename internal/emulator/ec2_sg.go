@@ -106,43 +106,30 @@ func (rg *ec2Region) defaultVpcGroup(name string) (*ec2Group, error) {
 // default VPC, Filter, MaxResults 5..1000, NextToken) with their rules in
 // the legacy grouped form (IpPermissions, IpPermissionsEgress).
 func (s *ec2Service) describeSecurityGroups(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	pg, err := ec2ParsePage(p, "sg", 5)
-	if err != nil {
-		return err
-	}
-	fs, err := ec2ParseFilters(p)
-	if err != nil {
-		return err
-	}
 	owner := s.opts.accountID()
-	keep, err := ec2CompileFilters(fs, map[string]ec2Field[ec2Group]{
+	pg, _, keep, err := rg.groups.listing(p, map[string]ec2Field[ec2Group]{
 		"group-id":    func(g *ec2Group) string { return g.id },
 		"group-name":  func(g *ec2Group) string { return g.name },
 		"description": func(g *ec2Group) string { return g.description },
 		"vpc-id":      func(g *ec2Group) string { return g.vpcID },
 		"owner-id":    func(*ec2Group) string { return owner },
-	}, func(g *ec2Group) ec2Tags { return g.tags })
+	})
 	if err != nil {
 		return err
 	}
-	ids := rg.groups.sorted()
-	want, names := p.strings("GroupId"), p.strings("GroupName")
-	for _, name := range names {
+	want := p.strings("GroupId")
+	for _, name := range p.strings("GroupName") {
 		g, err := rg.defaultVpcGroup(name)
 		if err != nil {
 			return err
 		}
 		want = append(want, g.id)
 	}
-	if len(want) > 0 {
-		if ids, err = rg.groups.lookup(want); err != nil {
-			return err
-		}
+	ids, err := rg.groups.selected(want)
+	if err != nil {
+		return err
 	}
-	groups, next := ec2Paginate(ids, rg.groups.get, pg, keep)
-	x.open("securityGroupInfo")
-	for _, g := range groups {
-		x.open("item")
+	rg.groups.writePage(x, "securityGroupInfo", ids, pg, keep, func(g *ec2Group) {
 		x.str("ownerId", owner)
 		x.str("groupId", g.id)
 		x.str("groupName", g.name)
@@ -152,10 +139,7 @@ func (s *ec2Service) describeSecurityGroups(rg *ec2Region, p ec2Params, x *ec2XM
 		ec2WritePermissions(x, "ipPermissions", g.rules, false)
 		ec2WritePermissions(x, "ipPermissionsEgress", g.rules, true)
 		g.tags.write(x)
-		x.close("item")
-	}
-	x.close("securityGroupInfo")
-	x.opt("nextToken", next)
+	})
 	return nil
 }
 
@@ -183,6 +167,20 @@ func ec2WritePermissions(x *ec2XML, tag string, rules []*ec2Rule, egress bool) {
 	x.close(tag)
 }
 
+// ec2PermTargets are the lists of an IpPermission's targets, one per kind
+// of target: the list's element, its items' target element, the target,
+// whether items name the target's owner (userId) first.
+var ec2PermTargets = []struct {
+	list, elem string
+	target     func(*ec2Perm) string
+	owner      bool
+}{
+	{"groups", "groupId", func(p *ec2Perm) string { return p.refGroup }, true},
+	{"ipRanges", "cidrIp", func(p *ec2Perm) string { return p.cidr4 }, false},
+	{"ipv6Ranges", "cidrIpv6", func(p *ec2Perm) string { return p.cidr6 }, false},
+	{"prefixListIds", "prefixListId", func(p *ec2Perm) string { return p.prefixList }, false},
+}
+
 // ec2WritePermission writes an IpPermission item of rules sharing their
 // protocol and ports.
 func ec2WritePermission(x *ec2XML, ps []ec2Perm) {
@@ -192,47 +190,24 @@ func ec2WritePermission(x *ec2XML, ps []ec2Perm) {
 		x.int("fromPort", ps[0].from)
 		x.int("toPort", ps[0].to)
 	}
-	x.open("groups")
-	for _, p := range ps {
-		if p.refGroup != "" {
+	for _, t := range ec2PermTargets {
+		x.open(t.list)
+		for i := range ps {
+			p := &ps[i]
+			target := t.target(p)
+			if target == "" {
+				continue
+			}
 			x.open("item")
-			x.str("userId", p.refUser)
-			x.str("groupId", p.refGroup)
+			if t.owner {
+				x.str("userId", p.refUser)
+			}
+			x.str(t.elem, target)
 			x.opt("description", p.description)
 			x.close("item")
 		}
+		x.close(t.list)
 	}
-	x.close("groups")
-	x.open("ipRanges")
-	for _, p := range ps {
-		if p.cidr4 != "" {
-			x.open("item")
-			x.str("cidrIp", p.cidr4)
-			x.opt("description", p.description)
-			x.close("item")
-		}
-	}
-	x.close("ipRanges")
-	x.open("ipv6Ranges")
-	for _, p := range ps {
-		if p.cidr6 != "" {
-			x.open("item")
-			x.str("cidrIpv6", p.cidr6)
-			x.opt("description", p.description)
-			x.close("item")
-		}
-	}
-	x.close("ipv6Ranges")
-	x.open("prefixListIds")
-	for _, p := range ps {
-		if p.prefixList != "" {
-			x.open("item")
-			x.str("prefixListId", p.prefixList)
-			x.opt("description", p.description)
-			x.close("item")
-		}
-	}
-	x.close("prefixListIds")
 	x.close("item")
 }
 
@@ -616,29 +591,17 @@ func (s *ec2Service) writeRule(rg *ec2Region, r *ec2Rule, x *ec2XML) {
 // NextToken). A group-id filter without wildcards reads only those
 // groups' rules.
 func (s *ec2Service) describeSecurityGroupRules(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	pg, err := ec2ParsePage(p, "sgr", 5)
-	if err != nil {
-		return err
-	}
-	fs, err := ec2ParseFilters(p)
-	if err != nil {
-		return err
-	}
-	keep, err := ec2CompileFilters(fs, map[string]ec2Field[ec2Rule]{
+	pg, fs, keep, err := rg.rules.listing(p, map[string]ec2Field[ec2Rule]{
 		"group-id":               func(r *ec2Rule) string { return r.group.id },
 		"security-group-rule-id": func(r *ec2Rule) string { return r.id },
-	}, func(r *ec2Rule) ec2Tags { return r.tags })
+	})
 	if err != nil {
 		return err
 	}
 	var ids []string
 	groupIDs, byGroup := ec2FilterValues(fs, "group-id")
-	switch want := p.strings("SecurityGroupRuleId"); {
-	case len(want) > 0:
-		if ids, err = rg.rules.lookup(want); err != nil {
-			return err
-		}
-	case byGroup && !slices.ContainsFunc(groupIDs, func(v string) bool { return strings.ContainsAny(v, `*?\`) }):
+	want := p.strings("SecurityGroupRuleId")
+	if len(want) == 0 && byGroup && !slices.ContainsFunc(groupIDs, func(v string) bool { return strings.ContainsAny(v, `*?\`) }) {
 		for _, id := range groupIDs {
 			if g := rg.groups.get(id); g != nil {
 				for _, r := range g.rules {
@@ -648,18 +611,10 @@ func (s *ec2Service) describeSecurityGroupRules(rg *ec2Region, p ec2Params, x *e
 		}
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
-	default:
-		ids = rg.rules.sorted()
+	} else if ids, err = rg.rules.selected(want); err != nil {
+		return err
 	}
-	rules, next := ec2Paginate(ids, rg.rules.get, pg, keep)
-	x.open("securityGroupRuleSet")
-	for _, r := range rules {
-		x.open("item")
-		s.writeRule(rg, r, x)
-		x.close("item")
-	}
-	x.close("securityGroupRuleSet")
-	x.opt("nextToken", next)
+	rg.rules.writePage(x, "securityGroupRuleSet", ids, pg, keep, func(r *ec2Rule) { s.writeRule(rg, r, x) })
 	return nil
 }
 

@@ -86,10 +86,14 @@ func (p ec2Perm) peer() string {
 // subnet per zone.
 func (s *ec2Service) newRegion(r Region) *ec2Region {
 	rg := &ec2Region{name: r.Name, zones: r.Zones, dhcpOptions: s.newID("dopt"),
-		vpcs:    ec2Table[ec2Vpc]{code: "InvalidVpcID.NotFound", what: "vpc ID"},
-		subnets: ec2Table[ec2Subnet]{code: "InvalidSubnetID.NotFound", what: "subnet ID"},
-		groups:  ec2Table[ec2Group]{code: "InvalidGroup.NotFound", what: "security group"},
-		rules:   ec2Table[ec2Rule]{code: "InvalidSecurityGroupRuleId.NotFound", what: "security group rule ID"},
+		vpcs: ec2Table[ec2Vpc]{kind: "vpc", code: "InvalidVpcID.NotFound", what: "vpc ID",
+			tags: func(v *ec2Vpc) *ec2Tags { return &v.tags }},
+		subnets: ec2Table[ec2Subnet]{kind: "subnet", code: "InvalidSubnetID.NotFound", what: "subnet ID",
+			tags: func(sn *ec2Subnet) *ec2Tags { return &sn.tags }},
+		groups: ec2Table[ec2Group]{kind: "sg", code: "InvalidGroup.NotFound", what: "security group",
+			tags: func(g *ec2Group) *ec2Tags { return &g.tags }},
+		rules: ec2Table[ec2Rule]{kind: "sgr", code: "InvalidSecurityGroupRuleId.NotFound", what: "security group rule ID",
+			tags: func(r *ec2Rule) *ec2Tags { return &r.tags }},
 	}
 	vpc := s.addVpc(rg, netip.MustParsePrefix("172.31.0.0/16"), "default", true, nil)
 	rg.defaultVpc = vpc.id
@@ -188,9 +192,11 @@ func ec2ZoneID(region string, i int) string {
 // removal leaves it stale; both are settled by the next listing, so bulk
 // changes cost O(n log n) once rather than O(n) each.
 type ec2Table[T any] struct {
+	kind string // the ids' prefix: "vpc", "subnet", "sg", "sgr"
 	// code and what make the error for unknown ids: e.g.
 	// InvalidVpcID.NotFound, "The vpc ID 'vpc-1' does not exist".
 	code, what string
+	tags       func(*T) *ec2Tags
 
 	byID     map[string]*T
 	ids      []string // sorted unless unsorted; holds removed ids while stale > 0
@@ -285,28 +291,61 @@ func ec2ParsePage(p ec2Params, prefix string, min int) (ec2Page, error) {
 	return pg, nil
 }
 
-// ec2Paginate returns the page of the resources with ids (sorted) that keep
-// accepts, and the next page's token ("" on the last page).
-func ec2Paginate[T any](ids []string, get func(string) *T, pg ec2Page, keep func(*T) bool) (items []*T, next string) {
-	start := resumeAt(ids, pg.after)
-	size := len(ids) - start
-	if pg.max > 0 && pg.max < size {
-		size = pg.max
+// listing reads what a Describe of the table's resources takes besides
+// their ids: MaxResults and NextToken, and filters on fields and tags
+// (keep is their predicate).
+func (t *ec2Table[T]) listing(p ec2Params, fields map[string]ec2Field[T]) (pg ec2Page, fs []ec2Filter, keep func(*T) bool, err error) {
+	if pg, err = ec2ParsePage(p, t.kind, 5); err != nil {
+		return pg, nil, nil, err
 	}
-	items = make([]*T, 0, size)
-	last := ""
-	for _, id := range ids[start:] {
-		v := get(id)
+	if fs, err = ec2ParseFilters(p); err != nil {
+		return pg, nil, nil, err
+	}
+	keep, err = ec2CompileFilters(fs, fields, func(v *T) ec2Tags { return *t.tags(v) })
+	return pg, fs, keep, err
+}
+
+// selected returns the ids a Describe lists: want (see lookup), or every
+// id in order when want is empty.
+func (t *ec2Table[T]) selected(want []string) ([]string, error) {
+	if len(want) == 0 {
+		return t.sorted(), nil
+	}
+	return t.lookup(want)
+}
+
+// writePage writes as set's items the page of the resources with ids
+// (sorted) that keep accepts (write writes one's elements), then the next
+// page's token, if there is a next page.
+func (t *ec2Table[T]) writePage(x *ec2XML, set string, ids []string, pg ec2Page, keep func(*T) bool, write func(*T)) {
+	x.open(set)
+	n, last, next := 0, "", ""
+	for _, id := range ids[resumeAt(ids, pg.after):] {
+		v := t.get(id)
 		if v == nil || !keep(v) {
 			continue
 		}
-		if pg.max > 0 && len(items) == pg.max {
-			return items, pageToken("", last)
+		if pg.max > 0 && n == pg.max {
+			next = pageToken("", last)
+			break
 		}
-		items = append(items, v)
-		last = id
+		x.open("item")
+		write(v)
+		x.close("item")
+		n, last = n+1, id
 	}
-	return items, ""
+	x.close(set)
+	x.opt("nextToken", next)
+}
+
+// tagsOf returns the tags of the resource with id, or the table's
+// not-found error.
+func (t *ec2Table[T]) tagsOf(id string) (*ec2Tags, error) {
+	v, err := t.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return t.tags(v), nil
 }
 
 // lookup returns the given ids, sorted and without repeats, or the

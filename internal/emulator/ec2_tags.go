@@ -110,26 +110,14 @@ func ec2TagSpecifications(p ec2Params, resourceType string) (ec2Tags, error) {
 func (rg *ec2Region) tagsOf(id string) (*ec2Tags, error) {
 	kind, _, _ := strings.Cut(id, "-")
 	switch kind {
-	case "vpc":
-		if v := rg.vpcs.get(id); v != nil {
-			return &v.tags, nil
-		}
-		return nil, rg.vpcs.notFound(id)
-	case "subnet":
-		if v := rg.subnets.get(id); v != nil {
-			return &v.tags, nil
-		}
-		return nil, rg.subnets.notFound(id)
-	case "sg":
-		if v := rg.groups.get(id); v != nil {
-			return &v.tags, nil
-		}
-		return nil, rg.groups.notFound(id)
-	case "sgr":
-		if v := rg.rules.get(id); v != nil {
-			return &v.tags, nil
-		}
-		return nil, rg.rules.notFound(id)
+	case rg.vpcs.kind:
+		return rg.vpcs.tagsOf(id)
+	case rg.subnets.kind:
+		return rg.subnets.tagsOf(id)
+	case rg.groups.kind:
+		return rg.groups.tagsOf(id)
+	case rg.rules.kind:
+		return rg.rules.tagsOf(id)
 	}
 	return nil, ec2Errorf("InvalidID", "The ID '%s' is not valid", id)
 }

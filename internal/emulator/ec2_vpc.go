@@ -172,17 +172,9 @@ func (s *ec2Service) writeVpc(rg *ec2Region, v *ec2Vpc, x *ec2XML, state string)
 // describeVpcs lists VPCs (VpcId.N, Filter, MaxResults 5..1000,
 // NextToken).
 func (s *ec2Service) describeVpcs(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	pg, err := ec2ParsePage(p, "vpc", 5)
-	if err != nil {
-		return err
-	}
-	fs, err := ec2ParseFilters(p)
-	if err != nil {
-		return err
-	}
 	owner, dhcp := s.opts.accountID(), rg.dhcpOptions
 	cidr := func(v *ec2Vpc) string { return v.cidr }
-	keep, err := ec2CompileFilters(fs, map[string]ec2Field[ec2Vpc]{
+	pg, _, keep, err := rg.vpcs.listing(p, map[string]ec2Field[ec2Vpc]{
 		"vpc-id":                                func(v *ec2Vpc) string { return v.id },
 		"is-default":                            func(v *ec2Vpc) string { return strconv.FormatBool(v.isDefault) },
 		"cidr":                                  cidr,
@@ -193,25 +185,15 @@ func (s *ec2Service) describeVpcs(rg *ec2Region, p ec2Params, x *ec2XML) error {
 		"instance-tenancy":                      func(v *ec2Vpc) string { return v.tenancy },
 		"owner-id":                              func(*ec2Vpc) string { return owner },
 		"dhcp-options-id":                       func(*ec2Vpc) string { return dhcp },
-	}, func(v *ec2Vpc) ec2Tags { return v.tags })
+	})
 	if err != nil {
 		return err
 	}
-	ids := rg.vpcs.sorted()
-	if want := p.strings("VpcId"); len(want) > 0 {
-		if ids, err = rg.vpcs.lookup(want); err != nil {
-			return err
-		}
+	ids, err := rg.vpcs.selected(p.strings("VpcId"))
+	if err != nil {
+		return err
 	}
-	vpcs, next := ec2Paginate(ids, rg.vpcs.get, pg, keep)
-	x.open("vpcSet")
-	for _, v := range vpcs {
-		x.open("item")
-		s.writeVpc(rg, v, x, "available")
-		x.close("item")
-	}
-	x.close("vpcSet")
-	x.opt("nextToken", next)
+	rg.vpcs.writePage(x, "vpcSet", ids, pg, keep, func(v *ec2Vpc) { s.writeVpc(rg, v, x, "available") })
 	return nil
 }
 
@@ -327,21 +309,13 @@ func (s *ec2Service) writeSubnet(rg *ec2Region, sn *ec2Subnet, x *ec2XML, state 
 // describeSubnets lists subnets (SubnetId.N, Filter, MaxResults 5..1000,
 // NextToken).
 func (s *ec2Service) describeSubnets(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	pg, err := ec2ParsePage(p, "subnet", 5)
-	if err != nil {
-		return err
-	}
-	fs, err := ec2ParseFilters(p)
-	if err != nil {
-		return err
-	}
 	owner := s.opts.accountID()
 	zoneIDs := map[string]string{}
 	for i, z := range rg.zones {
 		zoneIDs[z] = ec2ZoneID(rg.name, i)
 	}
 	cidr := func(sn *ec2Subnet) string { return sn.cidr }
-	keep, err := ec2CompileFilters(fs, map[string]ec2Field[ec2Subnet]{
+	pg, _, keep, err := rg.subnets.listing(p, map[string]ec2Field[ec2Subnet]{
 		"subnet-id":               func(sn *ec2Subnet) string { return sn.id },
 		"vpc-id":                  func(sn *ec2Subnet) string { return sn.vpcID },
 		"default-for-az":          func(sn *ec2Subnet) string { return strconv.FormatBool(sn.defaultForAz) },
@@ -355,25 +329,15 @@ func (s *ec2Service) describeSubnets(rg *ec2Region, p ec2Params, x *ec2XML) erro
 		"cidrBlock":               cidr,
 		"state":                   func(*ec2Subnet) string { return "available" },
 		"owner-id":                func(*ec2Subnet) string { return owner },
-	}, func(sn *ec2Subnet) ec2Tags { return sn.tags })
+	})
 	if err != nil {
 		return err
 	}
-	ids := rg.subnets.sorted()
-	if want := p.strings("SubnetId"); len(want) > 0 {
-		if ids, err = rg.subnets.lookup(want); err != nil {
-			return err
-		}
+	ids, err := rg.subnets.selected(p.strings("SubnetId"))
+	if err != nil {
+		return err
 	}
-	subnets, next := ec2Paginate(ids, rg.subnets.get, pg, keep)
-	x.open("subnetSet")
-	for _, sn := range subnets {
-		x.open("item")
-		s.writeSubnet(rg, sn, x, "available")
-		x.close("item")
-	}
-	x.close("subnetSet")
-	x.opt("nextToken", next)
+	rg.subnets.writePage(x, "subnetSet", ids, pg, keep, func(sn *ec2Subnet) { s.writeSubnet(rg, sn, x, "available") })
 	return nil
 }
 

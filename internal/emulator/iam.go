@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -300,12 +301,28 @@ func (p iamParams) page() (after string, max int, e *iamErr) {
 // iamMarkerTag marks IAM's markers (pageToken).
 const iamMarkerTag = "iam:"
 
-// truncation writes IsTruncated and Marker.
-func (x *iamXML) truncation(next string) *iamXML {
-	if next == "" {
-		return x.elem("IsTruncated", "false")
+// iamList is the result of a List action: the page of keys (sorted here)
+// that Marker and MaxItems ask for as list's members (member writes one),
+// then IsTruncated and Marker.
+func iamList(p iamParams, list string, keys []string, member func(x *iamXML, key string)) (*iamXML, *iamErr) {
+	after, max, e := p.page()
+	if e != nil {
+		return nil, e
 	}
-	return x.elem("IsTruncated", "true").elem("Marker", next)
+	slices.Sort(keys)
+	page, next := paginate(keys, after, max, iamMarkerTag)
+	var x iamXML
+	x.open(list)
+	for _, k := range page {
+		member(&x, k)
+	}
+	x.close(list)
+	if next == "" {
+		x.elem("IsTruncated", "false")
+	} else {
+		x.elem("IsTruncated", "true").elem("Marker", next)
+	}
+	return &x, nil
 }
 
 func lowerFirst(s string) string {

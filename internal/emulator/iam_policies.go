@@ -83,10 +83,6 @@ func (s *iamService) listAttachedRolePolicies(p iamParams) (*iamXML, *iamErr) {
 			return nil, iamValidation(prefix, "pathPrefix", `Member must satisfy regular expression pattern: ((/[A-Za-z0-9\.,\+@=_-]+)*)/`)
 		}
 	}
-	after, max, e := p.page()
-	if e != nil {
-		return nil, e
-	}
 	var arns []string
 	for arn := range r.attached {
 		// The policy's path is what lies between "policy" and its name.
@@ -95,15 +91,9 @@ func (s *iamService) listAttachedRolePolicies(p iamParams) (*iamXML, *iamErr) {
 			arns = append(arns, arn)
 		}
 	}
-	slices.Sort(arns)
-	page, next := paginate(arns, after, max, iamMarkerTag)
-	var x iamXML
-	x.open("AttachedPolicies")
-	for _, arn := range page {
+	return iamList(p, "AttachedPolicies", arns, func(x *iamXML, arn string) {
 		x.open("member").elem("PolicyName", s.managed[arn].name).elem("PolicyArn", arn).close("member")
-	}
-	x.close("AttachedPolicies").truncation(next)
-	return &x, nil
+	})
 }
 
 // policyName reads PolicyName, which must be a valid policy name.
@@ -162,17 +152,7 @@ func (s *iamService) listRolePolicies(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	after, max, e := p.page()
-	if e != nil {
-		return nil, e
-	}
-	names := slices.Sorted(maps.Keys(r.inline))
-	page, next := paginate(names, after, max, iamMarkerTag)
-	var x iamXML
-	x.open("PolicyNames")
-	for _, n := range page {
-		x.elem("member", n)
-	}
-	x.close("PolicyNames").truncation(next)
-	return &x, nil
+	return iamList(p, "PolicyNames", slices.Collect(maps.Keys(r.inline)), func(x *iamXML, name string) {
+		x.elem("member", name)
+	})
 }

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -81,6 +82,13 @@ func (x *iamXML) role(r *iamRole, full bool) *iamXML {
 	return x
 }
 
+// iamRoleResult is the result of an action answering with the role.
+func iamRoleResult(r *iamRole) *iamXML {
+	var x iamXML
+	x.open("Role").role(r, true).close("Role")
+	return &x
+}
+
 func (s *iamService) createRole(p iamParams) (*iamXML, *iamErr) {
 	name, e := p.roleName()
 	if e != nil {
@@ -126,9 +134,7 @@ func (s *iamService) createRole(p iamParams) (*iamXML, *iamErr) {
 		attached: map[string]bool{}, inline: map[string]string{},
 	}
 	s.roles[strings.ToLower(name)] = r
-	var x iamXML
-	x.open("Role").role(r, true).close("Role")
-	return &x, nil
+	return iamRoleResult(r), nil
 }
 
 func (s *iamService) getRole(p iamParams) (*iamXML, *iamErr) {
@@ -136,9 +142,7 @@ func (s *iamService) getRole(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	var x iamXML
-	x.open("Role").role(r, true).close("Role")
-	return &x, nil
+	return iamRoleResult(r), nil
 }
 
 func (s *iamService) listRoles(p iamParams) (*iamXML, *iamErr) {
@@ -149,25 +153,15 @@ func (s *iamService) listRoles(p iamParams) (*iamXML, *iamErr) {
 			return nil, iamValidation(prefix, "pathPrefix", `Member must satisfy regular expression pattern: \u002F[\u0021-\u007F]*`)
 		}
 	}
-	after, max, e := p.page()
-	if e != nil {
-		return nil, e
-	}
 	var keys []string
 	for k, r := range s.roles {
 		if strings.HasPrefix(r.path, prefix) {
 			keys = append(keys, k)
 		}
 	}
-	slices.Sort(keys)
-	page, next := paginate(keys, after, max, iamMarkerTag)
-	var x iamXML
-	x.open("Roles")
-	for _, k := range page {
+	return iamList(p, "Roles", keys, func(x *iamXML, k string) {
 		x.open("member").role(s.roles[k], false).close("member")
-	}
-	x.close("Roles").truncation(next)
-	return &x, nil
+	})
 }
 
 func (s *iamService) updateRole(p iamParams) (*iamXML, *iamErr) {
@@ -205,9 +199,7 @@ func (s *iamService) updateRoleDescription(p iamParams) (*iamXML, *iamErr) {
 		return nil, e
 	}
 	r.description, r.hasDescription = desc, desc != ""
-	var x iamXML
-	x.open("Role").role(r, true).close("Role")
-	return &x, nil
+	return iamRoleResult(r), nil
 }
 
 func (s *iamService) updateAssumeRolePolicy(p iamParams) (*iamXML, *iamErr) {
@@ -289,23 +281,11 @@ func (s *iamService) listRoleTags(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	after, max, e := p.page()
-	if e != nil {
-		return nil, e
-	}
-	byKey := map[string]iamTag{}
-	var keys []string
+	values := map[string]string{}
 	for _, t := range r.tags {
-		byKey[t.key] = t
-		keys = append(keys, t.key)
+		values[t.key] = t.value
 	}
-	slices.Sort(keys)
-	page, next := paginate(keys, after, max, iamMarkerTag)
-	var x iamXML
-	x.open("Tags")
-	for _, k := range page {
-		x.open("member").elem("Key", k).elem("Value", byKey[k].value).close("member")
-	}
-	x.close("Tags").truncation(next)
-	return &x, nil
+	return iamList(p, "Tags", slices.Collect(maps.Keys(values)), func(x *iamXML, k string) {
+		x.open("member").elem("Key", k).elem("Value", values[k]).close("member")
+	})
 }
