@@ -57,16 +57,22 @@ var ec2Actions = map[string]ec2Handler{
 	"CreateSecurityGroup":                        (*ec2Service).createSecurityGroup,
 	"DescribeSecurityGroups":                     (*ec2Service).describeSecurityGroups,
 	"DeleteSecurityGroup":                        (*ec2Service).deleteSecurityGroup,
-	"AuthorizeSecurityGroupIngress":              (*ec2Service).authorizeIngress,
-	"AuthorizeSecurityGroupEgress":               (*ec2Service).authorizeEgress,
-	"RevokeSecurityGroupIngress":                 (*ec2Service).revokeIngress,
-	"RevokeSecurityGroupEgress":                  (*ec2Service).revokeEgress,
+	"AuthorizeSecurityGroupIngress":              ec2Directed((*ec2Service).authorize, false),
+	"AuthorizeSecurityGroupEgress":               ec2Directed((*ec2Service).authorize, true),
+	"RevokeSecurityGroupIngress":                 ec2Directed((*ec2Service).revoke, false),
+	"RevokeSecurityGroupEgress":                  ec2Directed((*ec2Service).revoke, true),
 	"DescribeSecurityGroupRules":                 (*ec2Service).describeSecurityGroupRules,
 	"ModifySecurityGroupRules":                   (*ec2Service).modifySecurityGroupRules,
-	"UpdateSecurityGroupRuleDescriptionsIngress": (*ec2Service).updateDescriptionsIngress,
-	"UpdateSecurityGroupRuleDescriptionsEgress":  (*ec2Service).updateDescriptionsEgress,
+	"UpdateSecurityGroupRuleDescriptionsIngress": ec2Directed((*ec2Service).updateDescriptions, false),
+	"UpdateSecurityGroupRuleDescriptionsEgress":  ec2Directed((*ec2Service).updateDescriptions, true),
 	"CreateTags":                                 (*ec2Service).createTags,
 	"DeleteTags":                                 (*ec2Service).deleteTags,
+}
+
+// ec2Directed is the handler of an action on the rules of one direction
+// (egress or ingress).
+func ec2Directed(h func(s *ec2Service, rg *ec2Region, p ec2Params, x *ec2XML, egress bool) error, egress bool) ec2Handler {
+	return func(s *ec2Service, rg *ec2Region, p ec2Params, x *ec2XML) error { return h(s, rg, p, x, egress) }
 }
 
 func (s *ec2Service) operation(r *http.Request) string { return queryAction(r) }

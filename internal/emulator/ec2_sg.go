@@ -440,14 +440,6 @@ func ec2FindRule(g *ec2Group, egress bool, perm ec2Perm) *ec2Rule {
 	return nil
 }
 
-func (s *ec2Service) authorizeIngress(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	return s.authorize(rg, p, x, false)
-}
-
-func (s *ec2Service) authorizeEgress(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	return s.authorize(rg, p, x, true)
-}
-
 // authorize adds rules to a group, one per target, all or none: a rule
 // that exists already fails the request with InvalidPermission.Duplicate.
 func (s *ec2Service) authorize(rg *ec2Region, p ec2Params, x *ec2XML, egress bool) error {
@@ -478,14 +470,6 @@ func (s *ec2Service) authorize(rg *ec2Region, p ec2Params, x *ec2XML, egress boo
 	}
 	x.close("securityGroupRuleSet")
 	return nil
-}
-
-func (s *ec2Service) revokeIngress(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	return s.revoke(rg, p, x, false)
-}
-
-func (s *ec2Service) revokeEgress(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	return s.revoke(rg, p, x, true)
 }
 
 // revoke removes rules from a group: by SecurityGroupRuleId.N (all must
@@ -671,14 +655,6 @@ func (s *ec2Service) modifySecurityGroupRules(rg *ec2Region, p ec2Params, x *ec2
 	}
 	x.str("return", "true")
 	return nil
-}
-
-func (s *ec2Service) updateDescriptionsIngress(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	return s.updateDescriptions(rg, p, x, false)
-}
-
-func (s *ec2Service) updateDescriptionsEgress(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	return s.updateDescriptions(rg, p, x, true)
 }
 
 // updateDescriptions sets the descriptions of rules of a group, named by

@@ -358,15 +358,20 @@ var (
 	iamPolicyArnPattern   = regexp.MustCompile(`^arn:aws[a-z-]*:iam::(aws|\d{12}):policy/.+$`)
 )
 
-// name checks a role or policy name (field: "roleName", "policyName").
-func iamCheckName(v, field string, maxLen int) *iamErr {
+// name reads a role or policy name, the required parameter key ("RoleName",
+// "PolicyName"), of at most maxLen characters.
+func (p iamParams) name(key string, maxLen int) (string, *iamErr) {
+	v, e := p.required(key)
+	if e != nil {
+		return "", e
+	}
 	if n := utf8.RuneCountInString(v); n < 1 || n > maxLen {
-		return iamValidation(v, field, fmt.Sprintf("Member must have length between 1 and %d", maxLen))
+		return "", iamValidation(v, lowerFirst(key), fmt.Sprintf("Member must have length between 1 and %d", maxLen))
 	}
 	if !iamNamePattern.MatchString(v) {
-		return iamValidation(v, field, `Member must satisfy regular expression pattern: [\w+=,.@-]+`)
+		return "", iamValidation(v, lowerFirst(key), `Member must satisfy regular expression pattern: [\w+=,.@-]+`)
 	}
-	return nil
+	return v, nil
 }
 
 // iamCheckPolicy checks a policy document: JSON text whose value is an

@@ -97,13 +97,7 @@ func (s *iamService) listAttachedRolePolicies(p iamParams) (*iamXML, *iamErr) {
 }
 
 // policyName reads PolicyName, which must be a valid policy name.
-func (p iamParams) policyName() (string, *iamErr) {
-	name, e := p.required("PolicyName")
-	if e != nil {
-		return "", e
-	}
-	return name, iamCheckName(name, "policyName", 128)
-}
+func (p iamParams) policyName() (string, *iamErr) { return p.name("PolicyName", 128) }
 
 func (s *iamService) putRolePolicy(p iamParams) (*iamXML, *iamErr) {
 	r, name, e := s.rolePolicy(p, iamParams.policyName)

@@ -11,13 +11,7 @@ import (
 )
 
 // roleName reads RoleName, which must be a valid role name.
-func (p iamParams) roleName() (string, *iamErr) {
-	name, e := p.required("RoleName")
-	if e != nil {
-		return "", e
-	}
-	return name, iamCheckName(name, "roleName", 64)
-}
+func (p iamParams) roleName() (string, *iamErr) { return p.name("RoleName", 64) }
 
 // role finds the role RoleName names, regardless of case like IAM.
 func (s *iamService) role(p iamParams) (*iamRole, *iamErr) {
