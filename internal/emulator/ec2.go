@@ -97,10 +97,7 @@ func (s *ec2Service) serve(w http.ResponseWriter, r *http.Request, op string) {
 	fmt.Fprintf(&out, "%s<%sResponse xmlns=\"%s\"><requestId>%s</requestId>", xml.Header, op, ec2Namespace, id)
 	out.Write(x.Bytes())
 	fmt.Fprintf(&out, "</%sResponse>", op)
-	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
-	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out.Bytes())
+	writeEC2(w, http.StatusOK, out.Bytes())
 }
 
 // do runs the request's action under the mutex. A DryRun request gets
@@ -196,10 +193,15 @@ func writeEC2Error(w http.ResponseWriter, requestID string, e *ec2Error) {
 	x.WriteString("</Error></Errors>")
 	x.str("RequestID", requestID)
 	x.WriteString("</Response>")
+	writeEC2(w, e.status, x.Bytes())
+}
+
+// writeEC2 answers with status and an XML body.
+func writeEC2(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
-	w.Header().Set("Content-Length", strconv.Itoa(x.Len()))
-	w.WriteHeader(e.status)
-	_, _ = w.Write(x.Bytes())
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // ec2Params are a request's form values, with the query protocol's list

@@ -130,19 +130,21 @@ func (s *ecrService) serve(w http.ResponseWriter, r *http.Request, op string) {
 		s.writeError(w, r, http.StatusInternalServerError, "ServerException", err.Error())
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("x-amzn-RequestId", newRequestID())
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(resp)
+	writeECR(w, http.StatusOK, resp)
 }
 
 func (s *ecrService) throttle() (int, string) { return http.StatusBadRequest, "ThrottlingException" }
 
 func (s *ecrService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	body, _ := json.Marshal(map[string]string{"__type": code, "message": message})
+	w.Header().Set("X-Amzn-ErrorType", code)
+	writeECR(w, status, body)
+}
+
+// writeECR answers with status and a JSON body.
+func writeECR(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	w.Header().Set("x-amzn-RequestId", newRequestID())
-	w.Header().Set("X-Amzn-ErrorType", code)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

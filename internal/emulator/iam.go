@@ -139,14 +139,8 @@ func (s *iamService) serve(w http.ResponseWriter, r *http.Request, op string) {
 		return
 	}
 	handler, ok := iamOps[op]
-	if !ok {
-		s.writeError(w, r, http.StatusBadRequest, "InvalidAction",
-			fmt.Sprintf("Could not find operation %s for version %s", op, r.Form.Get("Version")))
-		return
-	}
-	if v := r.Form.Get("Version"); v != iamVersion {
-		s.writeError(w, r, http.StatusBadRequest, "InvalidAction",
-			fmt.Sprintf("Could not find operation %s for version %s", op, v))
+	if v := r.Form.Get("Version"); !ok || v != iamVersion {
+		s.writeError(w, r, http.StatusBadRequest, "InvalidAction", fmt.Sprintf("Could not find operation %s for version %s", op, v))
 		return
 	}
 	s.mu.Lock()
@@ -156,22 +150,17 @@ func (s *iamService) serve(w http.ResponseWriter, r *http.Request, op string) {
 		s.writeError(w, r, e.status, e.code, e.msg)
 		return
 	}
-	var b strings.Builder
-	b.WriteString(xml.Header)
-	fmt.Fprintf(&b, `<%sResponse xmlns="%s">`, op, iamNamespace)
+	var x iamXML
 	if handler.result {
-		fmt.Fprintf(&b, "<%sResult>", op)
+		x.open(op + "Result")
 		if result != nil {
-			b.WriteString(result.String())
+			x.WriteString(result.String())
 		}
-		fmt.Fprintf(&b, "</%sResult>", op)
+		x.close(op + "Result")
 	}
 	id := newRequestID()
-	fmt.Fprintf(&b, "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>", id, op)
-	w.Header().Set("Content-Type", "text/xml")
-	w.Header().Set("x-amzn-RequestId", id)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte(b.String()))
+	x.open("ResponseMetadata").elem("RequestId", id).close("ResponseMetadata")
+	writeIAM(w, http.StatusOK, id, op+"Response", x.String())
 }
 
 func (s *iamService) throttle() (int, string) { return http.StatusBadRequest, "Throttling" }
@@ -182,12 +171,18 @@ func (s *iamService) writeError(w http.ResponseWriter, r *http.Request, status i
 		typ = "Receiver"
 	}
 	id := newRequestID()
-	var b iamXML
-	b.open("Error").elem("Type", typ).elem("Code", code).elem("Message", message).close("Error").elem("RequestId", id)
+	var x iamXML
+	x.open("Error").elem("Type", typ).elem("Code", code).elem("Message", message).close("Error").elem("RequestId", id)
+	writeIAM(w, status, id, "ErrorResponse", x.String())
+}
+
+// writeIAM answers with status and an XML document whose root element
+// (in IAM's namespace) holds content; id is the request's.
+func writeIAM(w http.ResponseWriter, status int, id, root, content string) {
 	w.Header().Set("Content-Type", "text/xml")
 	w.Header().Set("x-amzn-RequestId", id)
 	w.WriteHeader(status)
-	_, _ = fmt.Fprintf(w, `%s<ErrorResponse xmlns="%s">%s</ErrorResponse>`, xml.Header, iamNamespace, b.String())
+	_, _ = fmt.Fprintf(w, `%s<%s xmlns="%s">%s</%s>`, xml.Header, root, iamNamespace, content, root)
 }
 
 // iamUniqueID is an IAM unique id: a 4-letter prefix (AROA for roles) and
