@@ -37,7 +37,6 @@ func Module() module.Module {
 			},
 		},
 		Mappers: Mappers,
-		Context: shareListing,
 	}
 }
 

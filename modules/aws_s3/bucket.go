@@ -66,10 +66,10 @@ func (m *bucketMapper) remember(name string, created time.Time, versioning bool)
 	m.details[name] = bucketDetail{created: created, versioning: versioning, read: time.Now()}
 }
 
-// Read lists the buckets (ListBuckets, paginated; once per cycle read for
-// both tables) and reads each one's versioning, concurrently.
+// Read lists the buckets (ListBuckets, paginated) and reads each one's
+// versioning, concurrently.
 func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
-	infos, err := m.c.allBuckets(ctx, "bucket")
+	infos, err := m.c.listBuckets(ctx, "")
 	if err != nil {
 		return nil, err
 	}

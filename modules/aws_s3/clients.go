@@ -183,46 +183,6 @@ func (c *clients) listBuckets(ctx context.Context, prefix string) ([]bucketInfo,
 	return out, nil
 }
 
-// listingKey is the context key of a cycle read's shared listing.
-type listingKey struct{}
-
-// listing is the bucket listing of one cycle read, shared by the bucket
-// and bucket_object Reads. It serves each table's Read once: a second
-// Read of a table with the same context lists again (and shares that).
-type listing struct {
-	mu     sync.Mutex
-	infos  []bucketInfo
-	served map[string]bool // tables whose Read it served; nil before the first listing
-}
-
-// shareListing is the module's Context hook: a cycle read lists the
-// buckets once for both tables, so that the bucket_object Read sees the
-// buckets the bucket Read saw.
-func shareListing(ctx context.Context, _ map[string][]module.Record) context.Context {
-	return context.WithValue(ctx, listingKey{}, &listing{})
-}
-
-// allBuckets is listBuckets of every bucket for the Read of table: the
-// listing of the cycle read, when the context carries one and it has not
-// served that table yet.
-func (c *clients) allBuckets(ctx context.Context, table string) ([]bucketInfo, error) {
-	l, ok := ctx.Value(listingKey{}).(*listing)
-	if !ok {
-		return c.listBuckets(ctx, "")
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.served == nil || l.served[table] {
-		infos, err := c.listBuckets(ctx, "")
-		if err != nil {
-			return nil, err
-		}
-		l.infos, l.served = infos, map[string]bool{}
-	}
-	l.served[table] = true
-	return l.infos, nil
-}
-
 // normRegion turns S3's location constraints into region codes: "" is
 // us-east-1, EU is eu-west-1.
 func normRegion(r string) string {

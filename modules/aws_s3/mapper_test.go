@@ -501,41 +501,6 @@ func TestNoChangeReadCalls(t *testing.T) {
 	}
 }
 
-// TestCycleReadListsBucketsOnce: in a cycle read (the context the
-// module's Context hook makes), the bucket and bucket_object Reads share
-// one ListBuckets; a table read again with that context lists again.
-func TestCycleReadListsBucketsOnce(t *testing.T) {
-	c := newCloud(t, emulator.Options{})
-	const n = 3
-	for i := range n {
-		c.mkBucket(t, fmt.Sprintf("once-%d", i), "us-east-1", false)
-	}
-	ctx := aws_s3.Module().Context(t.Context(), nil)
-	steps := []struct {
-		name string
-		m    module.Mapper
-		want map[string]int
-	}{
-		{"bucket Read", c.bucket, map[string]int{"s3:ListBuckets": 1, "s3:GetBucketVersioning": n}},
-		{"bucket_object Read", c.object, map[string]int{"s3:ListObjectsV2": n}},
-		{"bucket Read again", c.bucket, map[string]int{"s3:ListBuckets": 1}},
-		{"bucket_object Read again", c.object, map[string]int{"s3:ListObjectsV2": n}},
-	}
-	for _, s := range steps {
-		c.em.Reset()
-		recs, err := s.m.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(recs) != n && s.m == c.bucket {
-			t.Errorf("%s: %d buckets, want %d", s.name, len(recs), n)
-		}
-		if got := c.em.Calls(); !maps.Equal(got, s.want) {
-			t.Errorf("%s: calls %v, want %v", s.name, got, s.want)
-		}
-	}
-}
-
 func TestEqual(t *testing.T) {
 	bucket := module.Record{"name": "logs", "region": "eu-west-1", "versioning": true, "created_at": "2024-01-01T00:00:00Z"}
 	with := func(r module.Record, kv ...any) module.Record {

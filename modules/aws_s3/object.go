@@ -21,10 +21,9 @@ type objectMapper struct{ c *clients }
 var objectColumns = []string{"bucket_id", "key"}
 
 // Read lists the objects of every bucket (ListObjectsV2, paginated),
-// buckets concurrently. The buckets are the cycle read's listing, when
-// the bucket Read made it.
+// buckets concurrently.
 func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
-	infos, err := m.c.allBuckets(ctx, "bucket_object")
+	infos, err := m.c.listBuckets(ctx, "")
 	if err != nil {
 		return nil, err
 	}
