@@ -26,7 +26,7 @@ const (
 // VPC has its "default" security group. Resources live in the region the
 // request is signed for; ids are unique across regions.
 type ec2Service struct {
-	opts Options
+	account string
 	// seed makes this emulator's ids differ from another's.
 	seed uint64
 
@@ -36,7 +36,7 @@ type ec2Service struct {
 }
 
 func newEC2(opts Options) *ec2Service {
-	return &ec2Service{opts: opts, seed: rand.Uint64(), regions: map[string]*ec2Region{}}
+	return &ec2Service{account: opts.accountID(), seed: rand.Uint64(), regions: map[string]*ec2Region{}}
 }
 
 // ec2Handler does one action in a region and writes the elements of its
@@ -100,15 +100,11 @@ func (s *ec2Service) serve(w http.ResponseWriter, r *http.Request, op string) {
 	writeEC2(w, http.StatusOK, out.Bytes())
 }
 
-// do runs the request's action under the mutex. A DryRun request gets
-// DryRunOperation without further checks.
+// do runs the request's action, on the form operation parsed, under the
+// mutex. A DryRun request gets DryRunOperation without further checks.
 func (s *ec2Service) do(r *http.Request, op string, x *ec2XML) error {
-	formErr := r.ParseForm() // reads the body: outside the mutex
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if formErr != nil {
-		return ec2Errorf("MalformedQueryString", "The request could not be parsed: %v", formErr)
-	}
 	h, ok := ec2Actions[op]
 	if !ok && ec2APIActions[op] {
 		return &ec2Error{status: http.StatusNotImplemented, code: "NotImplemented",
@@ -162,7 +158,7 @@ func ec2Mix(z uint64) uint64 {
 }
 
 func (s *ec2Service) arn(rg *ec2Region, kind, id string) string {
-	return "arn:aws:ec2:" + rg.name + ":" + s.opts.accountID() + ":" + kind + "/" + id
+	return "arn:aws:ec2:" + rg.name + ":" + s.account + ":" + kind + "/" + id
 }
 
 // ec2Error is an EC2 API error.

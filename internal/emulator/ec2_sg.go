@@ -106,13 +106,12 @@ func (rg *ec2Region) defaultVpcGroup(name string) (*ec2Group, error) {
 // default VPC, Filter, MaxResults 5..1000, NextToken) with their rules in
 // the legacy grouped form (IpPermissions, IpPermissionsEgress).
 func (s *ec2Service) describeSecurityGroups(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	owner := s.opts.accountID()
 	pg, _, keep, err := rg.groups.listing(p, map[string]ec2Field[ec2Group]{
 		"group-id":    func(g *ec2Group) string { return g.id },
 		"group-name":  func(g *ec2Group) string { return g.name },
 		"description": func(g *ec2Group) string { return g.description },
 		"vpc-id":      func(g *ec2Group) string { return g.vpcID },
-		"owner-id":    func(*ec2Group) string { return owner },
+		"owner-id":    func(*ec2Group) string { return s.account },
 	})
 	if err != nil {
 		return err
@@ -130,7 +129,7 @@ func (s *ec2Service) describeSecurityGroups(rg *ec2Region, p ec2Params, x *ec2XM
 		return err
 	}
 	rg.groups.writePage(x, "securityGroupInfo", ids, pg, keep, func(g *ec2Group) {
-		x.str("ownerId", owner)
+		x.str("ownerId", s.account)
 		x.str("groupId", g.id)
 		x.str("groupName", g.name)
 		x.str("groupDescription", g.description)
@@ -311,7 +310,7 @@ func (s *ec2Service) checkTarget(rg *ec2Region, g *ec2Group, p *ec2Perm) error {
 			return ec2Errorf("InvalidGroup.NotFound",
 				"You have specified two resources that belong to different networks: %s is in %s, %s in %s", g.id, g.vpcID, ref.id, ref.vpcID)
 		}
-		p.refUser = s.opts.accountID()
+		p.refUser = s.account
 	}
 	return ec2ValidText("rule description", p.description, true)
 }
@@ -551,7 +550,7 @@ func ec2GroupRules(rg *ec2Region, g *ec2Group, egress bool, ids []string) ([]*ec
 func (s *ec2Service) writeRule(rg *ec2Region, r *ec2Rule, x *ec2XML) {
 	x.str("securityGroupRuleId", r.id)
 	x.str("groupId", r.group.id)
-	x.str("groupOwnerId", s.opts.accountID())
+	x.str("groupOwnerId", s.account)
 	x.bool("isEgress", r.egress)
 	x.str("ipProtocol", r.proto)
 	x.int("fromPort", r.from)

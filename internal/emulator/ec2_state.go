@@ -21,20 +21,18 @@ type ec2Region struct {
 }
 
 type ec2Vpc struct {
-	id, cidr, assocID, tenancy string
-	prefix                     netip.Prefix
-	isDefault                  bool
-	defaultGroup               string
-	groupNames                 map[string]string     // group name -> id, "default" included
-	subnets                    map[string]*ec2Subnet // by id
-	tags                       ec2Tags
+	id, assocID, tenancy string
+	prefix               netip.Prefix
+	groupNames           map[string]string     // group name -> id, "default" included
+	subnets              map[string]*ec2Subnet // by id
+	tags                 ec2Tags
 }
 
 type ec2Subnet struct {
-	id, vpcID, cidr, zone string
-	prefix                netip.Prefix
-	defaultForAz          bool
-	tags                  ec2Tags
+	id, vpcID, zone string
+	prefix          netip.Prefix
+	defaultForAz    bool
+	tags            ec2Tags
 }
 
 type ec2Group struct {
@@ -95,7 +93,7 @@ func (s *ec2Service) newRegion(r Region) *ec2Region {
 		rules: ec2Table[ec2Rule]{kind: "sgr", code: "InvalidSecurityGroupRuleId.NotFound", what: "security group rule ID",
 			tags: func(r *ec2Rule) *ec2Tags { return &r.tags }},
 	}
-	vpc := s.addVpc(rg, netip.MustParsePrefix("172.31.0.0/16"), "default", true, nil)
+	vpc := s.addVpc(rg, netip.MustParsePrefix("172.31.0.0/16"), "default", nil)
 	rg.defaultVpc = vpc.id
 	for i, zone := range r.Zones {
 		cidr := netip.PrefixFrom(netip.AddrFrom4([4]byte{172, 31, byte(16 * i), 0}), 20)
@@ -105,22 +103,19 @@ func (s *ec2Service) newRegion(r Region) *ec2Region {
 }
 
 // addVpc creates a VPC and its default security group.
-func (s *ec2Service) addVpc(rg *ec2Region, cidr netip.Prefix, tenancy string, isDefault bool, tags ec2Tags) *ec2Vpc {
+func (s *ec2Service) addVpc(rg *ec2Region, cidr netip.Prefix, tenancy string, tags ec2Tags) *ec2Vpc {
 	vpc := &ec2Vpc{
-		id: s.newID("vpc"), cidr: cidr.String(), prefix: cidr, assocID: s.newID("vpc-cidr-assoc"),
-		tenancy: tenancy, isDefault: isDefault, tags: tags,
+		id: s.newID("vpc"), prefix: cidr, assocID: s.newID("vpc-cidr-assoc"), tenancy: tenancy, tags: tags,
 		groupNames: map[string]string{}, subnets: map[string]*ec2Subnet{},
 	}
 	rg.vpcs.put(vpc.id, vpc)
 	g := s.addGroup(rg, vpc, "default", "default VPC security group", nil)
-	vpc.defaultGroup = g.id
-	s.addRule(rg, g, false, ec2Perm{proto: "-1", from: -1, to: -1, refGroup: g.id, refUser: s.opts.accountID()}, nil)
+	s.addRule(rg, g, false, ec2Perm{proto: "-1", from: -1, to: -1, refGroup: g.id, refUser: s.account}, nil)
 	return vpc
 }
 
 func (s *ec2Service) addSubnet(rg *ec2Region, vpc *ec2Vpc, cidr netip.Prefix, zone string, defaultForAz bool, tags ec2Tags) *ec2Subnet {
-	sn := &ec2Subnet{id: s.newID("subnet"), vpcID: vpc.id, cidr: cidr.String(), prefix: cidr, zone: zone,
-		defaultForAz: defaultForAz, tags: tags}
+	sn := &ec2Subnet{id: s.newID("subnet"), vpcID: vpc.id, prefix: cidr, zone: zone, defaultForAz: defaultForAz, tags: tags}
 	rg.subnets.put(sn.id, sn)
 	vpc.subnets[sn.id] = sn
 	return sn
@@ -268,16 +263,16 @@ type ec2Page struct {
 	after string // the last id of the previous page
 }
 
-// ec2ParsePage reads MaxResults (min..1000 when given) and NextToken, the
+// ec2ParsePage reads MaxResults (5..1000 when given) and NextToken, the
 // pageToken of the last id returned (of kind prefix).
-func ec2ParsePage(p ec2Params, prefix string, min int) (ec2Page, error) {
+func ec2ParsePage(p ec2Params, prefix string) (ec2Page, error) {
 	var pg ec2Page
 	if n, set, err := p.integer("MaxResults"); err != nil {
 		return pg, err
 	} else if set {
-		if n < int32(min) || n > 1000 {
+		if n < 5 || n > 1000 {
 			return pg, ec2Errorf("InvalidParameterValue",
-				"Value ( %d ) for parameter maxResults is invalid. Expecting a value between %d and 1000.", n, min)
+				"Value ( %d ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.", n)
 		}
 		pg.max = int(n)
 	}
@@ -295,7 +290,7 @@ func ec2ParsePage(p ec2Params, prefix string, min int) (ec2Page, error) {
 // their ids: MaxResults and NextToken, and filters on fields and tags
 // (keep is their predicate).
 func (t *ec2Table[T]) listing(p ec2Params, fields map[string]ec2Field[T]) (pg ec2Page, fs []ec2Filter, keep func(*T) bool, err error) {
-	if pg, err = ec2ParsePage(p, t.kind, 5); err != nil {
+	if pg, err = ec2ParsePage(p, t.kind); err != nil {
 		return pg, nil, nil, err
 	}
 	if fs, err = ec2ParseFilters(p); err != nil {

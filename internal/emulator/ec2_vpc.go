@@ -144,7 +144,7 @@ func (s *ec2Service) createVpc(rg *ec2Region, p ec2Params, x *ec2XML) error {
 	if err != nil {
 		return err
 	}
-	vpc := s.addVpc(rg, cidr, tenancy, false, tags)
+	vpc := s.addVpc(rg, cidr, tenancy, tags)
 	x.open("vpc")
 	s.writeVpc(rg, vpc, x, "pending")
 	x.close("vpc")
@@ -153,38 +153,37 @@ func (s *ec2Service) createVpc(rg *ec2Region, p ec2Params, x *ec2XML) error {
 
 func (s *ec2Service) writeVpc(rg *ec2Region, v *ec2Vpc, x *ec2XML, state string) {
 	x.str("vpcId", v.id)
-	x.str("ownerId", s.opts.accountID())
+	x.str("ownerId", s.account)
 	x.str("state", state)
-	x.str("cidrBlock", v.cidr)
+	x.str("cidrBlock", v.prefix.String())
 	x.open("cidrBlockAssociationSet")
 	x.open("item")
-	x.str("cidrBlock", v.cidr)
+	x.str("cidrBlock", v.prefix.String())
 	x.str("associationId", v.assocID)
 	x.WriteString("<cidrBlockState><state>associated</state></cidrBlockState>")
 	x.close("item")
 	x.close("cidrBlockAssociationSet")
 	x.str("dhcpOptionsId", rg.dhcpOptions)
 	x.str("instanceTenancy", v.tenancy)
-	x.bool("isDefault", v.isDefault)
+	x.bool("isDefault", v.id == rg.defaultVpc)
 	v.tags.write(x)
 }
 
 // describeVpcs lists VPCs (VpcId.N, Filter, MaxResults 5..1000,
 // NextToken).
 func (s *ec2Service) describeVpcs(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	owner, dhcp := s.opts.accountID(), rg.dhcpOptions
-	cidr := func(v *ec2Vpc) string { return v.cidr }
+	cidr := func(v *ec2Vpc) string { return v.prefix.String() }
 	pg, _, keep, err := rg.vpcs.listing(p, map[string]ec2Field[ec2Vpc]{
 		"vpc-id":                                func(v *ec2Vpc) string { return v.id },
-		"is-default":                            func(v *ec2Vpc) string { return strconv.FormatBool(v.isDefault) },
+		"is-default":                            func(v *ec2Vpc) string { return strconv.FormatBool(v.id == rg.defaultVpc) },
 		"cidr":                                  cidr,
 		"cidr-block-association.cidr-block":     cidr,
 		"cidr-block-association.association-id": func(v *ec2Vpc) string { return v.assocID },
 		"cidr-block-association.state":          func(*ec2Vpc) string { return "associated" },
 		"state":                                 func(*ec2Vpc) string { return "available" },
 		"instance-tenancy":                      func(v *ec2Vpc) string { return v.tenancy },
-		"owner-id":                              func(*ec2Vpc) string { return owner },
-		"dhcp-options-id":                       func(*ec2Vpc) string { return dhcp },
+		"owner-id":                              func(*ec2Vpc) string { return s.account },
+		"dhcp-options-id":                       func(*ec2Vpc) string { return rg.dhcpOptions },
 	})
 	if err != nil {
 		return err
@@ -207,7 +206,7 @@ func (s *ec2Service) deleteVpc(rg *ec2Region, p ec2Params, x *ec2XML) error {
 	if len(vpc.subnets) > 0 || len(vpc.groupNames) > 1 {
 		return ec2Errorf("DependencyViolation", "The vpc '%s' has dependencies and cannot be deleted.", vpc.id)
 	}
-	if g := rg.groups.get(vpc.defaultGroup); g != nil {
+	if g := rg.groups.get(vpc.groupNames["default"]); g != nil {
 		rg.removeGroup(g)
 	}
 	rg.vpcs.remove(vpc.id)
@@ -288,8 +287,8 @@ func (s *ec2Service) writeSubnet(rg *ec2Region, sn *ec2Subnet, x *ec2XML, state 
 	x.str("subnetArn", s.arn(rg, "subnet", sn.id))
 	x.str("state", state)
 	x.str("vpcId", sn.vpcID)
-	x.str("ownerId", s.opts.accountID())
-	x.str("cidrBlock", sn.cidr)
+	x.str("ownerId", s.account)
+	x.str("cidrBlock", sn.prefix.String())
 	x.str("availableIpAddressCount", strconv.Itoa(1<<(32-sn.prefix.Bits())-5))
 	x.str("availabilityZone", sn.zone)
 	x.str("availabilityZoneId", ec2ZoneID(rg.name, slices.Index(rg.zones, sn.zone)))
@@ -309,12 +308,11 @@ func (s *ec2Service) writeSubnet(rg *ec2Region, sn *ec2Subnet, x *ec2XML, state 
 // describeSubnets lists subnets (SubnetId.N, Filter, MaxResults 5..1000,
 // NextToken).
 func (s *ec2Service) describeSubnets(rg *ec2Region, p ec2Params, x *ec2XML) error {
-	owner := s.opts.accountID()
 	zoneIDs := map[string]string{}
 	for i, z := range rg.zones {
 		zoneIDs[z] = ec2ZoneID(rg.name, i)
 	}
-	cidr := func(sn *ec2Subnet) string { return sn.cidr }
+	cidr := func(sn *ec2Subnet) string { return sn.prefix.String() }
 	pg, _, keep, err := rg.subnets.listing(p, map[string]ec2Field[ec2Subnet]{
 		"subnet-id":               func(sn *ec2Subnet) string { return sn.id },
 		"vpc-id":                  func(sn *ec2Subnet) string { return sn.vpcID },
@@ -328,7 +326,7 @@ func (s *ec2Service) describeSubnets(rg *ec2Region, p ec2Params, x *ec2XML) erro
 		"cidr":                    cidr,
 		"cidrBlock":               cidr,
 		"state":                   func(*ec2Subnet) string { return "available" },
-		"owner-id":                func(*ec2Subnet) string { return owner },
+		"owner-id":                func(*ec2Subnet) string { return s.account },
 	})
 	if err != nil {
 		return err

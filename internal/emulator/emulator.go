@@ -68,9 +68,8 @@ type service interface {
 type Emulator struct {
 	log *slog.Logger
 	// services by signing name (the credential scope's service); unsigned
-	// requests go to fallback (S3), unknown services get NotImplemented.
+	// requests go to S3, unknown services get NotImplemented.
 	services map[string]service
-	fallback service
 
 	mu     sync.Mutex
 	calls  map[string]int
@@ -83,17 +82,15 @@ func New(opts Options) *Emulator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s3 := newS3(opts)
 	return &Emulator{
 		log: log,
 		services: map[string]service{
-			"s3":  s3,
+			"s3":  newS3(opts),
 			"iam": newIAM(opts),
 			"ecr": newECR(opts),
 			"ec2": newEC2(opts),
 		},
-		fallback: s3,
-		calls:    map[string]int{},
+		calls: map[string]int{},
 	}
 }
 
@@ -129,7 +126,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (e *Emulator) route(r *http.Request) (string, service) {
 	_, name := credentialScope(r)
 	if name == "" {
-		return "s3", e.fallback
+		return "s3", e.services["s3"]
 	}
 	if svc, ok := e.services[name]; ok {
 		return name, svc

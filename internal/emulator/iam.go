@@ -29,8 +29,9 @@ const (
 // policies and tags.
 type iamService struct {
 	account string
-	// managed are the AWS managed policies that can be attached, by ARN.
-	managed map[string]iamManagedPolicy
+	// managed are the names of the AWS managed policies that can be
+	// attached, by ARN.
+	managed map[string]string
 
 	mu    sync.Mutex
 	roles map[string]*iamRole // by lowercased name: role names are unique regardless of case
@@ -40,8 +41,7 @@ type iamService struct {
 type iamRole struct {
 	name, path, id, arn string
 	assumeRolePolicy    string // as given: AWS keeps the text
-	description         string
-	hasDescription      bool
+	description         string // "": none
 	maxSession          int
 	created             time.Time
 	tags                []iamTag          // in the order given; keys unique
@@ -50,8 +50,6 @@ type iamRole struct {
 }
 
 type iamTag struct{ key, value string }
-
-type iamManagedPolicy struct{ name, arn string }
 
 // iamManagedPolicies are the AWS managed policies the emulator knows (a
 // small selection: attaching any other ARN fails with NoSuchEntity).
@@ -71,9 +69,9 @@ var iamManagedPolicies = []string{
 }
 
 func newIAM(opts Options) *iamService {
-	s := &iamService{account: opts.accountID(), managed: map[string]iamManagedPolicy{}, roles: map[string]*iamRole{}}
+	s := &iamService{account: opts.accountID(), managed: map[string]string{}, roles: map[string]*iamRole{}}
 	for _, arn := range iamManagedPolicies {
-		s.managed[arn] = iamManagedPolicy{name: arn[strings.LastIndexByte(arn, '/')+1:], arn: arn}
+		s.managed[arn] = arn[strings.LastIndexByte(arn, '/')+1:]
 	}
 	return s
 }
@@ -133,11 +131,8 @@ func (s *iamService) operation(r *http.Request) string {
 	return queryAction(r)
 }
 
+// serve answers from the form operation parsed.
 func (s *iamService) serve(w http.ResponseWriter, r *http.Request, op string) {
-	if err := r.ParseForm(); err != nil {
-		s.writeError(w, r, http.StatusBadRequest, "MalformedQueryString", "The request body could not be parsed: "+err.Error())
-		return
-	}
 	handler, ok := iamOps[op]
 	if v := r.Form.Get("Version"); !ok || v != iamVersion {
 		s.writeError(w, r, http.StatusBadRequest, "InvalidAction", fmt.Sprintf("Could not find operation %s for version %s", op, v))

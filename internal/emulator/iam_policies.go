@@ -92,7 +92,7 @@ func (s *iamService) listAttachedRolePolicies(p iamParams) (*iamXML, *iamErr) {
 		}
 	}
 	return iamList(p, "AttachedPolicies", arns, func(x *iamXML, arn string) {
-		x.open("member").elem("PolicyName", s.managed[arn].name).elem("PolicyArn", arn).close("member")
+		x.open("member").elem("PolicyName", s.managed[arn]).elem("PolicyArn", arn).close("member")
 	})
 }
 

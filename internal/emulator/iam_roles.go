@@ -59,7 +59,7 @@ func (x *iamXML) role(r *iamRole, full bool) *iamXML {
 	x.elem("Path", r.path).elem("RoleName", r.name).elem("RoleId", r.id).elem("Arn", r.arn).
 		elem("CreateDate", r.created.UTC().Format(time.RFC3339)).
 		elem("AssumeRolePolicyDocument", iamEncode(r.assumeRolePolicy))
-	if r.hasDescription {
+	if r.description != "" {
 		x.elem("Description", r.description)
 	}
 	x.elem("MaxSessionDuration", strconv.Itoa(r.maxSession))
@@ -123,7 +123,7 @@ func (s *iamService) createRole(p iamParams) (*iamXML, *iamErr) {
 	r := &iamRole{
 		name: name, path: path, id: iamUniqueID("AROA"),
 		arn:              "arn:aws:iam::" + s.account + ":role" + path + name,
-		assumeRolePolicy: doc, description: desc, hasDescription: desc != "",
+		assumeRolePolicy: doc, description: desc,
 		maxSession: maxSession, created: time.Now().UTC().Truncate(time.Second), tags: tags,
 		attached: map[string]bool{}, inline: map[string]string{},
 	}
@@ -172,7 +172,6 @@ func (s *iamService) updateRole(p iamParams) (*iamXML, *iamErr) {
 			return nil, e
 		}
 		r.description = p.Get("Description")
-		r.hasDescription = r.description != ""
 	}
 	if setMax {
 		r.maxSession = maxSession
@@ -192,7 +191,7 @@ func (s *iamService) updateRoleDescription(p iamParams) (*iamXML, *iamErr) {
 	if e := iamCheckDescription(desc); e != nil {
 		return nil, e
 	}
-	r.description, r.hasDescription = desc, desc != ""
+	r.description = desc
 	return iamRoleResult(r), nil
 }
 

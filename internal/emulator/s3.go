@@ -78,16 +78,16 @@ func (s *s3Service) serve(w http.ResponseWriter, r *http.Request, op string) {
 	bucket, _ := splitS3Path(r.URL.Path)
 	if bucket != "" && s.foreign[bucket] {
 		if op == "CreateBucket" {
-			s.fail(w, r, id, s3Err(http.StatusConflict, "BucketAlreadyExists",
+			writeS3Error(w, r, id, s3Err(http.StatusConflict, "BucketAlreadyExists",
 				"The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.").bucket(bucket))
 			return
 		}
-		s.fail(w, r, id, s3Err(http.StatusForbidden, "AccessDenied", "Access Denied"))
+		writeS3Error(w, r, id, s3Err(http.StatusForbidden, "AccessDenied", "Access Denied"))
 		return
 	}
 	if bucket != "" && op != "CreateBucket" && op != "GetBucketLocation" {
 		if e := s.checkRegion(w, r, bucket); e != nil {
-			s.fail(w, r, id, e)
+			writeS3Error(w, r, id, e)
 			return
 		}
 	}
@@ -122,22 +122,18 @@ func (s *s3Service) serve(w http.ResponseWriter, r *http.Request, op string) {
 		return
 	}
 	if err != nil {
-		s.fail(w, r, id, err)
+		writeS3Error(w, r, id, err)
 	}
 }
 
 func (s *s3Service) throttle() (int, string) { return http.StatusServiceUnavailable, "SlowDown" }
 
 func (s *s3Service) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	s.fail(w, r, s.requestID(), s3Err(status, code, message))
+	writeS3Error(w, r, s.requestID(), s3Err(status, code, message))
 }
 
 // requestID is a request id shaped like S3's: 16 hexadecimal digits.
 func (s *s3Service) requestID() string { return fmt.Sprintf("%016X", s.reqID.Add(1)) }
-
-func (s *s3Service) fail(w http.ResponseWriter, r *http.Request, id string, e *s3Error) {
-	writeS3Error(w, r, id, e)
-}
 
 // bucketState returns a copy of what is known about a bucket.
 func (s *s3Service) bucketState(name string) (s3Bucket, bool) {
