@@ -5,16 +5,15 @@ package ec2x
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"sort"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -24,55 +23,28 @@ const PageSize = 1000
 // Clients holds an EC2 client per region for one SDK configuration.
 type Clients struct {
 	cfg aws.Config
-
-	mu       sync.Mutex
-	byRegion map[string]*ec2.Client
+	*regional.Clients[*ec2.Client]
 }
 
 // NewClients returns clients for cfg.
 func NewClients(cfg aws.Config) *Clients {
-	return &Clients{cfg: cfg, byRegion: map[string]*ec2.Client{}}
-}
-
-// Region returns the client for a region.
-func (c *Clients) Region(region string) *ec2.Client {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.byRegion[region]; ok {
-		return cl
-	}
-	cl := ec2.NewFromConfig(c.cfg, func(o *ec2.Options) { o.Region = region })
-	c.byRegion[region] = cl
-	return cl
+	return &Clients{cfg: cfg, Clients: regional.NewClients(func(region string) *ec2.Client {
+		return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Region = region })
+	})}
 }
 
 // EachRegion runs read for every region of the cycle's scope concurrently
-// and returns the records in region order, or the first error.
+// and returns the records in region order, or the first error (naming its
+// region; the other reads are cancelled).
 func (c *Clients) EachRegion(ctx context.Context, read func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error)) ([]module.Record, error) {
 	regions := module.ScopeOf(ctx, c.cfg).Regions
-	out := make([][]module.Record, len(regions))
-	errs := make([]error, len(regions))
-	var wg sync.WaitGroup
-	for i, r := range regions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			recs, err := read(ctx, r, c.Region(r))
-			if err != nil {
-				err = fmt.Errorf("%s: %w", r, err)
-			}
-			out[i], errs[i] = recs, err
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	var all []module.Record
-	for _, recs := range out {
-		all = append(all, recs...)
-	}
-	return all, nil
+	return regional.Gather(ctx, 0, len(regions), func(ctx context.Context, i int) ([]module.Record, error) {
+		recs, err := read(ctx, regions[i], c.Region(regions[i]))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", regions[i], err)
+		}
+		return recs, nil
+	})
 }
 
 // Tags renders EC2 tags as a record value: an object of key -> value
