@@ -87,18 +87,20 @@ func (s *ec2Service) writeError(w http.ResponseWriter, _ *http.Request, status i
 
 func (s *ec2Service) serve(w http.ResponseWriter, r *http.Request, op string) {
 	id := newRequestID()
-	var x ec2XML
-	if err := s.do(r, op, &x); err != nil {
+	x := ec2Buffers.Get().(*ec2XML) // the response, the action's elements written in place
+	defer func() { x.Reset(); ec2Buffers.Put(x) }()
+	fmt.Fprintf(x, "%s<%sResponse xmlns=\"%s\"><requestId>%s</requestId>", xml.Header, op, ec2Namespace, id)
+	if err := s.do(r, op, x); err != nil {
 		writeEC2Error(w, id, asEC2Error(err))
 		return
 	}
-	var out bytes.Buffer
-	out.Grow(x.Len() + 256)
-	fmt.Fprintf(&out, "%s<%sResponse xmlns=\"%s\"><requestId>%s</requestId>", xml.Header, op, ec2Namespace, id)
-	out.Write(x.Bytes())
-	fmt.Fprintf(&out, "</%sResponse>", op)
-	writeEC2(w, http.StatusOK, out.Bytes())
+	fmt.Fprintf(x, "</%sResponse>", op)
+	writeEC2(w, http.StatusOK, x.Bytes())
 }
+
+// ec2Buffers are response buffers, reused: a listing's page (1000 rules)
+// is about a megabyte.
+var ec2Buffers = sync.Pool{New: func() any { return new(ec2XML) }}
 
 // do runs the request's action, on the form operation parsed, under the
 // mutex. A DryRun request gets DryRunOperation without further checks.
