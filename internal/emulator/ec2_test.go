@@ -22,21 +22,6 @@ import (
 	"github.com/iasql/iasql/internal/emulator"
 )
 
-// ec2Env is an emulator and a constructor of EC2 clients for it, one
-// per signing region (without retries).
-func ec2Env(t testing.TB) (*emulator.Emulator, func(region string) *ec2.Client, string) {
-	t.Helper()
-	em := emulator.New(emulator.Options{})
-	srv := httptest.NewServer(em)
-	t.Cleanup(srv.Close)
-	return em, func(region string) *ec2.Client {
-		cfg := emulator.ClientConfig(srv.URL)
-		cfg.Region = region
-		cfg.RetryMaxAttempts = 1
-		return ec2.NewFromConfig(cfg)
-	}, srv.URL
-}
-
 func ec2Filter(name string, values ...string) types.Filter {
 	return types.Filter{Name: aws.String(name), Values: values}
 }
@@ -106,7 +91,7 @@ var (
 )
 
 func TestEC2DefaultResources(t *testing.T) {
-	_, client, _ := ec2Env(t)
+	_, client, _ := sdkEnv(t, ec2.NewFromConfig)
 	seen := map[string]string{} // id -> region
 	for _, region := range []string{"us-east-1", "eu-west-1"} {
 		c := client(region)
@@ -192,7 +177,7 @@ func TestEC2DefaultResources(t *testing.T) {
 }
 
 func TestEC2RegionsAndZones(t *testing.T) {
-	_, client, _ := ec2Env(t)
+	_, client, _ := sdkEnv(t, ec2.NewFromConfig)
 	c := client("us-east-2")
 	ctx := t.Context()
 	all, err := c.DescribeRegions(ctx, &ec2.DescribeRegionsInput{AllRegions: aws.Bool(true)})
@@ -227,7 +212,7 @@ func TestEC2RegionsAndZones(t *testing.T) {
 }
 
 func TestEC2VpcsAndSubnets(t *testing.T) {
-	_, client, _ := ec2Env(t)
+	_, client, _ := sdkEnv(t, ec2.NewFromConfig)
 	c := client("us-east-1")
 	ctx := t.Context()
 	created, err := c.CreateVpc(ctx, &ec2.CreateVpcInput{
@@ -283,11 +268,7 @@ func TestEC2VpcsAndSubnets(t *testing.T) {
 	}
 	group := mkGroup(t, c, "app", vpcID)
 
-	for _, tc := range []struct {
-		name string
-		call func() error
-		code string
-	}{
+	wantCodes(t, []errCase{
 		{"subnet outside the VPC", func() error {
 			_, err := c.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: aws.String(vpcID), CidrBlock: aws.String("10.1.0.0/24")})
 			return err
@@ -345,11 +326,7 @@ func TestEC2VpcsAndSubnets(t *testing.T) {
 			_, err := c.DeleteVpc(ctx, &ec2.DeleteVpcInput{VpcId: aws.String(vpcID), DryRun: aws.Bool(true)})
 			return err
 		}, "DryRunOperation"},
-	} {
-		if err := tc.call(); errCode(err) != tc.code {
-			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
-		}
-	}
+	})
 
 	if _, err := c.DeleteSubnet(ctx, &ec2.DeleteSubnetInput{SubnetId: aws.String(subnetID)}); err != nil {
 		t.Fatalf("delete subnet: %v", err)
@@ -372,7 +349,7 @@ func TestEC2VpcsAndSubnets(t *testing.T) {
 }
 
 func TestEC2SecurityGroups(t *testing.T) {
-	_, client, _ := ec2Env(t)
+	_, client, _ := sdkEnv(t, ec2.NewFromConfig)
 	c := client("us-east-1")
 	ctx := t.Context()
 	out, err := c.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
@@ -436,11 +413,7 @@ func TestEC2SecurityGroups(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("x", 256)
-	for _, tc := range []struct {
-		name string
-		call func() error
-		code string
-	}{
+	wantCodes(t, []errCase{
 		{"same name in the same VPC", func() error {
 			_, err := c.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("web"), Description: aws.String("again")})
 			return err
@@ -482,11 +455,7 @@ func TestEC2SecurityGroups(t *testing.T) {
 			_, err := c.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(web)})
 			return err
 		}, "DependencyViolation"},
-	} {
-		if err := tc.call(); errCode(err) != tc.code {
-			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
-		}
-	}
+	})
 	// Once the referencing group is gone, the referenced one can go.
 	if _, err := c.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupName: aws.String("db")}); err != nil {
 		t.Fatalf("delete db by name: %v", err)
@@ -501,7 +470,7 @@ func TestEC2SecurityGroups(t *testing.T) {
 }
 
 func TestEC2SecurityGroupRules(t *testing.T) {
-	_, client, _ := ec2Env(t)
+	_, client, _ := sdkEnv(t, ec2.NewFromConfig)
 	c := client("eu-central-1")
 	ctx := t.Context()
 	app, lb := mkGroup(t, c, "app", ""), mkGroup(t, c, "lb", "")
@@ -567,11 +536,7 @@ func TestEC2SecurityGroupRules(t *testing.T) {
 	}
 
 	before := len(ec2RulesOf(t, c, app))
-	for _, tc := range []struct {
-		name string
-		call func() error
-		code string
-	}{
+	wantCodes(t, []errCase{
 		{"duplicate rule", func() error {
 			_, err := c.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(app),
 				IpPermissions: []types.IpPermission{ec2TCP(22, "1.2.3.4/32"), ec2TCP(443, "10.0.0.0/8")}})
@@ -644,11 +609,7 @@ func TestEC2SecurityGroupRules(t *testing.T) {
 				IpPermissions: []types.IpPermission{ec2TCP(22, "1.2.3.4/32")}})
 			return err
 		}, "InvalidPermission.NotFound"},
-	} {
-		if err := tc.call(); errCode(err) != tc.code {
-			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
-		}
-	}
+	})
 	if after := len(ec2RulesOf(t, c, app)); after != before {
 		t.Errorf("failed calls changed the rules: %d, then %d", before, after)
 	}
@@ -740,7 +701,7 @@ func TestEC2SecurityGroupRules(t *testing.T) {
 }
 
 func TestEC2Tags(t *testing.T) {
-	_, client, _ := ec2Env(t)
+	_, client, _ := sdkEnv(t, ec2.NewFromConfig)
 	c := client("us-west-2")
 	ctx := t.Context()
 	vpc := mkVpc(t, c, "10.1.0.0/16")
@@ -840,7 +801,7 @@ func ec2Collect[T any](t *testing.T, what string, more func() bool, next func() 
 }
 
 func TestEC2Pagination(t *testing.T) {
-	_, client, _ := ec2Env(t)
+	_, client, _ := sdkEnv(t, ec2.NewFromConfig)
 	c := client("ap-southeast-2")
 	ctx := t.Context()
 	vpc := mkVpc(t, c, "10.2.0.0/16")
@@ -969,11 +930,7 @@ func TestEC2Pagination(t *testing.T) {
 		t.Errorf("deleted group %s listed", gone)
 	}
 
-	for _, tc := range []struct {
-		name string
-		call func() error
-		code string
-	}{
+	wantCodes(t, []errCase{
 		{"MaxResults below 5", func() error {
 			_, err := c.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{MaxResults: aws.Int32(4)})
 			return err
@@ -994,15 +951,11 @@ func TestEC2Pagination(t *testing.T) {
 			_, err := c.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{NextToken: aws.String("not a token")})
 			return err
 		}, "InvalidPaginationToken"},
-	} {
-		if err := tc.call(); errCode(err) != tc.code {
-			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
-		}
-	}
+	})
 }
 
 func TestEC2FaultsAndProtocol(t *testing.T) {
-	em, client, url := ec2Env(t)
+	em, client, url := sdkEnv(t, ec2.NewFromConfig)
 	c := client("us-east-1")
 	ctx := t.Context()
 	em.Inject(emulator.Fault{Op: "ec2:CreateSecurityGroup", Kind: emulator.Throttle, Times: 1})
@@ -1061,7 +1014,7 @@ func TestEC2ListingScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 5,000 security groups")
 	}
-	_, client, _ := ec2Env(t)
+	_, client, _ := sdkEnv(t, ec2.NewFromConfig)
 	c := client("us-east-1")
 	ctx := t.Context()
 	vpc := mkVpc(t, c, "10.0.0.0/16")

@@ -2,7 +2,6 @@ package emulator_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -15,32 +14,15 @@ import (
 	"github.com/iasql/iasql/internal/emulator"
 )
 
-// ecrEnv is an emulator and a function making ECR clients for it, one per
-// signing region.
-func ecrEnv(t *testing.T) (*emulator.Emulator, func(region string) *ecr.Client) {
+func mkRepo(t *testing.T, c *ecr.Client, name string) {
 	t.Helper()
-	em := emulator.New(emulator.Options{})
-	srv := httptest.NewServer(em)
-	t.Cleanup(srv.Close)
-	return em, func(region string) *ecr.Client {
-		cfg := emulator.ClientConfig(srv.URL)
-		cfg.Region = region
-		cfg.RetryMaxAttempts = 1
-		return ecr.NewFromConfig(cfg)
-	}
-}
-
-func mkRepo(t *testing.T, c *ecr.Client, name string) *types.Repository {
-	t.Helper()
-	out, err := c.CreateRepository(t.Context(), &ecr.CreateRepositoryInput{RepositoryName: aws.String(name)})
-	if err != nil {
+	if _, err := c.CreateRepository(t.Context(), &ecr.CreateRepositoryInput{RepositoryName: aws.String(name)}); err != nil {
 		t.Fatalf("create repository %s: %v", name, err)
 	}
-	return out.Repository
 }
 
 func TestECRRepositoryLifecycle(t *testing.T) {
-	_, client := ecrEnv(t)
+	_, client, _ := sdkEnv(t, ecr.NewFromConfig)
 	ctx := t.Context()
 	c := client("eu-west-1")
 	out, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{
@@ -121,7 +103,7 @@ func TestECRRepositoryLifecycle(t *testing.T) {
 }
 
 func TestECRKMSEncryption(t *testing.T) {
-	_, client := ecrEnv(t)
+	_, client, _ := sdkEnv(t, ecr.NewFromConfig)
 	out, err := client("us-east-2").CreateRepository(t.Context(), &ecr.CreateRepositoryInput{RepositoryName: aws.String("sealed"),
 		EncryptionConfiguration: &types.EncryptionConfiguration{EncryptionType: types.EncryptionTypeKms}})
 	if err != nil {
@@ -133,16 +115,12 @@ func TestECRKMSEncryption(t *testing.T) {
 }
 
 func TestECRErrors(t *testing.T) {
-	_, client := ecrEnv(t)
+	_, client, _ := sdkEnv(t, ecr.NewFromConfig)
 	ctx := t.Context()
 	c := client("us-east-1")
 	mkRepo(t, c, "exists")
 	s := aws.String
-	cases := []struct {
-		name string
-		call func() error
-		code string
-	}{
+	cases := []errCase{
 		{"duplicate", func() error {
 			_, err := c.CreateRepository(ctx, &ecr.CreateRepositoryInput{RepositoryName: s("exists")})
 			return err
@@ -219,13 +197,7 @@ func TestECRErrors(t *testing.T) {
 			return err
 		}, "InvalidParameterException"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := errCode(tc.call()); got != tc.code {
-				t.Errorf("error %q, want %s", got, tc.code)
-			}
-		})
-	}
+	wantCodes(t, cases)
 	out, err := c.DescribeRepositories(ctx, &ecr.DescribeRepositoriesInput{})
 	if err != nil || len(out.Repositories) != 1 {
 		t.Errorf("repositories after failures: %v %v", out, err)
@@ -239,7 +211,7 @@ func TestECRErrors(t *testing.T) {
 }
 
 func TestECRPagination(t *testing.T) {
-	_, client := ecrEnv(t)
+	_, client, _ := sdkEnv(t, ecr.NewFromConfig)
 	ctx := t.Context()
 	c := client("ap-southeast-2")
 	const n = 17
@@ -273,7 +245,7 @@ func TestECRPagination(t *testing.T) {
 }
 
 func TestECRThrottle(t *testing.T) {
-	em, client := ecrEnv(t)
+	em, client, _ := sdkEnv(t, ecr.NewFromConfig)
 	c := client("us-east-1")
 	em.Inject(emulator.Fault{Op: "ecr:CreateRepository", Kind: emulator.Throttle, Times: 1})
 	_, err := c.CreateRepository(t.Context(), &ecr.CreateRepositoryInput{RepositoryName: aws.String("t1")})

@@ -30,10 +30,32 @@ type env struct {
 
 func newEnv(t *testing.T, opts emulator.Options) *env {
 	t.Helper()
+	em, url := serve(t, opts)
+	return &env{em: em, url: url}
+}
+
+// serve runs an emulator behind an httptest server closed with the test
+// and returns it and the server's URL.
+func serve(t testing.TB, opts emulator.Options) (*emulator.Emulator, string) {
+	t.Helper()
 	em := emulator.New(opts)
 	srv := httptest.NewServer(em)
 	t.Cleanup(srv.Close)
-	return &env{em: em, url: srv.URL}
+	return em, srv.URL
+}
+
+// sdkEnv is an emulator, a constructor of one service's clients for it
+// (newClient is the service's NewFromConfig), one per signing region and
+// without retries, and the emulator's URL.
+func sdkEnv[C, O any](t testing.TB, newClient func(aws.Config, ...func(*O)) C) (*emulator.Emulator, func(region string) C, string) {
+	t.Helper()
+	em, url := serve(t, emulator.Options{})
+	return em, func(region string) C {
+		cfg := emulator.ClientConfig(url)
+		cfg.Region = region
+		cfg.RetryMaxAttempts = 1
+		return newClient(cfg)
+	}, url
 }
 
 // client is a current aws-sdk-go-v2 S3 client with its default checksum
@@ -61,6 +83,26 @@ func errCode(err error) string {
 	return ""
 }
 
+// errCase is a call and the error code it must fail with ("" for
+// success).
+type errCase struct {
+	name string
+	call func() error
+	code string
+}
+
+// wantCodes runs each case as a subtest.
+func wantCodes(t *testing.T, cases []errCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); errCode(err) != tc.code {
+				t.Errorf("error code %q (%v), want %q", errCode(err), err, tc.code)
+			}
+		})
+	}
+}
+
 func createBucket(ctx context.Context, c *s3.Client, name, region string) error {
 	in := &s3.CreateBucketInput{Bucket: aws.String(name)}
 	if region != "us-east-1" {
@@ -83,11 +125,7 @@ func TestBucketErrors(t *testing.T) {
 	mustCreate(t, e, "west", "eu-west-1")
 	ctx := t.Context()
 	us, eu := e.client("us-east-1"), e.client("eu-west-1")
-	cases := []struct {
-		name string
-		call func() error
-		want string // error code, "" for success
-	}{
+	wantCodes(t, []errCase{
 		{"re-create in us-east-1 is OK (legacy)", func() error { return createBucket(ctx, us, "east", "us-east-1") }, ""},
 		{"re-create elsewhere", func() error { return createBucket(ctx, eu, "west", "eu-west-1") }, "BucketAlreadyOwnedByYou"},
 		{"re-create in another region", func() error { return createBucket(ctx, eu, "east", "eu-west-1") }, "BucketAlreadyOwnedByYou"},
@@ -156,14 +194,7 @@ func TestBucketErrors(t *testing.T) {
 				VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusSuspended}})
 			return err
 		}, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := errCode(tc.call()); got != tc.want {
-				t.Errorf("error code %q, want %q", got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestBucketLifecycle(t *testing.T) {

@@ -2,7 +2,6 @@ package emulator_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -22,29 +21,19 @@ const trustPolicy = `{
   "Statement": [{"Effect": "Allow", "Principal": {"Service": "ecs-tasks.amazonaws.com"}, "Action": "sts:AssumeRole"}]
 }`
 
-// iamEnv is an emulator and an IAM client for it signing for region.
-func iamEnv(t *testing.T, region string) (*emulator.Emulator, *iam.Client, string) {
+// iamEnv is an emulator, an IAM client for it signing for us-east-1, and
+// a constructor of clients signing for other regions.
+func iamEnv(t *testing.T) (*emulator.Emulator, *iam.Client, func(region string) *iam.Client) {
 	t.Helper()
-	em := emulator.New(emulator.Options{})
-	srv := httptest.NewServer(em)
-	t.Cleanup(srv.Close)
-	return em, iamClient(srv.URL, region), srv.URL
+	em, client, _ := sdkEnv(t, iam.NewFromConfig)
+	return em, client("us-east-1"), client
 }
 
-func iamClient(url, region string) *iam.Client {
-	cfg := emulator.ClientConfig(url)
-	cfg.Region = region
-	cfg.RetryMaxAttempts = 1
-	return iam.NewFromConfig(cfg)
-}
-
-func mkRole(t *testing.T, c *iam.Client, name string) *types.Role {
+func mkRole(t *testing.T, c *iam.Client, name string) {
 	t.Helper()
-	out, err := c.CreateRole(t.Context(), &iam.CreateRoleInput{RoleName: aws.String(name), AssumeRolePolicyDocument: aws.String(trustPolicy)})
-	if err != nil {
+	if _, err := c.CreateRole(t.Context(), &iam.CreateRoleInput{RoleName: aws.String(name), AssumeRolePolicyDocument: aws.String(trustPolicy)}); err != nil {
 		t.Fatalf("create role %s: %v", name, err)
 	}
-	return out.Role
 }
 
 // decoded is a policy document as IAM returns it, URL-decoded.
@@ -63,7 +52,7 @@ var (
 )
 
 func TestIAMRoleLifecycle(t *testing.T) {
-	_, c, _ := iamEnv(t, "us-east-1")
+	_, c, _ := iamEnv(t)
 	ctx := t.Context()
 	created, err := c.CreateRole(ctx, &iam.CreateRoleInput{
 		RoleName:                 aws.String("task-exec"),
@@ -210,24 +199,20 @@ func TestIAMRoleLifecycle(t *testing.T) {
 // TestIAMGlobal: IAM answers the same roles whatever region a request is
 // signed for.
 func TestIAMGlobal(t *testing.T) {
-	_, c, url := iamEnv(t, "us-east-1")
+	_, c, client := iamEnv(t)
 	mkRole(t, c, "global")
-	out, err := iamClient(url, "ap-southeast-2").GetRole(t.Context(), &iam.GetRoleInput{RoleName: aws.String("global")})
+	out, err := client("ap-southeast-2").GetRole(t.Context(), &iam.GetRoleInput{RoleName: aws.String("global")})
 	if err != nil || aws.ToString(out.Role.RoleName) != "global" {
 		t.Errorf("GetRole signed for another region: %v %v", out, err)
 	}
 }
 
 func TestIAMErrors(t *testing.T) {
-	_, c, _ := iamEnv(t, "us-east-1")
+	_, c, _ := iamEnv(t)
 	ctx := t.Context()
 	mkRole(t, c, "exists")
 	s := aws.String
-	cases := []struct {
-		name string
-		call func() error
-		code string
-	}{
+	cases := []errCase{
 		{"duplicate name", func() error {
 			_, err := c.CreateRole(ctx, &iam.CreateRoleInput{RoleName: s("exists"), AssumeRolePolicyDocument: s(trustPolicy)})
 			return err
@@ -317,13 +302,7 @@ func TestIAMErrors(t *testing.T) {
 			return err
 		}, "ValidationError"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := errCode(tc.call()); got != tc.code {
-				t.Errorf("error %q, want %s", got, tc.code)
-			}
-		})
-	}
+	wantCodes(t, cases)
 	// The failed calls changed nothing.
 	out, err := c.ListRoles(ctx, &iam.ListRolesInput{})
 	if err != nil || len(out.Roles) != 1 {
@@ -332,7 +311,7 @@ func TestIAMErrors(t *testing.T) {
 }
 
 func TestIAMPagination(t *testing.T) {
-	_, c, _ := iamEnv(t, "us-east-1")
+	_, c, _ := iamEnv(t)
 	ctx := t.Context()
 	const n = 23
 	for i := range n {
@@ -428,7 +407,7 @@ func TestIAMPagination(t *testing.T) {
 // TestIAMPaginationUnderChange: a role deleted between pages does not make
 // the listing skip or repeat the others.
 func TestIAMPaginationUnderChange(t *testing.T) {
-	_, c, _ := iamEnv(t, "us-east-1")
+	_, c, _ := iamEnv(t)
 	ctx := t.Context()
 	for _, n := range []string{"a", "b", "c", "d"} {
 		mkRole(t, c, n)
@@ -454,7 +433,7 @@ func TestIAMPaginationUnderChange(t *testing.T) {
 }
 
 func TestIAMThrottle(t *testing.T) {
-	em, c, _ := iamEnv(t, "us-east-1")
+	em, c, _ := iamEnv(t)
 	em.Inject(emulator.Fault{Op: "iam:CreateRole", Kind: emulator.Throttle, Times: 1})
 	_, err := c.CreateRole(t.Context(), &iam.CreateRoleInput{RoleName: aws.String("t"), AssumeRolePolicyDocument: aws.String(trustPolicy)})
 	if errCode(err) != "Throttling" {
