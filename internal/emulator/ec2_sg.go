@@ -508,13 +508,7 @@ func (s *ec2Service) revoke(rg *ec2Region, p ec2Params, x *ec2XML, egress bool) 
 		x.open("item")
 		x.str("securityGroupRuleId", r.id)
 		x.str("groupId", g.id)
-		x.bool("isEgress", r.egress)
-		x.str("ipProtocol", r.proto)
-		x.int("fromPort", r.from)
-		x.int("toPort", r.to)
-		x.opt("cidrIpv4", r.cidr4)
-		x.opt("cidrIpv6", r.cidr6)
-		x.opt("prefixListId", r.prefixList)
+		ec2WriteRuleMatch(x, r)
 		x.opt("referencedGroupId", r.refGroup)
 		x.opt("description", r.description)
 		x.close("item")
@@ -546,11 +540,10 @@ func ec2GroupRules(rg *ec2Region, g *ec2Group, egress bool, ids []string) ([]*ec
 	return rules, nil
 }
 
-// writeRule writes a SecurityGroupRule's elements.
-func (s *ec2Service) writeRule(rg *ec2Region, r *ec2Rule, x *ec2XML) {
-	x.str("securityGroupRuleId", r.id)
-	x.str("groupId", r.group.id)
-	x.str("groupOwnerId", s.account)
+// ec2WriteRuleMatch writes what a rule matches, as SecurityGroupRule and
+// RevokedSecurityGroupRule tell it: direction, protocol, ports, and a
+// target other than a group.
+func ec2WriteRuleMatch(x *ec2XML, r *ec2Rule) {
 	x.bool("isEgress", r.egress)
 	x.str("ipProtocol", r.proto)
 	x.int("fromPort", r.from)
@@ -558,6 +551,14 @@ func (s *ec2Service) writeRule(rg *ec2Region, r *ec2Rule, x *ec2XML) {
 	x.opt("cidrIpv4", r.cidr4)
 	x.opt("cidrIpv6", r.cidr6)
 	x.opt("prefixListId", r.prefixList)
+}
+
+// writeRule writes a SecurityGroupRule's elements.
+func (s *ec2Service) writeRule(rg *ec2Region, r *ec2Rule, x *ec2XML) {
+	x.str("securityGroupRuleId", r.id)
+	x.str("groupId", r.group.id)
+	x.str("groupOwnerId", s.account)
+	ec2WriteRuleMatch(x, r)
 	if r.refGroup != "" {
 		x.open("referencedGroupInfo")
 		x.str("groupId", r.refGroup)

@@ -364,15 +364,19 @@ func (p iamParams) name(key string, maxLen int) (string, *iamErr) {
 	return v, nil
 }
 
-// iamCheckPolicy checks a policy document: JSON text whose value is an
-// object (AWS parses and validates much more; the emulator only refuses
-// what is not a policy at all).
-func iamCheckPolicy(doc, field string) *iamErr {
+// policyDocument reads a policy document, the required parameter key: JSON
+// text whose value is an object (AWS parses and validates much more; the
+// emulator only refuses what is not a policy at all).
+func (p iamParams) policyDocument(key string) (string, *iamErr) {
+	doc, e := p.required(key)
+	if e != nil {
+		return "", e
+	}
 	if n := utf8.RuneCountInString(doc); n < 1 || n > 131072 {
-		return iamValidation(doc, field, "Member must have length between 1 and 131072")
+		return "", iamValidation(doc, lowerFirst(key), "Member must have length between 1 and 131072")
 	}
 	if t := strings.TrimLeft(doc, " \t\r\n"); !strings.HasPrefix(t, "{") || !json.Valid([]byte(doc)) {
-		return iamError(http.StatusBadRequest, "MalformedPolicyDocument", "Syntax errors in policy.")
+		return "", iamError(http.StatusBadRequest, "MalformedPolicyDocument", "Syntax errors in policy.")
 	}
-	return nil
+	return doc, nil
 }

@@ -104,11 +104,8 @@ func (s *iamService) putRolePolicy(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	doc, e := p.required("PolicyDocument")
+	doc, e := p.policyDocument("PolicyDocument")
 	if e != nil {
-		return nil, e
-	}
-	if e := iamCheckPolicy(doc, "policyDocument"); e != nil {
 		return nil, e
 	}
 	r.inline[name] = doc

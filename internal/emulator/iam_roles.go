@@ -88,11 +88,8 @@ func (s *iamService) createRole(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	doc, e := p.required("AssumeRolePolicyDocument")
+	doc, e := p.policyDocument("AssumeRolePolicyDocument")
 	if e != nil {
-		return nil, e
-	}
-	if e := iamCheckPolicy(doc, "assumeRolePolicyDocument"); e != nil {
 		return nil, e
 	}
 	path := "/"
@@ -200,11 +197,8 @@ func (s *iamService) updateAssumeRolePolicy(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	doc, e := p.required("PolicyDocument")
+	doc, e := p.policyDocument("PolicyDocument")
 	if e != nil {
-		return nil, e
-	}
-	if e := iamCheckPolicy(doc, "policyDocument"); e != nil {
 		return nil, e
 	}
 	r.assumeRolePolicy = doc
