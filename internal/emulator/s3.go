@@ -253,9 +253,9 @@ func (s *s3Service) createBucket(w http.ResponseWriter, r *http.Request, name st
 		return s3Err(http.StatusBadRequest, "InvalidBucketName", "The specified bucket is not valid.").bucket(name)
 	}
 	var cfg createBucketConfiguration
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxXMLBody))
-	if err != nil {
-		return s3Err(http.StatusBadRequest, "IncompleteBody", "You did not provide the number of bytes specified by the Content-Length HTTP header.")
+	body, e := readXMLBody(r)
+	if e != nil {
+		return e
 	}
 	if len(strings.TrimSpace(string(body))) > 0 {
 		if err := xml.Unmarshal(body, &cfg); err != nil {
@@ -382,9 +382,9 @@ func (s *s3Service) getBucketVersioning(w http.ResponseWriter, name string) *s3E
 // say Suspended for a bucket never enabled) and in the backend, which
 // gives objects their versioned behaviour.
 func (s *s3Service) putBucketVersioning(w http.ResponseWriter, r *http.Request, name string) *s3Error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxXMLBody))
-	if err != nil {
-		return s3Err(http.StatusBadRequest, "IncompleteBody", "You did not provide the number of bytes specified by the Content-Length HTTP header.")
+	body, e := readXMLBody(r)
+	if e != nil {
+		return e
 	}
 	var in versioningConfiguration
 	if err := xml.Unmarshal(body, &in); err != nil {
@@ -416,6 +416,15 @@ func (s *s3Service) putBucketVersioning(w http.ResponseWriter, r *http.Request, 
 	b.versioning = status
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// readXMLBody reads a request's XML body, of at most maxXMLBody bytes.
+func readXMLBody(r *http.Request) ([]byte, *s3Error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxXMLBody))
+	if err != nil {
+		return nil, s3Err(http.StatusBadRequest, "IncompleteBody", "You did not provide the number of bytes specified by the Content-Length HTTP header.")
+	}
+	return body, nil
 }
 
 // validBucketName applies S3's general purpose bucket naming rules; it
