@@ -187,11 +187,11 @@ func ec2ZoneID(region string, i int) string {
 // removal leaves it stale; both are settled by the next listing, so bulk
 // changes cost O(n log n) once rather than O(n) each.
 type ec2Table[T any] struct {
-	kind string // the ids' prefix: "vpc", "subnet", "sg", "sgr"
+	kind string            // the ids' prefix: "vpc", "subnet", "sg", "sgr"
+	tags func(*T) *ec2Tags // a resource's tags
 	// code and what make the error for unknown ids: e.g.
 	// InvalidVpcID.NotFound, "The vpc ID 'vpc-1' does not exist".
 	code, what string
-	tags       func(*T) *ec2Tags
 
 	byID     map[string]*T
 	ids      []string // sorted unless unsorted; holds removed ids while stale > 0
