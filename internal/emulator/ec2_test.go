@@ -779,17 +779,14 @@ func TestEC2Tags(t *testing.T) {
 	}
 }
 
-// ec2Collect pages through a listing, failing on an id seen twice.
-func ec2Collect[T any](t *testing.T, what string, more func() bool, next func() ([]T, error), id func(T) string) []string {
+// ec2Collect returns the ids of the items (read by items) of a listing's
+// pages, failing on an id seen twice.
+func ec2Collect[O, T any](t *testing.T, what string, pages []O, items func(O) []T, id func(T) string) []string {
 	t.Helper()
 	var ids []string
 	seen := map[string]bool{}
-	for more() {
-		page, err := next()
-		if err != nil {
-			t.Fatalf("%s: page %d: %v", what, len(ids), err)
-		}
-		for _, v := range page {
+	for _, page := range pages {
+		for _, v := range items(page) {
 			if seen[id(v)] {
 				t.Fatalf("%s: %s listed twice", what, id(v))
 			}
@@ -825,13 +822,9 @@ func TestEC2Pagination(t *testing.T) {
 
 	gp := ec2.NewDescribeSecurityGroupsPaginator(c, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{ec2Filter("vpc-id", vpc)}},
 		func(o *ec2.DescribeSecurityGroupsPaginatorOptions) { o.Limit = 5 })
-	got := ec2Collect(t, "groups", gp.HasMorePages, func() ([]types.SecurityGroup, error) {
-		out, err := gp.NextPage(ctx)
-		if out == nil {
-			return nil, err
-		}
-		return out.SecurityGroups, err
-	}, func(g types.SecurityGroup) string { return aws.ToString(g.GroupId) })
+	got := ec2Collect(t, "groups", pages(t, gp.HasMorePages, gp.NextPage),
+		func(out *ec2.DescribeSecurityGroupsOutput) []types.SecurityGroup { return out.SecurityGroups },
+		func(g types.SecurityGroup) string { return aws.ToString(g.GroupId) })
 	if len(got) != 24 { // 23 and the VPC's default group
 		t.Errorf("%d groups of the VPC, want 24", len(got))
 	}
@@ -845,47 +838,31 @@ func TestEC2Pagination(t *testing.T) {
 	}
 
 	rp := ec2.NewDescribeSecurityGroupRulesPaginator(c, &ec2.DescribeSecurityGroupRulesInput{}, func(o *ec2.DescribeSecurityGroupRulesPaginatorOptions) { o.Limit = 7 })
-	rules := ec2Collect(t, "rules", rp.HasMorePages, func() ([]types.SecurityGroupRule, error) {
-		out, err := rp.NextPage(ctx)
-		if out == nil {
-			return nil, err
-		}
-		return out.SecurityGroupRules, err
-	}, func(r types.SecurityGroupRule) string { return aws.ToString(r.SecurityGroupRuleId) })
+	ruleItems := func(out *ec2.DescribeSecurityGroupRulesOutput) []types.SecurityGroupRule {
+		return out.SecurityGroupRules
+	}
+	ruleID := func(r types.SecurityGroupRule) string { return aws.ToString(r.SecurityGroupRuleId) }
+	rules := ec2Collect(t, "rules", pages(t, rp.HasMorePages, rp.NextPage), ruleItems, ruleID)
 	// 23 groups x 3, the default VPC's group and 7 VPCs' default groups x 2.
 	if want := 23*3 + 2 + 7*2; len(rules) != want {
 		t.Errorf("%d rules, want %d", len(rules), want)
 	}
 	rp = ec2.NewDescribeSecurityGroupRulesPaginator(c, &ec2.DescribeSecurityGroupRulesInput{Filters: []types.Filter{ec2Filter("group-id", groups[:4]...)}},
 		func(o *ec2.DescribeSecurityGroupRulesPaginatorOptions) { o.Limit = 5 })
-	if n := len(ec2Collect(t, "rules of 4 groups", rp.HasMorePages, func() ([]types.SecurityGroupRule, error) {
-		out, err := rp.NextPage(ctx)
-		if out == nil {
-			return nil, err
-		}
-		return out.SecurityGroupRules, err
-	}, func(r types.SecurityGroupRule) string { return aws.ToString(r.SecurityGroupRuleId) })); n != 12 {
+	if n := len(ec2Collect(t, "rules of 4 groups", pages(t, rp.HasMorePages, rp.NextPage), ruleItems, ruleID)); n != 12 {
 		t.Errorf("%d rules of 4 groups, want 12", n)
 	}
 
 	sp := ec2.NewDescribeSubnetsPaginator(c, &ec2.DescribeSubnetsInput{SubnetIds: subnets}, func(o *ec2.DescribeSubnetsPaginatorOptions) { o.Limit = 6 })
-	if n := len(ec2Collect(t, "subnets", sp.HasMorePages, func() ([]types.Subnet, error) {
-		out, err := sp.NextPage(ctx)
-		if out == nil {
-			return nil, err
-		}
-		return out.Subnets, err
-	}, func(s types.Subnet) string { return aws.ToString(s.SubnetId) })); n != 23 {
+	if n := len(ec2Collect(t, "subnets", pages(t, sp.HasMorePages, sp.NextPage),
+		func(out *ec2.DescribeSubnetsOutput) []types.Subnet { return out.Subnets },
+		func(s types.Subnet) string { return aws.ToString(s.SubnetId) })); n != 23 {
 		t.Errorf("%d subnets, want 23", n)
 	}
 	vp := ec2.NewDescribeVpcsPaginator(c, &ec2.DescribeVpcsInput{}, func(o *ec2.DescribeVpcsPaginatorOptions) { o.Limit = 5 })
-	if n := len(ec2Collect(t, "VPCs", vp.HasMorePages, func() ([]types.Vpc, error) {
-		out, err := vp.NextPage(ctx)
-		if out == nil {
-			return nil, err
-		}
-		return out.Vpcs, err
-	}, func(v types.Vpc) string { return aws.ToString(v.VpcId) })); n != 8 {
+	if n := len(ec2Collect(t, "VPCs", pages(t, vp.HasMorePages, vp.NextPage),
+		func(out *ec2.DescribeVpcsOutput) []types.Vpc { return out.Vpcs },
+		func(v types.Vpc) string { return aws.ToString(v.VpcId) })); n != 8 {
 		t.Errorf("%d VPCs, want 8", n)
 	}
 
@@ -1045,22 +1022,14 @@ func TestEC2ListingScale(t *testing.T) {
 	start := time.Now()
 	rp := ec2.NewDescribeSecurityGroupRulesPaginator(c, &ec2.DescribeSecurityGroupRulesInput{MaxResults: aws.Int32(1000)})
 	rules := 0
-	for rp.HasMorePages() {
-		out, err := rp.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, out := range pages(t, rp.HasMorePages, rp.NextPage) {
 		rules += len(out.SecurityGroupRules)
 	}
 	rulesTook := time.Since(start)
 	start = time.Now()
 	gp := ec2.NewDescribeSecurityGroupsPaginator(c, &ec2.DescribeSecurityGroupsInput{MaxResults: aws.Int32(1000)})
 	n := 0
-	for gp.HasMorePages() {
-		out, err := gp.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, out := range pages(t, gp.HasMorePages, gp.NextPage) {
 		n += len(out.SecurityGroups)
 	}
 	groupsTook := time.Since(start)

@@ -220,19 +220,14 @@ func TestECRPagination(t *testing.T) {
 	}
 	var names []string
 	p := ecr.NewDescribeRepositoriesPaginator(c, &ecr.DescribeRepositoriesInput{MaxResults: aws.Int32(4)})
-	pages := 0
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages++
+	all := pages(t, p.HasMorePages, p.NextPage)
+	for _, page := range all {
 		for _, r := range page.Repositories {
 			names = append(names, aws.ToString(r.RepositoryName))
 		}
 	}
-	if pages != 5 || len(names) != n || len(slices.Compact(slices.Sorted(slices.Values(names)))) != n {
-		t.Errorf("%d pages with %v: want each of %d repositories once", pages, names, n)
+	if len(all) != 5 || len(names) != n || len(slices.Compact(slices.Sorted(slices.Values(names)))) != n {
+		t.Errorf("%d pages with %v: want each of %d repositories once", len(all), names, n)
 	}
 	// Without maxResults, pages hold 100.
 	for i := n; i < 150; i++ {

@@ -83,6 +83,21 @@ func errCode(err error) string {
 	return ""
 }
 
+// pages returns every page of a listing, read with its paginator's
+// HasMorePages and NextPage; an error fails the test.
+func pages[O, Opt any](t testing.TB, more func() bool, next func(context.Context, ...func(*Opt)) (O, error)) []O {
+	t.Helper()
+	var all []O
+	for more() {
+		page, err := next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page)
+	}
+	return all
+}
+
 // errCase is a call and the error code it must fail with ("" for
 // success).
 type errCase struct {
@@ -301,11 +316,7 @@ func TestListBucketsPagination(t *testing.T) {
 			e.em.Reset()
 			p := s3.NewListBucketsPaginator(e.client("us-east-1"), &tc.in)
 			var names []string
-			for p.HasMorePages() {
-				out, err := p.NextPage(t.Context())
-				if err != nil {
-					t.Fatal(err)
-				}
+			for _, out := range pages(t, p.HasMorePages, p.NextPage) {
 				for _, b := range out.Buckets {
 					names = append(names, *b.Name)
 					if (b.BucketRegion != nil) != tc.wantRegion {
@@ -432,11 +443,7 @@ func TestObjects(t *testing.T) {
 	}
 	var got []string
 	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String("data"), MaxKeys: aws.Int32(2)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, out := range pages(t, p.HasMorePages, p.NextPage) {
 		for _, o := range out.Contents {
 			got = append(got, *o.Key)
 			if want := int64(len(bodies[*o.Key])); aws.ToInt64(o.Size) != want {

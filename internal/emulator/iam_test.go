@@ -319,13 +319,8 @@ func TestIAMPagination(t *testing.T) {
 	}
 	var roles []string
 	p := iam.NewListRolesPaginator(c, &iam.ListRolesInput{MaxItems: aws.Int32(5)})
-	pages := 0
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages++
+	all := pages(t, p.HasMorePages, p.NextPage)
+	for _, page := range all {
 		if len(page.Roles) > 5 {
 			t.Errorf("page of %d roles, MaxItems 5", len(page.Roles))
 		}
@@ -333,8 +328,8 @@ func TestIAMPagination(t *testing.T) {
 			roles = append(roles, aws.ToString(r.RoleName))
 		}
 	}
-	if pages != 5 || len(roles) != n || len(slices.Compact(slices.Sorted(slices.Values(roles)))) != n {
-		t.Errorf("%d pages, roles %v: want each of %d once", pages, roles, n)
+	if len(all) != 5 || len(roles) != n || len(slices.Compact(slices.Sorted(slices.Values(roles)))) != n {
+		t.Errorf("%d pages, roles %v: want each of %d once", len(all), roles, n)
 	}
 
 	for i := range 7 {
@@ -345,11 +340,7 @@ func TestIAMPagination(t *testing.T) {
 	}
 	var names []string
 	pp := iam.NewListRolePoliciesPaginator(c, &iam.ListRolePoliciesInput{RoleName: aws.String("role-00"), MaxItems: aws.Int32(3)})
-	for pp.HasMorePages() {
-		page, err := pp.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, page := range pages(t, pp.HasMorePages, pp.NextPage) {
 		names = append(names, page.PolicyNames...)
 	}
 	if !slices.Equal(names, []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6"}) {
@@ -368,11 +359,7 @@ func TestIAMPagination(t *testing.T) {
 	}
 	var attached []string
 	ap := iam.NewListAttachedRolePoliciesPaginator(c, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String("role-00"), MaxItems: aws.Int32(2)})
-	for ap.HasMorePages() {
-		page, err := ap.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, page := range pages(t, ap.HasMorePages, ap.NextPage) {
 		for _, p := range page.AttachedPolicies {
 			attached = append(attached, aws.ToString(p.PolicyArn))
 		}
@@ -390,11 +377,7 @@ func TestIAMPagination(t *testing.T) {
 	}
 	var keys []string
 	tp := iam.NewListRoleTagsPaginator(c, &iam.ListRoleTagsInput{RoleName: aws.String("role-01"), MaxItems: aws.Int32(3)})
-	for tp.HasMorePages() {
-		page, err := tp.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, page := range pages(t, tp.HasMorePages, tp.NextPage) {
 		for _, tg := range page.Tags {
 			keys = append(keys, aws.ToString(tg.Key))
 		}
