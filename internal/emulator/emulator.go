@@ -96,6 +96,10 @@ func New(opts Options) *Emulator {
 
 // ServeHTTP routes the request to its service, counts it and answers it.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == FaultsPath {
+		e.serveFaults(w, r)
+		return
+	}
 	start := time.Now()
 	name, svc := e.route(r)
 	op := svc.operation(r)

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -113,3 +114,47 @@ type discardWriter struct{ h http.Header }
 func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discardWriter) WriteHeader(int)             {}
+
+// FaultsPath is where the emulator takes faults over HTTP, for tests that
+// run it as a separate process (iasql emulator): POST a JSON fault
+// {"op": "ec2:CreateSecurityGroup", "kind": "throttle", "times": 3,
+// "delay_ms": 0} to add one (kinds: throttle, server_error,
+// server_error_after, latency), DELETE to clear them all. No AWS request
+// has this path: S3 bucket names cannot start with "_".
+const FaultsPath = "/_iasql/faults"
+
+var faultKinds = map[string]FaultKind{
+	"throttle": Throttle, "server_error": ServerError, "server_error_after": ServerErrorAfter, "latency": Latency,
+}
+
+// serveFaults answers requests to FaultsPath.
+func (e *Emulator) serveFaults(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodDelete:
+		e.ClearFaults()
+		w.WriteHeader(http.StatusNoContent)
+	case http.MethodPost:
+		var in struct {
+			Op      string `json:"op"`
+			Kind    string `json:"kind"`
+			Times   int    `json:"times"`
+			DelayMS int    `json:"delay_ms"`
+		}
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			http.Error(w, "bad fault: "+err.Error()+`: send {"op": "service:Operation", "kind": "throttle", "times": N, "delay_ms": N}`, http.StatusBadRequest)
+			return
+		}
+		kind, ok := faultKinds[in.Kind]
+		if !ok || in.Op == "" || in.Times < 0 || in.DelayMS < 0 {
+			http.Error(w, `bad fault: give "op" (e.g. ec2:CreateVpc, ec2:* or *), "kind" (throttle, server_error, server_error_after or latency), "times" >= 0 and "delay_ms" >= 0`, http.StatusBadRequest)
+			return
+		}
+		e.Inject(Fault{Op: in.Op, Kind: kind, Times: in.Times, Delay: time.Duration(in.DelayMS) * time.Millisecond})
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "POST, DELETE")
+		http.Error(w, "use POST to add a fault, DELETE to clear them", http.StatusMethodNotAllowed)
+	}
+}

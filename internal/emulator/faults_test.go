@@ -1,0 +1,82 @@
+package emulator_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	"github.com/iasql/iasql/internal/emulator"
+)
+
+// TestFaultsOverHTTP: faults added and cleared over HTTP (as with iasql
+// emulator running as its own process) reach the SDK as AWS errors.
+func TestFaultsOverHTTP(t *testing.T) {
+	srv := httptest.NewServer(emulator.New(emulator.Options{}))
+	t.Cleanup(srv.Close)
+	cfg := emulator.ClientConfig(srv.URL)
+	cfg.RetryMaxAttempts = 1
+	cl := ec2.NewFromConfig(cfg)
+	ctx := context.Background()
+	send := func(method, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+emulator.FaultsPath, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	describe := func() error {
+		_, err := cl.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})
+		return err
+	}
+
+	if code, body := send(http.MethodPost, `{"op": "ec2:DescribeVpcs", "kind": "throttle", "times": 1}`); code != http.StatusNoContent {
+		t.Fatalf("add a fault: %d %s", code, body)
+	}
+	if err := describe(); err == nil || !strings.Contains(err.Error(), "RequestLimitExceeded") {
+		t.Errorf("first call under a throttle fault: %v", err)
+	}
+	if err := describe(); err != nil {
+		t.Errorf("the fault was for one call; the second: %v", err)
+	}
+	send(http.MethodPost, `{"op": "ec2:*", "kind": "server_error"}`)
+	if err := describe(); err == nil || !strings.Contains(err.Error(), "InternalError") {
+		t.Errorf("call under a lasting 5xx fault: %v", err)
+	}
+	if code, _ := send(http.MethodDelete, ""); code != http.StatusNoContent {
+		t.Errorf("clear faults: %d", code)
+	}
+	if err := describe(); err != nil {
+		t.Errorf("after clearing: %v", err)
+	}
+
+	for _, bad := range []struct{ name, method, body, want string }{
+		{"unknown kind", http.MethodPost, `{"op": "*", "kind": "meteor"}`, "kind"},
+		{"no op", http.MethodPost, `{"kind": "throttle"}`, "op"},
+		{"negative times", http.MethodPost, `{"op": "*", "kind": "latency", "times": -1}`, "times"},
+		{"not JSON", http.MethodPost, `throttle please`, "bad fault"},
+		{"unknown field", http.MethodPost, `{"op": "*", "kind": "latency", "delay": 5}`, "unknown field"},
+		{"wrong method", http.MethodGet, ``, "POST"},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			code, body := send(bad.method, bad.body)
+			if code < 400 || !strings.Contains(body, bad.want) {
+				t.Errorf("%s: %d %q, want an error mentioning %q", bad.name, code, body, bad.want)
+			}
+		})
+	}
+	if err := describe(); err != nil {
+		t.Errorf("bad requests added a fault: %v", err)
+	}
+}
