@@ -27,7 +27,7 @@ const (
 //
 // The backlog: with the sidecar stopped (its slot then holds everything
 // from here on), two more pgoutput slots are created at the same point,
-// and pgbench makes rateChanges one-change transactions (with
+// and pgbench makes rateChanges changes in transactions of the workload (with
 // synchronous_commit off, only so the generator is quick: the WAL is the
 // same), followed by a marker row. All three slots then carry the same
 // changes.
@@ -51,7 +51,7 @@ func (b *bench) rateRatio(ctx context.Context) (float64, error) {
 		if err != nil {
 			return fmt.Errorf("rate: %w", err)
 		}
-		d := &variantDB{v: variantSidecar, name: db, conn: conn, sc: sc, slot: sc.slot, marker: markerReady}
+		d := &variantDB{v: variantSidecar, w: b.work, name: db, conn: conn, sc: sc, slot: sc.slot, marker: markerReady}
 		defer func() {
 			if d.sc != nil {
 				d.sc.kill()
@@ -70,9 +70,9 @@ func (b *bench) rateRatio(ctx context.Context) (float64, error) {
 			return err
 		}
 
-		b.logf("rate: sidecar stopped; generating %d changes in one-change transactions", rateChanges)
+		b.logf("rate: sidecar stopped; generating %d changes (%s)", rateChanges, b.work.summary)
 		genStart := time.Now()
-		r, err := b.runPgbench(ctx, db, baseRate, []string{"PGOPTIONS=-c synchronous_commit=off"}, "-t", fmt.Sprint(rateChanges/clients))
+		r, err := b.runPgbench(ctx, b.work, db, baseRate, []string{"PGOPTIONS=-c synchronous_commit=off"}, "-t", fmt.Sprint(rateChanges/clients/b.work.changes))
 		if err != nil {
 			return fmt.Errorf("rate: generate the backlog: %w", err)
 		}
@@ -81,7 +81,7 @@ func (b *bench) rateRatio(ctx context.Context) (float64, error) {
 		if err := mark(ctx, conn, end); err != nil {
 			return err
 		}
-		changes := r.transactions + 1 // and the marker
+		changes := r.changes + 1 // and the marker
 		var endpos string
 		if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&endpos); err != nil {
 			return fmt.Errorf("rate: read the WAL position: %w", err)
@@ -114,7 +114,7 @@ func (b *bench) rateRatio(ctx context.Context) (float64, error) {
 		b.logf("rate: the sidecar captured %d changes in %s: %.0f changes/s (%s from process start, %s of it before streaming); CPU per change: %s",
 			changes, side.Round(time.Millisecond), float64(changes)/side.Seconds(),
 			done.Sub(sc2.started).Round(time.Millisecond), active.Sub(sc2.started).Round(time.Millisecond), procs.perTx(changes))
-		if err := b.checkAudit(ctx, d, r.transactions, before, "backlog"); err != nil {
+		if err := b.checkAudit(ctx, d, r.changes, before, "backlog"); err != nil {
 			return err
 		}
 		if err := d.stopSidecar(ctx); err != nil {

@@ -44,6 +44,7 @@ func (v variant) streams() bool { return v == variantSidecar || v == variantDeco
 // what its measured slices added up to.
 type variantDB struct {
 	v      variant
+	w      *workload
 	name   string
 	conn   *pgx.Conn
 	sc     *sidecar // while running (sidecar: the sidecar; decoding: pg_recvlogical)
@@ -75,7 +76,9 @@ type variantDB struct {
 // starts, catches up with the WAL written meanwhile, is measured, catches up
 // with its slice, and stops), so it costs the other variants nothing; a slot
 // nobody streams from costs nothing either.
-func (b *bench) writerCost(ctx context.Context) (tps, cpu [numVariants]float64, lag lagResult, err error) {
+func (b *bench) writerCost(ctx context.Context, w *workload, withLag bool) (tps, cpu [numVariants]float64, lag lagResult, err error) {
+	b.logf("writers: %s; %d clients; each variant on a database of its own, warmed up for %s, then measured in %d slices of %s in alternating order",
+		w.summary, clients, warmup, slices, sliceDuration)
 	var dbs [numVariants]*variantDB
 	defer func() {
 		for _, d := range dbs {
@@ -94,7 +97,7 @@ func (b *bench) writerCost(ctx context.Context) (tps, cpu [numVariants]float64, 
 		}
 	}()
 	for _, v := range []variant{variantNone, variantTrigger, variantSidecar, variantDecoding} {
-		d := &variantDB{v: v, name: "bench_" + v.String()}
+		d := &variantDB{v: v, w: w, name: "bench_" + v.String() + w.suffix()}
 		if d.conn, err = b.newDB(ctx, d.name); err != nil {
 			return tps, cpu, lag, err
 		}
@@ -123,11 +126,11 @@ func (b *bench) writerCost(ctx context.Context) (tps, cpu [numVariants]float64, 
 		return tps, cpu, lag, err
 	}
 	for _, d := range dbs {
-		r, err := b.runPgbench(ctx, d.name, baseWarm, nil, "-T", seconds(warmup))
+		r, err := b.runPgbench(ctx, w, d.name, baseWarm, nil, "-T", seconds(warmup))
 		if err != nil {
 			return tps, cpu, lag, fmt.Errorf("%s: warm-up: %w", d.v, err)
 		}
-		if err := b.checkAudit(ctx, d, r.transactions, 0, "warm-up"); err != nil {
+		if err := b.checkAudit(ctx, d, r.changes, 0, "warm-up"); err != nil {
 			return tps, cpu, lag, err
 		}
 		if d.sc != nil {
@@ -180,6 +183,9 @@ func (b *bench) writerCost(ctx context.Context) (tps, cpu [numVariants]float64, 
 		b.logf("writers, CPU per transaction of the %s variant's capture processes:%s", d.v, s[1:])
 	}
 
+	if !withLag {
+		return tps, cpu, lag, nil
+	}
 	d := dbs[variantSidecar]
 	if err := d.startSidecar(ctx, b); err != nil {
 		return tps, cpu, lag, err
@@ -213,7 +219,7 @@ func (b *bench) slice(ctx context.Context, d *variantDB, i int) error {
 		return err
 	}
 	cpu0, cpuOK := readCPU()
-	r, err := b.runPgbench(ctx, d.name, baseSlices+i*clients*idsPerClient, nil, "-T", seconds(sliceDuration))
+	r, err := b.runPgbench(ctx, d.w, d.name, baseSlices+i*clients*idsPerClient, nil, "-T", seconds(sliceDuration))
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -249,7 +255,7 @@ func (b *bench) slice(ctx context.Context, d *variantDB, i int) error {
 		}
 		b.logf("%s: %s caught up %s after pgbench ended", name, what, at.Sub(ended).Round(time.Millisecond))
 	}
-	if err := b.checkAudit(ctx, d, r.transactions, before, name); err != nil {
+	if err := b.checkAudit(ctx, d, r.changes, before, name); err != nil {
 		return err
 	}
 	if d.sc != nil {
@@ -326,8 +332,8 @@ func (d *variantDB) maxAuditID(ctx context.Context) (int64, error) {
 }
 
 // checkAudit warns when d's audit trail holds other than want rows for
-// bench_item after id before: every transaction of the workload makes one
-// change, so a difference means lost or doubled changes.
+// bench_item after id before: every transaction of the workload makes the
+// same number of changes, so a difference means lost or doubled changes.
 func (b *bench) checkAudit(ctx context.Context, d *variantDB, want, before int64, what string) error {
 	var q string
 	switch d.v {
@@ -349,7 +355,7 @@ func (b *bench) checkAudit(ctx context.Context, d *variantDB, want, before int64
 		return fmt.Errorf("%s: count audit rows: %w", what, err)
 	}
 	if n != want {
-		b.logf("WARNING: %s %s: %d audit rows for %d one-change transactions", d.v, what, n, want)
+		b.logf("WARNING: %s %s: %d audit rows for %d changes", d.v, what, n, want)
 	}
 	return nil
 }
@@ -405,23 +411,22 @@ type lagResult struct {
 	rows          int64
 }
 
-// measureLag runs the workload at a steady lagRate transactions (changes)
-// per second with d's sidecar capturing, and takes the percentiles of
+// measureLag runs the workload at a steady lagRate changes per second with d's sidecar capturing, and takes the percentiles of
 // captured_at - ts over the audit rows it made.
 func (b *bench) measureLag(ctx context.Context, d *variantDB) (lagResult, error) {
 	var lag lagResult
-	b.logf("lag: pgbench at %d changes/s for %s with the sidecar capturing", lagRate, lagDuration)
+	b.logf("lag: pgbench at %d changes/s (%d transactions/s) for %s with the sidecar capturing", lagRate, lagRate/d.w.changes, lagDuration)
 	before, err := d.maxAuditID(ctx)
 	if err != nil {
 		return lag, err
 	}
-	r, err := b.runPgbench(ctx, d.name, baseLag, nil, "--rate", fmt.Sprint(lagRate), "-T", seconds(lagDuration))
+	r, err := b.runPgbench(ctx, d.w, d.name, baseLag, nil, "--rate", fmt.Sprint(lagRate/d.w.changes), "-T", seconds(lagDuration))
 	if err != nil {
 		return lag, fmt.Errorf("lag: %w", err)
 	}
 	b.logf("lag: %.1f tps (%d transactions, %s, %s)", r.tps, r.transactions,
 		pgbenchLine(r.output, "latency average"), pgbenchLine(r.output, "rate limit schedule lag"))
-	if err := b.checkAudit(ctx, d, r.transactions, before, "lag"); err != nil {
+	if err := b.checkAudit(ctx, d, r.changes, before, "lag"); err != nil {
 		return lag, err
 	}
 	err = d.conn.QueryRow(ctx, `
