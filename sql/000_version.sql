@@ -15,15 +15,20 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT 1767994225 $$;
 COMMENT ON FUNCTION public.iasql_lock_namespace() IS
   'First key of the advisory locks iasql takes; pg_locks.classid of those locks.';
 
+-- PL/pgSQL, not SQL: the guard triggers call it for every statement on
+-- iasql's tables, and a SQL function's query would be planned again in each
+-- transaction, while PL/pgSQL keeps its plan for the session. The key is
+-- iasql_lock_namespace(), written out for the same reason.
 CREATE FUNCTION public.iasql_holds_lock(role integer) RETURNS boolean
-LANGUAGE sql STABLE AS $$
-  SELECT EXISTS (
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN EXISTS (
     SELECT 1 FROM pg_catalog.pg_locks
      WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() AND granted
        AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
        AND mode = 'ExclusiveLock'
-       AND classid = public.iasql_lock_namespace()::oid AND objid = role AND objsubid = 2)
-$$;
+       AND classid = 1767994225::oid AND objid = role AND objsubid = 2);
+END $$;
 COMMENT ON FUNCTION public.iasql_holds_lock(integer) IS
   'True when this session holds iasql''s exclusive advisory lock for the role (see iasql_lock_namespace).';
 
