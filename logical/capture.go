@@ -34,7 +34,19 @@ type Config struct {
 	LeaderPoll  time.Duration // how often a waiting sidecar tries to take over; default 1s
 	StatusEvery time.Duration // standby status interval; default 10s
 	BatchRows   int           // rows held before spilling into the open audit transaction; default 2000
-	BatchDelay  time.Duration // longest a committed change waits for its batch to commit; default 50ms
+	// BatchDelay is the shortest time between two commits of audit rows
+	// while changes keep coming, and so about the longest a committed
+	// change waits for its batch (default 10ms). Under load a batch gathers
+	// what arrives meanwhile, and the replication socket is read once per
+	// batch, so the audit trail costs one commit (one WAL flush) and a few
+	// wake-ups of the sidecar per interval rather than per source
+	// transaction. A change after a quiet spell is committed at once.
+	BatchDelay time.Duration
+	// AckInterval is the shortest time between two acknowledgements of
+	// recorded positions to PostgreSQL (default 100ms); each one wakes the
+	// walsender. Acknowledging later is always safe: what PostgreSQL
+	// resends is skipped by the recorded progress.
+	AckInterval time.Duration
 	// OnLeader, when set, is called each time capture takes the
 	// leadership, with a context that ends when it loses it.
 	OnLeader func(ctx context.Context)
@@ -68,7 +80,10 @@ func (c *Config) defaults() {
 		c.FlushPoll = 20 * time.Millisecond
 	}
 	if c.BatchDelay <= 0 {
-		c.BatchDelay = 50 * time.Millisecond
+		c.BatchDelay = 10 * time.Millisecond
+	}
+	if c.AckInterval <= 0 {
+		c.AckInterval = 100 * time.Millisecond
 	}
 }
 
@@ -303,7 +318,11 @@ type stream struct {
 	rels map[uint32]*relation
 
 	resumeAfter pglogrepl.LSN // transactions ending at or before it are recorded already
-	flushed     pglogrepl.LSN // acknowledged position
+	flushed     pglogrepl.LSN // recorded position, acknowledged or to be
+	acked       time.Time     // when a status was last sent
+	ackPending  bool          // flushed moved since
+	committed   time.Time     // when the last batch was sent to commit
+	pending     *inflight     // the batch committing in the background
 
 	// the transaction being received
 	inTx      bool
@@ -317,20 +336,41 @@ type stream struct {
 	last      progress // last transaction in the open batch
 	batchOpen bool     // a committed transaction waits in the batch
 	batchUser bool     // the batch holds user changes
-	batchAge  time.Time
 	warned    map[string]bool
 }
 
 func (s *stream) run(ctx context.Context) error {
 	nextStatus := time.Now().Add(s.c.cfg.StatusEvery)
+	defer func() {
+		if s.pending != nil {
+			// Let the connection go quiet before the session closes it.
+			<-s.pending.done
+			s.pending = nil
+		}
+	}()
 	for {
+		if err := s.settle(ctx, false); err != nil {
+			return err
+		}
 		deadline := nextStatus
+		// The next batch may commit at gate. Until then, changes that keep
+		// coming are left to gather in the socket (see replConn.holdUntil):
+		// reading them sooner would only wake the process up for messages
+		// that wait anyway.
+		gate := s.committed.Add(s.c.cfg.BatchDelay)
+		s.sock.holdUntil(gate)
 		if s.batchOpen && !s.inTx {
-			// Something committed is waiting for its batch: wait briefly for
-			// more, and commit the batch when the stream pauses (2 ms from
-			// when the last message arrived, which under load may be a
-			// little before it was read: see readWindow).
-			deadline = earliest(deadline, s.sock.arrival().Add(2*time.Millisecond), s.batchAge.Add(s.c.cfg.BatchDelay))
+			// Something committed waits for its batch: commit it at the
+			// gate, once what has arrived by then is taken in.
+			deadline = earliest(deadline, gate)
+		}
+		if s.ackPending {
+			deadline = earliest(deadline, s.acked.Add(s.c.cfg.AckInterval))
+		}
+		if s.pending != nil {
+			// Take the outcome of the batch in flight in time to
+			// acknowledge it.
+			deadline = earliest(deadline, s.committed.Add(s.c.cfg.AckInterval))
 		}
 		s.sock.setDeadline(deadline)
 		raw, err := s.rc.ReceiveMessage(context.Background())
@@ -344,6 +384,11 @@ func (s *stream) run(ctx context.Context) error {
 			if err := s.flush(ctx); err != nil {
 				return err
 			}
+			if s.ackPending && time.Since(s.acked) >= s.c.cfg.AckInterval {
+				if err := s.status(ctx, false); err != nil {
+					return err
+				}
+			}
 			poked := false
 			select {
 			case <-s.c.poke:
@@ -353,7 +398,7 @@ func (s *stream) run(ctx context.Context) error {
 			if poked || time.Now().After(nextStatus) {
 				// A reply request makes the server answer with a keepalive
 				// carrying its position, which covers an idle stream.
-				if err := s.status(ctx, 0, poked); err != nil {
+				if err := s.status(ctx, poked); err != nil {
 					return err
 				}
 				nextStatus = time.Now().Add(s.c.cfg.StatusEvery)
@@ -383,14 +428,14 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("parse keepalive: %w", err)
 		}
-		if !s.inTx && !s.batchOpen {
+		if !s.inTx && !s.batchOpen && s.pending == nil {
 			// Idle: everything sent before the keepalive is recorded, so
 			// the slot may advance to the server's position and free WAL.
 			s.c.cover(ka.ServerWALEnd)
-			return s.status(ctx, ka.ServerWALEnd, ka.ReplyRequested)
+			s.recorded(ka.ServerWALEnd)
 		}
-		if ka.ReplyRequested {
-			return s.status(ctx, 0, true)
+		if ka.ReplyRequested || (s.ackPending && time.Since(s.acked) >= s.c.cfg.AckInterval) {
+			return s.status(ctx, ka.ReplyRequested)
 		}
 		return nil
 	case pglogrepl.XLogDataByteID:
@@ -410,6 +455,9 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 	switch m := m.(type) {
 	case *pglogrepl.RelationMessage:
+		if err := s.settle(ctx, true); err != nil {
+			return err
+		}
 		name, keys, ok, err := describe(ctx, s.conn, m.RelationID)
 		if err != nil {
 			return err
@@ -430,7 +478,7 @@ func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 		if !m.Transactional && strings.HasPrefix(m.Prefix, "iasql_") && s.c.cfg.OnMessage != nil {
 			// A request: what committed before it must be in the audit
 			// trail before anyone acts on it.
-			if err := s.flush(ctx); err != nil {
+			if err := s.drain(ctx); err != nil {
 				return err
 			}
 			s.c.cfg.OnMessage(m.Prefix, m.Content, m.LSN)
@@ -440,6 +488,8 @@ func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 			msg := string(m.Content)
 			s.engine, s.engineM = true, &msg
 			if s.txRows > 0 {
+				// (Spilled rows are in the open audit transaction, which
+				// waited for the batch in flight.)
 				return s.w.markEngine(ctx, s.begin.FinalLSN, s.engineM, s.spilled)
 			}
 		}
@@ -496,6 +546,9 @@ func (s *stream) change(ctx context.Context, relID uint32, kind string, old, new
 	}
 	s.w.add(r)
 	if len(s.w.rows) >= s.c.cfg.BatchRows {
+		if err := s.settle(ctx, true); err != nil {
+			return err
+		}
 		if err := s.w.spill(ctx); err != nil {
 			return err
 		}
@@ -510,40 +563,102 @@ func (s *stream) commit(ctx context.Context, m *pglogrepl.CommitMessage) error {
 		// Nothing to record; an idle keepalive will advance the slot.
 		return nil
 	}
-	if !s.batchOpen {
-		s.batchOpen, s.batchAge = true, time.Now()
-	}
+	s.batchOpen = true
 	s.last = progress{endLSN: m.TransactionEndLSN, commitLSN: m.CommitLSN, commitTime: m.CommitTime}
-	if s.spilled || len(s.w.rows) >= s.c.cfg.BatchRows || time.Since(s.batchAge) >= s.c.cfg.BatchDelay {
+	if s.spilled || len(s.w.rows) >= s.c.cfg.BatchRows || time.Since(s.committed) >= s.c.cfg.BatchDelay {
 		return s.flush(ctx)
 	}
-	return nil // the receive loop commits the batch when the stream pauses
+	return nil // the receive loop commits the batch at its gate
 }
 
-// flush commits the open batch, then acknowledges its position.
+// flush commits the open batch: in the background (see writer.send), after
+// the batch before it, unless rows of its last transaction were spilled
+// into the open audit transaction. Its position is acknowledged once it has
+// committed (settle).
 func (s *stream) flush(ctx context.Context) error {
 	if s.inTx || !s.batchOpen {
+		return nil
+	}
+	if err := s.settle(ctx, true); err != nil {
+		return err
+	}
+	end, user := s.last.endLSN, s.batchUser
+	covered := func() {
+		s.c.cover(end)
+		if user && s.c.cfg.OnIntent != nil {
+			s.c.cfg.OnIntent()
+		}
+	}
+	s.batchOpen, s.batchUser = false, false
+	s.resumeAfter = end
+	s.committed = time.Now()
+	if !s.spilled {
+		s.pending = s.w.send(s.last, covered)
 		return nil
 	}
 	if err := s.w.commit(ctx, s.last); err != nil {
 		return err
 	}
-	s.batchOpen = false
-	s.resumeAfter = s.last.endLSN
-	s.c.cover(s.last.endLSN)
-	if s.batchUser && s.c.cfg.OnIntent != nil {
-		s.c.cfg.OnIntent()
-	}
-	s.batchUser = false
-	return s.status(ctx, s.last.endLSN, false)
+	covered()
+	return s.recordedNow(ctx, end)
 }
 
-// status reports the flushed position to PostgreSQL; pos, when greater,
-// becomes the new flushed position.
-func (s *stream) status(ctx context.Context, pos pglogrepl.LSN, reply bool) error {
-	if pos > s.flushed {
-		s.flushed = pos
+// drain commits the open batch and waits for it: everything committed
+// before is then in the audit trail.
+func (s *stream) drain(ctx context.Context) error {
+	if err := s.flush(ctx); err != nil {
+		return err
 	}
+	return s.settle(ctx, true)
+}
+
+// settle takes the outcome of the batch committing in the background,
+// waiting for it when wait is set (before the writer's connection is used
+// again), and acknowledges its position when due.
+func (s *stream) settle(ctx context.Context, wait bool) error {
+	f := s.pending
+	if f == nil {
+		return nil
+	}
+	var err error
+	if wait {
+		err = <-f.done
+	} else {
+		select {
+		case err = <-f.done:
+		default:
+			return nil
+		}
+	}
+	s.pending = nil
+	s.w.recycle(f)
+	if err != nil {
+		return err
+	}
+	return s.recordedNow(ctx, f.p.endLSN)
+}
+
+// recorded notes that everything up to pos is in the audit trail, to be
+// acknowledged to PostgreSQL with the next status.
+func (s *stream) recorded(pos pglogrepl.LSN) {
+	if pos > s.flushed {
+		s.flushed, s.ackPending = pos, true
+	}
+}
+
+// recordedNow is recorded, then the status when one is due (AckInterval
+// after the last; the receive loop sends it otherwise).
+func (s *stream) recordedNow(ctx context.Context, pos pglogrepl.LSN) error {
+	s.recorded(pos)
+	if !s.ackPending || time.Since(s.acked) < s.c.cfg.AckInterval {
+		return nil
+	}
+	return s.status(ctx, false)
+}
+
+// status reports the recorded position to PostgreSQL.
+func (s *stream) status(ctx context.Context, reply bool) error {
+	s.acked, s.ackPending = time.Now(), false
 	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.rc, pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: s.flushed, WALFlushPosition: s.flushed, WALApplyPosition: s.flushed,
 		ClientTime: time.Now(), ReplyRequested: reply,

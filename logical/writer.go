@@ -36,12 +36,24 @@ var auditColumns = []string{"lsn", "seq", "xid", "ts", "table_name", "record_id"
 // per batch of source transactions, so both commit together or not at all.
 // Rows of a transaction too large to hold are spilled into the open
 // transaction before its commit arrives.
+//
+// A batch with nothing spilled is committed in the background (send), while
+// the stream goes on decoding the next one; at most one is in flight, and
+// nothing else uses the connection meanwhile.
 type writer struct {
 	conn    *pgx.Conn
 	slot    string
 	tx      pgx.Tx
 	rows    []auditRow
-	changes int64 // changes in the open batch
+	spare   []auditRow // the rows of the last batch sent, to reuse
+	changes int64      // changes in the open batch
+}
+
+// inflight is a batch being committed in the background.
+type inflight struct {
+	p    progress
+	rows []auditRow
+	done chan error // its outcome, once
 }
 
 func newWriter(conn *pgx.Conn, slot string) *writer {
@@ -118,14 +130,14 @@ const recordProgress = `
 		ON CONFLICT (slot_name) DO UPDATE SET end_lsn = excluded.end_lsn, commit_lsn = excluded.commit_lsn,
 		  commit_ts = excluded.commit_ts, changes = p.changes + excluded.changes, updated_at = excluded.updated_at`
 
-// columns is the held rows as one array per column (for insertRows).
-func (w *writer) columns() []any {
-	n := len(w.rows)
+// columns is rows as one array per column (for insertRows).
+func columns(rows []auditRow) []any {
+	n := len(rows)
 	lsn, seq, xid, ts := make([]int64, n), make([]int32, n), make([]int64, n), make([]time.Time, n)
 	table, recordID, changeType := make([]string, n), make([]*string, n), make([]string, n)
 	oldRow, newRow, origin, message := make([]*string, n), make([]*string, n), make([]string, n), make([]*string, n)
-	for i := range w.rows {
-		r := &w.rows[i]
+	for i := range rows {
+		r := &rows[i]
 		lsn[i], seq[i], xid[i], ts[i] = int64(r.lsn), r.seq, r.xid, r.ts
 		table[i], recordID[i], changeType[i] = r.table, r.recordID, r.changeType
 		oldRow[i], newRow[i], origin[i], message[i] = jsonText(r.oldRow), jsonText(r.newRow), r.origin, r.message
@@ -141,25 +153,45 @@ func jsonText(b []byte) *string {
 	return &s
 }
 
-// commit writes what is held and the progress (the last transaction in the
-// batch) and commits. Only after it returns may the position be acknowledged.
-func (w *writer) commit(ctx context.Context, p progress) error {
-	if w.tx == nil {
-		// Nothing spilled: the rows and the progress go in one round trip,
-		// one implicit transaction (a pipeline up to its Sync). No context
-		// either (pgx watches one with a goroutine per statement): the
-		// session interrupts the connection when its context ends.
+// send starts committing the held rows and the progress p (the last
+// transaction in the batch) in the background, when nothing is spilled:
+// one round trip, one implicit transaction (a pipeline up to its Sync). No
+// context either (pgx watches one with a goroutine per statement): the
+// session interrupts the connection when its context ends. done runs after
+// a successful commit, before the outcome is delivered. The caller must
+// receive the outcome (and pass the batch to recycle) before it uses the
+// writer's connection again; only after a nil outcome may the position be
+// acknowledged.
+func (w *writer) send(p progress, done func()) *inflight {
+	f := &inflight{p: p, rows: w.rows, done: make(chan error, 1)}
+	w.rows, w.spare = w.spare[:0], nil
+	go func() {
 		b := &pgx.Batch{}
-		if len(w.rows) > 0 {
-			b.Queue(insertRows, w.columns()...)
+		if len(f.rows) > 0 {
+			b.Queue(insertRows, columns(f.rows)...)
 		}
-		b.Queue(recordProgress, w.slot, p.endLSN.String(), p.commitLSN.String(), p.commitTime, w.changes+int64(len(w.rows)))
-		if err := w.conn.SendBatch(context.Background(), b).Close(); err != nil {
-			return fmt.Errorf("write %d audit rows and capture progress: %w", len(w.rows), err)
+		b.Queue(recordProgress, w.slot, p.endLSN.String(), p.commitLSN.String(), p.commitTime, int64(len(f.rows)))
+		err := w.conn.SendBatch(context.Background(), b).Close()
+		if err != nil {
+			err = fmt.Errorf("write %d audit rows and capture progress: %w", len(f.rows), err)
+		} else if done != nil {
+			done()
 		}
-		w.rows, w.changes = w.rows[:0], 0
-		return nil
-	}
+		f.done <- err
+	}()
+	return f
+}
+
+// recycle takes back the rows of a batch whose outcome was received.
+func (w *writer) recycle(f *inflight) {
+	clear(f.rows) // drop references to row data
+	w.spare = f.rows[:0]
+}
+
+// commit writes what is held, spilled rows included, and the progress (the
+// last transaction in the batch) and commits. Only after it returns may the
+// position be acknowledged.
+func (w *writer) commit(ctx context.Context, p progress) error {
 	if err := w.spill(ctx); err != nil {
 		return err
 	}
