@@ -34,14 +34,7 @@ type Config struct {
 	LeaderPoll  time.Duration // how often a waiting sidecar tries to take over; default 1s
 	StatusEvery time.Duration // standby status interval; default 10s
 	BatchRows   int           // rows held before spilling into the open audit transaction; default 2000
-	// BatchDelay is the shortest time between two commits of audit rows
-	// while changes keep coming, and so about the longest a committed
-	// change waits for its batch (default 10ms). Under load a batch gathers
-	// what arrives meanwhile, and the replication socket is read once per
-	// batch, so the audit trail costs one commit (one WAL flush) and a few
-	// wake-ups of the sidecar per interval rather than per source
-	// transaction. A change after a quiet spell is committed at once.
-	BatchDelay time.Duration
+	BatchDelay  time.Duration // longest a committed change waits for its batch to commit; default 50ms
 	// AckInterval is the shortest time between two acknowledgements of
 	// recorded positions to PostgreSQL (default 100ms); each one wakes the
 	// walsender. Acknowledging later is always safe: what PostgreSQL
@@ -80,7 +73,7 @@ func (c *Config) defaults() {
 		c.FlushPoll = 20 * time.Millisecond
 	}
 	if c.BatchDelay <= 0 {
-		c.BatchDelay = 10 * time.Millisecond
+		c.BatchDelay = 50 * time.Millisecond
 	}
 	if c.AckInterval <= 0 {
 		c.AckInterval = 100 * time.Millisecond
@@ -321,8 +314,8 @@ type stream struct {
 	flushed     pglogrepl.LSN // recorded position, acknowledged or to be
 	acked       time.Time     // when a status was last sent
 	ackPending  bool          // flushed moved since
-	committed   time.Time     // when the last batch was sent to commit
 	pending     *inflight     // the batch committing in the background
+	sent        time.Time     // when it was sent
 
 	// the transaction being received
 	inTx      bool
@@ -336,6 +329,7 @@ type stream struct {
 	last      progress // last transaction in the open batch
 	batchOpen bool     // a committed transaction waits in the batch
 	batchUser bool     // the batch holds user changes
+	batchAge  time.Time
 	warned    map[string]bool
 }
 
@@ -353,16 +347,13 @@ func (s *stream) run(ctx context.Context) error {
 			return err
 		}
 		deadline := nextStatus
-		// The next batch may commit at gate. Until then, changes that keep
-		// coming are left to gather in the socket (see replConn.holdUntil):
-		// reading them sooner would only wake the process up for messages
-		// that wait anyway.
-		gate := s.committed.Add(s.c.cfg.BatchDelay)
-		s.sock.holdUntil(gate)
 		if s.batchOpen && !s.inTx {
-			// Something committed waits for its batch: commit it at the
-			// gate, once what has arrived by then is taken in.
-			deadline = earliest(deadline, gate)
+			// Something committed is waiting for its batch: wait briefly for
+			// more, and commit the batch when the stream pauses (2 ms from
+			// when the last message arrived, which under load may be a
+			// little before it was read: see readWindow), or BatchDelay
+			// after its first transaction.
+			deadline = earliest(deadline, s.sock.arrival().Add(2*time.Millisecond), s.batchAge.Add(s.c.cfg.BatchDelay))
 		}
 		if s.ackPending {
 			deadline = earliest(deadline, s.acked.Add(s.c.cfg.AckInterval))
@@ -370,7 +361,7 @@ func (s *stream) run(ctx context.Context) error {
 		if s.pending != nil {
 			// Take the outcome of the batch in flight in time to
 			// acknowledge it.
-			deadline = earliest(deadline, s.committed.Add(s.c.cfg.AckInterval))
+			deadline = earliest(deadline, s.sent.Add(s.c.cfg.AckInterval))
 		}
 		s.sock.setDeadline(deadline)
 		raw, err := s.rc.ReceiveMessage(context.Background())
@@ -563,12 +554,14 @@ func (s *stream) commit(ctx context.Context, m *pglogrepl.CommitMessage) error {
 		// Nothing to record; an idle keepalive will advance the slot.
 		return nil
 	}
-	s.batchOpen = true
+	if !s.batchOpen {
+		s.batchOpen, s.batchAge = true, time.Now()
+	}
 	s.last = progress{endLSN: m.TransactionEndLSN, commitLSN: m.CommitLSN, commitTime: m.CommitTime}
-	if s.spilled || len(s.w.rows) >= s.c.cfg.BatchRows || time.Since(s.committed) >= s.c.cfg.BatchDelay {
+	if s.spilled || len(s.w.rows) >= s.c.cfg.BatchRows || time.Since(s.batchAge) >= s.c.cfg.BatchDelay {
 		return s.flush(ctx)
 	}
-	return nil // the receive loop commits the batch at its gate
+	return nil // the receive loop commits the batch when the stream pauses
 }
 
 // flush commits the open batch: in the background (see writer.send), after
@@ -591,7 +584,7 @@ func (s *stream) flush(ctx context.Context) error {
 	}
 	s.batchOpen, s.batchUser = false, false
 	s.resumeAfter = end
-	s.committed = time.Now()
+	s.sent = time.Now()
 	if !s.spilled {
 		s.pending = s.w.send(s.last, covered)
 		return nil

@@ -32,12 +32,10 @@ type replConn struct {
 	window time.Duration
 	raw    syscall.RawConn // nil: reads are not batched
 
-	want  atomic.Int64  // wanted read deadline, UnixNano; 0: none
-	ext   atomic.Int64  // deadline pgconn set (SetReadDeadline), UnixNano; 0: none
-	armed atomic.Int64  // the deadline set on the socket; -1: unknown
-	kick  atomic.Bool   // interrupt: the next read returns a timeout
-	hold  atomic.Int64  // reads while busy gather at least until it, UnixNano; 0: the window
-	nudge chan struct{} // interrupt ends a gathering nap
+	want  atomic.Int64 // wanted read deadline, UnixNano; 0: none
+	ext   atomic.Int64 // deadline pgconn set (SetReadDeadline), UnixNano; 0: none
+	armed atomic.Int64 // the deadline set on the socket; -1: unknown
+	kick  atomic.Bool  // interrupt: the next read returns a timeout
 
 	arrived atomic.Int64 // about when the data last read arrived, UnixNano
 
@@ -45,11 +43,10 @@ type replConn struct {
 	lastEnd time.Time // when the last read returned
 	busy    bool      // it found data waiting and did not fill the buffer
 	lowat   int       // the socket's receive low-water mark (0: the default, 1)
-	timer   *time.Timer
 }
 
 func newReplConn(c net.Conn, window time.Duration) *replConn {
-	r := &replConn{Conn: c, window: window, nudge: make(chan struct{}, 1)}
+	r := &replConn{Conn: c, window: window}
 	r.armed.Store(-1)
 	if window > 0 {
 		r.raw = rawConn(c)
@@ -60,12 +57,6 @@ func newReplConn(c net.Conn, window time.Duration) *replConn {
 // setDeadline states the deadline of the next reads (the zero time: none).
 func (c *replConn) setDeadline(t time.Time) { c.want.Store(unixNano(t)) }
 
-// holdUntil lets data gather until t while the stream is busy, when t is
-// later than the window would (the zero time: the window alone). The stream
-// holds reads until its next batch may commit: reading sooner would only
-// wake the process up for messages that wait anyway.
-func (c *replConn) holdUntil(t time.Time) { c.hold.Store(unixNano(t)) }
-
 // arrival returns about when the data last read arrived: when the read
 // returned, or within the window it gathered.
 func (c *replConn) arrival() time.Time { return time.Unix(0, c.arrived.Load()) }
@@ -75,10 +66,6 @@ func (c *replConn) arrival() time.Time { return time.Unix(0, c.arrived.Load()) }
 func (c *replConn) interrupt() {
 	c.kick.Store(true)
 	c.armed.Store(-1)
-	select {
-	case c.nudge <- struct{}{}:
-	default:
-	}
 	_ = c.Conn.SetReadDeadline(time.Now())
 }
 
@@ -111,12 +98,12 @@ func (c *replConn) Read(b []byte) (int, error) {
 		// More is coming: let it gather, but not past the deadline, and
 		// without waking up for every packet meanwhile.
 		c.lowWater(gatherLowWater)
-		until := max(c.lastEnd.Add(c.window).UnixNano(), c.hold.Load())
+		until := c.lastEnd.Add(c.window).UnixNano()
 		if want := c.deadline(); want != 0 && want < until {
 			until = want
 		}
 		if d := until - time.Now().UnixNano(); d > 0 {
-			c.nap(time.Duration(d))
+			time.Sleep(time.Duration(d))
 		}
 	}
 	if c.kick.Swap(false) {
@@ -167,20 +154,6 @@ func (c *replConn) Read(b []byte) (int, error) {
 	c.lowWater(1)
 	n, err := c.Conn.Read(b)
 	return c.done(n, len(b), err, now, false)
-}
-
-// nap sleeps for d or until interrupt.
-func (c *replConn) nap(d time.Duration) {
-	if c.timer == nil {
-		c.timer = time.NewTimer(d)
-	} else {
-		c.timer.Reset(d)
-	}
-	select {
-	case <-c.timer.C:
-	case <-c.nudge:
-		c.timer.Stop()
-	}
 }
 
 // deadline is the earlier of the wanted deadline and pgconn's, 0 for none.

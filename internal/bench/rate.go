@@ -43,15 +43,15 @@ const (
 // in. Each runs alone: pg_recvlogical, the sidecar, pg_recvlogical again
 // on the other slot (its time is the mean of the two); the WAL they read is
 // in the page cache for all.
-func (b *bench) rateRatio(ctx context.Context) (float64, error) {
-	const db = "bench_rate"
+func (b *bench) rateRatio(ctx context.Context, w *workload) (float64, error) {
+	db := "bench_rate" + w.suffix()
 	var ratio float64
 	err := b.withDB(ctx, db, func(conn *pgx.Conn) error {
 		sc, err := b.startCapturing(ctx, conn, db)
 		if err != nil {
 			return fmt.Errorf("rate: %w", err)
 		}
-		d := &variantDB{v: variantSidecar, w: b.work, name: db, conn: conn, sc: sc, slot: sc.slot, marker: markerReady}
+		d := &variantDB{v: variantSidecar, w: w, name: db, conn: conn, sc: sc, slot: sc.slot, marker: markerReady}
 		defer func() {
 			if d.sc != nil {
 				d.sc.kill()
@@ -70,9 +70,9 @@ func (b *bench) rateRatio(ctx context.Context) (float64, error) {
 			return err
 		}
 
-		b.logf("rate: sidecar stopped; generating %d changes (%s)", rateChanges, b.work.summary)
+		b.logf("rate: sidecar stopped; generating %d changes (%s)", rateChanges, w.summary)
 		genStart := time.Now()
-		r, err := b.runPgbench(ctx, b.work, db, baseRate, []string{"PGOPTIONS=-c synchronous_commit=off"}, "-t", fmt.Sprint(rateChanges/clients/b.work.changes))
+		r, err := b.runPgbench(ctx, w, db, baseRate, []string{"PGOPTIONS=-c synchronous_commit=off"}, "-t", fmt.Sprint(rateChanges/clients/w.changes))
 		if err != nil {
 			return fmt.Errorf("rate: generate the backlog: %w", err)
 		}
