@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,7 +53,8 @@ type variantDB struct {
 	marker int // last marker id used
 
 	slices       int
-	tps          float64 // sum over slices
+	tps          float64   // sum over slices
+	sliceTPS     []float64 // each slice's, in order
 	transactions int64
 	busyTicks    uint64   // whole machine, over the slices
 	captureTicks []uint64 // per capture process (sidecar or pg_recvlogical, walsender, backend)
@@ -166,6 +168,12 @@ func (b *bench) writerCost(ctx context.Context, w *workload, withLag bool) (tps,
 	}
 	b.logf("writers, mean of %d slices: none %.1f tps, trigger %.1f tps, sidecar %.1f tps, decoding %.1f tps",
 		slices, tps[variantNone], tps[variantTrigger], tps[variantSidecar], tps[variantDecoding])
+	none := dbs[variantNone].sliceTPS
+	for _, v := range []variant{variantTrigger, variantSidecar, variantDecoding} {
+		mean, se := pairedRatio(dbs[v].sliceTPS, none)
+		b.logf("writers, %s over none slice by slice (each beside the none slice of its round): %.3f ± %.3f (standard error): a cost of %.1f%% ± %.1f%%",
+			v, mean, se, 100*(1-mean), 100*se)
+	}
 	if cpu[variantNone] > 0 {
 		b.logf("writers, CPU per transaction (whole machine): none %.0f µs, trigger %.0f µs (%+.0f%%), sidecar %.0f µs (%+.0f%%), decoding %.0f µs (%+.0f%%)",
 			cpu[variantNone], cpu[variantTrigger], 100*(cpu[variantTrigger]/cpu[variantNone]-1),
@@ -197,6 +205,30 @@ func (b *bench) writerCost(ctx context.Context, w *workload, withLag bool) (tps,
 		return tps, cpu, lag, err
 	}
 	return tps, cpu, lag, nil
+}
+
+// pairedRatio is the mean of a[i]/b[i] and its standard error: each round
+// measures every variant once, close in time, so the ratio within a round
+// is spared most of the drift in the machine's speed between rounds.
+func pairedRatio(a, b []float64) (mean, se float64) {
+	n := min(len(a), len(b))
+	if n == 0 {
+		return 0, 0
+	}
+	r := make([]float64, n)
+	for i := range r {
+		r[i] = a[i] / b[i]
+		mean += r[i]
+	}
+	mean /= float64(n)
+	if n < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range r {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
 }
 
 // slice measures one slice of variant d.
@@ -232,6 +264,7 @@ func (b *bench) slice(ctx context.Context, d *variantDB, i int) error {
 	}
 	d.slices++
 	d.tps += r.tps
+	d.sliceTPS = append(d.sliceTPS, r.tps)
 	d.transactions += r.transactions
 	b.logf("%s: %.1f tps (%d transactions, %s; %s)", name, r.tps, r.transactions, pgbenchLine(r.output, "latency average"), cpu)
 
