@@ -5,6 +5,7 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/pgcluster"
 )
@@ -153,4 +155,23 @@ func Connect(t testing.TB, dsn string) *pgx.Conn {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// Installed creates a fresh database, runs scripts in one transaction (as
+// the engine installs modules: dependencies first), then the setup
+// statements, and returns a connection to it closed at the end of the test.
+func (s *Server) Installed(t testing.TB, scripts []string, setup ...string) *pgx.Conn {
+	t.Helper()
+	dsn := s.NewDB(t)
+	Exec(t, dsn, append([]string{"BEGIN;\n" + strings.Join(scripts, "\n") + "\nCOMMIT;"}, setup...)...)
+	return Connect(t, dsn)
+}
+
+// WantViolation fails t unless err is a violation of constraint.
+func WantViolation(t testing.TB, err error, constraint string) {
+	t.Helper()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.ConstraintName != constraint {
+		t.Errorf("error %v, want a violation of %s", err, constraint)
+	}
 }

@@ -1,12 +1,10 @@
 package aws_ecr_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_account"
@@ -17,16 +15,12 @@ var srv *pgtest.Server
 
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
-// installed returns a connection to a fresh database with the module's SQL
-// applied in one transaction after aws_account's, as the engine installs
-// them.
+// installed returns a connection to a fresh database with the module
+// installed after aws_account, and the regions aws_account's first sync
+// leaves (one the default).
 func installed(t *testing.T) *pgx.Conn {
-	t.Helper()
-	dsn := srv.NewDB(t)
-	pgtest.Exec(t, dsn, "BEGIN;\n"+aws_account.Module().SQL+"\n"+aws_ecr.Module().SQL+"\nCOMMIT;")
-	// What aws_account's first sync leaves: the regions, one the default.
-	pgtest.Exec(t, dsn, `INSERT INTO aws_regions (region, is_default) VALUES ('us-east-1', false), ('eu-west-1', true)`)
-	return pgtest.Connect(t, dsn)
+	return srv.Installed(t, []string{aws_account.Module().SQL, aws_ecr.Module().SQL},
+		`INSERT INTO aws_regions (region, is_default) VALUES ('us-east-1', false), ('eu-west-1', true)`)
 }
 
 func TestSQLConstraints(t *testing.T) {
@@ -62,10 +56,7 @@ func TestSQLConstraints(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := conn.Exec(ctx, tc.sql)
-			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.ConstraintName != tc.constraint {
-				t.Errorf("error %v, want a violation of %s", err, tc.constraint)
-			}
+			pgtest.WantViolation(t, err, tc.constraint)
 		})
 	}
 	for _, ok := range []string{

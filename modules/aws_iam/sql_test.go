@@ -1,12 +1,10 @@
 package aws_iam_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_account"
@@ -17,14 +15,10 @@ var srv *pgtest.Server
 
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
-// installed returns a connection to a fresh database with the module's SQL
-// applied in one transaction after aws_account's, as the engine installs
-// them.
+// installed returns a connection to a fresh database with the module
+// installed after aws_account.
 func installed(t *testing.T) *pgx.Conn {
-	t.Helper()
-	dsn := srv.NewDB(t)
-	pgtest.Exec(t, dsn, "BEGIN;\n"+aws_account.Module().SQL+"\n"+aws_iam.Module().SQL+"\nCOMMIT;")
-	return pgtest.Connect(t, dsn)
+	return srv.Installed(t, []string{aws_account.Module().SQL, aws_iam.Module().SQL})
 }
 
 const trust = `'{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}'`
@@ -73,10 +67,7 @@ func TestSQLConstraints(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := conn.Exec(ctx, tc.sql)
-			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.ConstraintName != tc.constraint {
-				t.Errorf("error %v, want a violation of %s", err, tc.constraint)
-			}
+			pgtest.WantViolation(t, err, tc.constraint)
 		})
 	}
 	for _, ok := range []string{

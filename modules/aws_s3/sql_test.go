@@ -1,12 +1,10 @@
 package aws_s3_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_s3"
@@ -16,13 +14,10 @@ var srv *pgtest.Server
 
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
-// installed returns a connection to a fresh database with the module's SQL
-// applied in one transaction, as the engine installs it.
+// installed returns a connection to a fresh database with the module
+// installed.
 func installed(t *testing.T) *pgx.Conn {
-	t.Helper()
-	dsn := srv.NewDB(t)
-	pgtest.Exec(t, dsn, "BEGIN;\n"+aws_s3.Module().SQL+"\nCOMMIT;")
-	return pgtest.Connect(t, dsn)
+	return srv.Installed(t, []string{aws_s3.Module().SQL})
 }
 
 func TestSQLConstraints(t *testing.T) {
@@ -57,10 +52,7 @@ func TestSQLConstraints(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := conn.Exec(ctx, tc.sql)
-			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.ConstraintName != tc.constraint {
-				t.Errorf("error %v, want a violation of %s", err, tc.constraint)
-			}
+			pgtest.WantViolation(t, err, tc.constraint)
 		})
 	}
 	for _, ok := range []string{
@@ -75,10 +67,7 @@ func TestSQLConstraints(t *testing.T) {
 		}
 	}
 	_, err = conn.Exec(ctx, `INSERT INTO bucket_object (bucket_id, key) SELECT id, 'a/b c.txt' FROM bucket WHERE name = 'logs'`)
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.ConstraintName != "bucket_object_key_unique" {
-		t.Errorf("duplicate key: %v", err)
-	}
+	pgtest.WantViolation(t, err, "bucket_object_key_unique")
 	var objects int
 	if _, err := conn.Exec(ctx, `DELETE FROM bucket WHERE name = 'logs'`); err != nil {
 		t.Fatal(err)
