@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +38,8 @@ type Options struct {
 	CycleTimeout time.Duration
 	// Emulator configures the AWS emulator.
 	Emulator emulator.Options
-	// Logger for the sidecar; default discards.
+	// Logger for the sidecar; by default its log is discarded, or shown
+	// on stderr at debug level when IASQL_TEST_LOG is set.
 	Logger *slog.Logger
 }
 
@@ -65,6 +67,9 @@ func New(t *testing.T, srv *pgtest.Server, opt Options) *Env {
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		if os.Getenv("IASQL_TEST_LOG") != "" {
+			opt.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
 	}
 	e := &Env{T: t, DSN: opt.DSN, Emu: emulator.New(opt.Emulator), opt: opt}
 	hs := httptest.NewServer(e.Emu)

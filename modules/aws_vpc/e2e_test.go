@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"maps"
-	"os"
 	"strings"
 	"testing"
 
@@ -38,18 +36,8 @@ func newEnv(t *testing.T) *env {
 	e := enginetest.New(t, srv, enginetest.Options{
 		Modules: []module.Module{aws_account.Module(), aws_vpc.Module()},
 		Install: []string{"aws_vpc"},
-		Logger:  debugLogger(),
 	})
 	return &env{Env: e, ec2: ec2.NewFromConfig(e.AWS)}
-}
-
-// debugLogger shows the sidecar's log when IASQL_TEST_LOG is set (the
-// harness discards it otherwise).
-func debugLogger() *slog.Logger {
-	if os.Getenv("IASQL_TEST_LOG") == "" {
-		return nil
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // tx runs statements as the user in one transaction.
