@@ -31,6 +31,10 @@ type Action struct {
 	record string        // the record a cloud-only resource belonged to, if known
 	kind   step
 	retire *replacement // a cloud delete of a replacement's old or temporary resource
+	// identified: a create whose resource's identity is written back;
+	// retrying the create could make a second one, so a failure after it
+	// is not retried in this pass (the next read sees the resource).
+	identified bool
 }
 
 type step int
@@ -438,14 +442,35 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 	ts := a.ts
 	switch a.kind {
 	case cloudCreate:
-		got, err := ts.mapper.Create(ctx, a.row.cloud)
+		want := a.row.cloud
+		got, err := ts.mapper.Create(ctx, want)
 		if err != nil {
 			return err
 		}
 		if ts.standingIn(a.ID) {
 			return c.writeFeedback(ctx, a, got) // the stand-in, not the record
 		}
-		return c.writeBack(ctx, a, got)
+		if err := c.writeBack(ctx, a, got); err != nil {
+			return err
+		}
+		a.identified = generated(ts.spec)
+		if ts.mapper.Equal(want, got) {
+			return nil
+		}
+		// The resource exists but is not as the row says: a retried create
+		// found the one an earlier attempt half made (its later steps,
+		// attach or tag, failed), or the cloud chose otherwise. Finish it
+		// with an update; the next read says whether the cloud took it.
+		if generated(ts.spec) {
+			want = withIdentity(ts.spec, want, module.CloudIDOf(ts.spec, got))
+		}
+		fixed, err := ts.mapper.Update(ctx, want, got)
+		if errors.Is(err, module.ErrReplace) {
+			return nil // the next read reports the difference
+		} else if err != nil {
+			return fmt.Errorf("the resource was created, but finishing it failed: %w", err)
+		}
+		return c.writeBack(ctx, a, fixed)
 	case cloudUpdate:
 		got, err := ts.mapper.Update(ctx, a.row.cloud, a.cloud)
 		if errors.Is(err, module.ErrReplace) {
@@ -541,8 +566,10 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 }
 
 // writeBack stores what the cloud returned after a create or update: the
-// feedback columns into the row, and the record's state (enacted up to
-// what the read saw, under the resource's identity).
+// feedback columns into the row, and the resource's identity in the
+// record's state. It does not enact the intent: only a later read that
+// shows the user's values does (the cloud may have said yes and not taken
+// the change).
 func (c *cycle) writeBack(ctx context.Context, a *Action, got module.Record) error {
 	ts := a.ts
 	cid := a.row.cloudID
@@ -553,7 +580,7 @@ func (c *cycle) writeBack(ctx context.Context, a *Action, got module.Record) err
 		if err := feedbackTx(ctx, tx, ts.spec, a.ID, a.row.db, got); err != nil {
 			return err
 		}
-		return upsertRecord(ctx, tx, ts.spec.Name, a.ID, cid, ts.seen[a.ID])
+		return upsertRecord(ctx, tx, ts.spec.Name, a.ID, cid, 0)
 	})
 }
 

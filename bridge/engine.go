@@ -37,6 +37,7 @@ type Engine struct {
 	aws      aws.Config
 	interval time.Duration
 	timeout  time.Duration
+	lanes    *lanes // bounds the cloud calls in flight per module and region
 
 	requests chan request
 	intent   chan struct{}
@@ -58,12 +59,15 @@ type EngineConfig struct {
 	AWS          aws.Config
 	Interval     time.Duration // automatic cycles; default 2 minutes
 	CycleTimeout time.Duration // default 45 minutes
+	// CloudConcurrency bounds the cloud actions in flight per module and
+	// region; default DefaultCloudConcurrency.
+	CloudConcurrency int
 }
 
 // NewEngine returns an engine; capture must be the sidecar's capture loop.
 func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
-		interval: cfg.Interval, timeout: cfg.CycleTimeout,
+		interval: cfg.Interval, timeout: cfg.CycleTimeout, lanes: newLanes(cfg.CloudConcurrency),
 		requests: make(chan request, 64), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
 	if e.log == nil {
 		e.log = slog.Default()
@@ -128,43 +132,129 @@ func (e *Engine) service(ctx context.Context, fn func(*pgx.Conn) error) error {
 	return fn(e.svc)
 }
 
-// accept records the request (so the caller knows it arrived) and queues it.
+// accept records the request (so the caller knows it arrived), with the
+// engine session that took it (taken_by_pid: the caller watches that it
+// stays alive until it answers), and queues it. It queues while holding the
+// service session, so a request taken by one session is never queued after
+// the next session's start-up has dropped what the last one left (Lead).
 func (e *Engine) accept(r request) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var fresh bool
+	var fresh, queued bool
 	err := e.service(ctx, func(c *pgx.Conn) error {
 		args := r.Args
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
 		}
-		tag, err := c.Exec(ctx, `INSERT INTO public.iasql_requests (id, kind, args, requested_by, status) VALUES ($1, $2, $3, $4, 'accepted') ON CONFLICT (id) DO NOTHING`,
+		tag, err := c.Exec(ctx, `INSERT INTO public.iasql_requests (id, kind, args, requested_by, status, taken_by_pid)
+			VALUES ($1, $2, $3, $4, 'accepted', pg_catalog.pg_backend_pid()) ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.Kind, string(args), r.Role)
+		if err != nil {
+			return fmt.Errorf("record request %s (%s): %w", r.ID, r.Kind, err)
+		}
+		// A replayed message after a restart is not run twice.
 		fresh = tag.RowsAffected() == 1
-		return err
+		if fresh {
+			select {
+			case e.requests <- r:
+				queued = true
+			default: // full: wait below, outside the session
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		e.log.Warn("cannot accept request", "id", r.ID, "kind", r.Kind, "err", err)
 		return
 	}
-	if fresh { // a replayed message after a restart is not run twice
+	if fresh && !queued {
 		e.requests <- r
 	}
 }
 
+// stoppedBeforeAnswering is the answer to a request the engine stopped
+// working on (the sidecar is stopping or lost the leadership): one line
+// that says what to do, as iasql_request says when the session that took a
+// request ends without a word.
+const stoppedBeforeAnswering = "the sidecar stopped (shutting down or losing the leadership) before answering; it may or may not have acted: check iasql status and the sidecar's logs, then call it again (a commit is idempotent: it does what is left to do)"
+
+// finish records the answer to a request taken by this engine session. It
+// answers even when ctx has ended (the sidecar is stopping): the session
+// is still open, and the caller should hear at once rather than find out
+// that the session is gone.
 func (e *Engine) finish(ctx context.Context, r request, result any, failure error) {
-	js, _ := json.Marshal(result)
+	js, err := json.Marshal(result)
+	if err != nil && failure == nil {
+		failure = fmt.Errorf("encode the answer: %w", err)
+	}
 	status, msg := "done", ""
 	if failure != nil {
 		status, msg = "failed", oneLine(failure.Error())
+		if ctx.Err() != nil {
+			msg = stoppedBeforeAnswering + " (" + msg + ")"
+		}
 	}
-	err := e.service(ctx, func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `UPDATE public.iasql_requests SET status = $2, result = $3, error = nullif($4, ''), finished_at = pg_catalog.clock_timestamp() WHERE id = $1`,
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var answered bool
+	err = e.service(wctx, func(c *pgx.Conn) error {
+		// Only while this session holds the request: a request the last
+		// session took was failed by this one's start-up (Lead).
+		tag, err := c.Exec(wctx, `UPDATE public.iasql_requests SET status = $2, result = $3, error = nullif($4, ''), finished_at = pg_catalog.clock_timestamp()
+			WHERE id = $1 AND status = 'accepted' AND taken_by_pid = pg_catalog.pg_backend_pid()`,
 			r.ID, status, string(js), msg)
-		return err
+		if err != nil {
+			return fmt.Errorf("update request %s: %w", r.ID, err)
+		}
+		answered = tag.RowsAffected() == 1
+		return nil
 	})
+	switch {
+	case err != nil:
+		e.log.Error("cannot record the answer to a request", "id", r.ID, "kind", r.Kind, "err", err)
+	case !answered:
+		e.log.Warn("request was taken by an earlier engine session and already answered; its answer is dropped", "id", r.ID, "kind", r.Kind, "status", status)
+	}
+}
+
+// orphanedRequest is the error of a request whose engine session ended
+// before answering, as the next engine to lead records it.
+const orphanedRequest = "the sidecar that took this request (server process %d) ended before answering; it may or may not have acted: check iasql status and the sidecar's logs, then call it again (a commit is idempotent: it does what is left to do)"
+
+// failOrphans runs at the start of leading, on the service session once it
+// holds the service lock: it marks failed every request still accepted by
+// an engine session that is gone, so that none stays accepted for ever.
+// Holding the lock proves every other taker gone: a session takes requests
+// only while it holds the lock, and gives it up only by ending (it may
+// still show in pg_stat_activity for a moment while it exits, so that is
+// not asked). It also drops the requests this sidecar's previous session
+// queued and did not handle: they are among those just failed.
+func (e *Engine) failOrphans(ctx context.Context, svc *pgx.Conn) error {
+	rows, err := svc.Query(ctx, `UPDATE public.iasql_requests
+		   SET status = 'failed', finished_at = pg_catalog.clock_timestamp(), error = pg_catalog.format($1, taken_by_pid)
+		 WHERE status = 'accepted' AND taken_by_pid <> pg_catalog.pg_backend_pid()
+		RETURNING id::text, kind, taken_by_pid`, strings.ReplaceAll(orphanedRequest, "%d", "%s"))
 	if err != nil {
-		e.log.Error("cannot record the answer to a request", "id", r.ID, "err", err)
+		return fmt.Errorf("fail requests left by ended engine sessions: %w", err)
+	}
+	type orphan struct {
+		ID, Kind string
+		PID      int32
+	}
+	failed, err := pgx.CollectRows(rows, pgx.RowToStructByPos[orphan])
+	if err != nil {
+		return fmt.Errorf("fail requests left by ended engine sessions: %w", err)
+	}
+	for _, o := range failed {
+		e.log.Warn("failed a request whose engine session ended before answering", "id", o.ID, "kind", o.Kind, "taken_by_pid", o.PID)
+	}
+	for {
+		select {
+		case r := <-e.requests:
+			e.log.Info("dropping a request the previous engine session queued; it was failed", "id", r.ID, "kind", r.Kind)
+		default:
+			return nil
+		}
 	}
 }
 
@@ -204,8 +294,15 @@ func (e *Engine) Lead(ctx context.Context) {
 		return
 	}
 	e.mu.Lock()
-	e.svc = svc
+	err = e.failOrphans(ctx, svc)
+	if err == nil {
+		e.svc = svc
+	}
 	e.mu.Unlock()
+	if err != nil {
+		e.log.Error("engine cannot settle the requests of ended sessions", "err", err)
+		return
+	}
 	defer func() {
 		e.mu.Lock()
 		e.svc = nil

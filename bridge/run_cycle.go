@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -27,10 +27,17 @@ type cycle struct {
 	snap   *snapshot
 	tables []installedTable
 
-	// batch, while open, holds the database writes of executed actions:
-	// one transaction per batchSize actions, a savepoint each.
+	// batch, while open, holds the database writes of database-only
+	// actions: one transaction per batchSize actions, a savepoint each.
+	// It is never open across a cloud call.
 	batch   pgx.Tx
 	inBatch []*Action
+	// dbMu serialises the write-backs of concurrent cloud actions on conn.
+	dbMu sync.Mutex
+	// pushed: records whose declarative state this cycle pushed to the
+	// cloud (the cloud said yes), with the newest user change the push
+	// carried. Only a later read that shows it enacts the intent.
+	pushed map[string]pglogrepl.LSN
 }
 
 const batchSize = 200
@@ -53,9 +60,13 @@ const maxPasses = 10
 
 // run is the double loop of the walkthrough: read both sides, diff,
 // execute (retrying failed tasks while the set of failures keeps changing),
-// and repeat until a pass finds nothing to do.
+// and repeat until a pass finds nothing to do. A pass's creates and updates
+// are enacted only by the next pass's read, when it shows them; so a pass
+// with failures is followed by one more read that enacts what did succeed,
+// and the cycle then ends failed.
 func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 	out := &Outcome{Cycle: c.id}
+	c.pushed = map[string]pglogrepl.LSN{}
 	var lastSig string
 	repeats := 0
 	for pass := 1; ; pass++ {
@@ -72,7 +83,18 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if err := c.settle(ctx, p); err != nil {
 			return out, err
 		}
-		if len(p.actions) == 0 {
+		failures := c.notTaken(p)
+		if len(out.Failures) > 0 {
+			// The read after a failed pass: it enacted what the cloud shows.
+			for _, f := range failures {
+				if !slices.Contains(out.Failures, f) {
+					out.Failures = append(out.Failures, f)
+				}
+			}
+			out.Summary = summarize(out)
+			return out, &CycleError{Failures: out.Failures}
+		}
+		if len(p.actions) == 0 && len(failures) == 0 {
 			out.Summary = summarize(out)
 			return out, nil
 		}
@@ -86,14 +108,16 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, fmt.Errorf("the cycle is not converging: it keeps planning the same work: %s", sig)
 		}
 		lastSig = sig
-		failures := c.executeAll(c.snap.scope(ctx), p.actions)
+		failures = append(failures, c.executeAll(c.snap.scope(ctx), p.actions)...)
 		for _, a := range p.actions {
 			out.Actions = append(out.Actions, *a)
 		}
 		if len(failures) > 0 {
 			out.Failures = failures
-			out.Summary = summarize(out)
-			return out, &CycleError{Failures: failures}
+			if len(p.actions) == 0 {
+				out.Summary = summarize(out)
+				return out, &CycleError{Failures: failures}
+			}
 		}
 		if c.opt.discard {
 			// A rollback restores once; the next pass runs as usual.
@@ -146,110 +170,6 @@ func firstNonEmpty(s ...string) string {
 	}
 	return ""
 }
-
-// executeAll runs the actions in dependency order, retrying the failed
-// ones at increasing intervals while the set of failures keeps changing
-// (dependencies between tasks settle that way). An action whose parent (or,
-// for a delete, whose child) failed is held, not tried, so one failure holds
-// up only what depends on it. Conflicts are not failures: the record is
-// planned again in the next pass.
-func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
-	index := map[string]int{}
-	for i, t := range c.tables {
-		index[t.spec.Name] = i
-	}
-	order(actions, index)
-	deps := dependencies(actions)
-	pending := actions
-	var lastFailed string
-	for round := 0; ; round++ {
-		var failed []*Action
-		var errs []string
-		down := map[string]string{} // action key -> why it did not happen
-		moved := map[string]bool{}  // parents replaced under a new generated identity, and what waits for them
-		flush := func() {
-			lost, err := c.commitBatch(ctx)
-			if err != nil {
-				errs = append(errs, err.Error())
-				failed = append(failed, lost...)
-			}
-		}
-		for _, a := range pending {
-			if ctx.Err() != nil {
-				errs = append(errs, fmt.Sprintf("%s %s: %v", a.Table, firstNonEmpty(a.ID, a.CloudID), ctx.Err()))
-				continue
-			}
-			if slices.ContainsFunc(deps[a], func(k string) bool { return moved[k] }) {
-				// Planned with the parent's old identity: the next pass plans it again.
-				moved[actionKey(a)] = true
-				continue
-			}
-			if blocker := heldBy(deps[a], down); blocker != "" {
-				errs = append(errs, fmt.Sprintf("%s %s (%s) %s %s: waiting for %s", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, blocker))
-				failed = append(failed, a)
-				down[actionKey(a)] = "held"
-				continue
-			}
-			if c.batch == nil {
-				if err := c.openBatch(ctx); err != nil {
-					errs = append(errs, err.Error())
-					failed = append(failed, a)
-					continue
-				}
-			}
-			err := c.execute(ctx, a)
-			c.inBatch = append(c.inBatch, a)
-			if len(c.inBatch) >= batchSize {
-				flush()
-			}
-			if err == nil && a.Action == "replace" && generated(a.ts.spec) {
-				moved[actionKey(a)] = true
-			}
-			switch {
-			case err == nil, errors.Is(err, errConflict):
-				if err != nil {
-					c.e.log.Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
-				}
-			default:
-				var term *module.TerminalError
-				msg := fmt.Sprintf("%s %s (%s) %s %s: %v", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, err)
-				errs = append(errs, msg)
-				down[actionKey(a)] = "failed"
-				if !errors.As(err, &term) {
-					failed = append(failed, a)
-				}
-			}
-		}
-		flush()
-		sort.Strings(errs)
-		// Which tasks failed (not how: messages carry request ids that
-		// differ on every attempt).
-		keys := make([]string, 0, len(failed))
-		for _, a := range failed {
-			keys = append(keys, actionKey(a))
-		}
-		sort.Strings(keys)
-		now := strings.Join(keys, "\n")
-		if len(failed) == 0 || now == lastFailed || round+1 >= maxRounds || ctx.Err() != nil {
-			return errs
-		}
-		lastFailed = now
-		pending = failed
-		wait := min(retryBase<<round, retryMax)
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-	}
-}
-
-// Retries of failed actions within a pass wait retryBase, then twice as
-// long each round, up to retryMax.
-const (
-	retryBase = 200 * time.Millisecond
-	retryMax  = 5 * time.Second
-	maxRounds = 20
-)
 
 // actionKey names what an action acts on: a row by its id, a resource only
 // in the cloud by its cloud id.
@@ -345,8 +265,11 @@ func (c *cycle) settle(ctx context.Context, p *plan) error {
 	})
 }
 
-// dbTx runs fn in a transaction marked as the engine's.
+// dbTx runs fn in a transaction marked as the engine's (a savepoint of
+// the open batch, when there is one).
 func (c *cycle) dbTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
 	if c.batch != nil {
 		return pgx.BeginFunc(ctx, c.batch, fn) // a savepoint: a failure undoes this action only
 	}

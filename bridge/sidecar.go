@@ -33,6 +33,9 @@ type Config struct {
 	Logger       *slog.Logger
 	Interval     time.Duration // automatic cycles; default 2 minutes
 	CycleTimeout time.Duration // default 45 minutes
+	// CloudConcurrency bounds the cloud actions in flight per module and
+	// region; default DefaultCloudConcurrency.
+	CloudConcurrency int
 	// Modules offered; nil means every module of this build.
 	Modules []module.Module
 	// AWS, when set, replaces the SDK's standard configuration chain.
@@ -86,7 +89,7 @@ func Run(ctx context.Context, cfg Config) error {
 		OnIntent:  func() { engine.Intent() },
 	})
 	engine = NewEngine(EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, AWS: awsCfg,
-		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout}, capture)
+		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency}, capture)
 	return capture.Run(ctx)
 }
 
