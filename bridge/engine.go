@@ -218,8 +218,9 @@ func (e *Engine) finish(ctx context.Context, r request, result any, failure erro
 }
 
 // orphanedRequest is the error of a request whose engine session ended
-// before answering, as the next engine to lead records it.
-const orphanedRequest = "the sidecar that took this request (server process %d) ended before answering; it may or may not have acted: check iasql status and the sidecar's logs, then call it again (a commit is idempotent: it does what is left to do)"
+// before answering, as the next engine to lead records it: a format()
+// string of PostgreSQL, given the session's process id.
+const orphanedRequest = "the sidecar that took this request (server process %s) ended before answering; it may or may not have acted: check iasql status and the sidecar's logs, then call it again (a commit is idempotent: it does what is left to do)"
 
 // failOrphans runs at the start of leading, on the service session once it
 // holds the service lock: it marks failed every request still accepted by
@@ -233,7 +234,7 @@ func (e *Engine) failOrphans(ctx context.Context, svc *pgx.Conn) error {
 	rows, err := svc.Query(ctx, `UPDATE public.iasql_requests
 		   SET status = 'failed', finished_at = pg_catalog.clock_timestamp(), error = pg_catalog.format($1, taken_by_pid)
 		 WHERE status = 'accepted' AND taken_by_pid <> pg_catalog.pg_backend_pid()
-		RETURNING id::text, kind, taken_by_pid`, strings.ReplaceAll(orphanedRequest, "%d", "%s"))
+		RETURNING id::text, kind, taken_by_pid`, orphanedRequest)
 	if err != nil {
 		return fmt.Errorf("fail requests left by ended engine sessions: %w", err)
 	}

@@ -88,7 +88,8 @@ CREATE TABLE public.iasql_requests (
   finished_at  timestamptz,
   status       text NOT NULL CONSTRAINT iasql_requests_status CHECK (status IN ('accepted', 'done', 'failed')),
   result       jsonb,
-  error        text
+  error        text,
+  taken_by_pid integer NOT NULL
 );
 COMMENT ON TABLE public.iasql_requests IS 'Requests made through the SQL API (iasql_commit, iasql_preview, ...) and the sidecar''s answers.';
 COMMENT ON COLUMN public.iasql_requests.id IS 'Request id, chosen by the caller.';
@@ -97,9 +98,10 @@ COMMENT ON COLUMN public.iasql_requests.args IS 'Arguments of the request.';
 COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request.';
 COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar received it.';
 COMMENT ON COLUMN public.iasql_requests.finished_at IS 'When the sidecar finished it.';
-COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on), done or failed.';
+COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on by the session taken_by_pid), done or failed.';
 COMMENT ON COLUMN public.iasql_requests.result IS 'The answer (JSON), when done.';
 COMMENT ON COLUMN public.iasql_requests.error IS 'What went wrong, when failed.';
+COMMENT ON COLUMN public.iasql_requests.taken_by_pid IS 'Server process id (pg_backend_pid) of the sidecar''s engine session that took the request. While the request is accepted, the caller checks that this session is alive: if it ends before answering, the caller fails at once, and the next engine to lead marks the request failed.';
 COMMENT ON CONSTRAINT iasql_requests_status ON public.iasql_requests IS 'Known request states.';
 REVOKE ALL ON public.iasql_requests FROM PUBLIC;
 GRANT SELECT ON public.iasql_requests TO PUBLIC;
@@ -155,15 +157,28 @@ COMMENT ON FUNCTION public.iasql_sidecar_connected() IS 'True when an iasql side
 -- Send a request to the sidecar and wait for its answer. Refuses at once
 -- where it cannot work: no sidecar, REPEATABLE READ or SERIALIZABLE (the
 -- answer would never become visible), uncommitted writes (the sidecar could
--- not see them).
+-- not see them). While it waits, it tells a busy sidecar from a missing or
+-- dead one. Before the request is taken: with no sidecar connected it fails
+-- at once; while the slot's confirmed position is below the request's
+-- message, capture is behind (a backlog) and it waits, saying how far behind
+-- every 5 seconds; once capture has read past the message, the answer is due
+-- within 5 seconds. After the request is taken: the engine session that took
+-- it (taken_by_pid) must stay alive until it answers, or it fails at once.
+-- pg_stat_activity is read afresh each time (pg_stat_clear_snapshot: a
+-- transaction otherwise sees the sessions as they were at its first read).
 CREATE FUNCTION public.iasql_request(kind text, args jsonb DEFAULT '{}', timeout_s integer DEFAULT 3600) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   req uuid := pg_catalog.gen_random_uuid();
+  sent pg_lsn;
   st text;
   res jsonb;
   err text;
-  answer_by timestamptz := pg_catalog.clock_timestamp() + interval '5 seconds';
+  taker integer;
+  confirmed pg_lsn;
+  answer_by timestamptz;
+  next_check timestamptz;
+  next_notice timestamptz;
   give_up timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => timeout_s);
 BEGIN
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
@@ -182,16 +197,55 @@ BEGIN
       USING ERRCODE = 'object_not_in_prerequisite_state',
             HINT = 'Start it: iasql run --dsn <this database>; iasql status shows its state.';
   END IF;
-  PERFORM pg_catalog.pg_logical_emit_message(false, 'iasql_request',
+  sent := pg_catalog.pg_logical_emit_message(false, 'iasql_request',
     pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'), 'role', current_user)::text);
+  next_check := pg_catalog.clock_timestamp();
+  next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
   LOOP
-    SELECT r.status, r.result, r.error INTO st, res, err FROM public.iasql_requests r WHERE r.id = req;
-    IF st IS NULL AND pg_catalog.clock_timestamp() > answer_by THEN
-      RAISE EXCEPTION 'iasql % got no answer from the sidecar within 5 seconds', kind
-        USING ERRCODE = 'object_not_in_prerequisite_state',
-              HINT = 'Check the sidecar with iasql status and its logs, then call it again.';
-    END IF;
+    SELECT r.status, r.result, r.error, r.taken_by_pid INTO st, res, err, taker FROM public.iasql_requests r WHERE r.id = req;
     EXIT WHEN st IN ('done', 'failed');
+    IF pg_catalog.clock_timestamp() >= next_check THEN
+      next_check := pg_catalog.clock_timestamp() + interval '100 milliseconds';
+      IF st IS NULL THEN
+        -- Not taken yet. (Each check looks at the row again before it
+        -- raises: the sidecar may have taken the request meanwhile.)
+        IF NOT public.iasql_sidecar_connected()
+           AND NOT EXISTS (SELECT 1 FROM public.iasql_requests r WHERE r.id = req) THEN
+          RAISE EXCEPTION 'iasql % needs the iasql sidecar, and none is connected to this database (it disconnected before taking the request)', kind
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Start it: iasql run --dsn <this database> (it may then carry out this request); iasql status shows its state.';
+        END IF;
+        IF answer_by IS NULL THEN
+          SELECT max(s.confirmed_flush_lsn) INTO confirmed
+            FROM public.iasql_capture_progress p
+            JOIN pg_catalog.pg_replication_slots s ON s.slot_name = p.slot_name
+           WHERE s.active AND s.database = pg_catalog.current_database();
+          IF confirmed >= sent THEN
+            -- Capture has read past the request: the answer is due.
+            answer_by := pg_catalog.clock_timestamp() + interval '5 seconds';
+          ELSIF pg_catalog.clock_timestamp() >= next_notice THEN
+            RAISE NOTICE 'iasql %: the sidecar is connected but busy: its capture is % of WAL behind this request; waiting', kind,
+              coalesce(pg_catalog.pg_size_pretty(sent - confirmed), 'an unknown amount');
+            next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
+          END IF;
+        ELSIF pg_catalog.clock_timestamp() > answer_by
+              AND NOT EXISTS (SELECT 1 FROM public.iasql_requests r WHERE r.id = req) THEN
+          RAISE EXCEPTION 'iasql %: the sidecar received the request but did not answer within 5 seconds', kind
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Check the sidecar with iasql status and its logs (is its engine running?), then call it again.';
+        END IF;
+      ELSE
+        -- Taken: the engine session that took it must live until it answers.
+        PERFORM pg_catalog.pg_stat_clear_snapshot();
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
+                        WHERE a.pid = taker AND a.datname = pg_catalog.current_database())
+           AND EXISTS (SELECT 1 FROM public.iasql_requests r WHERE r.id = req AND r.status = 'accepted') THEN
+          RAISE EXCEPTION 'iasql %: the sidecar that took the request (server process %) ended before answering; it may or may not have acted', kind, taker
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Check iasql status and the sidecar''s logs, then call it again: a commit is idempotent (it does what is left to do).';
+        END IF;
+      END IF;
+    END IF;
     IF pg_catalog.clock_timestamp() > give_up THEN
       RAISE EXCEPTION 'iasql % did not finish within % seconds (request %)', kind, timeout_s, req
         USING ERRCODE = 'query_canceled',
@@ -205,7 +259,7 @@ BEGIN
   RETURN res;
 END $$;
 COMMENT ON FUNCTION public.iasql_request(text, jsonb, integer) IS
-  'Sends a request to the sidecar (as a non-transactional logical-decoding message) and waits for its answer in iasql_requests; raises its error.';
+  'Sends a request to the sidecar (as a non-transactional logical-decoding message) and waits for its answer in iasql_requests; raises its error. Waits (with a NOTICE every 5 seconds) while the sidecar''s capture is behind the request; fails at once when no sidecar is connected or the engine session that took the request has ended.';
 
 CREATE PROCEDURE public.iasql_begin()
 LANGUAGE plpgsql AS $$
