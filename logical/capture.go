@@ -28,11 +28,25 @@ const EngineMessagePrefix = "iasql_engine"
 
 // Config configures capture.
 type Config struct {
-	DSN         string        // the database; a role with REPLICATION (or superuser)
-	Slot        string        // slot name; empty means SlotName(database)
-	Logger      *slog.Logger  // nil means slog.Default()
-	LeaderPoll  time.Duration // how often a waiting sidecar tries to take over; default 1s
-	StatusEvery time.Duration // standby status interval; default 10s
+	DSN    string       // the database; a role with REPLICATION (or superuser)
+	Slot   string       // slot name; empty means SlotName(database)
+	Logger *slog.Logger // nil means slog.Default()
+	// LeaderTimeout bounds how long a leader that stops making progress
+	// (frozen, partitioned) keeps the leadership: PostgreSQL ends each of
+	// its sessions (the one holding the leadership lock, the replication
+	// connection, the WAL flush nudger's) once its client has been silent
+	// that long, which frees the lock and the slot for a standby; a healthy
+	// leader says something on each at least every LeaderTimeout/3 (see
+	// liveness.go). Zero means $IASQL_LEADER_TIMEOUT when set, else 30s; at
+	// least 1s. The engine's sessions must be bounded the same way
+	// (Capture.LeaderTimeout, Connect, KeepAlive).
+	LeaderTimeout time.Duration
+	// LeaderPoll is how often a waiting sidecar tries to take over; default
+	// 1s, at most LeaderTimeout/3 (its session is bounded too).
+	LeaderPoll time.Duration
+	// StatusEvery is the longest time between two standby status updates
+	// on the replication connection; default 10s, at most LeaderTimeout/3.
+	StatusEvery time.Duration
 	BatchRows   int           // rows held before spilling into the open audit transaction; default 2000
 	BatchDelay  time.Duration // longest a committed change waits for its batch to commit; default 50ms
 	// AckInterval is the shortest time between two acknowledgements of
@@ -52,7 +66,7 @@ type Config struct {
 	OnIntent func()
 	// FlushPoll is how often capture checks for WAL that is written but not
 	// flushed (a message from the SQL API waits there until something
-	// flushes it); default 20ms.
+	// flushes it); default 20ms, at most LeaderTimeout/3.
 	FlushPoll time.Duration
 }
 
@@ -60,6 +74,11 @@ func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	bound, err := ResolveLeaderTimeout(c.LeaderTimeout)
+	if err != nil {
+		c.Logger.Warn("ignoring an invalid leader timeout", "err", err, "leader_timeout", bound)
+	}
+	c.LeaderTimeout = bound
 	if c.LeaderPoll <= 0 {
 		c.LeaderPoll = time.Second
 	}
@@ -78,6 +97,11 @@ func (c *Config) defaults() {
 	if c.AckInterval <= 0 {
 		c.AckInterval = 100 * time.Millisecond
 	}
+	// What keeps a bounded session alive must come often enough.
+	beat := HeartbeatInterval(c.LeaderTimeout)
+	c.LeaderPoll = min(c.LeaderPoll, beat)
+	c.StatusEvery = min(c.StatusEvery, beat)
+	c.FlushPoll = min(c.FlushPoll, beat)
 }
 
 // Capture is the capture loop of one sidecar.
@@ -97,6 +121,10 @@ func New(cfg Config) *Capture {
 	cfg.defaults()
 	return &Capture{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}), poke: make(chan struct{}, 1)}
 }
+
+// LeaderTimeout is the resolved Config.LeaderTimeout: the bound the
+// engine's sessions must keep too (Connect, KeepAlive).
+func (c *Capture) LeaderTimeout() time.Duration { return c.cfg.LeaderTimeout }
 
 // WaitCovered returns once every transaction that committed before lsn is
 // in the audit trail (or decided to hold nothing for it).
@@ -164,12 +192,12 @@ func (c *Capture) Run(ctx context.Context) error {
 
 // session is one connection's worth of capture: lead, then stream.
 func (c *Capture) session(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, c.cfg.DSN)
+	conn, err := Connect(ctx, c.cfg.DSN, "iasql capture", c.cfg.LeaderTimeout)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, `SET synchronous_commit = on; SET application_name = 'iasql capture'`); err != nil {
+	if _, err := conn.Exec(ctx, `SET synchronous_commit = on`); err != nil {
 		return fmt.Errorf("configure session: %w", err)
 	}
 	if err := c.lead(ctx, conn); err != nil {
@@ -192,7 +220,10 @@ func (c *Capture) session(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, `INSERT INTO public.iasql_capture_progress (slot_name, end_lsn) VALUES ($1, $2::text::pg_lsn) ON CONFLICT (slot_name) DO NOTHING`, slot, pos.recorded.String()); err != nil {
 		return fmt.Errorf("record capture start: %w", err)
 	}
-	rc, err := connectReplication(ctx, c.cfg.DSN)
+	if err := c.claimSlot(ctx, conn, slot); err != nil {
+		return err
+	}
+	rc, err := connectReplication(ctx, c.cfg.DSN, c.cfg.LeaderTimeout)
 	if err != nil {
 		return err
 	}
@@ -204,17 +235,24 @@ func (c *Capture) session(ctx context.Context) error {
 		return fmt.Errorf("start replication on slot %s: %w", slot, err)
 	}
 	c.log.Info("capturing", "slot", slot, "recorded", pos.recorded.String(), "confirmed", pos.confirmed.String())
+	// What runs while this session leads stops before the session ends,
+	// and so before it lets the leadership go.
 	leaderCtx, endLeadership := context.WithCancel(ctx)
-	defer endLeadership()
-	go c.nudge(leaderCtx)
+	var helpers sync.WaitGroup
+	defer func() {
+		endLeadership()
+		helpers.Wait()
+	}()
+	helpers.Go(func() { c.nudge(leaderCtx) })
 	if c.cfg.OnLeader != nil {
-		go c.cfg.OnLeader(leaderCtx)
+		helpers.Go(func() { c.cfg.OnLeader(leaderCtx) })
 	}
 	sock, err := socket(rc)
 	if err != nil {
 		return err
 	}
-	s := &stream{c: c, conn: conn, rc: rc, sock: sock, w: newWriter(conn, slot), resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{}}
+	s := &stream{c: c, conn: conn, rc: rc, sock: sock, w: newWriter(conn, slot), resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{},
+		beat: HeartbeatInterval(c.cfg.LeaderTimeout), connUsed: time.Now()}
 	defer s.w.abort(context.Background())
 	// Receive deadlines are set on the socket, not through a context per
 	// call (which costs a goroutine hand-off per message); ending ctx
@@ -267,13 +305,63 @@ func (c *Capture) lead(ctx context.Context, conn *pgx.Conn) error {
 	}
 }
 
-func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
+// claimSlot waits until no connection streams from slot, before this
+// session starts to. Holding the leadership, one that does is a deposed
+// leader's: its lock session has ended and its walsender would end within
+// the leader timeout (wal_sender_timeout). An iasql capture's is ended now,
+// where this role may end it (its own role, or pg_signal_backend); any
+// other is waited for, up to twice the leader timeout.
+func (c *Capture) claimSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
+	deadline := time.Now().Add(2 * c.cfg.LeaderTimeout)
+	var ended int32
+	for {
+		var pid *int32
+		var app *string
+		err := conn.QueryRow(ctx, `SELECT s.active_pid, a.application_name FROM pg_catalog.pg_replication_slots s
+			LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = s.active_pid WHERE s.slot_name = $1`, slot).Scan(&pid, &app)
+		if err != nil {
+			return fmt.Errorf("read the state of slot %s: %w", slot, err)
+		}
+		if pid == nil {
+			return nil
+		}
+		if app != nil && *app == "iasql capture" && *pid != ended {
+			c.log.Info("ending the previous leader's replication connection", "slot", slot, "pid", *pid)
+			if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_terminate_backend($1)`, *pid); err != nil {
+				if !answered(err) {
+					return fmt.Errorf("end replication connection %d on slot %s: %w", *pid, slot, err)
+				}
+				c.log.Info("cannot end the previous leader's replication connection; waiting for it to time out", "pid", *pid, "err", err)
+			}
+			ended = *pid
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replication slot %s is still in use by process %d (application %s)", slot, *pid, deref(app))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// connectReplication opens the replication connection, bounded like the
+// leader's other sessions (wal_sender_timeout above all).
+func connectReplication(ctx context.Context, dsn string, bound time.Duration) (*pgconn.PgConn, error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return nil, fatalf("parse DSN: %w", err)
 	}
+	ConfigureSession(cfg, "iasql capture", bound)
 	cfg.RuntimeParams["replication"] = "database"
-	cfg.RuntimeParams["application_name"] = "iasql capture"
 	dial := cfg.DialFunc
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
@@ -316,6 +404,8 @@ type stream struct {
 	ackPending  bool          // flushed moved since
 	pending     *inflight     // the batch committing in the background
 	sent        time.Time     // when it was sent
+	beat        time.Duration // longest silence on conn (HeartbeatInterval)
+	connUsed    time.Time     // when conn last answered
 
 	// the transaction being received
 	inTx      bool
@@ -346,7 +436,19 @@ func (s *stream) run(ctx context.Context) error {
 		if err := s.settle(ctx, false); err != nil {
 			return err
 		}
+		if s.pending == nil {
+			// Keep the leadership session from timing out (liveness.go):
+			// only this loop, which makes capture's progress, keeps it.
+			if time.Since(s.connUsed) >= s.beat {
+				if err := s.heartbeat(); err != nil {
+					return err
+				}
+			}
+		}
 		deadline := nextStatus
+		if s.pending == nil {
+			deadline = earliest(deadline, s.connUsed.Add(s.beat))
+		}
 		if s.batchOpen && !s.inTx {
 			// Something committed is waiting for its batch: wait briefly for
 			// more, and commit the batch when the stream pauses (2 ms from
@@ -592,6 +694,7 @@ func (s *stream) flush(ctx context.Context) error {
 	if err := s.w.commit(ctx, s.last); err != nil {
 		return err
 	}
+	s.connUsed = time.Now()
 	covered()
 	return s.recordedNow(ctx, end)
 }
@@ -628,7 +731,20 @@ func (s *stream) settle(ctx context.Context, wait bool) error {
 	if err != nil {
 		return err
 	}
+	s.connUsed = time.Now()
 	return s.recordedNow(ctx, f.p.endLSN)
+}
+
+// heartbeat says something on the writer's connection, which holds the
+// leadership lock and is bounded by the leader timeout (inside the open
+// audit transaction, if one is: it is bounded too). No context, as for the
+// writer: the session interrupts the connection when its context ends.
+func (s *stream) heartbeat() error {
+	if _, err := s.conn.Exec(context.Background(), heartbeatSQL); err != nil {
+		return fmt.Errorf("keep the capture session alive: %w", err)
+	}
+	s.connUsed = time.Now()
+	return nil
 }
 
 // recorded notes that everything up to pos is in the audit trail, to be
@@ -697,13 +813,14 @@ func earliest(t time.Time, ts ...time.Time) time.Time {
 // when the insert position has stayed ahead of the flush position for a
 // whole poll interval.
 func (c *Capture) nudge(ctx context.Context) {
-	conn, err := pgx.Connect(ctx, c.cfg.DSN)
+	conn, err := Connect(ctx, c.cfg.DSN, "iasql flush", c.cfg.LeaderTimeout)
 	if err != nil {
-		c.log.Warn("WAL flush nudger cannot connect; SQL API requests may wait for other commits", "err", err)
+		if ctx.Err() == nil {
+			c.log.Warn("WAL flush nudger cannot connect; SQL API requests may wait for other commits", "err", err)
+		}
 		return
 	}
 	defer conn.Close(context.Background())
-	_, _ = conn.Exec(ctx, `SET application_name = 'iasql flush'`)
 	// The polls run without a context (pgx watches one with a goroutine per
 	// statement); ending ctx interrupts them through the socket.
 	stop := context.AfterFunc(ctx, func() { _ = conn.PgConn().Conn().SetDeadline(time.Now()) })

@@ -274,10 +274,13 @@ func iasqlBin(t testing.TB) string {
 	return binPath
 }
 
-func startSidecar(t testing.TB, dsn string) *sidecar {
+// startSidecar starts iasql run on dsn, with env (NAME=value) added to
+// the test's environment.
+func startSidecar(t testing.TB, dsn string, env ...string) *sidecar {
 	t.Helper()
 	s := &sidecar{out: &syncBuffer{}, end: make(chan struct{})}
 	s.cmd = exec.Command(iasqlBin(t), "run", "--dsn", dsn, "--log-level", "debug")
+	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start sidecar: %v", err)
