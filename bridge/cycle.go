@@ -35,6 +35,12 @@ type Action struct {
 	// retrying the create could make a second one, so a failure after it
 	// is not retried in this pass (the next read sees the resource).
 	identified bool
+	// token: a create's idempotency token; attempts: the cloud calls made
+	// for the action so far (persisted in iasql_operations); retried: an
+	// earlier attempt may have made the resource.
+	token    string
+	attempts int
+	retried  bool
 }
 
 type step int
@@ -135,7 +141,8 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 					continue // the stand-in is in sync, not the record
 				}
 				rec, known := ts.records[id]
-				if !known || rec.cloudID != r.cloudID || intent(id) || (opt.discard && ts.intent[id] != 0) {
+				_, working := ts.ops[id]
+				if !known || rec.cloudID != r.cloudID || intent(id) || working || (opt.discard && ts.intent[id] != 0) {
 					p.enact = append(p.enact, enactment{ts.spec.Name, id, r.cloudID})
 				}
 				continue
@@ -186,6 +193,12 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 				p.actions = append(p.actions, &Action{Table: ts.spec.Name, ID: rp.record, CloudID: cid, Mode: "replacement", ts: ts, cloud: c,
 					record: rp.record, kind: cloudDelete, retire: rp, Action: "delete", Direction: "cloud",
 					Description: "delete " + what + " " + describe(ts.spec, c) + " (replacement of row " + rp.record + ")"})
+				continue
+			}
+			if row := ts.strays[cid]; row != "" {
+				p.actions = append(p.actions, &Action{Table: ts.spec.Name, ID: row, CloudID: cid, Mode: "client token", ts: ts, cloud: c,
+					kind: cloudDelete, Action: "delete", Direction: "cloud",
+					Description: "delete " + describe(ts.spec, c) + ": a second resource made for row " + row + " by a repeated create (same client token)"})
 				continue
 			}
 			rid := ts.recBy[cid]
@@ -443,7 +456,7 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 	switch a.kind {
 	case cloudCreate:
 		want := a.row.cloud
-		got, err := ts.mapper.Create(ctx, want)
+		got, err := c.create(ctx, a, want)
 		if err != nil {
 			return err
 		}
@@ -510,7 +523,7 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 			}
 			// The row may still exist under another identity: its intent
 			// is enacted only once its own resource is created.
-			return nil
+			return forgetOps(ctx, tx, []string{ts.spec.Name}, []string{opKey(a)})
 		})
 	case dbDelete:
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
@@ -522,7 +535,10 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 				return errConflict
 			}
 			_, err = tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1 AND record_id = $2`, ts.spec.Name, a.ID)
-			return err
+			if err != nil {
+				return err
+			}
+			return forgetOps(ctx, tx, []string{ts.spec.Name}, []string{a.ID})
 		})
 	case dbInsert:
 		rec, err := toDB(ts.spec, a.cloud, c.snap)
@@ -563,6 +579,25 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 		return c.updateRow(ctx, a, rec)
 	}
 	return fmt.Errorf("unknown step %d", a.kind)
+}
+
+// create makes the resource for a create action, carrying the action's
+// client token. When an earlier attempt may have made it (a failed call,
+// or a crash before the write-back) and the mapper can look a token up,
+// the resource that attempt made is adopted instead of making another.
+func (c *cycle) create(ctx context.Context, a *Action, want module.Record) (module.Record, error) {
+	mapper := a.ts.mapper
+	if f, ok := mapper.(module.Finder); ok && a.retried {
+		got, err := f.Find(ctx, want, a.token)
+		if err != nil {
+			return nil, fmt.Errorf("look for what an earlier attempt made: %w", err)
+		}
+		if got != nil {
+			c.e.log.Info("adopting the resource an earlier create made", "table", a.Table, "id", a.ID, "cloud_id", module.CloudIDOf(a.ts.spec, got))
+			return got, nil
+		}
+	}
+	return mapper.Create(module.WithClientToken(ctx, a.token), want)
 }
 
 // writeBack stores what the cloud returned after a create or update: the

@@ -127,21 +127,29 @@ func (e *Engine) service(ctx context.Context, fn func(*pgx.Conn) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.svc == nil {
-		return errors.New("the engine is not running on this sidecar")
+		return errNotRunning
 	}
 	return fn(e.svc)
 }
+
+// errNotRunning: the engine has no service session (it is starting, or
+// this sidecar does not lead).
+var errNotRunning = errors.New("the engine is not running on this sidecar")
 
 // accept records the request (so the caller knows it arrived), with the
 // engine session that took it (taken_by_pid: the caller watches that it
 // stays alive until it answers), and queues it. It queues while holding the
 // service session, so a request taken by one session is never queued after
 // the next session's start-up has dropped what the last one left (Lead).
+//
+// A request can arrive before the engine of a sidecar that just took the
+// leadership has its session: it waits for it (up to 30 s) rather than
+// being dropped while its caller waits.
 func (e *Engine) accept(r request) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var fresh, queued bool
-	err := e.service(ctx, func(c *pgx.Conn) error {
+	take := func(c *pgx.Conn) error {
 		args := r.Args
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
@@ -162,7 +170,15 @@ func (e *Engine) accept(r request) {
 			}
 		}
 		return nil
-	})
+	}
+	err := e.service(ctx, take)
+	for errors.Is(err, errNotRunning) && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+			err = e.service(ctx, take)
+		}
+	}
 	if err != nil {
 		e.log.Warn("cannot accept request", "id", r.ID, "kind", r.Kind, "err", err)
 		return

@@ -117,7 +117,7 @@ func (r *round) runDB(ctx context.Context, actions []*Action) {
 		}
 	}
 	for _, a := range actions {
-		if !r.gate(ctx, a) {
+		if run, _ := r.gate(ctx, a); !run {
 			continue
 		}
 		if c.batch == nil {
@@ -157,7 +157,10 @@ func (r *round) runCloud(ctx context.Context, actions []*Action) {
 					}
 				}
 			}
-			if !r.gate(ctx, a) {
+			if run, held := r.gate(ctx, a); !run {
+				if held != "" {
+					r.c.endOp(ctx, a, opWaiting, "waiting for "+held)
+				}
 				return
 			}
 			release, err := r.c.e.lanes.acquire(ctx, laneOf(a))
@@ -165,8 +168,13 @@ func (r *round) runCloud(ctx context.Context, actions []*Action) {
 				r.settle(a, err)
 				return
 			}
-			err = r.c.execute(ctx, a)
+			if a.retried, err = r.c.beginOp(ctx, a); err == nil {
+				err = r.c.execute(ctx, a)
+			}
 			release()
+			if err != nil && !errors.Is(err, errConflict) && ctx.Err() == nil {
+				r.c.endOp(ctx, a, opFailed, err.Error())
+			}
 			r.settle(a, err)
 		})
 	}
@@ -175,25 +183,26 @@ func (r *round) runCloud(ctx context.Context, actions []*Action) {
 
 // gate reports whether a may run now: not when the cycle is cancelled, when
 // it was planned against a parent replaced under a new identity (the next
-// pass plans it again), or when what it depends on did not happen (held).
-func (r *round) gate(ctx context.Context, a *Action) bool {
+// pass plans it again), or when what it depends on did not happen: then it
+// is held, and held names what it waits for.
+func (r *round) gate(ctx context.Context, a *Action) (run bool, held string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ctx.Err() != nil {
 		r.errs = append(r.errs, fmt.Sprintf("%s %s: %v", a.Table, firstNonEmpty(a.ID, a.CloudID), ctx.Err()))
-		return false
+		return false, ""
 	}
 	if slices.ContainsFunc(r.deps[a], func(k string) bool { return r.moved[k] }) {
 		r.moved[actionKey(a)] = true
-		return false
+		return false, ""
 	}
 	if blocker := heldBy(r.deps[a], r.down); blocker != "" {
 		r.errs = append(r.errs, fmt.Sprintf("%s %s (%s) %s %s: waiting for %s", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, blocker))
 		r.failed = append(r.failed, a)
 		r.down[actionKey(a)] = "held"
-		return false
+		return false, blocker
 	}
-	return true
+	return true, ""
 }
 
 // settle records how an action ended.

@@ -299,6 +299,9 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 				if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_replacements WHERE table_name = $1`, t); err != nil {
 					return fmt.Errorf("forget replacements of %s: %w", t, err)
 				}
+				if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_operations WHERE table_name = $1`, t); err != nil {
+					return fmt.Errorf("forget operations of %s: %w", t, err)
+				}
 			}
 			if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = NULL WHERE name = $1`, n); err != nil {
 				return err

@@ -84,6 +84,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, err
 		}
 		failures := c.notTaken(p)
+		p.actions = c.dueOnly(p.actions)
 		if len(out.Failures) > 0 {
 			// The read after a failed pass: it enacted what the cloud shows.
 			for _, f := range failures {
@@ -95,6 +96,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, &CycleError{Failures: out.Failures}
 		}
 		if len(p.actions) == 0 && len(failures) == 0 {
+			c.keepPending(p)
 			out.Summary = summarize(out)
 			return out, nil
 		}
@@ -122,6 +124,25 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if c.opt.discard {
 			// A rollback restores once; the next pass runs as usual.
 			c.opt.discard = false
+		}
+	}
+}
+
+// keepPending keeps the next cycle's intent query (which starts at
+// snap.low) from passing a user change that this cycle saw and left
+// pending: a failed action whose retry is not due yet, a child whose parent
+// it waits for. Enacted or not, every record the final pass read with
+// intent and did not enact keeps its newest change in view.
+func (c *cycle) keepPending(p *plan) {
+	enacted := map[string]bool{}
+	for _, e := range p.enact {
+		enacted[e.table+"\x00"+e.id] = true
+	}
+	for _, ts := range c.snap.tables {
+		for id, lsn := range ts.intent {
+			if !enacted[ts.spec.Name+"\x00"+id] && lsn < c.snap.low {
+				c.snap.low = lsn
+			}
 		}
 	}
 }
@@ -239,7 +260,7 @@ func (c *cycle) enact(ctx context.Context, es []enactment) error {
 		if err != nil {
 			return fmt.Errorf("record %d records in sync: %w", len(es), err)
 		}
-		return nil
+		return forgetOps(ctx, tx, tables, ids)
 	})
 }
 
@@ -340,11 +361,16 @@ func (c *cycle) read(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ops, err := readOps(ctx, c.conn, names)
+	if err != nil {
+		return err
+	}
 	snap := &snapshot{lsn: lsn, vis: vis, low: next, modes: modes, byName: map[string]*tableState{}}
 	for _, t := range c.tables {
 		ts := &tableState{spec: t.spec, mapper: t.mapper, mod: t.mod, rows: rows[t.spec.Name], byCloud: map[string]*row{},
 			records: recs[t.spec.Name], recBy: map[string]string{}, intent: intent[t.spec.Name], seen: seen[t.spec.Name],
-			cloud: map[string]module.Record{}, repl: repls[t.spec.Name], retired: map[string]*replacement{}, forced: map[string]bool{}}
+			cloud: map[string]module.Record{}, repl: repls[t.spec.Name], retired: map[string]*replacement{}, forced: map[string]bool{},
+			ops: ops[t.spec.Name], byToken: map[string][]string{}, strays: map[string]string{}}
 		if ts.records == nil {
 			ts.records = map[string]record{}
 		}
@@ -407,7 +433,9 @@ func (ts *tableState) cloudForms(snap *snapshot) error {
 		}
 		cid := module.CloudIDOf(ts.spec, cf)
 		if generated(ts.spec) && cf[ts.spec.CloudID[0]] == nil {
-			cid = "" // to be created: the cloud gives it its identity
+			// To be created (the cloud gives it its identity), unless an
+			// earlier create made it and its identity was never written back.
+			cf, cid = ts.adoptByToken(id, cf)
 		}
 		if rp := ts.repl[id]; rp != nil && rp.phase == phaseTemporary {
 			if _, oldThere := ts.cloud[rp.old]; oldThere && rp.temp != "" {
@@ -452,6 +480,9 @@ func (ts *tableState) readCloud(ctx context.Context) error {
 	for _, r := range recs {
 		if cid := module.CloudIDOf(ts.spec, r); cid != "" {
 			ts.cloud[cid] = r
+			if tok := r.String(module.TokenTag); tok != "" {
+				ts.byToken[tok] = append(ts.byToken[tok], cid)
+			}
 		}
 	}
 	return nil

@@ -52,6 +52,12 @@ type tableState struct {
 	// forced: records pushed to the cloud whatever their intent: those
 	// being replaced and those that reference them.
 	forced map[string]bool
+	// ops: record key -> the engine's work under way or failed for it;
+	// byToken: client token -> the cloud ids of resources tagged with it;
+	// strays: cloud id -> the row whose retried create made it a second time.
+	ops     map[string]op
+	byToken map[string][]string
+	strays  map[string]string
 }
 
 // replacement is a row of iasql_replacements.

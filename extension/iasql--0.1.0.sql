@@ -652,6 +652,49 @@ END $$;
 COMMENT ON FUNCTION public.iasql_cycle_tick() IS
   'Called by the pg_cron job iasql_cycle on the schedule: asks the sidecar for an automatic cycle (skipped while an iasql transaction is open).';
 
+-- 045_operations.sql
+-- Work the engine has under way or could not finish, per record, and the
+-- status of every record that is not in sync.
+
+-- One row per record the engine is acting on in the cloud, or failed to
+-- bring in sync: written before each cloud call (so the idempotency token
+-- of a create survives any crash) and after it; removed once a read shows
+-- the record in sync.
+CREATE TABLE public.iasql_operations (
+  table_name text NOT NULL,
+  record_key text NOT NULL,
+  record_id  text,
+  cloud_id   text,
+  action     text NOT NULL,
+  state      text NOT NULL CONSTRAINT iasql_operations_state CHECK (state IN ('in progress', 'failed', 'waiting')),
+  token      text,
+  attempts   integer NOT NULL DEFAULT 0,
+  last_error text,
+  next_retry timestamptz,
+  since      timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  updated_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  PRIMARY KEY (table_name, record_key)
+);
+COMMENT ON TABLE public.iasql_operations IS 'Cloud work the engine has under way or could not finish, one row per record: written before each cloud call (a create''s idempotency token survives any crash) and after it, removed once a read shows the record in sync.';
+COMMENT ON COLUMN public.iasql_operations.table_name IS 'The module table.';
+COMMENT ON COLUMN public.iasql_operations.record_key IS 'The row''s id, or ''cloud '' and the cloud id for a resource with no row.';
+COMMENT ON COLUMN public.iasql_operations.record_id IS 'The row''s id (NULL for a resource with no row).';
+COMMENT ON COLUMN public.iasql_operations.cloud_id IS 'The resource''s identity in the cloud, when known.';
+COMMENT ON COLUMN public.iasql_operations.action IS 'create, update, replace or delete, in the cloud.';
+COMMENT ON COLUMN public.iasql_operations.state IS 'in progress (called, or waiting for a read to show the result), failed (see last_error and next_retry), or waiting (for a record it depends on).';
+COMMENT ON COLUMN public.iasql_operations.token IS 'Idempotency token of a create: sent as the ClientToken or tagged on the resource, so that a retry after a crash adopts what it made.';
+COMMENT ON COLUMN public.iasql_operations.attempts IS 'Cloud calls made for this action so far.';
+COMMENT ON COLUMN public.iasql_operations.last_error IS 'The last failure, in one line.';
+COMMENT ON COLUMN public.iasql_operations.next_retry IS 'When an automatic cycle tries a failed action again (iasql_commit tries at once).';
+COMMENT ON COLUMN public.iasql_operations.since IS 'When the engine began this action.';
+COMMENT ON COLUMN public.iasql_operations.updated_at IS 'When this row last changed.';
+COMMENT ON CONSTRAINT iasql_operations_state ON public.iasql_operations IS 'Known operation states.';
+REVOKE ALL ON public.iasql_operations FROM PUBLIC;
+GRANT SELECT ON public.iasql_operations TO PUBLIC;
+CREATE TRIGGER iasql_operations_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_operations
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_operations_guard ON public.iasql_operations IS 'Only the sidecar writes operations.';
+
 -- 050_wait.sql
 -- Waiting for the cloud without an iasql transaction: poll a generated query
 -- until a record satisfies a condition (e.g. its cloud id is back).
@@ -784,6 +827,33 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION public.iasql_wait_for_all(integer) IS
   'Waits until every user change committed before the call is enacted in the cloud (or decided otherwise by its mode); raises with the failures, or on timeout with what is still pending.';
+
+-- 055_status.sql
+-- The status of every module record that is not in sync: what the engine
+-- does or could not do about it (iasql_operations), and user changes not
+-- yet taken up (pending).
+CREATE VIEW public.iasql_status AS
+  SELECT o.table_name, o.record_id, o.cloud_id, o.state, o.action, o.attempts, o.last_error, o.next_retry, o.since
+    FROM public.iasql_operations o
+  UNION ALL
+  SELECT p.table_name, p.record_id, r.cloud_id, 'pending'::text, NULL::text, 0, NULL::text, NULL::timestamptz,
+         (SELECT min(a.ts) FROM public.iasql_audit_log a
+           WHERE a.origin = 'user' AND a.table_name = p.table_name AND a.record_id = p.record_id
+             AND a.lsn > coalesce(r.enacted_lsn, '0/0'::pg_lsn))
+    FROM public.iasql_pending_intent(pg_catalog.pg_current_wal_insert_lsn()) p
+    LEFT JOIN public.iasql_records r ON r.table_name = p.table_name AND r.record_id = p.record_id
+   WHERE NOT EXISTS (SELECT 1 FROM public.iasql_operations o WHERE o.table_name = p.table_name AND o.record_key = p.record_id);
+COMMENT ON VIEW public.iasql_status IS 'One row per module record that is not in sync: pending (a user change not yet taken up), in progress, failed (last_error, next_retry) or waiting (for a record it depends on).';
+COMMENT ON COLUMN public.iasql_status.table_name IS 'The module table.';
+COMMENT ON COLUMN public.iasql_status.record_id IS 'The row''s id (NULL for a resource with no row, e.g. one being deleted from the cloud).';
+COMMENT ON COLUMN public.iasql_status.cloud_id IS 'The resource''s identity in the cloud, when known.';
+COMMENT ON COLUMN public.iasql_status.state IS 'pending, in progress, failed or waiting.';
+COMMENT ON COLUMN public.iasql_status.action IS 'create, update, replace or delete, in the cloud (NULL while pending).';
+COMMENT ON COLUMN public.iasql_status.attempts IS 'Cloud calls made for the action so far.';
+COMMENT ON COLUMN public.iasql_status.last_error IS 'The last failure, in one line.';
+COMMENT ON COLUMN public.iasql_status.next_retry IS 'When an automatic cycle tries a failed action again.';
+COMMENT ON COLUMN public.iasql_status.since IS 'Since when the record has been out of sync.';
+GRANT SELECT ON public.iasql_status TO PUBLIC;
 
 -- 060_mode.sql
 -- Modes: NORMAL (two-way), ENFORCE (the database is the truth), TRACK (the

@@ -47,6 +47,11 @@ func TestCreateWithMissingPolicyIsNeverEnacted(t *testing.T) {
 		if n := e.Count(`SELECT count(*) FROM iasql_pending_intent(pg_current_wal_insert_lsn()) WHERE table_name = 'iam_role'`); n != 1 {
 			t.Errorf("after commit %d the role's intent is not pending (%d pending records)", attempt, n)
 		}
+		// The status view says what failed, and when an automatic cycle tries again.
+		if n := e.Count(`SELECT count(*) FROM iasql_status WHERE table_name = 'iam_role' AND record_id = '1' AND state = 'failed'
+			AND attempts >= 1 AND last_error LIKE '%' || $1 || '%' AND next_retry > now() AND since <= now()`, missingPolicy); n != 1 {
+			t.Errorf("after commit %d iasql_status does not show the role failed with its error and next retry", attempt)
+		}
 	}
 }
 

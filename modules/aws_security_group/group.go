@@ -119,7 +119,7 @@ func (m *groupMapper) Create(ctx context.Context, want module.Record) (module.Re
 		GroupName:         aws.String(want.String("group_name")),
 		Description:       aws.String(want.String("description")),
 		VpcId:             aws.String(want.String("vpc_id")),
-		TagSpecifications: ec2x.TagSpec(types.ResourceTypeSecurityGroup, want["tags"]),
+		TagSpecifications: ec2x.TagSpec(types.ResourceTypeSecurityGroup, want["tags"], ""), // no token: the name in its VPC makes a retried create find the group
 	})
 	if ec2x.Code(err) == "InvalidGroup.Duplicate" {
 		// Made by an earlier attempt whose answer was lost: read it back.

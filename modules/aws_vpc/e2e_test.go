@@ -65,10 +65,14 @@ type cloudRes struct {
 	tags            map[string]string
 }
 
+// tagMap is a resource's tags but the engine's client-token tag (which a
+// create adds and the tables do not show).
 func tagMap(ts []types.Tag) map[string]string {
 	out := map[string]string{}
 	for _, t := range ts {
-		out[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		if k := aws.ToString(t.Key); k != module.TokenTag {
+			out[k] = aws.ToString(t.Value)
+		}
 	}
 	return out
 }

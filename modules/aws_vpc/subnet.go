@@ -21,6 +21,7 @@ func subnetRecord(region string, s types.Subnet) module.Record {
 		"subnet_id": aws.ToString(s.SubnetId), "vpc_id": aws.ToString(s.VpcId), "region": region,
 		"cidr_block": aws.ToString(s.CidrBlock), "availability_zone": aws.ToString(s.AvailabilityZone),
 		"tags": ec2x.Tags(s.Tags), "is_default_for_az": aws.ToBool(s.DefaultForAz), "state": string(s.State),
+		module.TokenTag: ec2x.TokenOf(s.Tags),
 	}
 }
 
@@ -41,18 +42,35 @@ func (m *subnetMapper) Read(ctx context.Context) ([]module.Record, error) {
 	})
 }
 
+// Create creates the subnet, tagged with the create's client token:
+// CreateSubnet takes no ClientToken, so the SDK does not retry it (see Find).
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSubnet.html
 func (m *subnetMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
 	region := want.String("region")
 	out, err := m.c.Region(region).CreateSubnet(ctx, &ec2.CreateSubnetInput{
 		VpcId:             aws.String(want.String("vpc_id")),
 		CidrBlock:         aws.String(want.String("cidr_block")),
 		AvailabilityZone:  aws.String(want.String("availability_zone")),
-		TagSpecifications: ec2x.TagSpec(types.ResourceTypeSubnet, want["tags"]),
-	})
+		TagSpecifications: ec2x.TagSpec(types.ResourceTypeSubnet, want["tags"], module.ClientToken(ctx)),
+	}, ec2x.NoRetry)
 	if err != nil {
 		return nil, ec2x.Terminal(fmt.Errorf("create subnet %s in %s: %w", want.String("cidr_block"), want.String("vpc_id"), err))
 	}
 	return subnetRecord(region, *out.Subnet), nil
+}
+
+// Find returns the subnet that a create with this client token made in
+// want's region (nil when none did).
+func (m *subnetMapper) Find(ctx context.Context, want module.Record, token string) (module.Record, error) {
+	region := want.String("region")
+	out, err := m.c.Region(region).DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: ec2x.TokenFilter(token)})
+	if err != nil {
+		return nil, fmt.Errorf("find the subnet of client token %s in %s: %w", token, region, err)
+	}
+	if len(out.Subnets) == 0 {
+		return nil, nil
+	}
+	return subnetRecord(region, out.Subnets[0]), nil
 }
 
 // Update changes tags; anything else needs a new subnet.

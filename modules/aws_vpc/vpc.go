@@ -20,6 +20,7 @@ func vpcRecord(region string, v types.Vpc) module.Record {
 	return module.Record{
 		"vpc_id": aws.ToString(v.VpcId), "cidr_block": aws.ToString(v.CidrBlock), "region": region,
 		"tags": ec2x.Tags(v.Tags), "is_default": aws.ToBool(v.IsDefault), "state": string(v.State),
+		module.TokenTag: ec2x.TokenOf(v.Tags),
 	}
 }
 
@@ -40,16 +41,33 @@ func (m *vpcMapper) Read(ctx context.Context) ([]module.Record, error) {
 	})
 }
 
+// Create creates the VPC, tagged with the create's client token: CreateVpc
+// takes no ClientToken, so the SDK does not retry it (see Find).
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateVpc.html
 func (m *vpcMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
 	region := want.String("region")
 	out, err := m.c.Region(region).CreateVpc(ctx, &ec2.CreateVpcInput{
 		CidrBlock:         aws.String(want.String("cidr_block")),
-		TagSpecifications: ec2x.TagSpec(types.ResourceTypeVpc, want["tags"]),
-	})
+		TagSpecifications: ec2x.TagSpec(types.ResourceTypeVpc, want["tags"], module.ClientToken(ctx)),
+	}, ec2x.NoRetry)
 	if err != nil {
 		return nil, ec2x.Terminal(fmt.Errorf("create VPC %s in %s: %w", want.String("cidr_block"), region, err))
 	}
 	return vpcRecord(region, *out.Vpc), nil
+}
+
+// Find returns the VPC that a create with this client token made in want's
+// region (nil when none did).
+func (m *vpcMapper) Find(ctx context.Context, want module.Record, token string) (module.Record, error) {
+	region := want.String("region")
+	out, err := m.c.Region(region).DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: ec2x.TokenFilter(token)})
+	if err != nil {
+		return nil, fmt.Errorf("find the VPC of client token %s in %s: %w", token, region, err)
+	}
+	if len(out.Vpcs) == 0 {
+		return nil, nil
+	}
+	return vpcRecord(region, out.Vpcs[0]), nil
 }
 
 // Update changes tags; a new CIDR block or region needs a new VPC.

@@ -151,3 +151,39 @@ func FreshRead(ctx context.Context) bool {
 	v, _ := ctx.Value(freshKey{}).(bool)
 	return v
 }
+
+// Idempotency of creates. Before a create, the engine persists a client
+// token for the record and passes it in the context of the Create call. A
+// mapper whose API takes an idempotency token (ClientToken) sends it; a
+// mapper whose API takes none but whose resources take tags at creation
+// tags the resource with TokenTag = the token, reports it in the records it
+// reads under TokenTag, and implements Finder. After any crash the engine
+// then finds the resource that token made and adopts it, instead of
+// creating a second one or importing it as a second row.
+
+// TokenTag is the tag key (and the key in read records) that carries the
+// client token of the create that made a resource.
+const TokenTag = "iasql:client-token"
+
+type tokenKey struct{}
+
+// WithClientToken returns a context whose Create call carries token.
+func WithClientToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, tokenKey{}, token)
+}
+
+// ClientToken is the client token of the create ctx carries ("" when none).
+func ClientToken(ctx context.Context) string {
+	s, _ := ctx.Value(tokenKey{}).(string)
+	return s
+}
+
+// Finder is implemented by the mapper of a resource whose identity the
+// cloud generates and whose create call takes no idempotency token (an EC2
+// VPC or subnet). Its Create tags the resource with the context's client
+// token and must not be retried by the SDK (a retry of a create that AWS
+// did act on would make a second resource); the engine retries it, after
+// Find reports that no resource carries the token (nil, nil).
+type Finder interface {
+	Find(ctx context.Context, want Record, token string) (Record, error)
+}

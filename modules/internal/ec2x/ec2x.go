@@ -48,23 +48,54 @@ func (c *Clients) EachRegion(ctx context.Context, read func(ctx context.Context,
 }
 
 // Tags renders EC2 tags as a record value: an object of key -> value
-// ({} when there are none, as the tables' default is).
+// ({} when there are none, as the tables' default is). The engine's
+// client-token tag (module.TokenTag) is not among them: see TokenOf.
 func Tags(tags []types.Tag) map[string]any {
 	out := make(map[string]any, len(tags))
 	for _, t := range tags {
-		out[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		if k := aws.ToString(t.Key); k != module.TokenTag {
+			out[k] = aws.ToString(t.Value)
+		}
 	}
 	return out
 }
 
+// TokenOf is the client token a resource was tagged with at creation (""
+// when none).
+func TokenOf(tags []types.Tag) string {
+	for _, t := range tags {
+		if aws.ToString(t.Key) == module.TokenTag {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}
+
 // TagSpec is the TagSpecifications of a create call for a record's tags
-// column (nil when it has none).
-func TagSpec(resource types.ResourceType, tags any) []types.TagSpecification {
+// column and a create's client token ("" for none; nil when there are
+// neither).
+// EC2 applies tags given at creation atomically with the create: a
+// resource never exists without its token tag.
+// https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html (tag on creation)
+func TagSpec(resource types.ResourceType, tags any, token string) []types.TagSpecification {
 	ts := toTags(tags)
+	if token != "" {
+		ts = append(ts, types.Tag{Key: aws.String(module.TokenTag), Value: aws.String(token)})
+	}
 	if len(ts) == 0 {
 		return nil
 	}
 	return []types.TagSpecification{{ResourceType: resource, Tags: ts}}
+}
+
+// NoRetry is the option of a create call that takes no idempotency token:
+// the SDK must not repeat it (AWS may have acted on the attempt whose
+// answer was lost); the engine retries it once Find says it made nothing.
+func NoRetry(o *ec2.Options) { o.RetryMaxAttempts = 1 }
+
+// TokenFilter selects the resources a client token's create made.
+func TokenFilter(token string) []types.Filter {
+	return []types.Filter{{Name: aws.String("tag:" + module.TokenTag), Values: []string{token}}}
 }
 
 func toTags(v any) []types.Tag {

@@ -1,0 +1,41 @@
+-- Work the engine has under way or could not finish, per record, and the
+-- status of every record that is not in sync.
+
+-- One row per record the engine is acting on in the cloud, or failed to
+-- bring in sync: written before each cloud call (so the idempotency token
+-- of a create survives any crash) and after it; removed once a read shows
+-- the record in sync.
+CREATE TABLE public.iasql_operations (
+  table_name text NOT NULL,
+  record_key text NOT NULL,
+  record_id  text,
+  cloud_id   text,
+  action     text NOT NULL,
+  state      text NOT NULL CONSTRAINT iasql_operations_state CHECK (state IN ('in progress', 'failed', 'waiting')),
+  token      text,
+  attempts   integer NOT NULL DEFAULT 0,
+  last_error text,
+  next_retry timestamptz,
+  since      timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  updated_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  PRIMARY KEY (table_name, record_key)
+);
+COMMENT ON TABLE public.iasql_operations IS 'Cloud work the engine has under way or could not finish, one row per record: written before each cloud call (a create''s idempotency token survives any crash) and after it, removed once a read shows the record in sync.';
+COMMENT ON COLUMN public.iasql_operations.table_name IS 'The module table.';
+COMMENT ON COLUMN public.iasql_operations.record_key IS 'The row''s id, or ''cloud '' and the cloud id for a resource with no row.';
+COMMENT ON COLUMN public.iasql_operations.record_id IS 'The row''s id (NULL for a resource with no row).';
+COMMENT ON COLUMN public.iasql_operations.cloud_id IS 'The resource''s identity in the cloud, when known.';
+COMMENT ON COLUMN public.iasql_operations.action IS 'create, update, replace or delete, in the cloud.';
+COMMENT ON COLUMN public.iasql_operations.state IS 'in progress (called, or waiting for a read to show the result), failed (see last_error and next_retry), or waiting (for a record it depends on).';
+COMMENT ON COLUMN public.iasql_operations.token IS 'Idempotency token of a create: sent as the ClientToken or tagged on the resource, so that a retry after a crash adopts what it made.';
+COMMENT ON COLUMN public.iasql_operations.attempts IS 'Cloud calls made for this action so far.';
+COMMENT ON COLUMN public.iasql_operations.last_error IS 'The last failure, in one line.';
+COMMENT ON COLUMN public.iasql_operations.next_retry IS 'When an automatic cycle tries a failed action again (iasql_commit tries at once).';
+COMMENT ON COLUMN public.iasql_operations.since IS 'When the engine began this action.';
+COMMENT ON COLUMN public.iasql_operations.updated_at IS 'When this row last changed.';
+COMMENT ON CONSTRAINT iasql_operations_state ON public.iasql_operations IS 'Known operation states.';
+REVOKE ALL ON public.iasql_operations FROM PUBLIC;
+GRANT SELECT ON public.iasql_operations TO PUBLIC;
+CREATE TRIGGER iasql_operations_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_operations
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_operations_guard ON public.iasql_operations IS 'Only the sidecar writes operations.';
