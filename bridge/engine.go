@@ -43,7 +43,12 @@ type Engine struct {
 	intent   chan struct{}
 	tick     chan struct{}
 
-	work *pgx.Conn // the loop goroutine's connection (workConn)
+	// work is the loop goroutine's connection (workConn); workMu is held
+	// by every use of it (a cycle's concurrent write-backs, its
+	// keep-alive), and workStop ends its keep-alive.
+	work     *pgx.Conn
+	workMu   sync.Mutex
+	workStop func()
 
 	mu      sync.Mutex
 	svc     *pgx.Conn // holds the service lock; answers requests
@@ -290,18 +295,24 @@ func (e *Engine) countDeprecated(name string) {
 	}
 }
 
+// bound is the leader timeout: PostgreSQL ends the engine's sessions
+// (and so releases its locks) once they are silent that long, so that a
+// frozen or partitioned sidecar loses the engine's leadership too.
+func (e *Engine) bound() time.Duration {
+	if e.capture == nil {
+		return logical.DefaultLeaderTimeout
+	}
+	return e.capture.LeaderTimeout()
+}
+
 // Lead runs the engine until ctx ends (when capture loses leadership).
 func (e *Engine) Lead(ctx context.Context) {
-	svc, err := pgx.Connect(ctx, e.dsn)
+	svc, err := logical.Connect(ctx, e.dsn, "iasql engine", e.bound())
 	if err != nil {
 		e.log.Error("engine cannot connect", "err", err)
 		return
 	}
 	defer svc.Close(context.Background())
-	if _, err := svc.Exec(ctx, `SET application_name = 'iasql engine'`); err != nil {
-		e.log.Error("engine cannot configure its session", "err", err)
-		return
-	}
 	if _, err := svc.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockService); err != nil {
 		e.log.Error("engine cannot take its lock", "err", err)
 		return
@@ -320,14 +331,23 @@ func (e *Engine) Lead(ctx context.Context) {
 		e.log.Error("engine cannot settle the requests of ended sessions", "err", err)
 		return
 	}
+	// The service session talks to the server at least every third of the
+	// bound, whatever the loop is busy with (a long cycle).
+	kctx, stopKeepAlive := context.WithCancel(ctx)
+	lost := make(chan error, 1)
+	var kwg sync.WaitGroup
+	kwg.Go(func() {
+		if err := logical.KeepAlive(kctx, svc, &e.mu, e.bound()); err != nil {
+			lost <- err
+		}
+	})
 	defer func() {
+		stopKeepAlive()
+		kwg.Wait()
 		e.mu.Lock()
 		e.svc = nil
 		e.mu.Unlock()
-		if e.work != nil {
-			e.work.Close(context.Background())
-			e.work = nil
-		}
+		e.closeWork()
 	}()
 	timer := time.NewTimer(e.interval)
 	defer timer.Stop()
@@ -360,6 +380,9 @@ func (e *Engine) Lead(ctx context.Context) {
 			timer.Reset(e.interval)
 		case <-e.tick:
 			e.automatic(ctx, "schedule")
+		case err := <-lost:
+			e.log.Warn("engine lost its session; starting again", "err", err)
+			return
 		case <-health.C:
 			if err := e.service(ctx, func(c *pgx.Conn) error { return c.Ping(ctx) }); err != nil {
 				e.log.Warn("engine lost its session; starting again", "err", err)
@@ -399,21 +422,46 @@ func (e *Engine) automatic(ctx context.Context, reason string) {
 var errBusy = errors.New("another cycle is running")
 
 // workConn is the engine loop's connection for cycles, previews and lock
-// waits, kept between them (only the loop goroutine uses it).
+// waits, kept between them (only the loop goroutine opens and closes it). A
+// keep-alive talks to the server on it every third of the bound, under
+// workMu, so a long cloud call never leaves it silent.
 func (e *Engine) workConn(ctx context.Context) (*pgx.Conn, error) {
 	if e.work != nil && !e.work.IsClosed() {
 		return e.work, nil
 	}
-	conn, err := pgx.Connect(ctx, e.dsn)
+	e.closeWork()
+	conn, err := logical.Connect(ctx, e.dsn, "iasql cycle", e.bound())
 	if err != nil {
 		return nil, fmt.Errorf("connect for a cycle: %w", err)
 	}
-	if _, err := conn.Exec(ctx, `SET application_name = 'iasql cycle'`); err != nil {
-		conn.Close(context.Background())
-		return nil, fmt.Errorf("configure the cycle session: %w", err)
-	}
-	e.work = conn
+	kctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := logical.KeepAlive(kctx, conn, &e.workMu, e.bound()); err != nil {
+			e.log.Warn("the cycle session was lost", "err", err)
+		}
+	})
+	e.work, e.workStop = conn, func() { cancel(); wg.Wait() }
 	return conn, nil
+}
+
+// closeWork stops the work connection's keep-alive and closes it.
+func (e *Engine) closeWork() {
+	if e.workStop != nil {
+		e.workStop()
+		e.workStop = nil
+	}
+	if e.work != nil {
+		e.work.Close(context.Background())
+		e.work = nil
+	}
+}
+
+// withWork runs fn while holding the work connection (workMu).
+func (e *Engine) withWork(fn func() error) error {
+	e.workMu.Lock()
+	defer e.workMu.Unlock()
+	return fn()
 }
 
 // lockCycles takes the cycle lock on the work connection: waiting for a
@@ -425,14 +473,19 @@ func (e *Engine) lockCycles(ctx context.Context, wait bool) (*pgx.Conn, error) {
 		return nil, err
 	}
 	if wait {
-		if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle); err != nil {
+		if err := e.withWork(func() error {
+			_, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle)
+			return err
+		}); err != nil {
 			e.releaseWork(conn)
 			return nil, fmt.Errorf("wait for the running cycle: %w", err)
 		}
 		return conn, nil
 	}
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle).Scan(&ok); err != nil {
+	if err := e.withWork(func() error {
+		return conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle).Scan(&ok)
+	}); err != nil {
 		e.releaseWork(conn)
 		return nil, fmt.Errorf("take the cycle lock: %w", err)
 	}
@@ -448,11 +501,11 @@ func (e *Engine) lockCycles(ctx context.Context, wait bool) (*pgx.Conn, error) {
 func (e *Engine) releaseWork(conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_unlock_all()`); err != nil {
-		conn.Close(ctx)
-		if e.work == conn {
-			e.work = nil
-		}
+	if err := e.withWork(func() error {
+		_, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_unlock_all()`)
+		return err
+	}); err != nil && e.work == conn {
+		e.closeWork()
 	}
 }
 
@@ -477,7 +530,7 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 		// Someone waits for this cycle: read the cloud as it is now.
 		ctx = module.WithFreshRead(ctx)
 	}
-	c := &cycle{e: e, conn: conn, id: newID(), reason: reason, opt: opt, tables: installed}
+	c := &cycle{e: e, conn: conn, dbMu: &e.workMu, id: newID(), reason: reason, opt: opt, tables: installed}
 	if err := c.record(ctx, "CYCLE_START", map[string]any{"cycle": c.id, "reason": reason}); err != nil {
 		return nil, err
 	}

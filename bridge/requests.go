@@ -133,7 +133,7 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 		return nil, err
 	}
 	defer e.releaseWork(conn)
-	c := &cycle{e: e, conn: conn, id: "preview", tables: installed}
+	c := &cycle{e: e, conn: conn, dbMu: &e.workMu, id: "preview", tables: installed}
 	if err := c.read(module.WithFreshRead(ctx)); err != nil {
 		return nil, err
 	}
@@ -246,6 +246,8 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 	}
 	defer e.releaseWork(conn)
 	var results []moduleResult
+	e.workMu.Lock()
+	defer e.workMu.Unlock()
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT name, depends_on FROM public.iasql_modules WHERE installed_at IS NOT NULL`)
 		if err != nil {

@@ -32,8 +32,9 @@ type cycle struct {
 	// It is never open across a cloud call.
 	batch   pgx.Tx
 	inBatch []*Action
-	// dbMu serialises the write-backs of concurrent cloud actions on conn.
-	dbMu sync.Mutex
+	// dbMu is held by every use of conn (Engine.workMu): the write-backs of
+	// concurrent cloud actions and the session's keep-alive share it.
+	dbMu *sync.Mutex
 	// pushed: records whose declarative state this cycle pushed to the
 	// cloud (the cloud said yes), with the newest user change the push
 	// carried. Only a later read that shows it enacts the intent.
@@ -286,6 +287,13 @@ func (c *cycle) settle(ctx context.Context, p *plan) error {
 	})
 }
 
+// withConn runs fn while holding the cycle's connection.
+func (c *cycle) withConn(fn func() error) error {
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
+	return fn()
+}
+
 // dbTx runs fn in a transaction marked as the engine's (a savepoint of
 // the open batch, when there is one).
 func (c *cycle) dbTx(ctx context.Context, fn func(pgx.Tx) error) error {
@@ -303,6 +311,8 @@ func (c *cycle) dbTx(ctx context.Context, fn func(pgx.Tx) error) error {
 }
 
 func (c *cycle) openBatch(ctx context.Context) error {
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
 	tx, err := c.conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin a batch of writes: %w", err)
@@ -321,6 +331,8 @@ func (c *cycle) commitBatch(ctx context.Context) ([]*Action, error) {
 	if c.batch == nil {
 		return nil, nil
 	}
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
 	err := c.batch.Commit(ctx)
 	c.batch = nil
 	if err != nil {
@@ -338,31 +350,42 @@ func (c *cycle) read(ctx context.Context) error {
 	for i, t := range c.tables {
 		specs[i], names[i] = t.spec, t.spec.Name
 	}
-	lsn, vis, rows, err := readDB(ctx, c.conn, specs)
-	if err != nil {
+	var lsn pglogrepl.LSN
+	var vis visibility
+	var rows map[string]map[string]*row
+	if err := c.withConn(func() (err error) {
+		lsn, vis, rows, err = readDB(ctx, c.conn, specs)
+		return err
+	}); err != nil {
 		return err
 	}
 	if err := c.e.capture.WaitCovered(ctx, lsn); err != nil {
 		return err
 	}
-	recs, err := readRecords(ctx, c.conn, names)
-	if err != nil {
+	var (
+		recs         map[string]map[string]record
+		intent, seen map[string]map[string]pglogrepl.LSN
+		next         pglogrepl.LSN
+		modes        modeRules
+		repls        map[string]map[string]*replacement
+		ops          map[string]map[string]op
+	)
+	if err := c.withConn(func() (err error) {
+		if recs, err = readRecords(ctx, c.conn, names); err != nil {
+			return err
+		}
+		if intent, seen, next, err = readIntent(ctx, c.conn, names, c.e.intentLow(), lsn, vis, recs); err != nil {
+			return err
+		}
+		if modes, err = readModes(ctx, c.conn); err != nil {
+			return err
+		}
+		if repls, err = readReplacements(ctx, c.conn, names); err != nil {
+			return err
+		}
+		ops, err = readOps(ctx, c.conn, names)
 		return err
-	}
-	intent, seen, next, err := readIntent(ctx, c.conn, names, c.e.intentLow(), lsn, vis, recs)
-	if err != nil {
-		return err
-	}
-	modes, err := readModes(ctx, c.conn)
-	if err != nil {
-		return err
-	}
-	repls, err := readReplacements(ctx, c.conn, names)
-	if err != nil {
-		return err
-	}
-	ops, err := readOps(ctx, c.conn, names)
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	snap := &snapshot{lsn: lsn, vis: vis, low: next, modes: modes, byName: map[string]*tableState{}}
@@ -536,6 +559,8 @@ func (s *snapshot) scope(ctx context.Context) context.Context {
 // startRecord and endRecord write the cycle's lifecycle rows.
 func (c *cycle) record(ctx context.Context, kind string, msg map[string]any) error {
 	js, _ := json.Marshal(msg)
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
 	_, err := c.conn.Exec(ctx, `INSERT INTO public.iasql_audit_log (ts, change_type, origin, message) VALUES (pg_catalog.clock_timestamp(), $1, 'engine', $2)`, kind, string(js))
 	if err != nil {
 		return fmt.Errorf("write %s record: %w", kind, err)

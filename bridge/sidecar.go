@@ -36,6 +36,10 @@ type Config struct {
 	// CloudConcurrency bounds the cloud actions in flight per module and
 	// region; default DefaultCloudConcurrency.
 	CloudConcurrency int
+	// LeaderTimeout: a sidecar that stops making progress (frozen,
+	// partitioned) loses capture and engine leadership within it; default
+	// logical.DefaultLeaderTimeout (or IASQL_LEADER_TIMEOUT).
+	LeaderTimeout time.Duration
 	// Modules offered; nil means every module of this build.
 	Modules []module.Module
 	// AWS, when set, replaces the SDK's standard configuration chain.
@@ -70,7 +74,7 @@ func Run(ctx context.Context, cfg Config) error {
 		mods = modules.All()
 	}
 	var engine *Engine
-	capture := logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger,
+	capture := logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger, LeaderTimeout: cfg.LeaderTimeout,
 		OnLeader: func(ctx context.Context) {
 			if cfg.OnReady != nil {
 				cfg.OnReady()

@@ -196,6 +196,18 @@ func TestFrozenLeader(t *testing.T) {
 		}
 		return pids
 	}
+	// The engine's service lock (4) moves with the leadership: its session
+	// is bounded and kept alive the same way.
+	engineQ := strings.Replace(leaderQ, "objid = 1", "objid = 4", 1)
+	engine := func() int32 {
+		var pid int32
+		if err := mon.QueryRow(ctx, engineQ).Scan(&pid); err != nil && err != pgx.ErrNoRows {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	waitFor(t, 30*time.Second, "the leader's engine running", func() bool { return engine() != 0 })
+	enginePID := engine()
 	lockPID, senders := leader(), walsenders()
 	if lockPID == 0 || len(senders) != 1 {
 		t.Fatalf("before the freeze: leader session %d, walsenders %v; want one of each", lockPID, senders)
@@ -232,6 +244,11 @@ func TestFrozenLeader(t *testing.T) {
 	waitFor(t, bound+margin, "the standby capturing", b.capturing)
 	waitCaptured(t, mon, bound+margin)
 	t.Logf("the standby captured a change made after the freeze %s after the freeze", time.Since(frozen).Round(10*time.Millisecond))
+	waitFor(t, bound+margin, "the standby's engine takes the service lock", func() bool {
+		p := engine()
+		return p != 0 && p != enginePID
+	})
+	t.Logf("the standby's engine leads %s after the freeze", time.Since(frozen).Round(10*time.Millisecond))
 
 	// Thawed, the old leader finds its sessions gone and waits its turn.
 	thaw()

@@ -24,6 +24,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
 	timeout := f.String("cycle-timeout", "IASQL_CYCLE_TIMEOUT", "45m", "a cycle running longer is cancelled and recorded as timed out")
 	concurrency := f.String("cloud-concurrency", "IASQL_CLOUD_CONCURRENCY", fmt.Sprint(bridge.DefaultCloudConcurrency), "cloud changes in flight at once per module and region")
+	leader := f.String("leader-timeout", "IASQL_LEADER_TIMEOUT", logical.DefaultLeaderTimeout.String(), "a sidecar silent this long (frozen, cut off) loses leadership to a standby; its sessions are ended by PostgreSQL")
 	logger := logFlags(f, stderr)
 	if err := f.parse(args); err != nil {
 		return err
@@ -31,6 +32,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	log, err := logger()
 	if err != nil {
 		return err
+	}
+	lt, err := positiveDuration("--leader-timeout", *leader)
+	if err != nil {
+		return err
+	}
+	if lt < logical.MinLeaderTimeout {
+		return fmt.Errorf("--leader-timeout %s: give at least %s", lt, logical.MinLeaderTimeout)
 	}
 	iv, err := positiveDuration("--interval", *interval)
 	if err != nil {
@@ -44,7 +52,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil || cc < 1 {
 		return fmt.Errorf("--cloud-concurrency %q: give a whole number of 1 or more", *concurrency)
 	}
-	return bridge.Run(ctx, bridge.Config{DSN: *dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc})
+	return bridge.Run(ctx, bridge.Config{DSN: *dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt})
 }
 
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
