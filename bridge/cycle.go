@@ -83,6 +83,10 @@ type options struct {
 // land): pending intent pushes to the cloud, its absence pulls from it.
 func diff(snap *snapshot, opt options) (*plan, error) {
 	p := &plan{}
+	// restoring: rows (table, id) that take back the cloud identity their
+	// record had (a rename undone); claimed: the cloud ids (table, cloud
+	// id) they take back. What references either waits for the next pass.
+	restoring, claimed := map[string]bool{}, map[string]bool{}
 	for _, ts := range snap.tables {
 		intent := func(id string) bool {
 			if ts.forced[id] {
@@ -128,7 +132,7 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		sort.Slice(ids, func(i, j int) bool { return numLess(ids[i], ids[j]) })
 		for _, id := range ids {
 			r := ts.rows[id]
-			if r.cloud == nil {
+			if r.cloud == nil || refersTo(ts.spec, r.db, restoring) {
 				// A reference that cannot be resolved yet: its parent is
 				// planned in this pass; the next pass handles the child.
 				continue
@@ -153,6 +157,14 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 			case !inCloud && toCloud:
 				a.Action, a.Direction, a.kind = "create", "cloud", cloudCreate
 				a.Description = "create " + describe(ts.spec, r.cloud) + " in the cloud" + note
+			case !inCloud && restorable(ts, id, r):
+				// The row's identity changed without intent (a rename rolled
+				// back, or TRACK): the row takes back the resource its record
+				// stood for, under its own id, and what references it stays.
+				old := ts.records[id].cloudID
+				a.Action, a.Direction, a.kind, a.cloud, a.CloudID = "update", "database", dbUpdate, ts.cloud[old], old
+				a.Description = "restore the row from " + describe(ts.spec, a.cloud) + ": " + r.cloudID + " is not in the cloud" + note
+				restoring[ts.spec.Name+"\x00"+id], claimed[ts.spec.Name+"\x00"+old] = true, true
 			case !inCloud:
 				a.Action, a.Direction, a.kind = "delete", "database", dbDelete
 				a.Description = "delete the row: " + r.cloudID + " is not in the cloud" + note
@@ -175,7 +187,7 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		// Resources only in the cloud.
 		cids := make([]string, 0, len(ts.cloud))
 		for cid := range ts.cloud {
-			if ts.byCloud[cid] == nil {
+			if ts.byCloud[cid] == nil && !claimed[ts.spec.Name+"\x00"+cid] && !refersTo(ts.spec, ts.cloud[cid], claimed) {
 				cids = append(cids, cid)
 			}
 		}
@@ -245,11 +257,47 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 	return p, nil
 }
 
+// restorable reports whether a row whose resource is not in the cloud can
+// take back the resource its record stood for: that resource is in the
+// cloud and no other row stands for it.
+func restorable(ts *tableState, id string, r *row) bool {
+	old := ts.records[id].cloudID
+	if old == "" || old == r.cloudID || ts.byCloud[old] != nil {
+		return false
+	}
+	_, there := ts.cloud[old]
+	return there
+}
+
+// refersTo reports whether a record references one of keys (table, id of
+// a row for a database record; table, cloud id for a cloud record: the
+// form its reference columns hold).
+func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
+	for col, parent := range spec.Refs {
+		if r[col] != nil && keys[parent+"\x00"+r.String(col)] {
+			return true
+		}
+	}
+	return false
+}
+
 // parentRetired reports whether a resource's parent is the old resource of
 // a replacement, to be deleted.
 func parentRetired(snap *snapshot, spec module.Table, c module.Record) bool {
 	for col, parent := range spec.Refs {
 		if p := snap.byName[parent]; p != nil && c[col] != nil && p.retired[c.String(col)] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// parentLeaving reports whether a resource's parent has no row: the
+// parent is being deleted from the cloud (a child of a parent that is
+// imported is imported too, never deleted).
+func parentLeaving(snap *snapshot, spec module.Table, c module.Record) bool {
+	for col, parent := range spec.Refs {
+		if p := snap.byName[parent]; p != nil && c[col] != nil && p.cloud[c.String(col)] != nil && p.byCloud[c.String(col)] == nil {
 			return true
 		}
 	}
@@ -506,8 +554,11 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 				return setPhase(ctx, tx, a.retire, phaseFinal)
 			})
 		}
-		if err := ts.mapper.Delete(ctx, a.cloud); errors.Is(err, module.ErrKeep) && parentRetired(c.snap, ts.spec, a.cloud) {
-			return nil // it goes with its parent, the old resource of a replacement
+		if err := ts.mapper.Delete(ctx, a.cloud); errors.Is(err, module.ErrKeep) && (parentRetired(c.snap, ts.spec, a.cloud) || parentLeaving(c.snap, ts.spec, a.cloud)) {
+			// It goes with its parent (the old resource of a replacement, or
+			// a resource whose row was deleted): AWS deletes a VPC's default
+			// security group with the VPC.
+			return nil
 		} else if errors.Is(err, module.ErrKeep) {
 			// The cloud keeps it: the row comes back instead.
 			a.Action, a.Direction, a.kind = "create", "database", dbInsert
