@@ -171,6 +171,10 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 			case !equal && toCloud:
 				a.Action, a.Direction, a.kind = "update", "cloud", cloudUpdate
 				a.Description = "update " + r.cloudID + " in the cloud"
+				if why := changes(ts.spec.CreateOnly, c, r.cloud); why != "" {
+					a.Action = "replace"
+					a.Description = "replace " + r.cloudID + " with a new resource (create-only: " + why + ")" + dependents(snap, ts, id)
+				}
 				if intent(id) {
 					a.Description += " (the user's change wins)"
 				}
@@ -255,6 +259,32 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// dependents says what a replacement of row id cascades to: the rows that
+// reference it move to the new resource.
+func dependents(snap *snapshot, ts *tableState, id string) string {
+	var parts []string
+	for _, cts := range snap.tables {
+		n := 0
+		for col, parent := range cts.spec.Refs {
+			if parent != ts.spec.Name {
+				continue
+			}
+			for _, r := range cts.rows {
+				if r.db.String(col) == id {
+					n++
+				}
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, cts.spec.Name))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; what references it moves to the new one: " + strings.Join(parts, ", ")
 }
 
 // restorable reports whether a row whose resource is not in the cloud can

@@ -55,6 +55,9 @@ type Outcome struct {
 	Actions  []Action `json:"actions"`
 	Failures []string `json:"failures,omitempty"`
 	Summary  string   `json:"summary"`
+	// Unverified: the parts of the cloud whose reads failed, one line each
+	// (table, region, error); nothing was done there (unverified.go).
+	Unverified []string `json:"unverified,omitempty"`
 }
 
 const maxPasses = 10
@@ -69,6 +72,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 	out := &Outcome{Cycle: c.id}
 	c.pushed = map[string]pglogrepl.LSN{}
 	var lastSig string
+	var lastSeen map[string]pglogrepl.LSN
 	repeats := 0
 	for pass := 1; ; pass++ {
 		if err := c.read(ctx); err != nil {
@@ -85,6 +89,9 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, err
 		}
 		failures := c.notTaken(p)
+		if failures, err = c.noteUnverified(ctx, out, failures); err != nil {
+			return out, err
+		}
 		p.actions = c.dueOnly(p.actions)
 		if len(out.Failures) > 0 {
 			// The read after a failed pass: it enacted what the cloud shows.
@@ -107,10 +114,18 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		} else {
 			repeats = 0
 		}
-		if repeats >= 2 || pass > maxPasses {
+		if repeats >= 2 || (pass > maxPasses && !c.userWrites(p, lastSeen)) {
 			return out, fmt.Errorf("the cycle is not converging: it keeps planning the same work: %s", sig)
 		}
-		lastSig = sig
+		if pass > maxPasses {
+			// Users keep changing the records this cycle works on: each pass
+			// enacts what it saw, and what they write meanwhile is left,
+			// pending, to the next cycle. Not a loop, not a failure.
+			c.keepPending(p)
+			out.Summary = summarize(out) + fmt.Sprintf("; %d change(s) left for the next cycle: their records kept changing while it ran", len(p.actions))
+			return out, nil
+		}
+		lastSig, lastSeen = sig, c.seenOf(p)
 		failures = append(failures, c.executeAll(c.snap.scope(ctx), p.actions)...)
 		for _, a := range p.actions {
 			out.Actions = append(out.Actions, *a)
@@ -161,7 +176,7 @@ func summarize(o *Outcome) string {
 		counts[a.Action+" "+a.Direction]++
 	}
 	if len(counts) == 0 {
-		return "in sync, nothing to do"
+		return "in sync, nothing to do" + unverifiedSummary(o)
 	}
 	var parts []string
 	for k, n := range counts {
@@ -172,16 +187,45 @@ func summarize(o *Outcome) string {
 	if len(o.Failures) > 0 {
 		s += fmt.Sprintf("; %d failed", len(o.Failures))
 	}
-	return s
+	return s + unverifiedSummary(o)
 }
 
+// signature names a pass's work: the actions, and for each record the
+// newest user change the pass saw (a record a user changed again is new
+// work, not a repeat).
 func signature(actions []*Action) string {
 	parts := make([]string, 0, len(actions))
 	for _, a := range actions {
-		parts = append(parts, fmt.Sprintf("%s %s %s %s", a.Action, a.Direction, a.Table, firstNonEmpty(a.ID, a.CloudID)))
+		part := fmt.Sprintf("%s %s %s %s", a.Action, a.Direction, a.Table, firstNonEmpty(a.ID, a.CloudID))
+		if lsn := a.ts.seen[a.ID]; a.ID != "" && lsn != 0 {
+			part += " @" + lsn.String()
+		}
+		parts = append(parts, part)
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// seenOf is the newest user change the pass saw for each record it acts on.
+func (c *cycle) seenOf(p *plan) map[string]pglogrepl.LSN {
+	out := map[string]pglogrepl.LSN{}
+	for _, a := range p.actions {
+		if a.ID != "" {
+			out[actionKey(a)] = a.ts.seen[a.ID]
+		}
+	}
+	return out
+}
+
+// userWrites reports whether users changed, since the previous pass, a
+// record this pass acts on.
+func (c *cycle) userWrites(p *plan, before map[string]pglogrepl.LSN) bool {
+	for k, lsn := range c.seenOf(p) {
+		if old, ok := before[k]; ok && lsn > old {
+			return true
+		}
+	}
+	return false
 }
 
 func firstNonEmpty(s ...string) string {
@@ -498,7 +542,10 @@ func (ts *tableState) cloudForms(snap *snapshot) error {
 func (ts *tableState) readCloud(ctx context.Context) error {
 	recs, err := ts.mapper.Read(ctx)
 	if err != nil {
-		return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
+		// What cannot be read is unverified; the rest goes on (unverified.go).
+		if recs, err = ts.readFailed(ctx, recs, err); err != nil {
+			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
+		}
 	}
 	for _, r := range recs {
 		if cid := module.CloudIDOf(ts.spec, r); cid != "" {

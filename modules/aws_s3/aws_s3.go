@@ -26,7 +26,9 @@ func Module() module.Module {
 				Name:        "bucket",
 				CloudID:     []string{"name"},
 				Declarative: []string{"name", "region", "versioning"},
+				CreateOnly:  []string{"region"},
 				Feedback:    []string{"created_at"},
+				Region:      "region",
 			},
 			{
 				Name:        "bucket_object",
@@ -34,6 +36,8 @@ func Module() module.Module {
 				Declarative: []string{"bucket_id", "key"},
 				Feedback:    []string{"size", "etag", "last_modified"},
 				Refs:        map[string]string{"bucket_id": "bucket"},
+				// Rows are in their bucket's region; cloud records say it.
+				Region: "region",
 			},
 		},
 		Mappers: Mappers,

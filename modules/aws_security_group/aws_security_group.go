@@ -24,8 +24,10 @@ var (
 		Name:        "security_group",
 		CloudID:     []string{"vpc_id", "group_name"},
 		Declarative: []string{"group_name", "description", "vpc_id", "region", "tags"},
+		CreateOnly:  []string{"description", "region"},
 		Feedback:    []string{"group_id"},
 		Refs:        map[string]string{"vpc_id": "vpc"},
+		Region:      "region",
 	}
 	ruleTable = module.Table{
 		Name: "security_group_rule",
@@ -35,6 +37,8 @@ var (
 			"cidr_ipv4", "cidr_ipv6", "prefix_list_id", "source_security_group_id", "description"},
 		Feedback: []string{"rule_id"},
 		Refs:     map[string]string{"security_group_id": "security_group", "source_security_group_id": "security_group"},
+		// Rows are in their group's region; cloud records say it.
+		Region: "region",
 	}
 )
 

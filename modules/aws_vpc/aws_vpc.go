@@ -29,14 +29,18 @@ func Module() module.Module {
 				Name:        "vpc",
 				CloudID:     []string{"vpc_id"},
 				Declarative: []string{"cidr_block", "region", "tags"},
+				CreateOnly:  []string{"cidr_block", "region"},
 				Feedback:    []string{"vpc_id", "is_default", "state"},
+				Region:      "region",
 			},
 			{
 				Name:        "subnet",
 				CloudID:     []string{"subnet_id"},
 				Declarative: []string{"vpc_id", "region", "cidr_block", "availability_zone", "tags"},
+				CreateOnly:  []string{"vpc_id", "region", "cidr_block", "availability_zone"},
 				Feedback:    []string{"subnet_id", "is_default_for_az", "state"},
 				Refs:        map[string]string{"vpc_id": "vpc"},
+				Region:      "region",
 			},
 		},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {

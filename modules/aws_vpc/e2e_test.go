@@ -365,6 +365,12 @@ func TestVpcCidrReplaces(t *testing.T) {
 			}
 
 			e.tx(c.change...)
+			// Preview tells the replacement apart, with its reason and what it
+			// cascades to, before anything is done.
+			if n := e.Count(`SELECT count(*) FROM iasql_preview() WHERE action = 'replace' AND table_name = 'vpc' AND id = $1
+				AND description LIKE '%create-only: cidr_block%' AND description LIKE '%1 subnet%'`, vpcRow); n != 1 {
+				t.Errorf("preview does not show the VPC's replacement with its reason and cascade")
+			}
 			e.Commit()
 
 			newVpc := e.String(`SELECT vpc_id FROM vpc WHERE id = $1::int`, vpcRow)

@@ -53,6 +53,11 @@ type Table struct {
 	// written back into rows by the engine, never written to the cloud,
 	// never a reason to change the cloud.
 	Feedback []string
+	// CreateOnly are the declarative columns that cannot change in place:
+	// a change to any of them replaces the resource (the mapper's Update
+	// returns ErrReplace for it). Preview and the cycle records say so
+	// before anything is done.
+	CreateOnly []string
 	// Refs maps a column that references another module table by id to
 	// that table. In cloud records the column holds the referenced
 	// resource's cloud id (as CloudIDOf renders it) instead of the database id.
@@ -65,6 +70,12 @@ type Table struct {
 	// list of regions): every difference is settled from the cloud, whatever
 	// the mode, and the mapper's Create, Update and Delete are never called.
 	ReadOnly bool
+	// Region names the column (or, in a table that has no such column, the
+	// key of its cloud records) that holds the region a resource lives in
+	// ("" for a global resource). The engine uses it to tell which rows and
+	// resources a region whose reads failed (PartialError) leaves
+	// unverified. A row without it is in its parent's region (Refs).
+	Region string
 }
 
 // CloudIDOf renders the identity of a record in cloud form: the value of

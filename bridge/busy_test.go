@@ -1,0 +1,48 @@
+package bridge_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/iasql/iasql/internal/pgtest"
+)
+
+// TestUserKeepsWriting: while a commit runs, a user keeps changing the
+// record it works on. The commit is not reported as a loop ("not
+// converging"): it enacts what it saw and leaves the rest pending. Once the
+// user stops, the next commit brings the cloud to the row's last value.
+func TestUserKeepsWriting(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.Exec(`INSERT INTO bucket (name) VALUES ('busy')`)
+	e.Commit()
+	writer := pgtest.Connect(t, e.DSN)
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	writes := 0
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if _, err := writer.Exec(ctx, `UPDATE bucket SET versioning = NOT versioning WHERE name = 'busy'`); err != nil && ctx.Err() == nil {
+				t.Errorf("user write: %v", err)
+				return
+			}
+			writes++
+		}
+	})
+	for range 3 {
+		if _, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`); err != nil {
+			t.Errorf("commit while a user keeps writing: %v", err)
+		}
+	}
+	stop()
+	wg.Wait()
+	if writes < 10 {
+		t.Fatalf("only %d user writes happened during the commits: the test did not test anything", writes)
+	}
+	e.Commit()
+	want := e.Count(`SELECT count(*) FROM bucket WHERE name = 'busy' AND versioning`) == 1
+	if got := e.cloudVersioning("busy"); got != want {
+		t.Errorf("after the user stopped, the cloud's versioning is %v, the row's %v", got, want)
+	}
+}
