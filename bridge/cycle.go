@@ -88,6 +88,8 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 	// id) they take back. What references either waits for the next pass.
 	restoring, claimed := map[string]bool{}, map[string]bool{}
 	for _, ts := range snap.tables {
+		// Nothing at all is done in a part whose reads failed (unverified.go).
+		unverified := snap.unverifiedParts(ts)
 		intent := func(id string) bool {
 			if ts.forced[id] {
 				return true
@@ -135,6 +137,9 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 			if r.cloud == nil || refersTo(ts.spec, r.db, restoring) {
 				// A reference that cannot be resolved yet: its parent is
 				// planned in this pass; the next pass handles the child.
+				continue
+			}
+			if unverified.row(r) {
 				continue
 			}
 			c, inCloud := ts.cloud[r.cloudID]
@@ -198,6 +203,9 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		sort.Strings(cids)
 		for _, cid := range cids {
 			c := ts.cloud[cid]
+			if unverified.cloud(c) {
+				continue
+			}
 			if rp := ts.retired[cid]; rp != nil {
 				if stillReferenced(snap, ts, cid) {
 					continue // its children move first; a later pass deletes it
@@ -244,6 +252,9 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		}
 		// Replacements: promoted by this read, or done.
 		for id, rp := range ts.repl {
+			if unverified.record(id) {
+				continue // the old resource may only look gone
+			}
 			if rp.promote {
 				p.promote = append(p.promote, rp)
 			}

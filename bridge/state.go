@@ -58,6 +58,9 @@ type tableState struct {
 	ops     map[string]op
 	byToken map[string][]string
 	strays  map[string]string
+	// unverified: region ("" for the whole table) -> why the table's read
+	// failed there (unverified.go).
+	unverified map[string]error
 }
 
 // replacement is a row of iasql_replacements.

@@ -273,12 +273,22 @@ CREATE PROCEDURE public.iasql_commit()
 LANGUAGE plpgsql AS $$
 DECLARE
   res jsonb;
+  part text;
 BEGIN
   res := public.iasql_request('commit');
+  -- A part of the cloud whose reads failed (a region not enabled, an
+  -- outage) is a WARNING, one per table and region with the error, not an
+  -- error: the commit did everything else, and failing it would fail every
+  -- commit for as long as the part is out. A change of the caller's that
+  -- such a part holds back is a failure of the commit (raised above).
+  FOR part IN SELECT pg_catalog.jsonb_array_elements_text(coalesce(res->'unverified', '[]'::jsonb)) LOOP
+    RAISE WARNING 'iasql_commit: unverified, nothing was done there: %', part
+      USING HINT = 'SELECT * FROM iasql_status WHERE state = ''unverified'' shows what is still unverified; it clears once the reads work (or once the region is disabled in aws_regions).';
+  END LOOP;
   RAISE NOTICE 'iasql_commit: %', res->>'summary';
 END $$;
 COMMENT ON PROCEDURE public.iasql_commit() IS
-  'Runs a cycle now and returns when it has ended (so the cloud ids are in the rows), then closes the iasql transaction if one is open. Raises the failures with the records they concern.';
+  'Runs a cycle now and returns when it has ended (so the cloud ids are in the rows), then closes the iasql transaction if one is open. Raises the failures with the records they concern, and warns of the parts of the cloud it could not read (unverified).';
 
 CREATE PROCEDURE public.iasql_rollback()
 LANGUAGE plpgsql AS $$

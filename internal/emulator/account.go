@@ -31,3 +31,12 @@ func (o Options) accountID() string {
 	}
 	return DefaultAccountID
 }
+
+// disabled is the set of DisabledRegions.
+func (o Options) disabled() map[string]bool {
+	out := make(map[string]bool, len(o.DisabledRegions))
+	for _, r := range o.DisabledRegions {
+		out[r] = true
+	}
+	return out
+}

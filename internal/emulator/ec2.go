@@ -30,13 +30,16 @@ type ec2Service struct {
 	// seed makes this emulator's ids differ from another's.
 	seed uint64
 
+	// disabled: regions the account has not enabled (Options.DisabledRegions).
+	disabled map[string]bool
+
 	mu      sync.Mutex
 	counter uint64                // guarded by mu; ids are derived from it
 	regions map[string]*ec2Region // guarded by mu; created on first use
 }
 
 func newEC2(opts Options) *ec2Service {
-	return &ec2Service{account: opts.accountID(), seed: rand.Uint64(), regions: map[string]*ec2Region{}}
+	return &ec2Service{account: opts.accountID(), seed: rand.Uint64(), regions: map[string]*ec2Region{}, disabled: opts.disabled()}
 }
 
 // ec2Handler does one action in a region and writes the elements of its
@@ -79,6 +82,13 @@ func (s *ec2Service) operation(r *http.Request) string { return queryAction(r) }
 
 func (s *ec2Service) throttle() (int, string) {
 	return http.StatusServiceUnavailable, "RequestLimitExceeded"
+}
+
+// denied is AWS's answer to a request for a region the account has not
+// enabled (and to credentials it cannot validate): AuthFailure, HTTP 401.
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html
+func (s *ec2Service) denied() (int, string, string) {
+	return http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials"
 }
 
 func (s *ec2Service) writeError(w http.ResponseWriter, _ *http.Request, status int, code, message string) {

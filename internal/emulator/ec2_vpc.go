@@ -21,6 +21,16 @@ func (s *ec2Service) describeRegions(_ *ec2Region, p ec2Params, x *ec2XML) error
 	if len(unknown) > 0 {
 		return ec2Errorf("InvalidParameterValue", "Invalid region names: [%s]", strings.Join(unknown, ", "))
 	}
+	// The emulator's regions are AWS's default regions, but for those the
+	// account has not enabled (Options.DisabledRegions): those play opt-in
+	// regions not opted in. They are listed with AllRegions, or when named.
+	status := func(r *Region) string {
+		if s.disabled[r.Name] {
+			return "not-opted-in"
+		}
+		return "opt-in-not-required"
+	}
+	all := p.Get("AllRegions") == "true"
 	fs, err := ec2ParseFilters(p)
 	if err != nil {
 		return err
@@ -28,20 +38,21 @@ func (s *ec2Service) describeRegions(_ *ec2Region, p ec2Params, x *ec2XML) error
 	keep, err := ec2CompileFilters(fs, map[string]ec2Field[Region]{
 		"region-name":   func(r *Region) string { return r.Name },
 		"endpoint":      func(r *Region) string { return "ec2." + r.Name + ".amazonaws.com" },
-		"opt-in-status": func(*Region) string { return "opt-in-not-required" },
+		"opt-in-status": status,
 	}, func(*Region) ec2Tags { return nil })
 	if err != nil {
 		return err
 	}
 	x.open("regionInfo")
 	for _, r := range Regions() {
-		if len(names) > 0 && !slices.Contains(names, r.Name) || !keep(&r) {
+		named := slices.Contains(names, r.Name)
+		if len(names) > 0 && !named || s.disabled[r.Name] && !all && !named || !keep(&r) {
 			continue
 		}
 		x.open("item")
 		x.str("regionName", r.Name)
 		x.str("regionEndpoint", "ec2."+r.Name+".amazonaws.com")
-		x.str("optInStatus", "opt-in-not-required")
+		x.str("optInStatus", status(&r))
 		x.close("item")
 	}
 	x.close("regionInfo")

@@ -135,6 +135,12 @@ func (s *ecrService) serve(w http.ResponseWriter, r *http.Request, op string) {
 
 func (s *ecrService) throttle() (int, string) { return http.StatusBadRequest, "ThrottlingException" }
 
+// denied is what AWS's JSON services answer to credentials they do not
+// accept, as in a region the account has not enabled.
+func (s *ecrService) denied() (int, string, string) {
+	return http.StatusBadRequest, "UnrecognizedClientException", "The security token included in the request is invalid."
+}
+
 func (s *ecrService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	body, _ := json.Marshal(map[string]string{"__type": code, "message": message})
 	w.Header().Set("X-Amzn-ErrorType", code)

@@ -49,6 +49,13 @@ type Options struct {
 	// AccountID is the account the emulator plays (ARNs, owner ids);
 	// DefaultAccountID when empty.
 	AccountID string
+	// DisabledRegions are regions of Regions() the account has not enabled,
+	// as an opt-in region it has not opted in to: EC2 DescribeRegions
+	// leaves them out unless asked for all regions (AllRegions, or by
+	// name), with optInStatus not-opted-in, and every request signed for
+	// one of them fails as AWS fails it, with the service's authentication
+	// error (EC2 AuthFailure, HTTP 401; see service.denied).
+	DisabledRegions []string
 }
 
 // service emulates one AWS service behind the shared endpoint.
@@ -62,6 +69,10 @@ type service interface {
 	writeError(w http.ResponseWriter, r *http.Request, status int, code, message string)
 	// throttle is the service's throttling error: HTTP status and code.
 	throttle() (status int, code string)
+	// denied is the service's answer to a request whose credentials it
+	// does not accept, which is also what AWS answers for a region the
+	// account has not enabled: HTTP status, code and message.
+	denied() (status int, code, message string)
 }
 
 // Emulator is an http.Handler answering AWS API requests.
@@ -70,6 +81,9 @@ type Emulator struct {
 	// services by signing name (the credential scope's service); unsigned
 	// requests go to S3, unknown services get NotImplemented.
 	services map[string]service
+
+	// disabled: the regions the account has not enabled (Options).
+	disabled map[string]bool
 
 	mu     sync.Mutex
 	calls  map[string]int
@@ -90,7 +104,8 @@ func New(opts Options) *Emulator {
 			"ecr": newECR(opts),
 			"ec2": newEC2(opts),
 		},
-		calls: map[string]int{},
+		calls:    map[string]int{},
+		disabled: opts.disabled(),
 	}
 }
 
@@ -118,7 +133,13 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.log.Debug("emulator request", "op", name+":"+op, "method", r.Method, "path", r.URL.Path,
 			"status", rec.status, "duration", time.Since(start))
 	}()
-	if f := e.takeFault(name + ":" + op); f != nil && e.applyFault(rec, r, svc, op, f) {
+	region, _ := credentialScope(r)
+	if e.disabled[region] {
+		status, code, msg := svc.denied()
+		svc.writeError(rec, r, status, code, msg)
+		return
+	}
+	if f := e.takeFault(name+":"+op, region); f != nil && e.applyFault(rec, r, svc, op, f) {
 		return
 	}
 	svc.serve(rec, r, op)
@@ -286,6 +307,10 @@ func (u unknownService) serve(w http.ResponseWriter, r *http.Request, op string)
 }
 
 func (u unknownService) throttle() (int, string) { return http.StatusBadRequest, "Throttling" }
+
+func (u unknownService) denied() (int, string, string) {
+	return http.StatusForbidden, "UnrecognizedClientException", "The security token included in the request is invalid."
+}
 
 // writeError answers in the JSON protocol's shape when the request is a
 // JSON one (X-Amz-Target), else in the query protocol's.

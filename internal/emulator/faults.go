@@ -23,6 +23,12 @@ const (
 	ServerErrorAfter
 	// Latency delays the request by Delay, then does it.
 	Latency
+	// Denied answers with the service's authentication failure (EC2
+	// AuthFailure, ECR UnrecognizedClientException, IAM
+	// InvalidClientTokenId, S3 InvalidAccessKeyId) without doing the
+	// request, as AWS answers for a region the account has not enabled;
+	// the SDK does not retry it.
+	Denied
 )
 
 // Fault is a failure injected into matching requests, for reliability
@@ -31,13 +37,19 @@ type Fault struct {
 	// Op selects the requests, like the keys of Calls:
 	// "ec2:CreateSecurityGroup", "ec2:*" (every operation of a service) or
 	// "*" (every request).
-	Op    string
-	Kind  FaultKind
-	Times int           // how many matching requests it affects; 0 means until ClearFaults
-	Delay time.Duration // for Latency
+	Op string
+	// Region, when set, limits the fault to requests signed for that
+	// region (a regional outage).
+	Region string
+	Kind   FaultKind
+	Times  int           // how many matching requests it affects; 0 means until ClearFaults
+	Delay  time.Duration // for Latency
 }
 
-func (f *Fault) matches(op string) bool {
+func (f *Fault) matches(op, region string) bool {
+	if f.Region != "" && f.Region != region {
+		return false
+	}
 	if f.Op == "*" || f.Op == op {
 		return true
 	}
@@ -62,13 +74,13 @@ func (e *Emulator) ClearFaults() {
 	e.faults = nil
 }
 
-// takeFault returns the fault that applies to a request of op, counting
-// it against the fault's Times.
-func (e *Emulator) takeFault(op string) *Fault {
+// takeFault returns the fault that applies to a request of op signed for
+// region, counting it against the fault's Times.
+func (e *Emulator) takeFault(op, region string) *Fault {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i, f := range e.faults {
-		if !f.matches(op) {
+		if !f.matches(op, region) {
 			continue
 		}
 		got := *f
@@ -100,6 +112,10 @@ func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request, svc servic
 	case ServerError:
 		svc.writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error (injected by the emulator). Please try again.")
 		return true
+	case Denied:
+		status, code, msg := svc.denied()
+		svc.writeError(w, r, status, code, msg+" (injected by the emulator)")
+		return true
 	case ServerErrorAfter:
 		svc.serve(&discardWriter{h: http.Header{}}, r, op)
 		svc.writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error (injected by the emulator, after doing the request). Please try again.")
@@ -118,13 +134,15 @@ func (d *discardWriter) WriteHeader(int)             {}
 // FaultsPath is where the emulator takes faults over HTTP, for tests that
 // run it as a separate process (iasql emulator): POST a JSON fault
 // {"op": "ec2:CreateSecurityGroup", "kind": "throttle", "times": 3,
-// "delay_ms": 0} to add one (kinds: throttle, server_error,
-// server_error_after, latency), DELETE to clear them all. No AWS request
-// has this path: S3 bucket names cannot start with "_".
+// "delay_ms": 0, "region": ""} to add one (kinds: throttle, server_error,
+// server_error_after, latency, denied; region optional), DELETE to clear
+// them all. No AWS request has this path: S3 bucket names cannot start
+// with "_".
 const FaultsPath = "/_iasql/faults"
 
 var faultKinds = map[string]FaultKind{
 	"throttle": Throttle, "server_error": ServerError, "server_error_after": ServerErrorAfter, "latency": Latency,
+	"denied": Denied,
 }
 
 // serveFaults answers requests to FaultsPath.
@@ -139,19 +157,20 @@ func (e *Emulator) serveFaults(w http.ResponseWriter, r *http.Request) {
 			Kind    string `json:"kind"`
 			Times   int    `json:"times"`
 			DelayMS int    `json:"delay_ms"`
+			Region  string `json:"region"`
 		}
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&in); err != nil {
-			http.Error(w, "bad fault: "+err.Error()+`: send {"op": "service:Operation", "kind": "throttle", "times": N, "delay_ms": N}`, http.StatusBadRequest)
+			http.Error(w, "bad fault: "+err.Error()+`: send {"op": "service:Operation", "kind": "throttle", "times": N, "delay_ms": N, "region": "optional-region-1"}`, http.StatusBadRequest)
 			return
 		}
 		kind, ok := faultKinds[in.Kind]
 		if !ok || in.Op == "" || in.Times < 0 || in.DelayMS < 0 {
-			http.Error(w, `bad fault: give "op" (e.g. ec2:CreateVpc, ec2:* or *), "kind" (throttle, server_error, server_error_after or latency), "times" >= 0 and "delay_ms" >= 0`, http.StatusBadRequest)
+			http.Error(w, `bad fault: give "op" (e.g. ec2:CreateVpc, ec2:* or *), "kind" (throttle, server_error, server_error_after, latency or denied), "times" >= 0 and "delay_ms" >= 0 (and "region" to limit it to one)`, http.StatusBadRequest)
 			return
 		}
-		e.Inject(Fault{Op: in.Op, Kind: kind, Times: in.Times, Delay: time.Duration(in.DelayMS) * time.Millisecond})
+		e.Inject(Fault{Op: in.Op, Region: in.Region, Kind: kind, Times: in.Times, Delay: time.Duration(in.DelayMS) * time.Millisecond})
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		w.Header().Set("Allow", "POST, DELETE")

@@ -57,6 +57,16 @@ func TestFaultsOverHTTP(t *testing.T) {
 	if code, _ := send(http.MethodDelete, ""); code != http.StatusNoContent {
 		t.Errorf("clear faults: %d", code)
 	}
+	send(http.MethodPost, `{"op": "ec2:*", "kind": "denied", "region": "eu-west-1"}`)
+	if err := describe(); err != nil {
+		t.Errorf("a fault for eu-west-1 reached a us-east-1 call: %v", err)
+	}
+	euWest := cfg.Copy()
+	euWest.Region = "eu-west-1"
+	if _, err := ec2.NewFromConfig(euWest).DescribeVpcs(ctx, &ec2.DescribeVpcsInput{}); err == nil || !strings.Contains(err.Error(), "AuthFailure") {
+		t.Errorf("call in eu-west-1 under a denied fault for it: %v", err)
+	}
+	send(http.MethodDelete, "")
 	if err := describe(); err != nil {
 		t.Errorf("after clearing: %v", err)
 	}

@@ -160,6 +160,10 @@ func (s *iamService) serve(w http.ResponseWriter, r *http.Request, op string) {
 
 func (s *iamService) throttle() (int, string) { return http.StatusBadRequest, "Throttling" }
 
+func (s *iamService) denied() (int, string, string) {
+	return http.StatusForbidden, "InvalidClientTokenId", "The security token included in the request is invalid."
+}
+
 func (s *iamService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	typ := "Sender"
 	if status >= 500 {

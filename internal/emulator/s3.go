@@ -128,6 +128,10 @@ func (s *s3Service) serve(w http.ResponseWriter, r *http.Request, op string) {
 
 func (s *s3Service) throttle() (int, string) { return http.StatusServiceUnavailable, "SlowDown" }
 
+func (s *s3Service) denied() (int, string, string) {
+	return http.StatusForbidden, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records."
+}
+
 func (s *s3Service) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	writeS3Error(w, r, s.requestID(), s3Err(status, code, message))
 }

@@ -12,11 +12,11 @@ CREATE TABLE public.aws_regions (
   CONSTRAINT aws_regions_default_enabled CHECK (is_enabled OR NOT is_default)
 );
 COMMENT ON TABLE public.aws_regions IS
-  'The regions enabled for the AWS account, as EC2 DescribeRegions lists them (read-only: rows follow the cloud). is_default and is_enabled are yours: the default region is what region columns of other modules default to, and only enabled regions are read and written.';
+  'The regions of the AWS account, as EC2 DescribeRegions lists them with AllRegions (read-only: rows follow the cloud). is_default and is_enabled are yours: the default region is what region columns of other modules default to, and only enabled regions are read and written. A region the account has not enabled (an opt-in region not opted in) is imported disabled; enabled here anyway, its reads fail and it shows as unverified in iasql_status, its rows left as they are.';
 COMMENT ON COLUMN public.aws_regions.id IS 'Database identifier of the row.';
 COMMENT ON COLUMN public.aws_regions.region IS 'Region code, e.g. us-east-1.';
 COMMENT ON COLUMN public.aws_regions.is_default IS 'Whether this is the default region (exactly one is; making another the default unsets the previous one). Imported as the SDK configuration''s region.';
-COMMENT ON COLUMN public.aws_regions.is_enabled IS 'Whether iasql manages resources in this region. Disabling a region drops its resources from the tables; nothing is deleted in the cloud.';
+COMMENT ON COLUMN public.aws_regions.is_enabled IS 'Whether iasql manages resources in this region (imported as whether the account has it enabled). Disabling a region drops its resources from the tables; nothing is deleted in the cloud.';
 COMMENT ON SEQUENCE public.aws_regions_id_seq IS 'Generates aws_regions.id.';
 COMMENT ON CONSTRAINT aws_regions_region_unique ON public.aws_regions IS 'A region appears once.';
 COMMENT ON CONSTRAINT aws_regions_region_format ON public.aws_regions IS 'A region code such as us-east-1 or ap-southeast-2.';

@@ -27,6 +27,7 @@ func Module() module.Module {
 				CloudID:     []string{"region", "repository_name"},
 				Declarative: []string{"repository_name", "region", "image_tag_mutability", "scan_on_push"},
 				Feedback:    []string{"repository_arn", "repository_uri", "registry_id", "created_at"},
+				Region:      "region",
 			},
 		},
 		Mappers: Mappers,

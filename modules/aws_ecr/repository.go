@@ -30,12 +30,15 @@ func newRepositoryMapper(cfg aws.Config) *repositoryMapper {
 }
 
 // Read describes the repositories of every region in the scope
-// (DescribeRepositories, paginated), regions concurrently.
+// (DescribeRepositories, paginated), regions concurrently. A region whose
+// read fails leaves the others' records, with a *module.PartialError
+// naming it.
 func (m *repositoryMapper) Read(ctx context.Context) ([]module.Record, error) {
 	regions := module.ScopeOf(ctx, m.cfg).Regions
-	return regional.Gather(ctx, 0, len(regions), func(ctx context.Context, i int) ([]module.Record, error) {
-		return m.list(ctx, regions[i], nil)
-	})
+	return regional.GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
+		func(ctx context.Context, i int) ([]module.Record, error) {
+			return m.list(ctx, regions[i], nil)
+		})
 }
 
 // list describes the repositories of a region (those named, when names is

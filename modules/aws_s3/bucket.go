@@ -67,19 +67,24 @@ func (m *bucketMapper) remember(name string, created time.Time, versioning bool)
 }
 
 // Read lists the buckets (ListBuckets, paginated) and reads each one's
-// versioning, concurrently.
+// versioning, concurrently, in the bucket's region. A listing that fails
+// fails the Read; a bucket whose versioning cannot be read leaves its
+// region's buckets out, with a *module.PartialError naming the region.
 func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 	infos, err := m.c.listBuckets(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	return regional.Gather(ctx, concurrency, len(infos), func(ctx context.Context, i int) ([]module.Record, error) {
-		rec, err := m.record(ctx, infos[i])
-		if module.IsCode(err, "NoSuchBucket") {
-			return nil, nil // deleted since it was listed
-		}
-		return []module.Record{rec}, err
-	})
+	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
+		func(ctx context.Context, i int) ([]module.Record, error) {
+			rec, err := m.record(ctx, infos[i])
+			if module.IsCode(err, "NoSuchBucket") {
+				return nil, nil // deleted since it was listed
+			} else if err != nil {
+				return nil, err
+			}
+			return []module.Record{rec}, nil
+		})
 }
 
 // record completes a listed bucket with its versioning (reused from a

@@ -27,13 +27,14 @@ func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return regional.Gather(ctx, concurrency, len(infos), func(ctx context.Context, i int) ([]module.Record, error) {
-		recs, err := m.list(ctx, infos[i])
-		if module.IsCode(err, "NoSuchBucket") {
-			return nil, nil // deleted since it was listed
-		}
-		return recs, err
-	})
+	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
+		func(ctx context.Context, i int) ([]module.Record, error) {
+			recs, err := m.list(ctx, infos[i])
+			if module.IsCode(err, "NoSuchBucket") {
+				return nil, nil // deleted since it was listed
+			}
+			return recs, err
+		})
 }
 
 func (m *objectMapper) list(ctx context.Context, b bucketInfo) ([]module.Record, error) {
@@ -45,7 +46,9 @@ func (m *objectMapper) list(ctx context.Context, b bucketInfo) ([]module.Record,
 			return nil, classify(err, "list objects of bucket %s", b.name)
 		}
 		for _, o := range page.Contents {
-			out = append(out, objectRecord(b.name, aws.ToString(o.Key), aws.ToInt64(o.Size), aws.ToString(o.ETag), o.LastModified))
+			rec := objectRecord(b.name, aws.ToString(o.Key), aws.ToInt64(o.Size), aws.ToString(o.ETag), o.LastModified)
+			rec["region"] = b.region // the bucket's: the table has no region column (Table.Region)
+			out = append(out, rec)
 		}
 	}
 	return out, nil

@@ -36,11 +36,18 @@ func (g *groups) remember(r module.Record) {
 	g.add(r)
 }
 
-// reset makes the groups those of a read.
-func (g *groups) reset(recs []module.Record) {
+// reset makes the groups those of a read, but for the regions whose read
+// failed: their groups stay as last seen.
+func (g *groups) reset(recs []module.Record, failed map[string]error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	byID, byCID := g.byID, g.byCID
 	g.byID, g.byCID = make(map[string]groupRef, len(recs)), make(map[string]string, len(recs))
+	for id, ref := range byID {
+		if _, kept := failed[ref.region]; kept {
+			g.byID[id], g.byCID[ref.cid] = ref, byCID[ref.cid]
+		}
+	}
 	for _, r := range recs {
 		g.add(r)
 	}
@@ -103,11 +110,12 @@ func (m *groupMapper) Read(ctx context.Context) ([]module.Record, error) {
 		}
 		return out, nil
 	})
-	if err != nil {
+	failed, partial := module.FailedRegions(err)
+	if err != nil && !partial {
 		return nil, err
 	}
-	m.g.reset(recs)
-	return recs, nil
+	m.g.reset(recs, failed)
+	return recs, err
 }
 
 // Create creates the group. AWS gives a new group an egress rule allowing

@@ -7,6 +7,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/iasql/iasql/modules/module"
 )
 
 // Clients holds an SDK client of type C per region, each made once by
@@ -90,4 +92,40 @@ func Gather[R any](ctx context.Context, limit, n int, fn func(ctx context.Contex
 		return nil, err
 	}
 	return slices.Concat(per...), nil
+}
+
+// GatherRegions runs fn(ctx, i) for i from 0 to n-1, at most limit at a
+// time, for items that each live in a region (regionOf(i)): regions, or
+// resources read in their own region. One item's failure cancels nothing:
+// it returns what the calls returned, joined in order of i, but for the
+// regions where a call failed, and a *module.PartialError naming those
+// regions (with the error of each one's first failed item), or nil when
+// every call worked. When ctx ends meanwhile it returns ctx's error: a
+// cancelled read is not a region that failed.
+func GatherRegions[R any](ctx context.Context, limit, n int, regionOf func(i int) string,
+	fn func(ctx context.Context, i int) ([]R, error)) ([]R, error) {
+	per := make([][]R, n)
+	errs := make([]error, n)
+	if err := ForEach(ctx, limit, n, func(ctx context.Context, i int) error {
+		per[i], errs[i] = fn(ctx, i)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	failed := map[string]error{}
+	for i, err := range errs {
+		if r := regionOf(i); err != nil && failed[r] == nil {
+			failed[r] = err
+		}
+	}
+	var out []R
+	for i, got := range per {
+		if failed[regionOf(i)] == nil {
+			out = append(out, got...)
+		}
+	}
+	return out, module.Partial(failed)
 }

@@ -3,6 +3,7 @@ package regional_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iasql/iasql/modules/internal/regional"
+	"github.com/iasql/iasql/modules/module"
 )
 
 func TestClients(t *testing.T) {
@@ -158,5 +160,63 @@ func TestGather(t *testing.T) {
 				t.Errorf("got %#v, want %#v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGatherRegions: one region's failure cancels nothing; its records are
+// left out and it is named in a module.PartialError; a cancelled context
+// is the context's error, not a region's.
+func TestGatherRegions(t *testing.T) {
+	boom := errors.New("AuthFailure")
+	regions := []string{"r1", "r2", "r2", "r3"} // item -> region
+	cases := []struct {
+		name   string
+		fail   map[int]bool // items that fail
+		want   []int
+		failed []string
+	}{
+		{"all read", nil, []int{0, 1, 2, 3}, nil},
+		{"one item fails its region", map[int]bool{2: true}, []int{0, 3}, []string{"r2"}},
+		{"two regions fail", map[int]bool{0: true, 3: true}, []int{1, 2}, []string{"r1", "r3"}},
+		{"every region fails", map[int]bool{0: true, 1: true, 3: true}, nil, []string{"r1", "r2", "r3"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			got, err := regional.GatherRegions(context.Background(), 2, len(regions), func(i int) string { return regions[i] },
+				func(ctx context.Context, i int) ([]int, error) {
+					calls.Add(1)
+					if tc.fail[i] {
+						return []int{i}, boom
+					}
+					return []int{i}, nil
+				})
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("records %v, want %v", got, tc.want)
+			}
+			if calls.Load() != int32(len(regions)) {
+				t.Errorf("%d calls, want every item's", calls.Load())
+			}
+			failed, partial := module.FailedRegions(err)
+			if len(tc.failed) == 0 {
+				if err != nil {
+					t.Errorf("error %v, want none", err)
+				}
+				return
+			}
+			if !partial || !slices.Equal(slices.Sorted(maps.Keys(failed)), tc.failed) || !errors.Is(err, boom) {
+				t.Errorf("error %v, want a partial error for %v wrapping the cause", err, tc.failed)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := regional.GatherRegions(ctx, 1, 3, func(int) string { return "r1" }, func(ctx context.Context, i int) ([]int, error) {
+		return nil, ctx.Err()
+	}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v, want the context's error", err)
+	}
+	if _, partial := module.FailedRegions(context.Canceled); partial {
+		t.Error("a cancellation is not a partial failure")
 	}
 }

@@ -1,0 +1,191 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// fakeMapper compares declarative columns; the diff never calls the rest.
+type fakeMapper struct{ cols []string }
+
+func (m fakeMapper) Read(context.Context) ([]module.Record, error) { return nil, nil }
+func (m fakeMapper) Create(context.Context, module.Record) (module.Record, error) {
+	return nil, nil
+}
+func (m fakeMapper) Update(context.Context, module.Record, module.Record) (module.Record, error) {
+	return nil, nil
+}
+func (m fakeMapper) Delete(context.Context, module.Record) error { return nil }
+func (m fakeMapper) Equal(db, cloud module.Record) bool {
+	return module.CompareDeclarative(m.cols, db, cloud)
+}
+
+// Two tables like vpc and subnet: net (regional, identity name) and sub
+// (a child of net; its rows have no region column, its cloud records say
+// it, like bucket_object).
+var (
+	netSpec = module.Table{Name: "net", CloudID: []string{"name"}, Declarative: []string{"name", "region"}, Region: "region"}
+	subSpec = module.Table{Name: "sub", CloudID: []string{"net_id", "name"}, Declarative: []string{"net_id", "name"},
+		Refs: map[string]string{"net_id": "net"}, Region: "region"}
+)
+
+// outageSnapshot is a snapshot of net and sub where both regions r1 and r2
+// have a net row not in the cloud (deleted by others), a net in the cloud
+// without a row, a sub row not in the cloud and a sub in the cloud without
+// a row; net row 5 in r2 and net row 6 in r1 have pending intent (to
+// create). unverified sets what the reads left unverified, by table.
+func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *snapshot {
+	t.Helper()
+	rec := func(kv ...string) module.Record {
+		r := module.Record{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			r[kv[i]] = kv[i+1]
+		}
+		return r
+	}
+	snap := &snapshot{byName: map[string]*tableState{}, modes: modeRules{tables: map[string]string{}, records: map[string]string{}, ids: map[string]string{}}}
+	for _, spec := range []module.Table{netSpec, subSpec} {
+		ts := &tableState{spec: spec, mapper: fakeMapper{spec.Declarative}, rows: map[string]*row{}, byCloud: map[string]*row{},
+			cloud: map[string]module.Record{}, records: map[string]record{}, recBy: map[string]string{}, intent: map[string]pglogrepl.LSN{},
+			seen: map[string]pglogrepl.LSN{}, repl: map[string]*replacement{}, retired: map[string]*replacement{}, forced: map[string]bool{},
+			ops: map[string]op{}, byToken: map[string][]string{}, strays: map[string]string{}, unverified: unverified[spec.Name]}
+		snap.tables = append(snap.tables, ts)
+		snap.byName[spec.Name] = ts
+	}
+	net, sub := snap.byName["net"], snap.byName["sub"]
+	addRow := func(ts *tableState, id string, db module.Record, known bool) {
+		ts.rows[id] = &row{id: id, xmin: "1", db: db}
+		if known {
+			ts.records[id] = record{cloudID: module.CloudIDOf(ts.spec, db), enacted: 1}
+		}
+	}
+	// Rows in sync (their parents of sub rows), both regions.
+	addRow(net, "1", rec("name", "n1", "region", "r1"), true)
+	addRow(net, "2", rec("name", "n2", "region", "r2"), true)
+	net.cloud["n1"], net.cloud["n2"] = rec("name", "n1", "region", "r1"), rec("name", "n2", "region", "r2")
+	// Deleted from the cloud by others (rows 3, 4); to create (5, 6).
+	addRow(net, "3", rec("name", "n3", "region", "r1"), true)
+	addRow(net, "4", rec("name", "n4", "region", "r2"), true)
+	addRow(net, "5", rec("name", "n5", "region", "r2"), false)
+	addRow(net, "6", rec("name", "n6", "region", "r1"), false)
+	net.intent["5"], net.intent["6"] = 10, 10
+	// Made in the cloud by others.
+	net.cloud["m1"], net.cloud["m2"] = rec("name", "m1", "region", "r1"), rec("name", "m2", "region", "r2")
+	// Children: rows whose resource is gone, resources without a row.
+	addRow(sub, "1", module.Record{"net_id": "1", "name": "s1"}, true)
+	addRow(sub, "2", module.Record{"net_id": "2", "name": "s2"}, true)
+	sub.cloud[`["n1","t1"]`] = rec("net_id", "n1", "name", "t1", "region", "r1")
+	sub.cloud[`["n2","t2"]`] = rec("net_id", "n2", "name", "t2", "region", "r2")
+	for _, ts := range snap.tables {
+		if err := ts.cloudForms(snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return snap
+}
+
+// TestDiffUnverified: in a region (or table) whose reads failed, and in
+// its children, nothing is planned: no row deleted, nothing imported or
+// created; the records with intent there are held, naming the part and
+// the error. The rest is planned as usual.
+func TestDiffUnverified(t *testing.T) {
+	denied := errors.New("AuthFailure: AWS was not able to validate the provided access credentials")
+	all := []string{
+		"delete database net 3", "delete database net 4", "create cloud net 5", "create cloud net 6",
+		"create database net m1", "create database net m2",
+		"delete database sub 1", "delete database sub 2",
+		`create database sub ["n1","t1"]`, `create database sub ["n2","t2"]`,
+	}
+	without := func(drop ...string) []string {
+		return slices.DeleteFunc(slices.Clone(all), func(s string) bool { return slices.Contains(drop, s) })
+	}
+	r2 := without("delete database net 4", "create cloud net 5", "create database net m2", "delete database sub 2", `create database sub ["n2","t2"]`)
+	cases := []struct {
+		name       string
+		unverified map[string]map[string]error
+		want       []string
+		held       []string // records held, as "table id"
+	}{
+		{"everything read", nil, all, nil},
+		{"a region of the parent table", map[string]map[string]error{"net": {"r2": denied}}, r2, []string{"net 5"}},
+		{"the same region of the child table only", map[string]map[string]error{"sub": {"r2": denied}},
+			without("delete database sub 2", `create database sub ["n2","t2"]`), nil},
+		{"the whole parent table", map[string]map[string]error{"net": {wholeTable: denied}}, nil, []string{"net 5", "net 6"}},
+		{"the whole child table", map[string]map[string]error{"sub": {wholeTable: denied}},
+			without("delete database sub 1", "delete database sub 2", `create database sub ["n1","t1"]`, `create database sub ["n2","t2"]`), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := outageSnapshot(t, tc.unverified)
+			p, err := diff(snap, options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, a := range p.actions {
+				got = append(got, a.Action+" "+a.Direction+" "+a.Table+" "+firstNonEmpty(a.ID, a.CloudID))
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("actions:\n got %q\nwant %q", got, want)
+			}
+			for _, e := range p.enact {
+				if e.table == "net" && e.id == "2" && tc.unverified["net"] != nil {
+					t.Errorf("enacted net 2 in an unverified part")
+				}
+			}
+			held := snap.held()
+			if len(held) != len(tc.held) {
+				t.Fatalf("held %q, want %v", held, tc.held)
+			}
+			for i, h := range held {
+				if !strings.HasPrefix(h, tc.held[i]+" ") || !strings.Contains(h, "AuthFailure") {
+					t.Errorf("held %q, want %s with its error", h, tc.held[i])
+				}
+			}
+		})
+	}
+}
+
+// TestReadFailed: a cancelled read fails the cycle; a partial read keeps
+// the records of the regions that worked; any other failure leaves the
+// whole table unverified.
+func TestReadFailed(t *testing.T) {
+	denied := errors.New("AuthFailure")
+	recs := []module.Record{{"name": "a", "region": "r1"}, {"name": "b", "region": "r2"}}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	cases := []struct {
+		name       string
+		ctx        context.Context
+		err        error
+		fails      bool
+		kept       int
+		unverified []string
+	}{
+		{"partial", context.Background(), module.Partial(map[string]error{"r2": denied}), false, 1, []string{"r2"}},
+		{"whole", context.Background(), denied, false, 0, []string{wholeTable}},
+		{"cancelled", cancelled, context.Canceled, true, 0, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := &tableState{spec: netSpec}
+			got, err := ts.readFailed(tc.ctx, slices.Clone(recs), tc.err)
+			if (err != nil) != tc.fails || len(got) != tc.kept {
+				t.Errorf("readFailed: %d records, %v; want %d, failing %v", len(got), err, tc.kept, tc.fails)
+			}
+			if regions := slices.Sorted(maps.Keys(ts.unverified)); !slices.Equal(regions, tc.unverified) {
+				t.Errorf("unverified %q, want %q", regions, tc.unverified)
+			}
+		})
+	}
+}
