@@ -134,6 +134,9 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		sort.Slice(ids, func(i, j int) bool { return numLess(ids[i], ids[j]) })
 		for _, id := range ids {
 			r := ts.rows[id]
+			if ts.inFlight(id) {
+				continue // its operation runs on in the cloud: asked about later
+			}
 			if r.cloud == nil || refersTo(ts.spec, r.db, restoring) {
 				// A reference that cannot be resolved yet: its parent is
 				// planned in this pass; the next pass handles the child.
@@ -203,7 +206,7 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		sort.Strings(cids)
 		for _, cid := range cids {
 			c := ts.cloud[cid]
-			if unverified.cloud(c) {
+			if unverified.cloud(c) || ts.inFlight("cloud "+cid) || ts.inFlight(ts.recBy[cid]) {
 				continue
 			}
 			if rp := ts.retired[cid]; rp != nil {

@@ -362,7 +362,11 @@ func (e *Engine) Lead(ctx context.Context) {
 	}
 	e.log.Info("engine running", "interval", e.interval, "schedule", driver, "modules", len(e.modules))
 	var soon <-chan time.Time
+	var pollAt time.Time // operations run on in the cloud: a cycle asks about them then
 	for {
+		if !pollAt.IsZero() && soon == nil {
+			soon, pollAt = time.After(time.Until(pollAt)), time.Time{}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -374,12 +378,12 @@ func (e *Engine) Lead(ctx context.Context) {
 			}
 		case <-soon:
 			soon = nil
-			e.automatic(ctx, "intent")
+			pollAt = e.automatic(ctx, "intent")
 		case <-timer.C:
-			e.automatic(ctx, "schedule")
+			pollAt = e.automatic(ctx, "schedule")
 			timer.Reset(e.interval)
 		case <-e.tick:
-			e.automatic(ctx, "schedule")
+			pollAt = e.automatic(ctx, "schedule")
 		case err := <-lost:
 			e.log.Warn("engine lost its session; starting again", "err", err)
 			return
@@ -393,30 +397,36 @@ func (e *Engine) Lead(ctx context.Context) {
 }
 
 // automatic runs a scheduled cycle unless an iasql transaction is open or
-// another cycle runs.
-func (e *Engine) automatic(ctx context.Context, reason string) {
+// another cycle runs. It returns when operations it left running in the
+// cloud are to be asked about (zero when none).
+func (e *Engine) automatic(ctx context.Context, reason string) time.Time {
 	var open bool
 	if err := e.service(ctx, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM public.iasql_transaction)`).Scan(&open)
 	}); err != nil {
 		e.log.Warn("cannot check for an open iasql transaction", "err", err)
-		return
+		return time.Time{}
 	}
 	if open {
-		return
+		return time.Time{}
 	}
 	installed, err := e.installedTables(ctx)
 	if err != nil {
 		e.log.Warn("cannot read installed modules", "err", err)
-		return
+		return time.Time{}
 	}
 	if len(installed) == 0 {
 		// Nothing installed, nothing to sync (and no records to write).
-		return
+		return time.Time{}
 	}
-	if _, err := e.runCycle(ctx, installed, reason, options{}, false); err != nil && !errors.Is(err, errBusy) {
+	out, err := e.runCycle(ctx, installed, reason, options{}, false)
+	if err != nil && !errors.Is(err, errBusy) {
 		e.log.Warn("cycle failed", "reason", reason, "err", err)
 	}
+	if out == nil {
+		return time.Time{}
+	}
+	return out.PollAfter
 }
 
 var errBusy = errors.New("another cycle is running")

@@ -172,7 +172,12 @@ func (r *round) runCloud(ctx context.Context, actions []*Action) {
 				err = r.c.execute(ctx, a)
 			}
 			release()
-			if err != nil && !errors.Is(err, errConflict) && ctx.Err() == nil {
+			if p := (*module.Pending)(nil); errors.As(err, &p) {
+				if err = r.c.startOp(ctx, a, p); err == nil {
+					err = errInFlight
+				}
+			}
+			if err != nil && !errors.Is(err, errConflict) && !errors.Is(err, errInFlight) && ctx.Err() == nil {
 				r.c.endOp(ctx, a, opFailed, err.Error())
 			}
 			r.settle(a, err)
@@ -219,6 +224,8 @@ func (r *round) settle(a *Action, err error) {
 	case err == nil:
 	case errors.Is(err, errConflict):
 		r.c.e.log.Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
+	case errors.Is(err, errInFlight):
+		// Persisted; later passes or cycles ask about it.
 	default:
 		var term *module.TerminalError
 		r.errs = append(r.errs, fmt.Sprintf("%s %s (%s) %s %s: %v", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, err))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +21,9 @@ type op struct {
 	action, state, token string
 	attempts             int
 	nextRetry            time.Time
+	handle               string    // a long operation's handle, while it runs
+	pollAfter            time.Time // when to ask about it
+	polls                int       // asked so far in this cycle
 }
 
 // Operation states, as iasql_operations spells them.
@@ -31,7 +36,8 @@ const (
 // readOps reads iasql_operations for the tables: table -> record key -> op.
 func readOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]op, error) {
 	rows, err := conn.Query(ctx, `SELECT table_name, record_key, action, state, coalesce(token, ''), attempts,
-		coalesce(next_retry, 'epoch') FROM public.iasql_operations WHERE table_name = ANY($1)`, tables)
+		coalesce(next_retry, 'epoch'), coalesce(handle, ''), coalesce(poll_after, 'epoch')
+		FROM public.iasql_operations WHERE table_name = ANY($1)`, tables)
 	if err != nil {
 		return nil, fmt.Errorf("read operations: %w", err)
 	}
@@ -40,7 +46,7 @@ func readOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]m
 	for rows.Next() {
 		var t, k string
 		var o op
-		if err := rows.Scan(&t, &k, &o.action, &o.state, &o.token, &o.attempts, &o.nextRetry); err != nil {
+		if err := rows.Scan(&t, &k, &o.action, &o.state, &o.token, &o.attempts, &o.nextRetry, &o.handle, &o.pollAfter); err != nil {
 			return nil, fmt.Errorf("read operations: %w", err)
 		}
 		if out[t] == nil {
@@ -171,7 +177,7 @@ func (ts *tableState) adoptByToken(id string, cf module.Record) (module.Record, 
 // failed before and whose retry is not due yet: each record backs off on
 // its own. They stay failed in iasql_status.
 func (c *cycle) dueOnly(actions []*Action) []*Action {
-	if c.reason != "schedule" && c.reason != "intent" {
+	if c.waited() {
 		return actions
 	}
 	now := time.Now()
@@ -183,4 +189,174 @@ func (c *cycle) dueOnly(actions []*Action) []*Action {
 		kept = append(kept, a)
 	}
 	return kept
+}
+
+// Operations that run long.
+//
+// A mapper's Create, Update or Delete may answer *module.Pending: the cloud
+// took the request and works on it. The engine persists the handle (before
+// anything else happens to the record), leaves the record alone while the
+// operation runs, and asks the mapper's Poll about it once poll_after has
+// come, at the start of a pass: in this cycle if someone waits for it
+// (iasql_commit returns only when what it started has settled), else in a
+// later one (the engine schedules an automatic cycle for it).
+
+// errInFlight: the action's operation runs on in the cloud (persisted).
+var errInFlight = errors.New("in progress in the cloud")
+
+// defaultPoll is when to ask about an operation the cloud gave no advice on.
+const defaultPoll = 2 * time.Second
+
+// inFlight reports whether a record has an operation running in the cloud.
+func (ts *tableState) inFlight(key string) bool {
+	o, ok := ts.ops[key]
+	return ok && o.handle != ""
+}
+
+// startOp persists that a's operation runs on in the cloud under p's
+// handle, and what the cloud already says of the resource (its identity).
+func (c *cycle) startOp(ctx context.Context, a *Action, p *module.Pending) error {
+	after := p.RetryAfter
+	if after <= 0 {
+		after = defaultPoll
+	}
+	err := c.dbTx(ctx, func(tx pgx.Tx) error {
+		if p.Record != nil && a.row != nil && a.kind == cloudCreate {
+			if err := feedbackTx(ctx, tx, a.ts.spec, a.ID, a.row.db, p.Record); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `UPDATE public.iasql_operations SET handle = $3, poll_after = $4, state = $5, updated_at = pg_catalog.clock_timestamp()
+			WHERE table_name = $1 AND record_key = $2`, a.Table, opKey(a), p.Handle, time.Now().Add(after), opInProgress)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record the operation %s of %s %s: %w", p.Handle, a.Table, opKey(a), err)
+	}
+	c.e.log.Info("operation runs on in the cloud", "table", a.Table, "record", opKey(a), "action", a.Action, "handle", p.Handle)
+	return nil
+}
+
+// poll asks about the operations whose time has come, and records the
+// answers: still running (new handle and time), done (the operation is
+// cleared, and a create's result is written back into its row) or failed.
+// It reports whether any ended (the snapshot is then read again).
+func (c *cycle) poll(ctx context.Context) (bool, error) {
+	now := time.Now()
+	ended := false
+	for _, ts := range c.snap.tables {
+		poller, ok := ts.mapper.(module.Poller)
+		for key, o := range ts.ops {
+			if o.handle == "" || o.pollAfter.After(now) {
+				continue
+			}
+			if !ok {
+				return false, fmt.Errorf("table %s has an operation in progress (%s) but its mapper cannot be asked about it", ts.spec.Name, o.handle)
+			}
+			got, err := poller.Poll(ctx, o.handle)
+			var p *module.Pending
+			switch {
+			case errors.As(err, &p):
+				after := p.RetryAfter
+				if after <= 0 {
+					after = min(defaultPoll*time.Duration(1+o.polls), 30*time.Second)
+				}
+				handle := firstNonEmpty(p.Handle, o.handle)
+				if err := c.dbTx(ctx, func(tx pgx.Tx) error {
+					_, err := tx.Exec(ctx, `UPDATE public.iasql_operations SET handle = $3, poll_after = $4, updated_at = pg_catalog.clock_timestamp()
+						WHERE table_name = $1 AND record_key = $2`, ts.spec.Name, key, handle, now.Add(after))
+					return err
+				}); err != nil {
+					return false, fmt.Errorf("record the progress of %s %s: %w", ts.spec.Name, key, err)
+				}
+				o.handle, o.pollAfter, o.polls = handle, now.Add(after), o.polls+1
+				ts.ops[key] = o
+			case err != nil:
+				a := &Action{Table: ts.spec.Name, ID: key, Action: o.action, token: o.token, attempts: o.attempts, ts: ts, row: ts.rows[key]}
+				if a.row == nil {
+					a.ID, a.CloudID = "", strings.TrimPrefix(key, "cloud ")
+				}
+				if err := c.clearHandle(ctx, ts, key, nil); err != nil {
+					return false, err
+				}
+				c.endOp(ctx, a, opFailed, err.Error())
+				c.polledFailures = append(c.polledFailures, fmt.Sprintf("%s %s %s cloud: %v", ts.spec.Name, key, o.action, err))
+				ended = true
+			default:
+				if err := c.clearHandle(ctx, ts, key, got); err != nil {
+					return false, err
+				}
+				c.e.log.Info("operation done in the cloud", "table", ts.spec.Name, "record", key, "action", o.action)
+				ended = true
+			}
+		}
+	}
+	return ended, nil
+}
+
+// clearHandle records that an operation ended; got, for a create, is the
+// resource it made: its feedback (identity) goes into the row.
+func (c *cycle) clearHandle(ctx context.Context, ts *tableState, key string, got module.Record) error {
+	return c.dbTx(ctx, func(tx pgx.Tx) error {
+		if r := ts.rows[key]; r != nil && got != nil {
+			if err := feedbackTx(ctx, tx, ts.spec, key, r.db, got); err != nil {
+				return err
+			}
+			if cid := module.CloudIDOf(ts.spec, got); cid != "" {
+				if err := upsertRecord(ctx, tx, ts.spec.Name, key, cid, 0); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := tx.Exec(ctx, `UPDATE public.iasql_operations SET handle = NULL, poll_after = NULL, updated_at = pg_catalog.clock_timestamp()
+			WHERE table_name = $1 AND record_key = $2`, ts.spec.Name, key)
+		return err
+	})
+}
+
+// nextPoll is the earliest time an operation in flight is to be asked
+// about (zero when none is in flight), and what runs.
+func (s *snapshot) nextPoll() (time.Time, []string) {
+	var at time.Time
+	var what []string
+	for _, ts := range s.tables {
+		for key, o := range ts.ops {
+			if o.handle == "" {
+				continue
+			}
+			what = append(what, fmt.Sprintf("%s %s (%s, %s)", ts.spec.Name, key, o.action, o.handle))
+			if at.IsZero() || o.pollAfter.Before(at) {
+				at = o.pollAfter
+			}
+		}
+	}
+	sort.Strings(what)
+	return at, what
+}
+
+type requestKey struct{}
+
+// withRequest marks a context as serving a request from the SQL API.
+func withRequest(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestKey{}, id)
+}
+
+// waited reports whether someone waits for this cycle (iasql_commit,
+// iasql_rollback, install): it then returns only once the operations it
+// started have settled.
+func (c *cycle) waited() bool { return c.reason != "schedule" && c.reason != "intent" }
+
+// progress tells the caller of the request this cycle serves what it waits
+// for (iasql_request shows it as a NOTICE).
+func (c *cycle) progress(ctx context.Context, what string) {
+	id, _ := ctx.Value(requestKey{}).(string)
+	if id == "" {
+		return
+	}
+	if err := c.e.service(ctx, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, `UPDATE public.iasql_requests SET progress = $2 WHERE id = $1`, id, what)
+		return err
+	}); err != nil {
+		c.e.log.Warn("cannot report a request's progress", "id", id, "err", err)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 // handle answers one request from the SQL API.
 func (e *Engine) handle(ctx context.Context, r request) {
+	ctx = withRequest(ctx, r.ID)
 	var (
 		result any
 		err    error

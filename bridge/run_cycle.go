@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -39,6 +40,8 @@ type cycle struct {
 	// cloud (the cloud said yes), with the newest user change the push
 	// carried. Only a later read that shows it enacts the intent.
 	pushed map[string]pglogrepl.LSN
+	// polledFailures: operations that ran long and failed, found by poll.
+	polledFailures []string
 }
 
 const batchSize = 200
@@ -58,6 +61,9 @@ type Outcome struct {
 	// Unverified: the parts of the cloud whose reads failed, one line each
 	// (table, region, error); nothing was done there (unverified.go).
 	Unverified []string `json:"unverified,omitempty"`
+	// PollAfter: operations run on in the cloud; the engine asks about
+	// them from then on (zero when none does).
+	PollAfter time.Time `json:"-"`
 }
 
 const maxPasses = 10
@@ -78,6 +84,13 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if err := c.read(ctx); err != nil {
 			return out, err
 		}
+		if ended, err := c.poll(ctx); err != nil {
+			return out, err
+		} else if ended {
+			if err := c.read(ctx); err != nil { // the operations' results are in
+				return out, err
+			}
+		}
 		p, err := diff(c.snap, c.opt)
 		if err != nil {
 			return out, err
@@ -88,7 +101,8 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if err := c.settle(ctx, p); err != nil {
 			return out, err
 		}
-		failures := c.notTaken(p)
+		failures := append(c.notTaken(p), c.polledFailures...)
+		c.polledFailures = nil
 		if failures, err = c.noteUnverified(ctx, out, failures); err != nil {
 			return out, err
 		}
@@ -104,8 +118,25 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, &CycleError{Failures: out.Failures}
 		}
 		if len(p.actions) == 0 && len(failures) == 0 {
+			at, what := c.snap.nextPoll()
+			if !at.IsZero() && c.waited() {
+				// Someone waits for this cycle: it returns once what it
+				// started has settled (or at its timeout).
+				c.progress(ctx, fmt.Sprintf("waiting for %d operation(s) in the cloud: %s", len(what), strings.Join(what, ", ")))
+				select {
+				case <-ctx.Done():
+					return out, fmt.Errorf("waiting for %d operation(s) in the cloud: %w", len(what), ctx.Err())
+				case <-time.After(time.Until(at)):
+				}
+				pass--
+				continue
+			}
+			out.PollAfter = at
 			c.keepPending(p)
 			out.Summary = summarize(out)
+			if len(what) > 0 {
+				out.Summary += fmt.Sprintf("; %d operation(s) still running in the cloud", len(what))
+			}
 			return out, nil
 		}
 		sig := signature(p.actions)

@@ -372,6 +372,7 @@ CREATE TABLE public.iasql_requests (
   status       text NOT NULL CONSTRAINT iasql_requests_status CHECK (status IN ('accepted', 'done', 'failed')),
   result       jsonb,
   error        text,
+  progress     text,
   taken_by_pid integer NOT NULL
 );
 COMMENT ON TABLE public.iasql_requests IS 'Requests made through the SQL API (iasql_commit, iasql_preview, ...) and the sidecar''s answers.';
@@ -383,6 +384,7 @@ COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar receive
 COMMENT ON COLUMN public.iasql_requests.finished_at IS 'When the sidecar finished it.';
 COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on by the session taken_by_pid), done or failed.';
 COMMENT ON COLUMN public.iasql_requests.result IS 'The answer (JSON), when done.';
+COMMENT ON COLUMN public.iasql_requests.progress IS 'What the request waits for, while it runs (the caller shows it as a NOTICE).';
 COMMENT ON COLUMN public.iasql_requests.error IS 'What went wrong, when failed.';
 COMMENT ON COLUMN public.iasql_requests.taken_by_pid IS 'Server process id (pg_backend_pid) of the sidecar''s engine session that took the request. While the request is accepted, the caller checks that this session is alive: if it ends before answering, the caller fails at once, and the next engine to lead marks the request failed.';
 COMMENT ON CONSTRAINT iasql_requests_status ON public.iasql_requests IS 'Known request states.';
@@ -462,6 +464,8 @@ DECLARE
   answer_by timestamptz;
   next_check timestamptz;
   next_notice timestamptz;
+  said text;
+  now_doing text;
   give_up timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => timeout_s);
 BEGIN
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
@@ -485,8 +489,12 @@ BEGIN
   next_check := pg_catalog.clock_timestamp();
   next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
   LOOP
-    SELECT r.status, r.result, r.error, r.taken_by_pid INTO st, res, err, taker FROM public.iasql_requests r WHERE r.id = req;
+    SELECT r.status, r.result, r.error, r.taken_by_pid, r.progress INTO st, res, err, taker, now_doing FROM public.iasql_requests r WHERE r.id = req;
     EXIT WHEN st IN ('done', 'failed');
+    IF now_doing IS DISTINCT FROM said AND now_doing IS NOT NULL THEN
+      RAISE NOTICE 'iasql %: %', kind, now_doing;
+      said := now_doing;
+    END IF;
     IF pg_catalog.clock_timestamp() >= next_check THEN
       next_check := pg_catalog.clock_timestamp() + interval '100 milliseconds';
       IF st IS NULL THEN
@@ -678,6 +686,8 @@ CREATE TABLE public.iasql_operations (
   action     text NOT NULL,
   state      text NOT NULL CONSTRAINT iasql_operations_state CHECK (state IN ('in progress', 'failed', 'waiting')),
   token      text,
+  handle     text,
+  poll_after timestamptz,
   attempts   integer NOT NULL DEFAULT 0,
   last_error text,
   next_retry timestamptz,
@@ -693,6 +703,8 @@ COMMENT ON COLUMN public.iasql_operations.cloud_id IS 'The resource''s identity 
 COMMENT ON COLUMN public.iasql_operations.action IS 'create, update, replace or delete, in the cloud.';
 COMMENT ON COLUMN public.iasql_operations.state IS 'in progress (called, or waiting for a read to show the result), failed (see last_error and next_retry), or waiting (for a record it depends on).';
 COMMENT ON COLUMN public.iasql_operations.token IS 'Idempotency token of a create: sent as the ClientToken or tagged on the resource, so that a retry after a crash adopts what it made.';
+COMMENT ON COLUMN public.iasql_operations.handle IS 'The cloud''s handle of an operation that runs long (a request token, an instance id), while it runs: the engine asks about it at poll_after, and leaves the record alone meanwhile.';
+COMMENT ON COLUMN public.iasql_operations.poll_after IS 'When the engine next asks the cloud about the operation in handle.';
 COMMENT ON COLUMN public.iasql_operations.attempts IS 'Cloud calls made for this action so far.';
 COMMENT ON COLUMN public.iasql_operations.last_error IS 'The last failure, in one line.';
 COMMENT ON COLUMN public.iasql_operations.next_retry IS 'When an automatic cycle tries a failed action again (iasql_commit tries at once).';

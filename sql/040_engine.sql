@@ -89,6 +89,7 @@ CREATE TABLE public.iasql_requests (
   status       text NOT NULL CONSTRAINT iasql_requests_status CHECK (status IN ('accepted', 'done', 'failed')),
   result       jsonb,
   error        text,
+  progress     text,
   taken_by_pid integer NOT NULL
 );
 COMMENT ON TABLE public.iasql_requests IS 'Requests made through the SQL API (iasql_commit, iasql_preview, ...) and the sidecar''s answers.';
@@ -100,6 +101,7 @@ COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar receive
 COMMENT ON COLUMN public.iasql_requests.finished_at IS 'When the sidecar finished it.';
 COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on by the session taken_by_pid), done or failed.';
 COMMENT ON COLUMN public.iasql_requests.result IS 'The answer (JSON), when done.';
+COMMENT ON COLUMN public.iasql_requests.progress IS 'What the request waits for, while it runs (the caller shows it as a NOTICE).';
 COMMENT ON COLUMN public.iasql_requests.error IS 'What went wrong, when failed.';
 COMMENT ON COLUMN public.iasql_requests.taken_by_pid IS 'Server process id (pg_backend_pid) of the sidecar''s engine session that took the request. While the request is accepted, the caller checks that this session is alive: if it ends before answering, the caller fails at once, and the next engine to lead marks the request failed.';
 COMMENT ON CONSTRAINT iasql_requests_status ON public.iasql_requests IS 'Known request states.';
@@ -179,6 +181,8 @@ DECLARE
   answer_by timestamptz;
   next_check timestamptz;
   next_notice timestamptz;
+  said text;
+  now_doing text;
   give_up timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => timeout_s);
 BEGIN
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
@@ -202,8 +206,12 @@ BEGIN
   next_check := pg_catalog.clock_timestamp();
   next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
   LOOP
-    SELECT r.status, r.result, r.error, r.taken_by_pid INTO st, res, err, taker FROM public.iasql_requests r WHERE r.id = req;
+    SELECT r.status, r.result, r.error, r.taken_by_pid, r.progress INTO st, res, err, taker, now_doing FROM public.iasql_requests r WHERE r.id = req;
     EXIT WHEN st IN ('done', 'failed');
+    IF now_doing IS DISTINCT FROM said AND now_doing IS NOT NULL THEN
+      RAISE NOTICE 'iasql %: %', kind, now_doing;
+      said := now_doing;
+    END IF;
     IF pg_catalog.clock_timestamp() >= next_check THEN
       next_check := pg_catalog.clock_timestamp() + interval '100 milliseconds';
       IF st IS NULL THEN

@@ -13,6 +13,8 @@ CREATE TABLE public.iasql_operations (
   action     text NOT NULL,
   state      text NOT NULL CONSTRAINT iasql_operations_state CHECK (state IN ('in progress', 'failed', 'waiting')),
   token      text,
+  handle     text,
+  poll_after timestamptz,
   attempts   integer NOT NULL DEFAULT 0,
   last_error text,
   next_retry timestamptz,
@@ -28,6 +30,8 @@ COMMENT ON COLUMN public.iasql_operations.cloud_id IS 'The resource''s identity 
 COMMENT ON COLUMN public.iasql_operations.action IS 'create, update, replace or delete, in the cloud.';
 COMMENT ON COLUMN public.iasql_operations.state IS 'in progress (called, or waiting for a read to show the result), failed (see last_error and next_retry), or waiting (for a record it depends on).';
 COMMENT ON COLUMN public.iasql_operations.token IS 'Idempotency token of a create: sent as the ClientToken or tagged on the resource, so that a retry after a crash adopts what it made.';
+COMMENT ON COLUMN public.iasql_operations.handle IS 'The cloud''s handle of an operation that runs long (a request token, an instance id), while it runs: the engine asks about it at poll_after, and leaves the record alone meanwhile.';
+COMMENT ON COLUMN public.iasql_operations.poll_after IS 'When the engine next asks the cloud about the operation in handle.';
 COMMENT ON COLUMN public.iasql_operations.attempts IS 'Cloud calls made for this action so far.';
 COMMENT ON COLUMN public.iasql_operations.last_error IS 'The last failure, in one line.';
 COMMENT ON COLUMN public.iasql_operations.next_retry IS 'When an automatic cycle tries a failed action again (iasql_commit tries at once).';

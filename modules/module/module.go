@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
@@ -197,4 +198,32 @@ func ClientToken(ctx context.Context) string {
 // Find reports that no resource carries the token (nil, nil).
 type Finder interface {
 	Find(ctx context.Context, want Record, token string) (Record, error)
+}
+
+// Pending is returned, as the error, by Create, Update or Delete when the
+// cloud has taken the request and works on it for a while (an instance in
+// pending, a Cloud Control request in progress). The engine persists the
+// handle before it moves on and asks the mapper's Poll about it in later
+// passes or cycles; nothing waits on it meanwhile.
+type Pending struct {
+	// Handle names the operation for Poll: a request token, an instance id.
+	Handle string
+	// RetryAfter is when to ask first (the cloud's advice); 0 lets the
+	// engine choose.
+	RetryAfter time.Duration
+	// Record is what is known of the resource already (at least its
+	// identity, when the cloud has given it one), or nil.
+	Record Record
+}
+
+func (p *Pending) Error() string { return "in progress in the cloud (" + p.Handle + ")" }
+
+// Poller is implemented by the mapper of a resource whose changes can take
+// long (its Create, Update or Delete may return *Pending).
+type Poller interface {
+	// Poll asks about an operation: the resource as the cloud has it once
+	// done (nil after a delete), a *Pending while it still runs (with a new
+	// handle or advice if the cloud gave them), or the error it failed with
+	// (a TerminalError when retrying cannot help).
+	Poll(ctx context.Context, handle string) (Record, error)
 }
