@@ -26,8 +26,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -244,8 +242,11 @@ func (s *snapshot) held() []string {
 			if region == "" {
 				where = "its table"
 			}
-			out = append(out, fmt.Sprintf("%s %s (%s): not synced: %s could not be read, so nothing is done there: %s",
-				ts.spec.Name, id, cid, where, oneLine(err.Error())))
+			what := ts.spec.Name + " " + id
+			if cid != "" {
+				what += " (" + cid + ")"
+			}
+			out = append(out, fmt.Sprintf("%s: not synced: %s could not be read, so nothing is done there: %s", what, where, oneLine(err.Error())))
 		}
 	}
 	return out
@@ -275,25 +276,20 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 			tables, regions, errs = append(tables, ts.spec.Name), append(regions, region), append(errs, oneLine(ts.unverified[region].Error()))
 		}
 	}
-	err := c.dbTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
+	// One statement (iasql_unverified is not captured: no engine marker),
+	// on the cycle's session under its mutex.
+	c.dbMu.Lock()
+	_, err := c.conn.Exec(ctx, `
+		WITH cur (t, r, e) AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])),
+		gone AS (
 			DELETE FROM public.iasql_unverified v
-			 WHERE NOT EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[]) AS u(t, r)
-			                    WHERE u.t = v.table_name AND u.r = v.region)
-			   AND (v.table_name = ANY($3) OR NOT EXISTS (SELECT 1 FROM public.iasql_tables t WHERE t.table_name = v.table_name))`,
-			tables, regions, installed); err != nil {
-			return err
-		}
-		if len(tables) == 0 {
-			return nil
-		}
-		_, err := tx.Exec(ctx, `
-			INSERT INTO public.iasql_unverified AS v (table_name, region, error)
-			SELECT t, r, e FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, r, e)
-			ON CONFLICT (table_name, region) DO UPDATE SET error = excluded.error, checked_at = pg_catalog.clock_timestamp()`,
-			tables, regions, errs)
-		return err
-	})
+			 WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.t = v.table_name AND cur.r = v.region)
+			   AND (v.table_name = ANY($4) OR NOT EXISTS (SELECT 1 FROM public.iasql_tables t WHERE t.table_name = v.table_name)))
+		INSERT INTO public.iasql_unverified AS v (table_name, region, error)
+		SELECT t, r, e FROM cur
+		ON CONFLICT (table_name, region) DO UPDATE SET error = excluded.error, checked_at = pg_catalog.clock_timestamp()`,
+		tables, regions, errs, installed)
+	c.dbMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("record the unverified parts of the cloud: %w", err)
 	}
