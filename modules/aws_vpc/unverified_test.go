@@ -49,13 +49,14 @@ func commitWarnings(t *testing.T, dsn string) (error, []string) {
 	return err, warnings
 }
 
-// lastCycle is the outcome and summary of the last cycle's end record.
-func lastCycle(e *enginetest.Env) (outcome, summary string) {
+// lastCommit is the outcome and summary of the end record of the last
+// cycle a commit ran (an automatic cycle may have run since).
+func lastCommit(e *enginetest.Env) (outcome, summary string) {
 	e.T.Helper()
 	err := e.DB.QueryRow(context.Background(), `SELECT message::jsonb->>'outcome', message::jsonb->>'summary' FROM iasql_audit_log
-		WHERE change_type = 'CYCLE_END' ORDER BY id DESC LIMIT 1`).Scan(&outcome, &summary)
+		WHERE change_type = 'CYCLE_END' AND message::jsonb->>'reason' = 'commit' ORDER BY id DESC LIMIT 1`).Scan(&outcome, &summary)
 	if err != nil {
-		e.T.Fatalf("read the last cycle's end record: %v", err)
+		e.T.Fatalf("read the last commit's end record: %v", err)
 	}
 	return outcome, summary
 }
@@ -94,7 +95,8 @@ func TestRegionNotEnabled(t *testing.T) {
 					t.Fatalf("%s imported %d time(s) as a disabled region, want once", tc.region, n)
 				}
 			}
-			e.Exec(tc.setup,
+			// In an iasql transaction: no automatic cycle runs before the commit.
+			e.Exec(`CALL iasql_begin()`, tc.setup,
 				`INSERT INTO bucket (name) VALUES ('kept-working')`,
 				`INSERT INTO vpc (cidr_block) VALUES ('10.42.0.0/16')`)
 			err, warnings := commitWarnings(t, e.DSN)
@@ -120,7 +122,7 @@ func TestRegionNotEnabled(t *testing.T) {
 				t.Errorf("the VPC was not created (row's vpc_id %q): %v", vpc, err)
 			}
 
-			outcome, summary := lastCycle(e)
+			outcome, summary := lastCommit(e)
 			if outcome != "done" || !strings.Contains(summary, "vpc in "+tc.region) || !strings.Contains(summary, "subnet in "+tc.region) {
 				t.Errorf("end record: outcome %s, summary %q; want done, naming vpc and subnet in %s", outcome, summary, tc.region)
 			}
@@ -136,7 +138,7 @@ func TestRegionNotEnabled(t *testing.T) {
 			}
 
 			// It stays unverified, and commits keep working.
-			e.Exec(`UPDATE bucket SET versioning = true WHERE name = 'kept-working'`)
+			e.Exec(`CALL iasql_begin()`, `UPDATE bucket SET versioning = true WHERE name = 'kept-working'`)
 			if err, _ := commitWarnings(t, e.DSN); err != nil {
 				t.Fatalf("second commit: %v", err)
 			}
@@ -144,7 +146,7 @@ func TestRegionNotEnabled(t *testing.T) {
 				t.Errorf("after a second commit %d unverified parts in %s, want 2", n, tc.region)
 			}
 			// Disabling the region in the table ends it.
-			e.Exec(`UPDATE aws_regions SET is_enabled = false WHERE region = '` + tc.region + `'`)
+			e.Exec(`CALL iasql_begin()`, `UPDATE aws_regions SET is_enabled = false WHERE region = '`+tc.region+`'`)
 			err, warnings = commitWarnings(t, e.DSN)
 			if err != nil || len(warnings) > 0 {
 				t.Fatalf("commit with %s disabled: %v, warnings %q", tc.region, err, warnings)
@@ -196,8 +198,9 @@ func TestRegionOutage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Asked by the user: a VPC in the region and one elsewhere.
-			e.Exec(`INSERT INTO vpc (cidr_block, region) VALUES ('10.3.0.0/16', '`+region+`')`,
+			// Asked by the user: a VPC in the region and one elsewhere (in an
+			// iasql transaction: no automatic cycle runs before the commit).
+			e.Exec(`CALL iasql_begin()`, `INSERT INTO vpc (cidr_block, region) VALUES ('10.3.0.0/16', '`+region+`')`,
 				`INSERT INTO vpc (cidr_block, region) VALUES ('10.4.0.0/16', 'us-east-1')`)
 
 			e.Emu.Inject(emulator.Fault{Op: "ec2:*", Region: region, Kind: tc.kind})
@@ -222,7 +225,7 @@ func TestRegionOutage(t *testing.T) {
 			if e.String(`SELECT vpc_id FROM vpc WHERE cidr_block = '10.4.0.0/16'`) == "" {
 				t.Errorf("the VPC in us-east-1 was not created during the outage in %s", region)
 			}
-			if _, summary := lastCycle(e.Env); !strings.Contains(summary, "vpc in "+region) {
+			if _, summary := lastCommit(e.Env); !strings.Contains(summary, "vpc in "+region) {
 				t.Errorf("end record summary %q does not name vpc in %s", summary, region)
 			}
 			if n := e.Count(`SELECT count(*) FROM iasql_status WHERE state = 'unverified' AND region = $1 AND table_name IN ('vpc', 'subnet')`, region); n != 2 {
@@ -246,7 +249,7 @@ func TestRegionOutage(t *testing.T) {
 			if out, err := westEC2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{VpcIds: []string{created}}); created == "" || err != nil || len(out.Vpcs) != 1 {
 				t.Errorf("after recovery the user's VPC in %s was not created (%q): %v", region, created, err)
 			}
-			if outcome, _ := lastCycle(e.Env); outcome != "done" {
+			if outcome, _ := lastCommit(e.Env); outcome != "done" {
 				t.Errorf("the cycle after recovery ended %s", outcome)
 			}
 		})
