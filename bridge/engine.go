@@ -40,6 +40,7 @@ type Engine struct {
 	lanes    *lanes // bounds the cloud calls in flight per module and region
 
 	requests chan request
+	previews chan request // previews: answered beside cycles (queueOf)
 	intent   chan struct{}
 	tick     chan struct{}
 
@@ -73,7 +74,7 @@ type EngineConfig struct {
 func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
 		interval: cfg.Interval, timeout: cfg.CycleTimeout, lanes: newLanes(cfg.CloudConcurrency),
-		requests: make(chan request, 64), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
+		requests: make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -169,7 +170,7 @@ func (e *Engine) accept(r request) {
 		fresh = tag.RowsAffected() == 1
 		if fresh {
 			select {
-			case e.requests <- r:
+			case e.queueOf(r) <- r:
 				queued = true
 			default: // full: wait below, outside the session
 			}
@@ -189,8 +190,18 @@ func (e *Engine) accept(r request) {
 		return
 	}
 	if fresh && !queued {
-		e.requests <- r
+		e.queueOf(r) <- r
 	}
+}
+
+// queueOf is the queue a request waits in: previews only read, on a
+// session of their own, and are answered beside the loop that runs cycles
+// (not queued behind a long one); everything else is the loop's.
+func (e *Engine) queueOf(r request) chan request {
+	if r.Kind == "preview" {
+		return e.previews
+	}
+	return e.requests
 }
 
 // stoppedBeforeAnswering is the answer to a request the engine stopped
@@ -273,6 +284,8 @@ func (e *Engine) failOrphans(ctx context.Context, svc *pgx.Conn) error {
 	for {
 		select {
 		case r := <-e.requests:
+			e.log.Info("dropping a request the previous engine session queued; it was failed", "id", r.ID, "kind", r.Kind)
+		case r := <-e.previews:
 			e.log.Info("dropping a request the previous engine session queued; it was failed", "id", r.ID, "kind", r.Kind)
 		default:
 			return nil
@@ -361,6 +374,21 @@ func (e *Engine) Lead(ctx context.Context) {
 		timer.Stop()
 	}
 	e.log.Info("engine running", "interval", e.interval, "schedule", driver, "modules", len(e.modules))
+	// Previews are answered beside the loop, one at a time.
+	sideCtx, stopSide := context.WithCancel(ctx)
+	var side sync.WaitGroup
+	defer side.Wait()
+	defer stopSide()
+	side.Go(func() {
+		for {
+			select {
+			case <-sideCtx.Done():
+				return
+			case r := <-e.previews:
+				e.handle(sideCtx, r)
+			}
+		}
+	})
 	var soon <-chan time.Time
 	var pollAt time.Time // operations run on in the cloud: a cycle asks about them then
 	for {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -185,5 +186,40 @@ func TestLongOperationSurvivesRestart(t *testing.T) {
 	defer cloud.opMu.Unlock()
 	if cloud.creates["slow-two"] != 1 || cloud.made["slow-two"].IsZero() {
 		t.Errorf("after the restart: %d creates, made %v; want 1 create, asked about until made", cloud.creates["slow-two"], !cloud.made["slow-two"].IsZero())
+	}
+}
+
+// TestPreviewDuringCycle: a preview is answered while a commit's cycle
+// runs (here, waiting for a long create), not queued behind it.
+func TestPreviewDuringCycle(t *testing.T) {
+	t.Parallel()
+	cloud := newSlowCloud(4 * time.Second)
+	e := enginetest.New(t, srv, enginetest.Options{Modules: []module.Module{slowModule(cloud)}, Install: []string{"mem_test"}})
+	e.Exec(`INSERT INTO thing (name, size) VALUES ('slow-three', 3)`)
+	committed := make(chan error, 1)
+	go func() {
+		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
+		committed <- err
+	}()
+	previewer := pgtest.Connect(t, e.DSN) // e.DB is busy with the commit
+	enginetest.WaitUntil(t, 10*time.Second, "the long create under way", func() bool {
+		var n int
+		_ = previewer.QueryRow(context.Background(), `SELECT count(*) FROM iasql_operations WHERE table_name = 'thing' AND handle IS NOT NULL`).Scan(&n)
+		return n == 1
+	})
+	var n int
+	if err := previewer.QueryRow(context.Background(), `SELECT count(*) FROM iasql_preview()`).Scan(&n); err != nil {
+		t.Fatalf("preview during a cycle: %v", err)
+	}
+	select {
+	case err := <-committed:
+		t.Fatalf("the commit ended (%v) before the preview was answered: previews wait behind cycles", err)
+	default:
+	}
+	if n != 0 {
+		t.Errorf("preview during the cycle shows %d actions; the long create in flight is not one of them", n)
+	}
+	if err := <-committed; err != nil {
+		t.Errorf("commit: %v", err)
 	}
 }

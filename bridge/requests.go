@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -123,18 +125,20 @@ func (e *Engine) rollback(ctx context.Context) (any, error) {
 	return out, e.closeTransaction(ctx)
 }
 
-// preview returns the plan a cycle would execute now.
+// preview returns the plan a cycle would execute now. It runs beside a
+// cycle (Lead does not queue it behind one), on a session of its own, and
+// only reads.
 func (e *Engine) preview(ctx context.Context) (any, error) {
 	installed, err := e.installedTables(ctx)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := e.workConn(ctx)
+	conn, err := logical.Connect(ctx, e.dsn, "iasql preview", e.bound())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("connect for a preview: %w", err)
 	}
-	defer e.releaseWork(conn)
-	c := &cycle{e: e, conn: conn, dbMu: &e.workMu, id: "preview", tables: installed}
+	defer conn.Close(context.Background())
+	c := &cycle{e: e, conn: conn, dbMu: &sync.Mutex{}, id: "preview", tables: installed}
 	if err := c.read(module.WithFreshRead(ctx)); err != nil {
 		return nil, err
 	}
