@@ -39,20 +39,24 @@ const cycleInterval = 3 * time.Second
 //     minus the same CreateBucket made directly with the SDK against the
 //     same emulator (median of 15; goal under 100 ms), in an account with
 //     nothing else; commit_overhead_ms_10k: the same beside 10,000 buckets
-//     (a commit reads the whole cloud fresh).
+//     (a commit reads the whole cloud fresh);
+//   - commit_overhead_ms_10k_scoped: CALL iasql_commit() alone for one new
+//     bucket beside the same 10,000 (median of 5 rounds that no other
+//     cycle overlapped; see scopedCommit), goal under 3x
+//     commit_overhead_ms: a commit should read fresh only what has intent.
 //
 // The sidecar runs in-process against an in-process emulator, so the
 // figures are the engine's and the database's, not a network's.
 func (b *bench) cycles(ctx context.Context) error {
-	alone, err := b.nodiff(ctx, 0, true)
+	alone, err := b.nodiff(ctx, 0, nodiffCommit)
 	if err != nil {
 		return err
 	}
-	small, err := b.nodiff(ctx, 1000, false)
+	small, err := b.nodiff(ctx, 1000, nodiffScheduled)
 	if err != nil {
 		return err
 	}
-	large, err := b.nodiff(ctx, 10000, true)
+	large, err := b.nodiff(ctx, 10000, nodiffScheduled|nodiffCommit|nodiffScoped)
 	if err != nil {
 		return err
 	}
@@ -68,6 +72,7 @@ func (b *bench) cycles(ctx context.Context) error {
 		large.callSummary, large.mutations, met(large.mutations == 0 && large.nonList == 0))
 	fmt.Fprintf(b.log, "# goal: commit_overhead_ms = %.1f < 100: %s (with 10,000 other buckets a commit's fresh full read makes it %.0f ms)\n",
 		alone.commitOverhead, met(alone.commitOverhead < 100), large.commitOverhead)
+	b.scopedFigure(alone, large)
 	return nil
 }
 
@@ -78,9 +83,20 @@ type nodiffResult struct {
 	mutations      int
 	callSummary    string
 	commitOverhead float64
+	scopedCommit   float64 // ms, see scopedCommit
 }
 
-func (b *bench) nodiff(ctx context.Context, n int, commit bool) (nodiffResult, error) {
+// What nodiff measures besides the import (with no buckets, only the
+// commit overhead is measured, whatever is asked).
+type nodiffParts int
+
+const (
+	nodiffScheduled nodiffParts = 1 << iota // scheduled no-diff cycles
+	nodiffCommit                            // commitOverhead
+	nodiffScoped                            // scopedCommit
+)
+
+func (b *bench) nodiff(ctx context.Context, n int, parts nodiffParts) (nodiffResult, error) {
 	var res nodiffResult
 	db := fmt.Sprintf("bench_cycle_%d", n)
 	err := b.withDB(ctx, db, func(conn *pgx.Conn) error {
@@ -115,12 +131,19 @@ func (b *bench) nodiff(ctx context.Context, n int, commit bool) (nodiffResult, e
 			res.commitOverhead, err = commitOverhead(ctx, conn, cloud, 15)
 			return err
 		}
-		if err := scheduledNoDiff(ctx, conn, emu, &res); err != nil {
-			return fmt.Errorf("%d buckets: %w", n, err)
+		if parts&nodiffScheduled != 0 {
+			if err := scheduledNoDiff(ctx, conn, emu, &res); err != nil {
+				return fmt.Errorf("%d buckets: %w", n, err)
+			}
+			b.logf("cycles: %d buckets, scheduled no-diff cycles took %.1f ms (median); calls: %s", n, res.ms, res.callSummary)
 		}
-		b.logf("cycles: %d buckets, scheduled no-diff cycles took %.1f ms (median); calls: %s", n, res.ms, res.callSummary)
-		if commit {
+		if parts&nodiffCommit != 0 {
 			if res.commitOverhead, err = commitOverhead(ctx, conn, cloud, 3); err != nil {
+				return err
+			}
+		}
+		if parts&nodiffScoped != 0 {
+			if res.scopedCommit, err = b.scopedCommit(ctx, conn, emu, n, 5); err != nil {
 				return err
 			}
 		}

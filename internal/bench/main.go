@@ -23,7 +23,21 @@
 //     it accounts for;
 //   - the same writer-cost figures and capture_rate_ratio, suffixed _5change,
 //     on transactions of five changes (pgbench's standard shape; see
-//     transactionWorkload for why both are measured).
+//     transactionWorkload for why both are measured);
+//   - the engine's figures: scheduled no-diff cycles over 1,000 and 10,000
+//     buckets and 5,000 security groups, and commit_overhead_ms (see
+//     cycles and securityGroups); commit_overhead_ms_10k_scoped: CALL
+//     iasql_commit() creating one bucket beside 10,000 in sync (goal: under
+//     3x commit_overhead_ms; see scopedCommit);
+//   - slow_creates_s_100: the wall time of one commit creating 100 buckets
+//     with 2 s of emulator latency per CreateBucket (goal: under 25 s), and
+//     user_write_wait_ms_p99: a user's UPDATE + COMMIT latency on other rows
+//     of the table meanwhile (goal: under 50 ms; see slowCreatesPart);
+//   - crash_duplicates and crash_orphans: over 50 SIGKILLs of a sidecar
+//     (a child process) while its commit creates buckets, VPCs, subnets,
+//     security groups and IAM roles, the copies beyond one per row and the
+//     cloud resources no row stands for once a new sidecar has committed
+//     (goal: both 0; see crashPart).
 //
 // It prints one "name: value" line per figure on stdout, progress on stderr,
 // and exits 1 with a one-line error when something fails. The goals are
@@ -51,7 +65,7 @@ import (
 	"github.com/iasql/iasql/internal/pgcluster"
 )
 
-// budget bounds the whole run; a normal run takes about fifteen
+// budget bounds the whole run; a normal run takes fifteen to twenty
 // minutes.
 const budget = 40 * time.Minute
 
@@ -143,9 +157,12 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 }
 
 // run measures every figure: writer cost, lag, the backlog rate, then the
-// engine's cycles. IASQL_BENCH_ONLY=capture, =cycles or =sg runs one part;
-// =writers only the writer cost on the main workload, =rate only the backlog
-// rate (to try a change).
+// engine's cycles, slow creates and crashes. IASQL_BENCH_ONLY=capture,
+// =cycles, =sg, =scoped (commit_overhead_ms and
+// commit_overhead_ms_10k_scoped), =slow (slow_creates_s_100 and
+// user_write_wait_ms_p99) or =crash (crash_duplicates and crash_orphans)
+// runs one part; =writers only the writer cost on the main workload, =rate
+// only the backlog rate (to try a change).
 func (b *bench) run(ctx context.Context) error {
 	only := os.Getenv("IASQL_BENCH_ONLY")
 	switch only {
@@ -156,6 +173,12 @@ func (b *bench) run(ctx context.Context) error {
 		return b.securityGroups(ctx)
 	case "sg":
 		return b.securityGroups(ctx)
+	case "scoped":
+		return b.scopedPart(ctx)
+	case "slow":
+		return b.slowCreatesPart(ctx)
+	case "crash":
+		return b.crashPart(ctx)
 	case "rate":
 		return b.rate(ctx, b.work)
 	}
@@ -182,7 +205,13 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.cycles(ctx); err != nil {
 		return err
 	}
-	return b.securityGroups(ctx)
+	if err := b.securityGroups(ctx); err != nil {
+		return err
+	}
+	if err := b.slowCreatesPart(ctx); err != nil {
+		return err
+	}
+	return b.crashPart(ctx)
 }
 
 // capture measures and prints workload w's capture figures: what capture
