@@ -433,6 +433,21 @@ func (m modeRules) of(table, id string) (string, string) {
 	return modeNormal, "no rule"
 }
 
+// drifty reports whether an ENFORCE or TRACK rule covers any record of
+// the table (the database's, the table's, or one of its records').
+func (m modeRules) drifty(table string) bool {
+	watch := func(mode string) bool { return mode == modeEnforce || mode == modeTrack }
+	if watch(m.database) || watch(m.tables[table]) {
+		return true
+	}
+	for k, mode := range m.records {
+		if strings.HasPrefix(k, table+"\x00") && watch(mode) {
+			return true
+		}
+	}
+	return false
+}
+
 // tieRank orders modes for ties: TRACK first (never break things), then
 // NORMAL, then ENFORCE; no mode last.
 func tieRank(mode string) int {

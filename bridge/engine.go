@@ -564,11 +564,18 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 		return nil, err
 	}
 	defer e.releaseWork(conn)
-	if reason != "schedule" && reason != "intent" {
-		// Someone waits for this cycle: read the cloud as it is now.
-		ctx = module.WithFreshRead(ctx)
-	}
 	c := &cycle{e: e, conn: conn, dbMu: &e.workMu, id: newID(), reason: reason, opt: opt, tables: installed}
+	switch reason {
+	case "install", "refresh":
+		// Importing what exists, or iasql_refresh: read the whole cloud as
+		// it is now.
+		ctx = module.WithFreshRead(ctx)
+	case "schedule", "intent":
+	default:
+		// Someone waits for this cycle: what it acts on is read as it is
+		// now; the rest may come from recent reads (read, scoped).
+		c.scoped = true
+	}
 	if err := c.record(ctx, "CYCLE_START", map[string]any{"cycle": c.id, "reason": reason}); err != nil {
 		return nil, err
 	}

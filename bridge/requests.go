@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/logical"
-	"github.com/iasql/iasql/modules/module"
 )
 
 // handle answers one request from the SQL API.
@@ -35,6 +34,10 @@ func (e *Engine) handle(ctx context.Context, r request) {
 		result, err = e.install(ctx, r.Args)
 	case "uninstall":
 		result, err = e.uninstall(ctx, r.Args)
+	case "refresh":
+		var out *Outcome
+		out, err = e.cycle(ctx, "refresh", options{}, true)
+		result = out
 	case "cycle":
 		var out *Outcome
 		out, err = e.cycle(ctx, "request", options{}, true)
@@ -138,8 +141,8 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 		return nil, fmt.Errorf("connect for a preview: %w", err)
 	}
 	defer conn.Close(context.Background())
-	c := &cycle{e: e, conn: conn, dbMu: &sync.Mutex{}, id: "preview", tables: installed}
-	if err := c.read(module.WithFreshRead(ctx)); err != nil {
+	c := &cycle{e: e, conn: conn, dbMu: &sync.Mutex{}, id: "preview", tables: installed, scoped: true} // reads as a commit does
+	if err := c.read(ctx); err != nil {
 		return nil, err
 	}
 	p, err := diff(c.snap, options{})

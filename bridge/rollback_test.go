@@ -23,7 +23,7 @@ func TestRollbackKeepsPrimaryKeys(t *testing.T) {
 		Body: strings.NewReader("kept")}); err != nil {
 		t.Fatal(err)
 	}
-	e.Commit() // imports the object as a row
+	e.Refresh() // imports the object as a row
 	bucketID := e.String(`SELECT id::text FROM bucket WHERE name = 'rb-old'`)
 	objectID := e.String(`SELECT id::text FROM bucket_object WHERE key = 'keep.txt' AND bucket_id = $1`, bucketID)
 

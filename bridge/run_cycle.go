@@ -42,6 +42,11 @@ type cycle struct {
 	pushed map[string]pglogrepl.LSN
 	// polledFailures: operations that ran long and failed, found by poll.
 	polledFailures []string
+	// scoped: someone waits for this cycle. Its reads are fresh for the
+	// records it acts on (pending intent, work in progress, replacements,
+	// and their parents), and may reuse recent reads of the rest
+	// (freshNames).
+	scoped bool
 }
 
 const batchSize = 200
@@ -493,13 +498,17 @@ func (c *cycle) read(ctx context.Context) error {
 			}
 		}
 	}
+	var fresh map[string]bool
+	if c.scoped {
+		fresh = freshNames(snap)
+	}
 	snap.context = contextRecords(snap)
 	ctx = snap.scope(ctx)
 	// The rest of the cloud, one mapper at a time (each may page and fan
 	// out itself), with every mapper call of this snapshot in that scope.
 	for _, ts := range snap.tables {
 		if !ts.spec.ReadOnly {
-			if err := ts.readCloud(ctx); err != nil {
+			if err := ts.readCloud(c.freshness(ctx, snap, ts, fresh)); err != nil {
 				return err
 			}
 		}
@@ -587,6 +596,81 @@ func (ts *tableState) readCloud(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// freshness is how a cycle reads a table. A scoped cycle (someone waits
+// for it) reads fresh what it acts on (names) and may reuse recent reads of
+// the rest, unless an ENFORCE or TRACK rule covers the table: those modes
+// are about drift, so a commit under them reads the whole table as the
+// cloud has it now. Other cycles read as the context says.
+func (c *cycle) freshness(ctx context.Context, snap *snapshot, ts *tableState, names map[string]bool) context.Context {
+	if !c.scoped {
+		return ctx
+	}
+	if snap.modes.drifty(ts.spec.Name) {
+		return module.WithFreshRead(ctx)
+	}
+	return module.WithFreshOnly(ctx, names)
+}
+
+// freshNames are the identity values of the records a cycle acts on:
+// those with pending intent, work in progress or a replacement, as their
+// rows say and as their records last knew them, and their parents'. A
+// scoped read is fresh for them (module.WithFreshOnly).
+func freshNames(snap *snapshot) map[string]bool {
+	names := map[string]bool{}
+	addCID := func(cid string) {
+		if cid == "" {
+			return
+		}
+		names[cid] = true
+		var parts []string
+		if json.Unmarshal([]byte(cid), &parts) == nil {
+			for _, p := range parts {
+				names[p] = true
+			}
+		}
+	}
+	addRow := func(spec module.Table, r *row) {
+		for _, col := range spec.CloudID {
+			if v := r.db.String(col); v != "" {
+				names[v] = true
+			}
+		}
+	}
+	for _, ts := range snap.tables {
+		acting := map[string]bool{}
+		for id := range ts.intent {
+			acting[id] = true
+		}
+		for key := range ts.ops {
+			acting[key] = true
+		}
+		for id := range ts.repl {
+			acting[id] = true
+		}
+		for id := range acting {
+			if cid, ok := strings.CutPrefix(id, "cloud "); ok {
+				addCID(cid)
+				continue
+			}
+			addCID(ts.records[id].cloudID)
+			r := ts.rows[id]
+			if r == nil {
+				continue
+			}
+			addRow(ts.spec, r)
+			for col, parent := range ts.spec.Refs {
+				if p := snap.byName[parent]; p != nil && r.db[col] != nil {
+					if pr := p.rows[r.db.String(col)]; pr != nil {
+						addRow(p.spec, pr)
+						addCID(p.records[pr.id].cloudID)
+					}
+				}
+			}
+		}
+	}
+	return names
 }
 
 // contextRecords are the records each module's Context hook sees, by table

@@ -309,6 +309,17 @@ END $$;
 COMMENT ON PROCEDURE public.iasql_rollback() IS
   'Discards the user changes made since iasql_begin by restoring those records from the cloud, then closes the iasql transaction.';
 
+CREATE PROCEDURE public.iasql_refresh()
+LANGUAGE plpgsql AS $$
+DECLARE
+  res jsonb;
+BEGIN
+  res := public.iasql_request('refresh');
+  RAISE NOTICE 'iasql_refresh: %', res->>'summary';
+END $$;
+COMMENT ON PROCEDURE public.iasql_refresh() IS
+  'Runs a cycle now that reads the whole cloud as it is (every detail of every resource), and returns when it has ended. iasql_commit reads fresh only what it acts on and reuses recent reads of the rest; after changes made outside iasql, call this to see them at once.';
+
 CREATE FUNCTION public.iasql_preview()
 RETURNS TABLE (action text, direction text, table_name text, id text, cloud_id text, description text, mode text)
 LANGUAGE sql AS $$

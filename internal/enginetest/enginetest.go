@@ -152,6 +152,14 @@ func (e *Env) Commit() {
 	e.Exec(`CALL iasql_commit()`)
 }
 
+// Refresh runs a cycle that reads the whole cloud fresh (iasql_refresh):
+// what a test changed in the cloud out of band is seen at once (a commit
+// reads fresh only what it acts on).
+func (e *Env) Refresh() {
+	e.T.Helper()
+	e.Exec(`CALL iasql_refresh()`)
+}
+
 // Count runs a query returning one integer.
 func (e *Env) Count(q string, args ...any) int {
 	e.T.Helper()

@@ -108,7 +108,11 @@ func TestRoleEndToEnd(t *testing.T) {
 	if _, err := cl.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: aws.String("app"), PolicyArn: aws.String(ecsExec)}); err != nil {
 		t.Fatal(err)
 	}
+	e.Refresh() // a commit would reuse the role's recently read policies
 	e.Commit()
+	if a := e.String(`SELECT attached_policy_arns::text FROM iam_role WHERE role_name = 'app'`); a != "{"+s3Read+"}" {
+		t.Errorf("attached_policy_arns in the row %s", a)
+	}
 	if d := e.String(`SELECT description FROM iam_role WHERE role_name = 'app'`); d != "from the console" {
 		t.Errorf("description in the row %q", d)
 	}

@@ -75,8 +75,8 @@ func detailTTL() time.Duration {
 	return 5 * time.Minute
 }
 
-func (m *roleMapper) cached(ctx context.Context, roleID string) (roleDetail, bool) {
-	if module.FreshRead(ctx) || m.ttl == 0 || roleID == "" {
+func (m *roleMapper) cached(ctx context.Context, roleID, name string) (roleDetail, bool) {
+	if module.FreshFor(ctx, name) || m.ttl == 0 || roleID == "" {
 		return roleDetail{}, false
 	}
 	m.mu.Lock()
@@ -134,7 +134,7 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 // record completes a role with its policies.
 func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role) (module.Record, error) {
 	id := aws.ToString(r.RoleId)
-	d, ok := m.cached(ctx, id)
+	d, ok := m.cached(ctx, id, aws.ToString(r.RoleName))
 	if !ok {
 		var err error
 		if d, err = m.policies(ctx, cl, aws.ToString(r.RoleName)); err != nil {

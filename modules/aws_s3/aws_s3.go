@@ -51,6 +51,6 @@ func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, err
 	c := newClients(cfg)
 	return map[string]module.Mapper{
 		"bucket":        &bucketMapper{c: c, ttl: detailTTL(), details: map[string]bucketDetail{}},
-		"bucket_object": &objectMapper{c: c},
+		"bucket_object": newObjectMapper(c),
 	}, nil
 }

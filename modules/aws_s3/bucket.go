@@ -45,7 +45,7 @@ func detailTTL() time.Duration {
 }
 
 func (m *bucketMapper) cached(ctx context.Context, b bucketInfo) (bool, bool) {
-	if module.FreshRead(ctx) || m.ttl == 0 {
+	if module.FreshFor(ctx, b.name) || m.ttl == 0 {
 		return false, false
 	}
 	m.mu.Lock()
