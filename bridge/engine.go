@@ -38,6 +38,8 @@ type Engine struct {
 	interval time.Duration
 	timeout  time.Duration
 	lanes    *lanes // bounds the cloud calls in flight per module and region
+	// retention: audit rows older than this are pruned (0 keeps them all).
+	retention time.Duration
 
 	requests chan request
 	previews chan request // previews: answered beside cycles (queueOf)
@@ -68,12 +70,15 @@ type EngineConfig struct {
 	// CloudConcurrency bounds the cloud actions in flight per module and
 	// region; default DefaultCloudConcurrency.
 	CloudConcurrency int
+	// AuditRetention: audit rows older than this (and enacted) are
+	// deleted; 0 keeps them all.
+	AuditRetention time.Duration
 }
 
 // NewEngine returns an engine; capture must be the sidecar's capture loop.
 func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
-		interval: cfg.Interval, timeout: cfg.CycleTimeout, lanes: newLanes(cfg.CloudConcurrency),
+		interval: cfg.Interval, timeout: cfg.CycleTimeout, lanes: newLanes(cfg.CloudConcurrency), retention: cfg.AuditRetention,
 		requests: make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
 	if e.log == nil {
 		e.log = slog.Default()
@@ -332,6 +337,10 @@ func (e *Engine) Lead(ctx context.Context) {
 	}
 	if err := e.registerModules(ctx, svc); err != nil {
 		e.log.Error("engine cannot register modules", "err", err)
+		return
+	}
+	if err := e.loadLow(ctx, svc); err != nil {
+		e.log.Error("engine cannot start", "err", err)
 		return
 	}
 	e.mu.Lock()
@@ -606,6 +615,9 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 	}
 	if runErr == nil {
 		e.setLow(c.snap.low)
+		if err := c.saveLow(context.WithoutCancel(ctx), c.snap.low); err != nil {
+			e.log.Warn("cannot keep the engine's state", "err", err)
+		}
 	}
 	e.log.Info("cycle ended", "cycle", c.id, "reason", reason, "outcome", outcome, "summary", out.Summary)
 	return out, runErr

@@ -40,6 +40,9 @@ type Config struct {
 	// partitioned) loses capture and engine leadership within it; default
 	// logical.DefaultLeaderTimeout (or IASQL_LEADER_TIMEOUT).
 	LeaderTimeout time.Duration
+	// AuditRetention: how long the audit trail keeps history (rows older
+	// than this, and enacted, are deleted hourly); 0 keeps it all.
+	AuditRetention time.Duration
 	// Modules offered; nil means every module of this build.
 	Modules []module.Module
 	// AWS, when set, replaces the SDK's standard configuration chain.
@@ -93,7 +96,7 @@ func Run(ctx context.Context, cfg Config) error {
 		OnIntent:  func() { engine.Intent() },
 	})
 	engine = NewEngine(EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, AWS: awsCfg,
-		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency}, capture)
+		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency, AuditRetention: cfg.AuditRetention}, capture)
 	return capture.Run(ctx)
 }
 

@@ -728,6 +728,25 @@ CREATE TRIGGER iasql_operations_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNC
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_operations_guard ON public.iasql_operations IS 'Only the sidecar writes operations.';
 
+-- What the engine keeps between its runs.
+CREATE TABLE public.iasql_engine_state (
+  singleton  boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_engine_state_one CHECK (singleton),
+  intent_low pg_lsn NOT NULL,
+  pruned_at  timestamptz,
+  updated_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE public.iasql_engine_state IS 'What the engine keeps between runs (one row): where its search for pending user changes starts, and when it last pruned the audit trail.';
+COMMENT ON COLUMN public.iasql_engine_state.singleton IS 'Always true: the table holds at most one row.';
+COMMENT ON COLUMN public.iasql_engine_state.intent_low IS 'Every user change below this LSN is enacted or was decided otherwise: a restarted engine reads the audit trail from here, not from its start.';
+COMMENT ON COLUMN public.iasql_engine_state.pruned_at IS 'When the engine last deleted audit rows older than its retention (--audit-retention).';
+COMMENT ON COLUMN public.iasql_engine_state.updated_at IS 'When this row last changed.';
+COMMENT ON CONSTRAINT iasql_engine_state_one ON public.iasql_engine_state IS 'One row at most.';
+REVOKE ALL ON public.iasql_engine_state FROM PUBLIC;
+GRANT SELECT ON public.iasql_engine_state TO PUBLIC;
+CREATE TRIGGER iasql_engine_state_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_engine_state
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
+COMMENT ON TRIGGER iasql_engine_state_guard ON public.iasql_engine_state IS 'Only the sidecar writes its state.';
+
 -- 050_wait.sql
 -- Waiting for the cloud without an iasql transaction: poll a generated query
 -- until a record satisfies a condition (e.g. its cloud id is back).

@@ -24,6 +24,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
 	timeout := f.String("cycle-timeout", "IASQL_CYCLE_TIMEOUT", "45m", "a cycle running longer is cancelled and recorded as timed out")
 	concurrency := f.String("cloud-concurrency", "IASQL_CLOUD_CONCURRENCY", fmt.Sprint(bridge.DefaultCloudConcurrency), "cloud changes in flight at once per module and region")
+	retention := f.String("audit-retention", "IASQL_AUDIT_RETENTION", bridge.DefaultAuditRetention.String(), "how long iasql_audit_log keeps history: older rows, once enacted, are deleted hourly (0 keeps everything)")
 	leader := f.String("leader-timeout", "IASQL_LEADER_TIMEOUT", logical.DefaultLeaderTimeout.String(), "a sidecar silent this long (frozen, cut off) loses leadership to a standby; its sessions are ended by PostgreSQL")
 	logger := logFlags(f, stderr)
 	if err := f.parse(args); err != nil {
@@ -40,6 +41,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if lt < logical.MinLeaderTimeout {
 		return fmt.Errorf("--leader-timeout %s: give at least %s", lt, logical.MinLeaderTimeout)
 	}
+	ret, err := time.ParseDuration(*retention)
+	if err != nil || ret < 0 {
+		return fmt.Errorf("--audit-retention %q: give a duration such as 720h (30 days), or 0 to keep everything", *retention)
+	}
 	iv, err := positiveDuration("--interval", *interval)
 	if err != nil {
 		return err
@@ -52,7 +57,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil || cc < 1 {
 		return fmt.Errorf("--cloud-concurrency %q: give a whole number of 1 or more", *concurrency)
 	}
-	return bridge.Run(ctx, bridge.Config{DSN: *dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt})
+	return bridge.Run(ctx, bridge.Config{DSN: *dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret})
 }
 
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
