@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/modules/aws_s3"
