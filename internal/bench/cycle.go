@@ -100,14 +100,11 @@ func (b *bench) nodiff(ctx context.Context, n int, parts nodiffParts) (nodiffRes
 	var res nodiffResult
 	db := fmt.Sprintf("bench_cycle_%d", n)
 	err := b.withDB(ctx, db, func(conn *pgx.Conn) error {
-		emu := emulator.New(emulator.Options{})
-		ectx, stopEmu := context.WithCancel(ctx)
-		defer stopEmu()
-		es, err := emu.Start(ectx, "127.0.0.1:0")
+		emu, cfg, stopEmu, err := startEmulator(ctx)
 		if err != nil {
 			return err
 		}
-		cfg := emulator.ClientConfig(es.URL)
+		defer stopEmu()
 		cloud := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
 		b.logf("cycles: creating %d buckets in the emulator", n)
 		if err := createBuckets(ctx, cloud, "nodiff", n); err != nil {
@@ -335,4 +332,17 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// startEmulator serves a fresh AWS emulator on a free local port until
+// stop is called (or ctx ends), and returns the SDK configuration for it.
+func startEmulator(ctx context.Context) (emu *emulator.Emulator, cfg aws.Config, stop func(), err error) {
+	emu = emulator.New(emulator.Options{})
+	ectx, cancel := context.WithCancel(ctx)
+	es, err := emu.Start(ectx, "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		return nil, aws.Config{}, nil, fmt.Errorf("start the emulator: %w", err)
+	}
+	return emu, emulator.ClientConfig(es.URL), cancel, nil
 }

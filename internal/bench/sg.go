@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/aws_vpc"
@@ -35,14 +34,11 @@ func (b *bench) securityGroups(ctx context.Context) error {
 	var res nodiffResult
 	const db = "bench_cycle_sg"
 	err := b.withDB(ctx, db, func(conn *pgx.Conn) error {
-		emu := emulator.New(emulator.Options{})
-		ectx, stopEmu := context.WithCancel(ctx)
-		defer stopEmu()
-		es, err := emu.Start(ectx, "127.0.0.1:0")
+		emu, cfg, stopEmu, err := startEmulator(ctx)
 		if err != nil {
 			return err
 		}
-		cfg := emulator.ClientConfig(es.URL)
+		defer stopEmu()
 		b.logf("security groups: creating %d groups with 4 rules each in the emulator", sgGroups)
 		if err := createGroups(ctx, ec2.NewFromConfig(cfg), sgGroups); err != nil {
 			return err

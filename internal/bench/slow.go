@@ -48,14 +48,11 @@ func (b *bench) slowCreatesPart(ctx context.Context) error {
 	var commitTime time.Duration
 	var waits []float64
 	err := b.withDB(ctx, db, func(conn *pgx.Conn) error {
-		emu := emulator.New(emulator.Options{})
-		ectx, stopEmu := context.WithCancel(ctx)
-		defer stopEmu()
-		es, err := emu.Start(ectx, "127.0.0.1:0")
+		emu, cfg, stopEmu, err := startEmulator(ctx)
 		if err != nil {
 			return err
 		}
-		cfg := emulator.ClientConfig(es.URL)
+		defer stopEmu()
 		cloud := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
 		if err := createBuckets(ctx, cloud, "slowbase", slowOthers); err != nil {
 			return err
