@@ -175,8 +175,11 @@ func TestLongOperationSurvivesRestart(t *testing.T) {
 		defer close(done)
 		_, _ = e.DB.Exec(context.Background(), `CALL iasql_commit()`) // ends with the sidecar
 	}()
+	watcher := pgtest.Connect(t, e.DSN) // e.DB is busy with the commit
 	enginetest.WaitUntil(t, 10*time.Second, "the operation persisted", func() bool {
-		return e.Count(`SELECT count(*) FROM iasql_operations WHERE table_name = 'thing' AND handle IS NOT NULL`) == 1
+		var n int
+		_ = watcher.QueryRow(context.Background(), `SELECT count(*) FROM iasql_operations WHERE table_name = 'thing' AND handle IS NOT NULL`).Scan(&n)
+		return n == 1
 	})
 	e.Stop()
 	<-done
