@@ -21,7 +21,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/logical"
-	"github.com/iasql/iasql/modules"
 	"github.com/iasql/iasql/modules/module"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
@@ -43,7 +42,8 @@ type Config struct {
 	// AuditRetention: how long the audit trail keeps history (rows older
 	// than this, and enacted, are deleted hourly); 0 keeps it all.
 	AuditRetention time.Duration
-	// Modules offered; nil means every module of this build.
+	// Modules offered. The binary composes the sidecar: it passes every
+	// module of its build (modules.All).
 	Modules []module.Module
 	// AWS, when set, replaces the SDK's standard configuration chain.
 	AWS *aws.Config
@@ -73,9 +73,6 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("load AWS configuration (AWS_REGION, credentials, AWS_ENDPOINT_URL): %w", err)
 	}
 	mods := cfg.Modules
-	if mods == nil {
-		mods = modules.All()
-	}
 	var engine *Engine
 	capture := logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger, LeaderTimeout: cfg.LeaderTimeout,
 		OnLeader: func(ctx context.Context) {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/modules"
 	"github.com/iasql/iasql/logical"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
@@ -57,7 +58,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil || cc < 1 {
 		return fmt.Errorf("--cloud-concurrency %q: give a whole number of 1 or more", *concurrency)
 	}
-	return bridge.Run(ctx, bridge.Config{DSN: *dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret})
+	return bridge.Run(ctx, bridge.Config{DSN: *dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret, Modules: modules.All()})
 }
 
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {

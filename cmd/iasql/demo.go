@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/modules"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgcluster"
 )
@@ -57,7 +58,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	errc := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		errc <- bridge.Run(ctx, bridge.Config{DSN: dsn, Logger: log, AWS: &awsCfg, OnReady: func() { once.Do(func() { close(ready) }) }})
+		errc <- bridge.Run(ctx, bridge.Config{DSN: dsn, Logger: log, AWS: &awsCfg, Modules: modules.All(), OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
 	select {
 	case err := <-errc:
