@@ -2,13 +2,14 @@ package bridge_test
 
 import (
 	"context"
-	"github.com/iasql/iasql/internal/enginetest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/iasql/iasql/internal/enginetest"
 )
 
 // TestModes: ENFORCE and TRACK at database, table and record level, with

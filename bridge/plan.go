@@ -1,16 +1,17 @@
 package bridge
 
+// Planning: a pure function of a snapshot. diff decides, for every
+// difference between database and cloud, what to do, by the direction table
+// of DESIGN.md (tested as data without PostgreSQL: direction_internal_test.go),
+// and the dependencies between the actions it plans.
+
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"sort"
 	"strings"
 
 	"github.com/jackc/pglogrepl"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/modules/module"
 )
@@ -400,101 +401,6 @@ func pushedParent(snap *snapshot, spec module.Table, c module.Record) string {
 	return ""
 }
 
-// Modes, as iasql_mode spells them.
-const (
-	modeNormal  = "NORMAL"
-	modeEnforce = "ENFORCE"
-	modeTrack   = "TRACK"
-)
-
-// modeRules are the iasql_mode rules a cycle read.
-type modeRules struct {
-	database string            // "" when there is no database rule
-	tables   map[string]string // table -> mode
-	records  map[string]string // table + "\x00" + id -> mode
-	ids      map[string]string // the same keys ("" for the database) -> rule id
-}
-
-// of resolves a record's mode as iasql_effective_mode does: record rule,
-// else table rule, else database rule, else NORMAL. It returns the mode and
-// the rule that gave it.
-func (m modeRules) of(table, id string) (string, string) {
-	if id != "" {
-		if mode, ok := m.records[table+"\x00"+id]; ok {
-			return mode, "record rule " + m.ids[table+"\x00"+id]
-		}
-	}
-	if mode, ok := m.tables[table]; ok {
-		return mode, "table rule " + m.ids[table]
-	}
-	if m.database != "" {
-		return m.database, "database rule " + m.ids[""]
-	}
-	return modeNormal, "no rule"
-}
-
-// drifty reports whether an ENFORCE or TRACK rule covers any record of
-// the table (the database's, the table's, or one of its records').
-func (m modeRules) drifty(table string) bool {
-	watch := func(mode string) bool { return mode == modeEnforce || mode == modeTrack }
-	if watch(m.database) || watch(m.tables[table]) {
-		return true
-	}
-	for k, mode := range m.records {
-		if strings.HasPrefix(k, table+"\x00") && watch(mode) {
-			return true
-		}
-	}
-	return false
-}
-
-// tieRank orders modes for ties: TRACK first (never break things), then
-// NORMAL, then ENFORCE; no mode last.
-func tieRank(mode string) int {
-	switch mode {
-	case modeTrack:
-		return 0
-	case modeNormal:
-		return 1
-	case modeEnforce:
-		return 2
-	}
-	return 3
-}
-
-func readModes(ctx context.Context, conn *pgx.Conn) (modeRules, error) {
-	m := modeRules{tables: map[string]string{}, records: map[string]string{}, ids: map[string]string{}}
-	rows, err := conn.Query(ctx, `SELECT coalesce(table_name, ''), coalesce(record_id::text, ''), mode::text, id::text FROM public.iasql_mode`)
-	if err != nil {
-		return m, fmt.Errorf("read mode rules: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var table, id, mode, rule string
-		if err := rows.Scan(&table, &id, &mode, &rule); err != nil {
-			return m, fmt.Errorf("read mode rules: %w", err)
-		}
-		// Were two rules at one level ever to exist, the tie resolves
-		// TRACK > NORMAL > ENFORCE (as iasql_effective_mode does).
-		switch {
-		case table == "":
-			if tieRank(mode) < tieRank(m.database) {
-				m.database, m.ids[""] = mode, rule
-			}
-		case id == "":
-			if old, ok := m.tables[table]; !ok || tieRank(mode) < tieRank(old) {
-				m.tables[table], m.ids[table] = mode, rule
-			}
-		default:
-			k := table + "\x00" + id
-			if old, ok := m.records[k]; !ok || tieRank(mode) < tieRank(old) {
-				m.records[k], m.ids[k] = mode, rule
-			}
-		}
-	}
-	return m, rows.Err()
-}
-
 func numLess(a, b string) bool {
 	if len(a) != len(b) {
 		return len(a) < len(b)
@@ -552,325 +458,38 @@ func order(actions []*Action, tableIndex map[string]int) {
 
 func isDelete(a *Action) bool { return a.kind == cloudDelete || a.kind == dbDelete }
 
-// errConflict means a conditional write found the row changed since the
-// cycle read it: the user's change wins and the record is planned again.
-var errConflict = errors.New("row changed since it was read")
+// actionKey names what an action acts on: a row by its id, a resource only
+// in the cloud by its cloud id.
+func actionKey(a *Action) string {
+	if a.row != nil {
+		return a.Table + "\x00#" + a.ID
+	}
+	return a.Table + "\x00" + a.CloudID
+}
 
-// execute performs one action; writes to the database are conditional on
-// the row being as read, and carry the engine marker.
-func (c *cycle) execute(ctx context.Context, a *Action) error {
-	ts := a.ts
-	switch a.kind {
-	case cloudCreate:
-		want := a.row.cloud
-		got, err := c.create(ctx, a, want)
-		if err != nil {
-			return err
-		}
-		if ts.standingIn(a.ID) {
-			return c.writeFeedback(ctx, a, got) // the stand-in, not the record
-		}
-		if err := c.writeBack(ctx, a, got); err != nil {
-			return err
-		}
-		a.identified = generated(ts.spec)
-		if ts.mapper.Equal(want, got) {
-			return nil
-		}
-		// The resource exists but is not as the row says: a retried create
-		// found the one an earlier attempt half made (its later steps,
-		// attach or tag, failed), or the cloud chose otherwise. Finish it
-		// with an update; the next read says whether the cloud took it.
-		if generated(ts.spec) {
-			want = withIdentity(ts.spec, want, module.CloudIDOf(ts.spec, got))
-		}
-		fixed, err := ts.mapper.Update(ctx, want, got)
-		if errors.Is(err, module.ErrReplace) {
-			return nil // the next read reports the difference
-		} else if err != nil {
-			return fmt.Errorf("the resource was created, but finishing it failed: %w", err)
-		}
-		return c.writeBack(ctx, a, fixed)
-	case cloudUpdate:
-		got, err := ts.mapper.Update(ctx, a.row.cloud, a.cloud)
-		if errors.Is(err, module.ErrReplace) {
-			a.Action = "replace"
-			return c.replace(ctx, a)
-		} else if err != nil {
-			return err
-		}
-		return c.writeBack(ctx, a, got)
-	case cloudDelete:
-		if a.retire != nil {
-			if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
-				return err
-			}
-			if a.CloudID != a.retire.old || a.retire.phase != phaseTemporary {
-				return nil
-			}
-			// The old resource is gone: the record's own new resource comes next.
-			return c.dbTx(ctx, func(tx pgx.Tx) error {
-				return setPhase(ctx, tx, a.retire, phaseFinal)
-			})
-		}
-		if err := ts.mapper.Delete(ctx, a.cloud); errors.Is(err, module.ErrKeep) && (parentRetired(c.snap, ts.spec, a.cloud) || parentLeaving(c.snap, ts.spec, a.cloud)) {
-			// It goes with its parent (the old resource of a replacement, or
-			// a resource whose row was deleted): AWS deletes a VPC's default
-			// security group with the VPC.
-			return nil
-		} else if errors.Is(err, module.ErrKeep) {
-			// The cloud keeps it: the row comes back instead.
-			a.Action, a.Direction, a.kind = "create", "database", dbInsert
-			a.Description = "import " + describe(ts.spec, a.cloud) + " back: " + err.Error()
-			return c.execute(ctx, a)
-		} else if err != nil {
-			return err
-		}
-		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1 AND record_id = $2 AND cloud_id = $3`, ts.spec.Name, a.record, a.CloudID)
-			if err != nil {
-				return err
-			}
-			// The row may still exist under another identity: its intent
-			// is enacted only once its own resource is created.
-			return forgetOps(ctx, tx, []string{ts.spec.Name}, []string{opKey(a)})
-		})
-	case dbDelete:
-		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{ts.spec.Name}.Sanitize()+` WHERE id = $1 AND xmin = $2::text::xid`, a.ID, a.row.xmin)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				return errConflict
-			}
-			_, err = tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1 AND record_id = $2`, ts.spec.Name, a.ID)
-			if err != nil {
-				return err
-			}
-			return forgetOps(ctx, tx, []string{ts.spec.Name}, []string{a.ID})
-		})
-	case dbInsert:
-		rec, err := toDB(ts.spec, a.cloud, c.snap)
-		if err != nil {
-			return err
-		}
-		for _, col := range ts.spec.Initial {
-			rec[col] = a.cloud[col]
-		}
-		onConflict := ""
-		if a.record != "" && ts.rows[a.record] == nil {
-			// Restore the record under the id it had, if it is still free.
-			rec["id"] = json.Number(a.record)
-			onConflict = " ON CONFLICT (id) DO NOTHING"
-		}
-		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			cols, t := columnList(rec), pgx.Identifier{ts.spec.Name}.Sanitize()
-			q := `INSERT INTO ` + t + ` (` + cols + `) SELECT ` + cols + ` FROM jsonb_populate_record(NULL::` + t + `, $1::jsonb)` +
-				onConflict + ` RETURNING id::text`
-			var id string
-			if err := tx.QueryRow(ctx, q, string(encodeRecord(rec))).Scan(&id); err != nil {
-				if errors.Is(err, pgx.ErrNoRows) {
-					return errConflict
+// dependencies maps each action to the keys of the actions it must wait
+// for: a create or update waits for its parents' creates and updates; a
+// delete of a parent waits for the deletes of its children.
+func dependencies(actions []*Action) map[*Action][]string {
+	byKey := map[string]*Action{}
+	for _, a := range actions {
+		byKey[actionKey(a)] = a
+	}
+	out := map[*Action][]string{}
+	for _, a := range actions {
+		for col, parent := range a.ts.spec.Refs {
+			switch {
+			case a.row != nil && !isDelete(a) && a.row.db[col] != nil:
+				if k := parent + "\x00#" + a.row.db.String(col); byKey[k] != nil {
+					out[a] = append(out[a], k)
 				}
-				return err
+			case a.row == nil && a.cloud != nil && a.cloud[col] != nil:
+				// A child's delete: the parent's delete waits for it.
+				if p := byKey[parent+"\x00"+a.cloud.String(col)]; p != nil && isDelete(p) {
+					out[p] = append(out[p], actionKey(a))
+				}
 			}
-			a.ID = id
-			return upsertRecord(ctx, tx, ts.spec.Name, id, a.CloudID, ts.seen[id])
-		})
-	case dbUpdate, dbFeedback:
-		rec, err := toDB(ts.spec, a.cloud, c.snap)
-		if err != nil {
-			return err
 		}
-		if a.kind == dbFeedback {
-			rec = only(rec, ts.spec.Feedback)
-		}
-		return c.updateRow(ctx, a, rec)
-	}
-	return fmt.Errorf("unknown step %d", a.kind)
-}
-
-// create makes the resource for a create action, carrying the action's
-// client token. When an earlier attempt may have made it (a failed call,
-// or a crash before the write-back) and the mapper can look a token up,
-// the resource that attempt made is adopted instead of making another.
-func (c *cycle) create(ctx context.Context, a *Action, want module.Record) (module.Record, error) {
-	mapper := a.ts.mapper
-	if f, ok := mapper.(module.Finder); ok && a.retried {
-		got, err := f.Find(ctx, want, a.token)
-		if err != nil {
-			return nil, fmt.Errorf("look for what an earlier attempt made: %w", err)
-		}
-		if got != nil {
-			c.e.log.Info("adopting the resource an earlier create made", "table", a.Table, "id", a.ID, "cloud_id", module.CloudIDOf(a.ts.spec, got))
-			return got, nil
-		}
-	}
-	return mapper.Create(module.WithClientToken(ctx, a.token), want)
-}
-
-// writeBack stores what the cloud returned after a create or update: the
-// feedback columns into the row, and the resource's identity in the
-// record's state. It does not enact the intent: only a later read that
-// shows the user's values does (the cloud may have said yes and not taken
-// the change).
-func (c *cycle) writeBack(ctx context.Context, a *Action, got module.Record) error {
-	ts := a.ts
-	cid := a.row.cloudID
-	if cid == "" || generated(ts.spec) {
-		cid = module.CloudIDOf(ts.spec, got) // the identity the cloud gave it
-	}
-	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		if err := feedbackTx(ctx, tx, ts.spec, a.ID, a.row.db, got); err != nil {
-			return err
-		}
-		return upsertRecord(ctx, tx, ts.spec.Name, a.ID, cid, 0)
-	})
-}
-
-// writeFeedback stores the feedback columns only.
-func (c *cycle) writeFeedback(ctx context.Context, a *Action, got module.Record) error {
-	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		return feedbackTx(ctx, tx, a.ts.spec, a.ID, a.row.db, got)
-	})
-}
-
-// feedbackTx writes the feedback columns of got into the row, on condition
-// that they are still as the cycle read them (was): users do not own them,
-// so a user's concurrent change to other columns does not stop the write
-// (a generated identity written back must never be lost: the resource would
-// be created again). A user's change to a feedback column wins.
-func feedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, was, got module.Record) error {
-	if len(spec.Feedback) == 0 || sameColumns(spec.Feedback, was, got) {
-		return nil
-	}
-	rec := only(got, spec.Feedback)
-	cols := columnList(rec)
-	_, err := updateColumns(ctx, tx, spec.Name, id, rec,
-		`ROW(`+cols+`) IS NOT DISTINCT FROM (SELECT ROW(`+cols+`) FROM jsonb_populate_record(NULL::`+pgx.Identifier{spec.Name}.Sanitize()+`, $3::jsonb))`,
-		string(encodeRecord(only(was, spec.Feedback))))
-	return err
-}
-
-// replace makes a change that needs a new resource. The new resource is
-// created before the old one is deleted, so that what depends on the old
-// one can move over (the walkthrough's dance): where the identity must stay
-// unique (module.Temporary), a temporary stand-in is created first and the
-// record's own new resource once the old one is gone; where the cloud
-// generates identities, the new resource is created at once. The
-// replacement is recorded (iasql_replacements) before anything is created,
-// so that a restart finishes it. Other resources are deleted, then created.
-func (c *cycle) replace(ctx context.Context, a *Action) error {
-	ts := a.ts
-	tm, unique := ts.mapper.(module.Temporary)
-	if !unique && !generated(ts.spec) {
-		if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
-			return fmt.Errorf("replace: delete the old resource: %w", err)
-		}
-		got, err := ts.mapper.Create(ctx, a.row.cloud)
-		if err != nil {
-			return fmt.Errorf("replace: create the new resource: %w", err)
-		}
-		return c.writeBack(ctx, a, got)
-	}
-	rp := &replacement{table: ts.spec.Name, record: a.ID, old: a.CloudID, phase: phaseFinal}
-	want := a.row.cloud
-	if unique {
-		want = tm.Temporary(a.row.cloud, a.CloudID)
-		rp.temp, rp.phase = module.CloudIDOf(ts.spec, want), phaseTemporary
-	} else {
-		want = maps.Clone(want)
-		want[ts.spec.CloudID[0]] = nil
-	}
-	if err := c.e.service(ctx, func(conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, `
-			INSERT INTO public.iasql_replacements (table_name, record_id, old_cloud_id, temp_cloud_id, phase)
-			VALUES ($1, $2, $3, nullif($4, ''), $5)
-			ON CONFLICT (table_name, record_id) DO UPDATE SET old_cloud_id = excluded.old_cloud_id,
-			  temp_cloud_id = excluded.temp_cloud_id, phase = excluded.phase, started_at = pg_catalog.clock_timestamp()`,
-			rp.table, rp.record, rp.old, rp.temp, rp.phase)
-		return err
-	}); err != nil {
-		return fmt.Errorf("replace: record the replacement: %w", err)
-	}
-	got, err := ts.mapper.Create(ctx, want)
-	if err != nil {
-		return fmt.Errorf("replace: create the new resource: %w", err)
-	}
-	if unique {
-		a.Description += " (through a temporary " + rp.temp + ")"
-		return c.writeFeedback(ctx, a, got)
-	}
-	return c.writeBack(ctx, a, got)
-}
-
-func setPhase(ctx context.Context, tx pgx.Tx, rp *replacement, phase string) error {
-	_, err := tx.Exec(ctx, `UPDATE public.iasql_replacements SET phase = $3 WHERE table_name = $1 AND record_id = $2`, rp.table, rp.record, phase)
-	if err != nil {
-		return fmt.Errorf("record the replacement of %s %s as %s: %w", rp.table, rp.record, phase, err)
-	}
-	return nil
-}
-
-func (c *cycle) updateRow(ctx context.Context, a *Action, rec module.Record) error {
-	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		if err := updateRowTx(ctx, tx, a.ts.spec.Name, a.ID, a.row.xmin, rec); err != nil {
-			return err
-		}
-		return upsertRecord(ctx, tx, a.ts.spec.Name, a.ID, a.CloudID, a.ts.seen[a.ID])
-	})
-}
-
-// updateRowTx writes rec's columns into the row, on condition that it is
-// the version the cycle read (xmin); errConflict when it is not.
-func updateRowTx(ctx context.Context, tx pgx.Tx, table, id, xmin string, rec module.Record) error {
-	ok, err := updateColumns(ctx, tx, table, id, rec, `xmin = $3::text::xid`, xmin)
-	if err == nil && !ok {
-		return errConflict
-	}
-	return err
-}
-
-// updateColumns sets rec's columns of row id where cond (an SQL condition
-// on the row whose parameter is $3) holds, and reports whether it did.
-func updateColumns(ctx context.Context, tx pgx.Tx, table, id string, rec module.Record, cond string, arg any) (bool, error) {
-	cols := columnList(rec)
-	t := pgx.Identifier{table}.Sanitize()
-	tag, err := tx.Exec(ctx, `UPDATE `+t+` SET (`+cols+`) = (SELECT `+cols+` FROM jsonb_populate_record(NULL::`+t+`, $1::jsonb))
-		WHERE id = $2 AND `+cond, string(encodeRecord(rec)), id, arg)
-	if err != nil {
-		return false, err
-	}
-	return tag.RowsAffected() > 0, nil
-}
-
-func upsertRecord(ctx context.Context, tx pgx.Tx, table, id, cid string, lsn pglogrepl.LSN) error {
-	_, err := tx.Exec(ctx, `
-		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
-		VALUES ($1, $2, $3, $4::text::pg_lsn)
-		ON CONFLICT (table_name, record_id) DO UPDATE SET cloud_id = excluded.cloud_id,
-		  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
-		table, id, cid, lsn.String())
-	return err
-}
-
-func only(r module.Record, cols []string) module.Record {
-	out := module.Record{}
-	for _, c := range cols {
-		out[c] = r[c]
 	}
 	return out
-}
-
-func columnList(r module.Record) string {
-	cols := make([]string, 0, len(r))
-	for c := range r {
-		cols = append(cols, c)
-	}
-	sort.Strings(cols)
-	for i, c := range cols {
-		cols[i] = pgx.Identifier{c}.Sanitize()
-	}
-	return strings.Join(cols, ", ")
 }
