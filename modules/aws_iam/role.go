@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/iam/types"
 
+	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -75,17 +76,32 @@ func detailTTL() time.Duration {
 	return 5 * time.Minute
 }
 
-func (m *roleMapper) cached(ctx context.Context, roleID, name string) (roleDetail, bool) {
+// cached is a role's policies when the read may reuse them: not ones that
+// must be fresh, read within the TTL or, stale, not among the details due
+// for a refresh in this read (detail.Due; nil due: within the TTL only).
+func (m *roleMapper) cached(ctx context.Context, roleID, name string, due map[string]bool) (roleDetail, bool) {
 	if module.FreshFor(ctx, name) || m.ttl == 0 || roleID == "" {
 		return roleDetail{}, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, ok := m.details[roleID]
-	if !ok || time.Since(d.read) > m.ttl {
+	if !ok || (time.Since(d.read) > m.ttl && (due == nil || due[roleID])) {
 		return roleDetail{}, false
 	}
 	return d, true
+}
+
+// due is which stale policy details this read refreshes (at most
+// detail.Budget, oldest first).
+func (m *roleMapper) due() map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	read := make(map[string]time.Time, len(m.details))
+	for id, d := range m.details {
+		read[id] = d.read
+	}
+	return detail.Due(read, m.ttl, detail.Budget())
 }
 
 func (m *roleMapper) remember(roleID string, d roleDetail) {
@@ -122,8 +138,9 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 			}
 		}
 	}
+	due := m.due()
 	return regional.Gather(ctx, concurrency, len(roles), func(ctx context.Context, i int) ([]module.Record, error) {
-		rec, err := m.record(ctx, cl, roles[i])
+		rec, err := m.record(ctx, cl, roles[i], due)
 		if module.IsCode(err, "NoSuchEntity") {
 			return nil, nil // deleted since it was listed
 		}
@@ -132,9 +149,9 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 }
 
 // record completes a role with its policies.
-func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role) (module.Record, error) {
+func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
 	id := aws.ToString(r.RoleId)
-	d, ok := m.cached(ctx, id, aws.ToString(r.RoleName))
+	d, ok := m.cached(ctx, id, aws.ToString(r.RoleName), due)
 	if !ok {
 		var err error
 		if d, err = m.policies(ctx, cl, aws.ToString(r.RoleName)); err != nil {
@@ -218,7 +235,7 @@ func (m *roleMapper) readOne(ctx context.Context, name string) (module.Record, e
 	if p := aws.ToString(out.Role.Path); p != rolePath {
 		return nil, &module.TerminalError{Err: fmt.Errorf("role %s exists with path %s; the iam_role table manages roles under %s only", name, p, rolePath)}
 	}
-	return m.record(module.WithFreshRead(ctx), cl, *out.Role)
+	return m.record(module.WithFreshRead(ctx), cl, *out.Role, nil)
 }
 
 // Create creates the role, attaches its managed policies, puts its inline

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -44,17 +45,32 @@ func detailTTL() time.Duration {
 	return 5 * time.Minute
 }
 
-func (m *bucketMapper) cached(ctx context.Context, b bucketInfo) (bool, bool) {
+// cached is a bucket's versioning when the read may reuse it: not one that
+// must be fresh, of the same bucket, read within the TTL or, stale, not
+// among the details due for a refresh in this read (detail.Due).
+func (m *bucketMapper) cached(ctx context.Context, b bucketInfo, due map[string]bool) (bool, bool) {
 	if module.FreshFor(ctx, b.name) || m.ttl == 0 {
 		return false, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, ok := m.details[b.name]
-	if !ok || !d.created.Equal(b.created) || time.Since(d.read) > m.ttl {
+	if !ok || !d.created.Equal(b.created) || (time.Since(d.read) > m.ttl && (due == nil || due[b.name])) {
 		return false, false
 	}
 	return d.versioning, true
+}
+
+// due is which stale versioning details this read refreshes (at most
+// detail.Budget, oldest first).
+func (m *bucketMapper) due() map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	read := make(map[string]time.Time, len(m.details))
+	for name, d := range m.details {
+		read[name] = d.read
+	}
+	return detail.Due(read, m.ttl, detail.Budget())
 }
 
 func (m *bucketMapper) remember(name string, created time.Time, versioning bool) {
@@ -75,9 +91,10 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	due := m.due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
 		func(ctx context.Context, i int) ([]module.Record, error) {
-			rec, err := m.record(ctx, infos[i])
+			rec, err := m.record(ctx, infos[i], due)
 			if module.IsCode(err, "NoSuchBucket") {
 				return nil, nil // deleted since it was listed
 			} else if err != nil {
@@ -87,10 +104,10 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 		})
 }
 
-// record completes a listed bucket with its versioning (reused from a
-// recent read when the context allows it).
-func (m *bucketMapper) record(ctx context.Context, b bucketInfo) (module.Record, error) {
-	versioning, ok := m.cached(ctx, b)
+// record completes a listed bucket with its versioning (reused from an
+// earlier read when the context and due allow it; nil due: within the TTL).
+func (m *bucketMapper) record(ctx context.Context, b bucketInfo, due map[string]bool) (module.Record, error) {
+	versioning, ok := m.cached(ctx, b, due)
 	if !ok {
 		out, err := m.c.client(b.region).GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(b.name)})
 		if err != nil {
@@ -116,7 +133,7 @@ func (m *bucketMapper) readOne(ctx context.Context, name string) (module.Record,
 	}
 	for _, b := range infos {
 		if b.name == name {
-			return m.record(ctx, b)
+			return m.record(ctx, b, nil)
 		}
 	}
 	// Not listed yet: S3's listing may lag a create. The creation time
@@ -125,7 +142,7 @@ func (m *bucketMapper) readOne(ctx context.Context, name string) (module.Record,
 	if err != nil {
 		return nil, err
 	}
-	return m.record(ctx, bucketInfo{name: name, region: region})
+	return m.record(ctx, bucketInfo{name: name, region: region}, nil)
 }
 
 // Create creates the bucket in its region, turns versioning on when

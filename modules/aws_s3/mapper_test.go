@@ -658,3 +658,53 @@ func TestDetailReuse(t *testing.T) {
 		t.Errorf("a fresh read made %d GetBucketVersioning calls, want 3", got)
 	}
 }
+
+// TestDetailBudget: past their TTL, details are refreshed a budget's worth
+// per read, oldest first, the others reused until their turn: with a budget
+// of one, each read of three stale buckets makes one versioning call and
+// sees one more of the changes made outside, and three reads see all three.
+// A fresh read still reads them all.
+func TestDetailBudget(t *testing.T) {
+	t.Setenv("IASQL_S3_DETAIL_TTL", "1ns") // every detail is stale at once
+	t.Setenv("IASQL_DETAIL_BUDGET", "1")
+	c := newCloud(t, emulator.Options{})
+	names := []string{"budget-a", "budget-b", "budget-c"}
+	for _, n := range names {
+		c.mkBucket(t, n, "us-east-1", false)
+	}
+	if _, err := c.bucket.Read(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, err := c.s3("us-east-1").PutBucketVersioning(t.Context(), &s3.PutBucketVersioningInput{Bucket: aws.String(n),
+			VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		c.em.Reset()
+		recs, err := c.bucket.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := c.em.Calls()["s3:GetBucketVersioning"]; n != 1 {
+			t.Fatalf("read %d of three stale buckets made %d versioning calls, want the budget's 1", i, n)
+		}
+		seen := 0
+		for _, r := range recs {
+			if r["versioning"] == true {
+				seen++
+			}
+		}
+		if seen != i {
+			t.Errorf("after %d budgeted reads %d buckets show the change made outside, want %d", i, seen, i)
+		}
+	}
+	c.em.Reset()
+	if _, err := c.bucket.Read(module.WithFreshRead(t.Context())); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.em.Calls()["s3:GetBucketVersioning"]; n != 3 {
+		t.Errorf("a fresh read made %d versioning calls, want 3", n)
+	}
+}

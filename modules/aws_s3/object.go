@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -39,17 +40,29 @@ func newObjectMapper(c *clients) *objectMapper {
 // cachedListing is the bucket's listing when a read may reuse it: not one
 // that must be fresh (module.FreshFor: a commit acting on the bucket or its
 // objects), read within the TTL, of the same bucket.
-func (m *objectMapper) cachedListing(ctx context.Context, b bucketInfo) ([]module.Record, bool) {
+func (m *objectMapper) cachedListing(ctx context.Context, b bucketInfo, due map[string]bool) ([]module.Record, bool) {
 	if m.ttl == 0 || module.FreshFor(ctx, b.name) {
 		return nil, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, ok := m.listings[b.name]
-	if !ok || !l.created.Equal(b.created) || time.Since(l.read) > m.ttl {
+	if !ok || !l.created.Equal(b.created) || (time.Since(l.read) > m.ttl && due[b.name]) {
 		return nil, false
 	}
 	return l.recs, true
+}
+
+// due is which stale listings this read refreshes (at most detail.Budget,
+// oldest first; the others are reused until their turn).
+func (m *objectMapper) due() map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	read := make(map[string]time.Time, len(m.listings))
+	for name, l := range m.listings {
+		read[name] = l.read
+	}
+	return detail.Due(read, m.ttl, detail.Budget())
 }
 
 func (m *objectMapper) remember(b bucketInfo, recs []module.Record) {
@@ -75,9 +88,10 @@ func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	due := m.due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
 		func(ctx context.Context, i int) ([]module.Record, error) {
-			if recs, ok := m.cachedListing(ctx, infos[i]); ok {
+			if recs, ok := m.cachedListing(ctx, infos[i], due); ok {
 				return recs, nil
 			}
 			recs, err := m.list(ctx, infos[i])
