@@ -15,12 +15,12 @@ import (
 	iasqlsql "github.com/iasql/iasql/sql"
 )
 
-const dsnHelp = "PostgreSQL connection string, e.g. postgres://user:pass@host:5432/db"
+const dsnHelp = "PostgreSQL connection string, e.g. postgres://user@host:5432/db; give the password in PGPASSWORD, ~/.pgpass, IASQL_DSN or --dsn-file, not on the command line (ps shows it)"
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("run", "Run the sidecar in the foreground: install or upgrade the SQL objects, then capture\nchanges to registered tables into iasql_audit_log. Several sidecars may run against one\ndatabase: one captures, the others wait and take over when it stops.",
 		"  iasql run --dsn postgres://iasql@db:5432/app\n  IASQL_DSN=postgres://iasql@db/app iasql run --log-format json", stderr)
-	dsn := f.String("dsn", "IASQL_DSN", "", dsnHelp)
+	dsnOf := dsnFlags(f, stderr)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
 	timeout := f.String("cycle-timeout", "IASQL_CYCLE_TIMEOUT", "45m", "a cycle running longer is cancelled and recorded as timed out")
@@ -32,6 +32,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	log, err := logger()
+	if err != nil {
+		return err
+	}
+	dsn, err := dsnOf()
 	if err != nil {
 		return err
 	}
@@ -58,17 +62,21 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil || cc < 1 {
 		return fmt.Errorf("--cloud-concurrency %q: give a whole number of 1 or more", *concurrency)
 	}
-	return bridge.Run(ctx, bridge.Config{DSN: *dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret, Modules: modules.All()})
+	return bridge.Run(ctx, bridge.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret, Modules: modules.All()})
 }
 
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("install", "Install (or upgrade) iasql's SQL objects as plain SQL, for managed databases that allow\nno custom extensions. Where the server has the extension files, CREATE EXTENSION iasql\ndoes the same.",
 		"  iasql install --dsn postgres://admin@db:5432/app", stderr)
-	dsn := f.String("dsn", "IASQL_DSN", "", dsnHelp)
+	dsnOf := dsnFlags(f, stderr)
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	conn, err := bridge.Connect(ctx, *dsn)
+	dsn, err := dsnOf()
+	if err != nil {
+		return err
+	}
+	conn, err := bridge.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -87,12 +95,16 @@ func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("status", "Show the capture slot, its lag, the last captured change and whether a sidecar is\nconsuming. Exits 1 when capture is not healthy: no slot, slot lost, or no consumer.",
 		"  iasql status --dsn postgres://iasql@db:5432/app", stderr)
-	dsn := f.String("dsn", "IASQL_DSN", "", dsnHelp)
+	dsnOf := dsnFlags(f, stderr)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	conn, err := bridge.Connect(ctx, *dsn)
+	dsn, err := dsnOf()
+	if err != nil {
+		return err
+	}
+	conn, err := bridge.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}

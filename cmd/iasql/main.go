@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -99,6 +100,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 type flags struct {
 	*flag.FlagSet
 	env map[string]string // flag name -> env var
+	cli map[string]bool   // flags given on the command line (not from the environment)
 }
 
 func newFlags(name, summary, examples string, stderr io.Writer) *flags {
@@ -146,6 +148,7 @@ func (f *flags) parse(args []string) error {
 	}
 	set := map[string]bool{}
 	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f.cli = set
 	for name, env := range f.env {
 		if v, ok := os.LookupEnv(env); ok && !set[name] {
 			if err := f.Set(name, v); err != nil {
@@ -154,6 +157,46 @@ func (f *flags) parse(args []string) error {
 		}
 	}
 	return nil
+}
+
+// dsnFlags adds --dsn and --dsn-file and returns the connection string
+// they give. A password given on the command line is visible to every user
+// of the machine (ps): it is taken, with a warning that says where to put
+// it instead.
+func dsnFlags(f *flags, stderr io.Writer) func() (string, error) {
+	dsn := f.String("dsn", "IASQL_DSN", "", dsnHelp)
+	file := f.String("dsn-file", "IASQL_DSN_FILE", "", "file holding the connection string (keeps its password out of ps)")
+	return func() (string, error) {
+		if *file != "" {
+			if *dsn != "" {
+				return "", errors.New("give --dsn or --dsn-file, not both")
+			}
+			b, err := os.ReadFile(*file)
+			if err != nil {
+				return "", fmt.Errorf("read --dsn-file: %w", err)
+			}
+			return strings.TrimSpace(string(b)), nil
+		}
+		if f.cli["dsn"] && dsnHasPassword(*dsn) {
+			fmt.Fprintln(stderr, "warning: the password in --dsn is visible to every user of this machine (ps); put it in PGPASSWORD, ~/.pgpass, IASQL_DSN or --dsn-file instead")
+		}
+		return *dsn, nil
+	}
+}
+
+// dsnHasPassword reports whether a connection string (URL or key=value
+// form) carries a password.
+func dsnHasPassword(dsn string) bool {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		_, ok := u.User.Password()
+		return ok
+	}
+	for _, kv := range strings.Fields(dsn) {
+		if k, _, ok := strings.Cut(kv, "="); ok && strings.TrimSpace(k) == "password" {
+			return true
+		}
+	}
+	return false
 }
 
 // logFlags adds --log-level and --log-format and returns a builder.

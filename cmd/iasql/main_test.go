@@ -334,3 +334,41 @@ func TestDemoScenario(t *testing.T) {
 		t.Errorf("demo --scenario: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestPasswordKeptOutOfPs: a password on the command line works but is
+// warned about (ps shows it to every user); --dsn-file takes the
+// connection string from a file instead; the two together are refused.
+// Nothing prints the password.
+func TestPasswordKeptOutOfPs(t *testing.T) {
+	t.Parallel()
+	withPassword := fmt.Sprintf("postgres://u:secret@127.0.0.1:%d/x?connect_timeout=5", closedPort(t))
+	file := filepath.Join(t.TempDir(), "dsn")
+	if err := os.WriteFile(file, []byte(withPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		args      []string
+		warn      bool
+		wantError string
+	}{
+		{"password on the command line", []string{"status", "--dsn", withPassword}, true, "cannot connect"},
+		{"password in a file", []string{"status", "--dsn-file", file}, false, "cannot connect"},
+		{"both", []string{"status", "--dsn-file", file, "--dsn", withPassword}, false, "give --dsn or --dsn-file, not both"},
+		{"unreadable file", []string{"status", "--dsn-file", file + ".missing"}, false, "read --dsn-file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := iasql(t, 30*time.Second, c.args...)
+			if r.code != 1 || !strings.Contains(r.stderr, c.wantError) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, c.wantError)
+			}
+			if warned := strings.Contains(r.stderr, "the password in --dsn is visible"); warned != c.warn {
+				t.Errorf("warned about the password: %v, want %v (stderr %q)", warned, c.warn, r.stderr)
+			}
+			if strings.Contains(r.stderr+r.stdout, "secret") {
+				t.Errorf("the password was printed: %s", r.stderr)
+			}
+		})
+	}
+}
