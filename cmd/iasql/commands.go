@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge"
-	"github.com/iasql/iasql/modules"
 	"github.com/iasql/iasql/logical"
+	"github.com/iasql/iasql/modules"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
 

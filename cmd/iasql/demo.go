@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge"
-	"github.com/iasql/iasql/modules"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgcluster"
+	"github.com/iasql/iasql/modules"
 )
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
