@@ -8,23 +8,37 @@ CREATE TABLE public.bucket (
   versioning boolean NOT NULL DEFAULT false,
   created_at timestamptz,
   CONSTRAINT bucket_name_unique UNIQUE (name),
-  CONSTRAINT bucket_name_s3_rules CHECK (
-    name ~ '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$'
-    AND name !~ '\.\.'
-    AND name !~ '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$'),
+  -- S3's naming rules for general purpose buckets, one constraint per rule so
+  -- that the error names the rule broken ("Bucket naming rules", S3 User
+  -- Guide: https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
+  CONSTRAINT bucket_name_s3_rules CHECK (name ~ '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$'),
+  CONSTRAINT bucket_name_no_adjacent_periods CHECK (name !~ '\.\.'),
+  CONSTRAINT bucket_name_not_an_ip_address CHECK (name !~ '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$'),
+  CONSTRAINT bucket_name_no_reserved_prefix_xn_sthree_amzn_s3_demo CHECK (name !~ '^(xn--|sthree-|amzn-s3-demo-)'),
+  CONSTRAINT bucket_name_no_reserved_suffix CHECK (name !~ '(-s3alias|--ol-s3|\.mrap|--x-s3|--table-s3)$'),
+  CONSTRAINT bucket_name_an_suffix_only_account_regional CHECK (
+    name !~ '-an$' OR name ~ '-[0-9]{12}-[a-z]{2}(-[a-z]+)+-[0-9]+-an$'),
   CONSTRAINT bucket_region_format CHECK (region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]+$')
 );
 COMMENT ON TABLE public.bucket IS
   'S3 general purpose buckets of the account, in every region. Insert a row to create a bucket, update versioning to turn versioning on or suspend it, delete the row to delete the bucket (after its objects). Changing name or region replaces the bucket.';
 COMMENT ON COLUMN public.bucket.id IS 'Database identifier of the row; the cloud knows the bucket by name.';
-COMMENT ON COLUMN public.bucket.name IS 'Bucket name, unique across all AWS accounts: 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit.';
+COMMENT ON COLUMN public.bucket.name IS 'Bucket name, unique across all AWS accounts: 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit, no two adjacent dots, not an IP address, no reserved prefix (xn--, sthree-, amzn-s3-demo-) or suffix (-s3alias, --ol-s3, .mrap, --x-s3, --table-s3, -an). A check constraint per rule refuses a name S3 would.';
 COMMENT ON COLUMN public.bucket.region IS 'AWS region the bucket lives in, e.g. eu-west-1. Fixed at creation: changing it replaces the bucket.';
 COMMENT ON COLUMN public.bucket.versioning IS 'Whether object versioning is enabled. Setting it to false on a versioned bucket suspends versioning (S3 cannot turn it off).';
 COMMENT ON COLUMN public.bucket.created_at IS 'When S3 created the bucket (from the cloud; not written to it).';
 COMMENT ON SEQUENCE public.bucket_id_seq IS 'Generates bucket.id.';
 COMMENT ON CONSTRAINT bucket_name_unique ON public.bucket IS 'A bucket name appears once.';
 COMMENT ON CONSTRAINT bucket_name_s3_rules ON public.bucket IS
-  'S3 bucket naming rules: 3 to 63 characters; lowercase letters, digits, dots and hyphens; beginning and ending with a letter or digit; no two adjacent dots; not formatted as an IP address.';
+  'S3 bucket naming rule: 3 to 63 characters, only lowercase letters, digits, dots (.) and hyphens (-), beginning and ending with a letter or digit.';
+COMMENT ON CONSTRAINT bucket_name_no_adjacent_periods ON public.bucket IS 'S3 bucket naming rule: no two adjacent periods (..).';
+COMMENT ON CONSTRAINT bucket_name_not_an_ip_address ON public.bucket IS 'S3 bucket naming rule: not formatted as an IP address (such as 192.168.5.4).';
+COMMENT ON CONSTRAINT bucket_name_no_reserved_prefix_xn_sthree_amzn_s3_demo ON public.bucket IS
+  'S3 bucket naming rule: not starting with a reserved prefix: xn--, sthree- (and sthree-configurator), amzn-s3-demo-.';
+COMMENT ON CONSTRAINT bucket_name_no_reserved_suffix ON public.bucket IS
+  'S3 bucket naming rule: not ending with a reserved suffix: -s3alias (access point aliases), --ol-s3 (Object Lambda access point aliases), .mrap (Multi-Region Access Points), --x-s3 (directory buckets), --table-s3 (table buckets).';
+COMMENT ON CONSTRAINT bucket_name_an_suffix_only_account_regional ON public.bucket IS
+  'S3 bucket naming rule: only buckets of an account regional namespace end with -an, named prefix-ACCOUNTID-REGION-an (12-digit account id); such buckets are imported, other names ending with -an are refused.';
 COMMENT ON CONSTRAINT bucket_region_format ON public.bucket IS 'A region code such as us-east-1 or ap-southeast-2.';
 
 CREATE TABLE public.bucket_object (

@@ -41,8 +41,19 @@ func TestSQLConstraints(t *testing.T) {
 		{"underscore", `INSERT INTO bucket (name) VALUES ('my_bucket')`, "bucket_name_s3_rules"},
 		{"starts with hyphen", `INSERT INTO bucket (name) VALUES ('-logs')`, "bucket_name_s3_rules"},
 		{"ends with dot", `INSERT INTO bucket (name) VALUES ('logs.')`, "bucket_name_s3_rules"},
-		{"adjacent dots", `INSERT INTO bucket (name) VALUES ('a..b')`, "bucket_name_s3_rules"},
-		{"ip address", `INSERT INTO bucket (name) VALUES ('10.0.0.1')`, "bucket_name_s3_rules"},
+		{"adjacent dots", `INSERT INTO bucket (name) VALUES ('a..b')`, "bucket_name_no_adjacent_periods"},
+		{"ip address", `INSERT INTO bucket (name) VALUES ('10.0.0.1')`, "bucket_name_not_an_ip_address"},
+		{"prefix xn--", `INSERT INTO bucket (name) VALUES ('xn--logs')`, "bucket_name_no_reserved_prefix_xn_sthree_amzn_s3_demo"},
+		{"prefix sthree-", `INSERT INTO bucket (name) VALUES ('sthree-logs')`, "bucket_name_no_reserved_prefix_xn_sthree_amzn_s3_demo"},
+		{"prefix sthree-configurator", `INSERT INTO bucket (name) VALUES ('sthree-configurator')`, "bucket_name_no_reserved_prefix_xn_sthree_amzn_s3_demo"},
+		{"prefix amzn-s3-demo-", `INSERT INTO bucket (name) VALUES ('amzn-s3-demo-bucket')`, "bucket_name_no_reserved_prefix_xn_sthree_amzn_s3_demo"},
+		{"suffix -s3alias", `INSERT INTO bucket (name) VALUES ('logs-s3alias')`, "bucket_name_no_reserved_suffix"},
+		{"suffix --ol-s3", `INSERT INTO bucket (name) VALUES ('logs--ol-s3')`, "bucket_name_no_reserved_suffix"},
+		{"suffix .mrap", `INSERT INTO bucket (name) VALUES ('logs.mrap')`, "bucket_name_no_reserved_suffix"},
+		{"suffix --x-s3", `INSERT INTO bucket (name) VALUES ('logs--use1-az4--x-s3')`, "bucket_name_no_reserved_suffix"},
+		{"suffix --table-s3", `INSERT INTO bucket (name) VALUES ('logs--table-s3')`, "bucket_name_no_reserved_suffix"},
+		{"suffix -an", `INSERT INTO bucket (name) VALUES ('logs-an')`, "bucket_name_an_suffix_only_account_regional"},
+		{"update to a reserved suffix", `UPDATE bucket SET name = 'logs-s3alias' WHERE name = 'logs'`, "bucket_name_no_reserved_suffix"},
 		{"duplicate name", `INSERT INTO bucket (name) VALUES ('logs')`, "bucket_name_unique"},
 		{"bad region", `INSERT INTO bucket (name, region) VALUES ('elsewhere', 'Europe')`, "bucket_region_format"},
 		{"empty key", `INSERT INTO bucket_object (bucket_id, key) SELECT id, '' FROM bucket`, "bucket_object_key_length"},
@@ -59,6 +70,15 @@ func TestSQLConstraints(t *testing.T) {
 		`INSERT INTO bucket (name, region, versioning) VALUES ('my.logs-2024', 'ap-southeast-2', true)`,
 		`INSERT INTO bucket (name, region) VALUES ('gov', 'us-gov-west-1')`,
 		`INSERT INTO bucket (name) VALUES (repeat('a', 63))`,
+		`INSERT INTO bucket (name) VALUES ('abc')`,
+		`INSERT INTO bucket (name) VALUES ('1.2.3')`,                         // three numbers are not an IP address
+		`INSERT INTO bucket (name) VALUES ('my-xn--logs')`,                   // reserved prefixes only at the start
+		`INSERT INTO bucket (name) VALUES ('sthree')`,                        // sthree without the hyphen
+		`INSERT INTO bucket (name) VALUES ('logs-s3alias-2')`,                // reserved suffixes only at the end
+		`INSERT INTO bucket (name) VALUES ('logs-ol-s3')`,                    // one hyphen: not --ol-s3
+		`INSERT INTO bucket (name) VALUES ('logs-mrap')`,                     // a hyphen: not .mrap
+		`INSERT INTO bucket (name) VALUES ('logs-can')`,                      // ends with -can, not -an
+		`INSERT INTO bucket (name) VALUES ('app-111122223333-us-west-2-an')`, // account regional namespace
 		`INSERT INTO bucket_object (bucket_id, key) SELECT id, 'a/b c.txt' FROM bucket WHERE name = 'logs'`,
 		`INSERT INTO bucket_object (bucket_id, key) SELECT id, repeat('k', 1024) FROM bucket WHERE name = 'logs'`,
 	} {

@@ -11,15 +11,22 @@ CREATE TABLE public.security_group (
   CONSTRAINT security_group_group_id_unique UNIQUE (group_id),
   CONSTRAINT security_group_name_unique UNIQUE (vpc_id, group_name),
   CONSTRAINT security_group_vpc_fk FOREIGN KEY (vpc_id, region) REFERENCES public.vpc (id, region) ON DELETE CASCADE ON UPDATE CASCADE,
-  CONSTRAINT security_group_name_rules CHECK (length(group_name) BETWEEN 1 AND 255 AND group_name !~* '^sg-'),
-  CONSTRAINT security_group_description_rules CHECK (length(description) BETWEEN 1 AND 255),
+  -- AWS's constraints on CreateSecurityGroup's GroupName and Description in
+  -- a VPC, one constraint per rule so that the error names the rule broken
+  -- (EC2 API Reference, CreateSecurityGroup:
+  -- https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html).
+  CONSTRAINT security_group_name_1_to_255_characters CHECK (length(group_name) BETWEEN 1 AND 255),
+  CONSTRAINT security_group_name_not_starting_with_sg CHECK (group_name !~* '^sg-'),
+  CONSTRAINT security_group_name_allowed_characters CHECK (group_name ~ '^[a-zA-Z0-9 ._:/()#,@+=&;{}!$*\[\]-]*$'),
+  CONSTRAINT security_group_description_1_to_255_characters CHECK (length(description) BETWEEN 1 AND 255),
+  CONSTRAINT security_group_description_allowed_characters CHECK (description ~ '^[a-zA-Z0-9 ._:/()#,@+=&;{}!$*\[\]-]*$'),
   CONSTRAINT security_group_tags_object CHECK (jsonb_typeof(tags) = 'object')
 );
 COMMENT ON TABLE public.security_group IS
   'Security groups of the VPCs; every VPC''s "default" group is imported (and cannot be deleted). Insert a row to create a group; group_id is filled in once AWS has created it. A group is known by its name within its VPC. Changing description replaces the group while it keeps its name: a temporary group stands in while the old one is deleted, rules are recreated and groups that reference it move over; the row keeps its id and gets a new group_id.';
 COMMENT ON COLUMN public.security_group.id IS 'Database identifier of the row; rules reference groups by it.';
-COMMENT ON COLUMN public.security_group.group_name IS 'Name, unique within the VPC: 1 to 255 characters, not starting with sg-.';
-COMMENT ON COLUMN public.security_group.description IS 'Description, 1 to 255 characters. AWS fixes it at creation: changing it replaces the group.';
+COMMENT ON COLUMN public.security_group.group_name IS 'Name, unique within the VPC: 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*, not starting with sg-.';
+COMMENT ON COLUMN public.security_group.description IS 'Description, 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*. AWS fixes it at creation: changing it replaces the group.';
 COMMENT ON COLUMN public.security_group.vpc_id IS 'The VPC (vpc.id); defaults to the region''s default VPC.';
 COMMENT ON COLUMN public.security_group.region IS 'Region of the group: its VPC''s (default: default_aws_region()).';
 COMMENT ON COLUMN public.security_group.tags IS 'Tags as a JSON object of key to value.';
@@ -28,8 +35,13 @@ COMMENT ON SEQUENCE public.security_group_id_seq IS 'Generates security_group.id
 COMMENT ON CONSTRAINT security_group_group_id_unique ON public.security_group IS 'A group appears once.';
 COMMENT ON CONSTRAINT security_group_name_unique ON public.security_group IS 'Group names are unique within a VPC.';
 COMMENT ON CONSTRAINT security_group_vpc_fk ON public.security_group IS 'A group belongs to a VPC in its region; deleting the VPC row deletes its groups.';
-COMMENT ON CONSTRAINT security_group_name_rules ON public.security_group IS 'AWS: 1 to 255 characters, not starting with sg-.';
-COMMENT ON CONSTRAINT security_group_description_rules ON public.security_group IS 'AWS: 1 to 255 characters.';
+COMMENT ON CONSTRAINT security_group_name_1_to_255_characters ON public.security_group IS 'AWS: a group name is 1 to 255 characters long.';
+COMMENT ON CONSTRAINT security_group_name_not_starting_with_sg ON public.security_group IS 'AWS: a group name cannot start with sg- (in any case).';
+COMMENT ON CONSTRAINT security_group_name_allowed_characters ON public.security_group IS
+  'AWS (in a VPC): a group name has only a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*';
+COMMENT ON CONSTRAINT security_group_description_1_to_255_characters ON public.security_group IS 'AWS: a group description is 1 to 255 characters long.';
+COMMENT ON CONSTRAINT security_group_description_allowed_characters ON public.security_group IS
+  'AWS (in a VPC): a group description has only a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*';
 COMMENT ON CONSTRAINT security_group_tags_object ON public.security_group IS 'Tags are a JSON object.';
 
 CREATE FUNCTION public.security_group_default_vpc() RETURNS trigger
