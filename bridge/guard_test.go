@@ -21,6 +21,7 @@ type memMapper struct {
 	things    map[string]module.Record
 	neverSame bool
 	slowRead  time.Duration
+	reads     int // Read calls so far
 }
 
 func (m *memMapper) Read(ctx context.Context) ([]module.Record, error) {
@@ -33,6 +34,7 @@ func (m *memMapper) Read(ctx context.Context) ([]module.Record, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.reads++
 	var out []module.Record
 	for _, r := range m.things {
 		out = append(out, r)

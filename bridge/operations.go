@@ -282,12 +282,14 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				c.endOp(ctx, a, opFailed, err.Error())
 				c.polledFailures = append(c.polledFailures, fmt.Sprintf("%s %s %s cloud: %v", ts.spec.Name, key, o.action, err))
 				ended = true
+				c.touch(ts.spec.Name)
 			default:
 				if err := c.clearHandle(ctx, ts, key, got); err != nil {
 					return false, err
 				}
 				c.e.log.Info("operation done in the cloud", "table", ts.spec.Name, "record", key, "action", o.action)
 				ended = true
+				c.touch(ts.spec.Name)
 			}
 		}
 	}

@@ -40,6 +40,12 @@ type cycle struct {
 	pushed map[string]pglogrepl.LSN
 	// polledFailures: operations that ran long and failed, found by poll.
 	polledFailures []string
+	// reads: the cloud as the last pass read it, by table; touched: the
+	// tables this cycle changed in the cloud since (and their children,
+	// which the cloud may change with them). The next pass reads only the
+	// touched tables again.
+	reads   map[string]*tableState
+	touched map[string]bool
 	// scoped: someone waits for this cycle. Its reads are fresh for the
 	// records it acts on (pending intent, work in progress, replacements,
 	// and their parents), and may reuse recent reads of the rest
@@ -163,6 +169,9 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		failures = append(failures, c.executeAll(c.snap.scope(ctx), p.actions)...)
 		for _, a := range p.actions {
 			out.Actions = append(out.Actions, *a)
+			if isCloud(a) {
+				c.touch(a.Table)
+			}
 		}
 		if len(failures) > 0 {
 			out.Failures = failures
@@ -174,6 +183,31 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if c.opt.discard {
 			// A rollback restores once; the next pass runs as usual.
 			c.opt.discard = false
+		}
+	}
+}
+
+// touch records that this pass changed the table in the cloud: the next
+// pass reads it again, and every table that references it (recursively),
+// since the cloud changes children with their parents (a VPC's default
+// security group, a group's default egress rule).
+func (c *cycle) touch(table string) {
+	if c.touched == nil {
+		c.touched = map[string]bool{}
+	}
+	c.touched[table] = true
+	for changed := true; changed; {
+		changed = false
+		for _, t := range c.tables {
+			if c.touched[t.spec.Name] {
+				continue
+			}
+			for _, parent := range t.spec.Refs {
+				if c.touched[parent] {
+					c.touched[t.spec.Name], changed = true, true
+					break
+				}
+			}
 		}
 	}
 }

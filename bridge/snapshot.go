@@ -89,7 +89,7 @@ func (c *cycle) read(ctx context.Context) error {
 	// is restored from the cloud in this cycle, so it counts meanwhile.
 	for _, ts := range snap.tables {
 		if ts.spec.ReadOnly {
-			if err := ts.readCloud(ctx); err != nil {
+			if err := c.readCloud(ctx, ts); err != nil {
 				return err
 			}
 		}
@@ -104,7 +104,7 @@ func (c *cycle) read(ctx context.Context) error {
 	// out itself), with every mapper call of this snapshot in that scope.
 	for _, ts := range snap.tables {
 		if !ts.spec.ReadOnly {
-			if err := ts.readCloud(c.freshness(ctx, snap, ts, fresh)); err != nil {
+			if err := c.readCloud(c.freshness(ctx, snap, ts, fresh), ts); err != nil {
 				return err
 			}
 		}
@@ -117,7 +117,18 @@ func (c *cycle) read(ctx context.Context) error {
 		}
 	}
 	c.snap = snap
+	c.reads, c.touched = snap.byName, nil
 	return nil
+}
+
+// readCloud reads a table's cloud, or takes it from the previous pass of
+// this cycle when the cycle has not changed it in the cloud since (touch).
+func (c *cycle) readCloud(ctx context.Context, ts *tableState) error {
+	if prev := c.reads[ts.spec.Name]; prev != nil && !c.touched[ts.spec.Name] {
+		ts.cloud, ts.byToken, ts.unverified = prev.cloud, prev.byToken, prev.unverified
+		return nil
+	}
+	return ts.readCloud(ctx)
 }
 
 // cloudForms puts the table's rows in cloud form and works out its
