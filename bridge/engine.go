@@ -57,6 +57,8 @@ type Engine struct {
 	svc     *pgx.Conn // holds the service lock; answers requests
 	low     pglogrepl.LSN
 	mappers map[string]map[string]module.Mapper
+
+	acct accountCheck // the database's account binding, checked once per leadership (account.go)
 }
 
 // EngineConfig configures an engine.
@@ -383,6 +385,8 @@ func (e *Engine) Lead(ctx context.Context) {
 		timer.Stop()
 	}
 	e.log.Info("engine running", "interval", e.interval, "schedule", driver, "modules", len(e.modules))
+	e.resetAccount()
+	_ = e.checkAccount(ctx) // before the first cycle of this leadership; a mismatch is logged
 	// Previews are answered beside the loop, one at a time.
 	sideCtx, stopSide := context.WithCancel(ctx)
 	var side sync.WaitGroup
@@ -394,7 +398,7 @@ func (e *Engine) Lead(ctx context.Context) {
 			case <-sideCtx.Done():
 				return
 			case r := <-e.previews:
-				e.handle(sideCtx, r)
+				e.handleChecked(sideCtx, r)
 			}
 		}
 	})
@@ -408,7 +412,7 @@ func (e *Engine) Lead(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case r := <-e.requests:
-			e.handle(ctx, r)
+			e.handleChecked(ctx, r)
 		case <-e.intent:
 			if soon == nil {
 				soon = time.After(500 * time.Millisecond)
@@ -568,6 +572,9 @@ func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait boo
 
 // runCycle is cycle over tables already read.
 func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reason string, opt options, wait bool) (*Outcome, error) {
+	if err := e.checkAccount(ctx); err != nil {
+		return nil, err
+	}
 	conn, err := e.lockCycles(ctx, wait)
 	if err != nil {
 		return nil, err

@@ -9,3 +9,4 @@ SELECT pg_catalog.pg_extension_config_dump('public.iasql_records', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_replacements', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_mode', '');
 SELECT pg_catalog.pg_extension_config_dump('public.iasql_mode_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('public.iasql_account', '');

@@ -103,6 +103,7 @@ func New(opts Options) *Emulator {
 			"iam": newIAM(opts),
 			"ecr": newECR(opts),
 			"ec2": newEC2(opts),
+			"sts": newSTS(opts),
 		},
 		calls:    map[string]int{},
 		disabled: opts.disabled(),

@@ -1,0 +1,94 @@
+package emulator
+
+import (
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// STS answers the query protocol (POST form Action=...&Version=2011-06-15)
+// with XML, as IAM does. Only GetCallerIdentity is served: the sidecar asks
+// it which account its credentials belong to. AWS's reference:
+// https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html
+// (no parameters; GetCallerIdentityResponse/GetCallerIdentityResult holds
+// Account, Arn and UserId; no permission is needed to call it).
+
+const (
+	stsVersion   = "2011-06-15"
+	stsNamespace = "https://sts.amazonaws.com/doc/2011-06-15/"
+)
+
+// stsService plays the caller's identity in the emulator's account.
+type stsService struct{ account string }
+
+func newSTS(opts Options) *stsService { return &stsService{account: opts.accountID()} }
+
+// operation is the form's Action, of a body of at most 1 MiB.
+func (s *stsService) operation(r *http.Request) string {
+	r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
+	return queryAction(r)
+}
+
+func (s *stsService) serve(w http.ResponseWriter, r *http.Request, op string) {
+	if v := r.Form.Get("Version"); op != "GetCallerIdentity" || v != stsVersion {
+		s.writeError(w, r, http.StatusBadRequest, "InvalidAction", fmt.Sprintf("Could not find operation %s for version %s", op, v))
+		return
+	}
+	// Any credentials are accepted: the caller is an IAM user named after
+	// its access key id, in the emulator's account.
+	key := accessKeyID(r)
+	if key == "" {
+		key = "anonymous"
+	}
+	var x iamXML
+	x.open("GetCallerIdentityResult").
+		elem("Arn", "arn:aws:iam::"+s.account+":user/"+key).
+		elem("UserId", "AIDA"+strings.ToUpper(key)).
+		elem("Account", s.account).
+		close("GetCallerIdentityResult")
+	id := newRequestID()
+	x.open("ResponseMetadata").elem("RequestId", id).close("ResponseMetadata")
+	writeSTS(w, http.StatusOK, id, "GetCallerIdentityResponse", x.String())
+}
+
+func (s *stsService) throttle() (int, string) { return http.StatusBadRequest, "Throttling" }
+
+func (s *stsService) denied() (int, string, string) {
+	return http.StatusForbidden, "InvalidClientTokenId", "The security token included in the request is invalid."
+}
+
+func (s *stsService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	typ := "Sender"
+	if status >= 500 {
+		typ = "Receiver"
+	}
+	id := newRequestID()
+	var x iamXML
+	x.open("Error").elem("Type", typ).elem("Code", code).elem("Message", message).close("Error").elem("RequestId", id)
+	writeSTS(w, status, id, "ErrorResponse", x.String())
+}
+
+// writeSTS answers with status and an XML document whose root element (in
+// STS's namespace) holds content; id is the request's.
+func writeSTS(w http.ResponseWriter, status int, id, root, content string) {
+	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("x-amzn-RequestId", id)
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `%s<%s xmlns="%s">%s</%s>`, xml.Header, root, stsNamespace, content, root)
+}
+
+// accessKeyID is the access key id a request is signed with; "" when
+// unsigned.
+func accessKeyID(r *http.Request) string {
+	auth := r.Header.Get("Authorization")
+	i := strings.Index(auth, "Credential=")
+	if i < 0 {
+		return ""
+	}
+	cred := auth[i+len("Credential="):]
+	if j := strings.IndexByte(cred, '/'); j >= 0 {
+		return cred[:j]
+	}
+	return ""
+}
