@@ -53,3 +53,43 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION public.default_aws_region() IS 'The default region (aws_regions.is_default): the default of region columns in other modules.';
+
+-- Region columns are checked when they are written: a region the account
+-- does not have, or that is not enabled here, would otherwise reach a cycle
+-- and fail (or be unverified) there for ever. Only inserts and updates that
+-- change the region are checked, so the engine's write-backs to rows of a
+-- region disabled since are not refused (the engine drops those rows).
+CREATE OR REPLACE FUNCTION public.aws_region_require(region text, table_name text DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  enabled boolean;
+BEGIN
+  IF region IS NULL THEN
+    RETURN;
+  END IF;
+  SELECT r.is_enabled INTO enabled FROM public.aws_regions r WHERE r.region = aws_region_require.region;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'region % is not a region of the account: it is not in aws_regions', region
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'region_in_aws_regions', TABLE = coalesce(table_name, ''), COLUMN = 'region',
+            HINT = 'Use one of SELECT region FROM aws_regions WHERE is_enabled (aws_regions fills once the aws_account module has synced).';
+  ELSIF NOT enabled THEN
+    RAISE EXCEPTION 'region % is not enabled in aws_regions', region
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'region_enabled_in_aws_regions', TABLE = coalesce(table_name, ''), COLUMN = 'region',
+            HINT = format('Enable it first: UPDATE aws_regions SET is_enabled = true WHERE region = %L (an opt-in region must also be enabled for the AWS account).', region);
+  END IF;
+END;
+$$;
+COMMENT ON FUNCTION public.aws_region_require(text, text) IS
+  'Raises (check_violation, constraint region_in_aws_regions or region_enabled_in_aws_regions) unless the region is in aws_regions and enabled there; NULL passes. Used by the region checks of module tables.';
+
+CREATE OR REPLACE FUNCTION public.aws_region_check() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' OR NEW.region IS DISTINCT FROM OLD.region THEN
+    PERFORM public.aws_region_require(NEW.region, TG_TABLE_NAME);
+  END IF;
+  RETURN NEW;
+END;
+$$;
+COMMENT ON FUNCTION public.aws_region_check() IS
+  'Trigger function (BEFORE INSERT OR UPDATE OF region): refuses a row whose region is not in aws_regions or not enabled there, naming the region and how to enable it.';

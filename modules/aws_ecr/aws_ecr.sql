@@ -35,3 +35,7 @@ COMMENT ON CONSTRAINT repository_name_ecr_rules ON public.repository IS
   'ECR repository naming rules: 2 to 256 characters matching (?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*';
 COMMENT ON CONSTRAINT repository_region_format ON public.repository IS 'A region code such as us-east-1 or ap-southeast-2.';
 COMMENT ON CONSTRAINT repository_image_tag_mutability_values ON public.repository IS 'Image tag mutability is MUTABLE or IMMUTABLE.';
+
+CREATE TRIGGER repository_region_check BEFORE INSERT OR UPDATE OF region ON public.repository
+  FOR EACH ROW EXECUTE FUNCTION public.aws_region_check();
+COMMENT ON TRIGGER repository_region_check ON public.repository IS 'Refuses a region that is not in aws_regions or not enabled there (aws_account''s aws_region_check()).';

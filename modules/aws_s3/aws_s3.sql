@@ -1,10 +1,28 @@
 -- aws_s3: S3 buckets and the keys of their objects.
 
+-- aws_s3 does not depend on aws_account (installing it needs no EC2 access,
+-- and the engine's tests and benchmarks run it alone). When aws_account is
+-- installed, bucket.region defaults to its default region and is checked
+-- against aws_regions like every region column; without it, the default is
+-- us-east-1 (S3's region without a location constraint) and any region code
+-- is taken. The functions are CREATE OR REPLACE: uninstall drops only the
+-- tables, and a reinstall runs this again.
+CREATE OR REPLACE FUNCTION public.bucket_default_region() RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  IF pg_catalog.to_regprocedure('public.default_aws_region()') IS NOT NULL THEN
+    RETURN public.default_aws_region();
+  END IF;
+  RETURN 'us-east-1';
+END;
+$$;
+COMMENT ON FUNCTION public.bucket_default_region() IS
+  'The default of bucket.region: default_aws_region() when the aws_account module is installed, else us-east-1.';
+
 CREATE TABLE public.bucket (
   id         serial PRIMARY KEY,
   name       text NOT NULL,
-  -- A later module version defaults to aws_account's default region.
-  region     text NOT NULL DEFAULT 'us-east-1',
+  region     text NOT NULL DEFAULT public.bucket_default_region(),
   versioning boolean NOT NULL DEFAULT false,
   created_at timestamptz,
   CONSTRAINT bucket_name_unique UNIQUE (name),
@@ -24,7 +42,7 @@ COMMENT ON TABLE public.bucket IS
   'S3 general purpose buckets of the account, in every region. Insert a row to create a bucket, update versioning to turn versioning on or suspend it, delete the row to delete the bucket (after its objects). Changing name or region replaces the bucket.';
 COMMENT ON COLUMN public.bucket.id IS 'Database identifier of the row; the cloud knows the bucket by name.';
 COMMENT ON COLUMN public.bucket.name IS 'Bucket name, unique across all AWS accounts: 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit, no two adjacent dots, not an IP address, no reserved prefix (xn--, sthree-, amzn-s3-demo-) or suffix (-s3alias, --ol-s3, .mrap, --x-s3, --table-s3, -an). A check constraint per rule refuses a name S3 would.';
-COMMENT ON COLUMN public.bucket.region IS 'AWS region the bucket lives in, e.g. eu-west-1. Fixed at creation: changing it replaces the bucket.';
+COMMENT ON COLUMN public.bucket.region IS 'AWS region the bucket lives in, e.g. eu-west-1 (default: bucket_default_region(), the default region of aws_regions when aws_account is installed, else us-east-1; with aws_account, it must be enabled in aws_regions). Fixed at creation: changing it replaces the bucket.';
 COMMENT ON COLUMN public.bucket.versioning IS 'Whether object versioning is enabled. Setting it to false on a versioned bucket suspends versioning (S3 cannot turn it off).';
 COMMENT ON COLUMN public.bucket.created_at IS 'When S3 created the bucket (from the cloud; not written to it).';
 COMMENT ON SEQUENCE public.bucket_id_seq IS 'Generates bucket.id.';
@@ -40,6 +58,22 @@ COMMENT ON CONSTRAINT bucket_name_no_reserved_suffix ON public.bucket IS
 COMMENT ON CONSTRAINT bucket_name_an_suffix_only_account_regional ON public.bucket IS
   'S3 bucket naming rule: only buckets of an account regional namespace end with -an, named prefix-ACCOUNTID-REGION-an (12-digit account id); such buckets are imported, other names ending with -an are refused.';
 COMMENT ON CONSTRAINT bucket_region_format ON public.bucket IS 'A region code such as us-east-1 or ap-southeast-2.';
+
+CREATE OR REPLACE FUNCTION public.bucket_region_check() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF (TG_OP = 'INSERT' OR NEW.region IS DISTINCT FROM OLD.region)
+     AND pg_catalog.to_regprocedure('public.aws_region_require(text, text)') IS NOT NULL THEN
+    PERFORM public.aws_region_require(NEW.region, TG_TABLE_NAME);
+  END IF;
+  RETURN NEW;
+END;
+$$;
+COMMENT ON FUNCTION public.bucket_region_check() IS
+  'Trigger function: when the aws_account module is installed, refuses a bucket region that is not in aws_regions or not enabled there (aws_region_require()).';
+CREATE TRIGGER bucket_region_check BEFORE INSERT OR UPDATE OF region ON public.bucket
+  FOR EACH ROW EXECUTE FUNCTION public.bucket_region_check();
+COMMENT ON TRIGGER bucket_region_check ON public.bucket IS 'Refuses a region not enabled in aws_regions, when aws_account is installed.';
 
 CREATE TABLE public.bucket_object (
   id            serial PRIMARY KEY,

@@ -1,12 +1,15 @@
 package aws_s3_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_s3"
 )
 
@@ -111,5 +114,43 @@ func TestSQLComments(t *testing.T) {
 	}
 	if !strings.Contains(comment, "empty object") {
 		t.Errorf("bucket_object comment does not say rows create empty objects: %q", comment)
+	}
+}
+
+// TestSQLBucketRegion: with aws_account installed, bucket.region defaults
+// to aws_regions' default region and a region not enabled there is refused
+// when written; alone, aws_s3 defaults to us-east-1 (TestSQLConstraints).
+func TestSQLBucketRegion(t *testing.T) {
+	conn := srv.Installed(t, []string{aws_account.Module().SQL, aws_s3.Module().SQL},
+		`INSERT INTO aws_regions (region, is_default) VALUES ('eu-west-1', true)`,
+		`INSERT INTO aws_regions (region, is_enabled) VALUES ('us-east-1', true), ('af-south-1', false)`)
+	ctx := t.Context()
+	var region string
+	if err := conn.QueryRow(ctx, `INSERT INTO bucket (name) VALUES ('logs') RETURNING region`).Scan(&region); err != nil || region != "eu-west-1" {
+		t.Fatalf("bucket.region defaults to %q (%v), want the default region eu-west-1", region, err)
+	}
+	for _, tc := range []struct{ name, sql, constraint, hint string }{
+		{"unknown region", `INSERT INTO bucket (name, region) VALUES ('far', 'mars-north-1')`, "region_in_aws_regions", "aws_regions"},
+		{"disabled region", `INSERT INTO bucket (name, region) VALUES ('far', 'af-south-1')`, "region_enabled_in_aws_regions", "UPDATE aws_regions SET is_enabled = true WHERE region = 'af-south-1'"},
+		{"moved to a disabled region", `UPDATE bucket SET region = 'af-south-1' WHERE name = 'logs'`, "region_enabled_in_aws_regions", "is_enabled = true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := conn.Exec(ctx, tc.sql)
+			pgtest.WantViolation(t, err, tc.constraint)
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && !strings.Contains(pe.Hint, tc.hint) {
+				t.Errorf("hint %q, want one with %q", pe.Hint, tc.hint)
+			}
+		})
+	}
+	for _, ok := range []string{
+		`INSERT INTO bucket (name, region) VALUES ('near', 'us-east-1')`,
+		`UPDATE bucket SET versioning = true WHERE name = 'logs'`,
+		`UPDATE aws_regions SET is_enabled = true WHERE region = 'af-south-1'`,
+		`UPDATE bucket SET region = 'af-south-1' WHERE name = 'logs'`,
+	} {
+		if _, err := conn.Exec(ctx, ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
 	}
 }

@@ -130,3 +130,7 @@ COMMENT ON FUNCTION public.security_group_rule_normalize() IS 'Trigger function:
 CREATE TRIGGER security_group_rule_normalize BEFORE INSERT OR UPDATE ON public.security_group_rule
   FOR EACH ROW EXECUTE FUNCTION public.security_group_rule_normalize();
 COMMENT ON TRIGGER security_group_rule_normalize ON public.security_group_rule IS 'Normalises ip_protocol, and the -1 ports AWS reports for protocols without ports.';
+
+CREATE TRIGGER security_group_region_check BEFORE INSERT OR UPDATE OF region ON public.security_group
+  FOR EACH ROW EXECUTE FUNCTION public.aws_region_check();
+COMMENT ON TRIGGER security_group_region_check ON public.security_group IS 'Refuses a region that is not in aws_regions or not enabled there (aws_account''s aws_region_check()).';

@@ -1,8 +1,11 @@
 package aws_security_group_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_account"
@@ -64,4 +67,61 @@ func TestSQLGroupNameRules(t *testing.T) {
 	pgtest.WantViolation(t, err, "security_group_description_allowed_characters")
 	_, err = conn.Exec(ctx, `UPDATE security_group SET group_name = 'sg-web' WHERE group_name = 'web'`)
 	pgtest.WantViolation(t, err, "security_group_name_not_starting_with_sg")
+}
+
+// TestSQLRegionChecks: a region column written with a region that is not in
+// aws_regions, or not enabled there, is refused by the INSERT or UPDATE
+// itself, the error naming the region and how to enable it; region columns
+// default to aws_regions' default region.
+func TestSQLRegionChecks(t *testing.T) {
+	t.Parallel()
+	conn := srv.Installed(t, []string{aws_account.Module().SQL, aws_vpc.Module().SQL, aws_security_group.Module().SQL},
+		`INSERT INTO aws_regions (region, is_default) VALUES ('eu-west-1', true)`,
+		`INSERT INTO aws_regions (region, is_enabled) VALUES ('us-east-1', true), ('af-south-1', false)`,
+		`INSERT INTO vpc (vpc_id, cidr_block, is_default) VALUES ('vpc-1', '172.31.0.0/16', true)`)
+	ctx := t.Context()
+	var region string
+	if err := conn.QueryRow(ctx, `SELECT region FROM vpc WHERE vpc_id = 'vpc-1'`).Scan(&region); err != nil || region != "eu-west-1" {
+		t.Fatalf("vpc.region defaults to %q (%v), want the default region eu-west-1", region, err)
+	}
+	if err := conn.QueryRow(ctx, `INSERT INTO security_group (group_name, description) VALUES ('web', 'web') RETURNING region`).Scan(&region); err != nil || region != "eu-west-1" {
+		t.Fatalf("security_group.region defaults to %q (%v), want eu-west-1", region, err)
+	}
+	cases := []struct {
+		name, sql, constraint, message, hint string
+	}{
+		{"vpc in an unknown region", `INSERT INTO vpc (cidr_block, region) VALUES ('10.0.0.0/16', 'mars-north-1')`,
+			"region_in_aws_regions", "region mars-north-1 is not a region of the account", "aws_regions"},
+		{"vpc in a disabled region", `INSERT INTO vpc (cidr_block, region) VALUES ('10.0.0.0/16', 'af-south-1')`,
+			"region_enabled_in_aws_regions", "region af-south-1 is not enabled in aws_regions", "UPDATE aws_regions SET is_enabled = true WHERE region = 'af-south-1'"},
+		{"vpc moved to a disabled region", `UPDATE vpc SET region = 'af-south-1' WHERE vpc_id = 'vpc-1'`,
+			"region_enabled_in_aws_regions", "region af-south-1 is not enabled", "is_enabled = true"},
+		{"subnet in a disabled region", `INSERT INTO subnet (vpc_id, region, cidr_block, availability_zone) SELECT id, 'af-south-1', '172.31.0.0/20', 'af-south-1a' FROM vpc`,
+			"region_enabled_in_aws_regions", "region af-south-1 is not enabled", "is_enabled = true"},
+		{"group in a disabled region", `INSERT INTO security_group (group_name, description, vpc_id, region) SELECT 'db', 'db', id, 'af-south-1' FROM vpc`,
+			"region_enabled_in_aws_regions", "region af-south-1 is not enabled", "is_enabled = true"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := conn.Exec(ctx, tc.sql)
+			pgtest.WantViolation(t, err, tc.constraint)
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && (!strings.Contains(pe.Message, tc.message) || !strings.Contains(pe.Hint, tc.hint)) {
+				t.Errorf("message %q hint %q, want %q and a hint with %q", pe.Message, pe.Hint, tc.message, tc.hint)
+			}
+		})
+	}
+	// Enabled, the region is taken; rows of a region disabled since can
+	// still be written (the engine writes back to them until it drops them).
+	for _, ok := range []string{
+		`UPDATE aws_regions SET is_enabled = true WHERE region = 'af-south-1'`,
+		`INSERT INTO vpc (cidr_block, region) VALUES ('10.0.0.0/16', 'af-south-1')`,
+		`INSERT INTO vpc (cidr_block, region) VALUES ('10.1.0.0/16', 'us-east-1')`,
+		`UPDATE aws_regions SET is_enabled = false WHERE region = 'af-south-1'`,
+		`UPDATE vpc SET vpc_id = 'vpc-2', region = region WHERE region = 'af-south-1'`,
+	} {
+		if _, err := conn.Exec(ctx, ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
 }

@@ -63,3 +63,11 @@ COMMENT ON CONSTRAINT subnet_vpc_fk ON public.subnet IS 'A subnet belongs to a V
 COMMENT ON CONSTRAINT subnet_cidr_block_ipv4 ON public.subnet IS 'AWS allows IPv4 subnet blocks from /16 to /28.';
 COMMENT ON CONSTRAINT subnet_zone_in_region ON public.subnet IS 'The zone is one of the subnet''s region.';
 COMMENT ON CONSTRAINT subnet_tags_object ON public.subnet IS 'Tags are a JSON object.';
+
+CREATE TRIGGER vpc_region_check BEFORE INSERT OR UPDATE OF region ON public.vpc
+  FOR EACH ROW EXECUTE FUNCTION public.aws_region_check();
+COMMENT ON TRIGGER vpc_region_check ON public.vpc IS 'Refuses a region that is not in aws_regions or not enabled there (aws_account''s aws_region_check()).';
+
+CREATE TRIGGER subnet_region_check BEFORE INSERT OR UPDATE OF region ON public.subnet
+  FOR EACH ROW EXECUTE FUNCTION public.aws_region_check();
+COMMENT ON TRIGGER subnet_region_check ON public.subnet IS 'Refuses a region that is not in aws_regions or not enabled there (aws_account''s aws_region_check()).';
