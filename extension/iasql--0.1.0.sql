@@ -819,6 +819,15 @@ BEGIN
     RAISE EXCEPTION 'iasql_wait_for: table "%" does not exist', table_name
       USING ERRCODE = 'undefined_table', HINT = 'Give a table name as in FROM, e.g. bucket or schema.table.';
   END IF;
+  IF id IS NULL THEN
+    RAISE EXCEPTION 'iasql_wait_for: id is NULL, so no row of % can satisfy (%)', rel, condition
+      USING ERRCODE = 'null_value_not_allowed',
+            HINT = pg_catalog.format('Give the id of an existing row, e.g. SELECT iasql_wait_for(%L, id, %L) FROM %s WHERE ...', table_name, condition, rel);
+  END IF;
+  IF condition IS NULL THEN
+    RAISE EXCEPTION 'iasql_wait_for: condition is NULL'
+      USING ERRCODE = 'null_value_not_allowed', HINT = 'Give SQL over the row''s columns, e.g. ''created_at IS NOT NULL''.';
+  END IF;
   -- The table is quoted (regclass output); the condition is the caller's
   -- SQL and runs with the caller's privileges (this is not SECURITY DEFINER).
   query := pg_catalog.format('SELECT count(*) > 0 FROM %s WHERE id = $1 AND (%s)', rel, condition);
@@ -829,6 +838,13 @@ BEGIN
     IF ok THEN
       RETURN true;
     END IF;
+    -- A row that does not exist (or was deleted meanwhile) never will.
+    EXECUTE pg_catalog.format('SELECT EXISTS (SELECT 1 FROM %s WHERE id = $1)', rel) INTO ok USING id;
+    IF NOT ok THEN
+      RAISE EXCEPTION 'iasql_wait_for: % has no row with id %', rel, id
+        USING ERRCODE = 'no_data_found',
+              HINT = pg_catalog.format('Give the id of an existing row (SELECT id FROM %s); a row deleted while waiting ends the wait too.', rel);
+    END IF;
     IF pg_catalog.clock_timestamp() >= give_up THEN
       RAISE EXCEPTION 'iasql_wait_for: % id % did not satisfy (%) within % seconds', rel, id, condition, timeout_s
         USING ERRCODE = 'query_canceled',
@@ -838,7 +854,7 @@ BEGIN
   END LOOP;
 END $$;
 COMMENT ON FUNCTION public.iasql_wait_for(text, integer, text, integer) IS
-  'Waits until the row of table_name with this id satisfies condition (SQL over its columns, e.g. ''created_at IS NOT NULL''), polling; returns true, or raises after timeout_s seconds.';
+  'Waits until the row of table_name with this id satisfies condition (SQL over its columns, e.g. ''created_at IS NOT NULL''), polling; returns true, or raises after timeout_s seconds. Raises at once when id is NULL or no row has it (also when the row is deleted while waiting).';
 
 -- The user changes to module tables committed before lsn that are not yet
 -- enacted: a record with a state whose enacted LSN is older, or a row with
@@ -874,6 +890,7 @@ DECLARE
   covered boolean;
   pending text;
   failed text;
+  gone_since timestamptz;
 BEGIN
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
     RAISE EXCEPTION 'iasql_wait_for_all cannot run at % isolation: its snapshot would never see the changes enacted',
@@ -885,8 +902,25 @@ BEGIN
     RAISE EXCEPTION 'iasql_wait_for_all: timeout_s must be zero or more seconds, not %', timeout_s
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
+  -- Nothing is captured or enacted without a sidecar: refuse at once, like
+  -- the procedures (iasql_request); one that goes away while we wait (a
+  -- restart, a standby taking over) gets 5 seconds to come back.
+  IF NOT public.iasql_sidecar_connected() THEN
+    RAISE EXCEPTION 'iasql_wait_for_all needs the iasql sidecar, and none is connected to this database'
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'Start it: iasql run --dsn <this database>; iasql status shows its state.';
+  END IF;
   give_up := called + pg_catalog.make_interval(secs => timeout_s);
   LOOP
+    IF public.iasql_sidecar_connected() THEN
+      gone_since := NULL;
+    ELSIF gone_since IS NULL THEN
+      gone_since := pg_catalog.clock_timestamp();
+    ELSIF pg_catalog.clock_timestamp() >= gone_since + interval '5 seconds' THEN
+      RAISE EXCEPTION 'iasql_wait_for_all: the iasql sidecar disconnected and none has connected for 5 seconds'
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'Start it: iasql run --dsn <this database> (it carries on with what is pending); iasql status shows its state.';
+    END IF;
     -- Every change committed before the call must be in the audit trail.
     SELECT coalesce(bool_and(s.confirmed_flush_lsn >= target), false) INTO covered
       FROM public.iasql_capture_progress p
@@ -918,7 +952,7 @@ BEGIN
   END LOOP;
 END $$;
 COMMENT ON FUNCTION public.iasql_wait_for_all(integer) IS
-  'Waits until every user change committed before the call is enacted in the cloud (or decided otherwise by its mode); raises with the failures, or on timeout with what is still pending.';
+  'Waits until every user change committed before the call is enacted in the cloud (or decided otherwise by its mode); raises with the failures, or on timeout with what is still pending. Raises at once when no sidecar is connected, and when none has been for 5 seconds while it waits.';
 
 -- 055_status.sql
 -- The parts of the cloud whose reads failed at the last cycle (a region

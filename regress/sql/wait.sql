@@ -11,8 +11,10 @@ SELECT iasql_wait_for('public.wait_thing', 1, $$name = 'ready'$$, 0) AS qualifie
 -- Never true: raises after the timeout, naming table, id, condition and timeout
 SELECT iasql_wait_for('wait_thing', 2, 'cloud_id IS NOT NULL', 1);
 
--- A missing record is never true either
-SELECT iasql_wait_for('wait_thing', 99, 'true', 0);
+-- A missing record, or a NULL id, raises at once (whatever the timeout)
+SELECT iasql_wait_for('wait_thing', 99, 'true', 600);
+SELECT iasql_wait_for('wait_thing', NULL, 'true', 600);
+SELECT iasql_wait_for('wait_thing', 1, NULL, 600);
 
 -- A table that does not exist, or a name that is not one, raises at once
 SELECT iasql_wait_for('no_such_table', 1, 'true');
@@ -45,7 +47,7 @@ SELECT iasql_wait_for_all(-1);
 BEGIN ISOLATION LEVEL SERIALIZABLE;
 SELECT iasql_wait_for_all(1);
 ROLLBACK;
--- With no sidecar, nothing is ever captured: it times out and says why
-SELECT iasql_wait_for_all(0);
+-- With no sidecar, nothing would ever be captured: it refuses at once
+SELECT iasql_wait_for_all(600);
 DROP EXTENSION iasql;
 DROP PUBLICATION iasql;
