@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/iasql/iasql/internal/pgtest"
 )
@@ -20,6 +21,7 @@ func TestUserKeepsWriting(t *testing.T) {
 	writer := pgtest.Connect(t, e.DSN)
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	var mu sync.Mutex
 	writes := 0
 	wg.Go(func() {
 		for ctx.Err() == nil {
@@ -27,17 +29,27 @@ func TestUserKeepsWriting(t *testing.T) {
 				t.Errorf("user write: %v", err)
 				return
 			}
+			mu.Lock()
 			writes++
+			mu.Unlock()
 		}
 	})
-	for range 3 {
+	// Commit until the user has written at least 20 times meanwhile (on a
+	// busy machine a commit may see few of the writes).
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return writes
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for commits := 0; commits < 3 || (count() < 20 && time.Now().Before(deadline)); commits++ {
 		if _, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`); err != nil {
 			t.Errorf("commit while a user keeps writing: %v", err)
 		}
 	}
 	stop()
 	wg.Wait()
-	if writes < 10 {
+	if writes < 20 {
 		t.Fatalf("only %d user writes happened during the commits: the test did not test anything", writes)
 	}
 	e.Commit()
