@@ -1101,6 +1101,56 @@ COMMENT ON FUNCTION public.iasql_effective_mode(text, integer) IS
 -- audit trail (they take effect from the next cycle, which reads them).
 INSERT INTO public.iasql_tables (table_name) VALUES ('iasql_mode');
 
+-- TRACK refuses user writes when they are written (the RFC's "blocking
+-- mutation"): a write to a record whose effective mode is TRACK fails,
+-- naming the rule. The running cycle (the session holding the cycle lock,
+-- role 2) writes what it pulls from the cloud and is let through. Undoing a
+-- tracked change at the next cycle stays as the backstop for writes that
+-- bypass this (session_replication_role = replica, a table registered by
+-- hand), logged at WARNING.
+CREATE FUNCTION public.iasql_track_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  rid integer;
+  tbl text;
+  m public.iasql_mode_kind;
+  why text;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM public.iasql_mode r WHERE r.mode = 'TRACK') OR public.iasql_holds_lock(2) THEN
+    RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
+  END IF;
+  rid := (pg_catalog.to_jsonb(CASE TG_OP WHEN 'INSERT' THEN NEW ELSE OLD END)->>'id')::integer;
+  tbl := public.iasql_table_name(TG_RELID::regclass);
+  SELECT e.mode, e.rule INTO m, why FROM public.iasql_effective_mode(tbl, rid) e;
+  IF m = 'TRACK' THEN
+    RAISE EXCEPTION '% % id % is refused: % puts it in TRACK mode (the cloud is its truth)',
+        pg_catalog.lower(TG_OP), tbl, coalesce(rid::text, '(none)'), why
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'Change it in the cloud (the next cycle pulls it in), or change that rule in iasql_mode (SELECT * FROM iasql_effective_mode(table, id) names it).';
+  END IF;
+  RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
+END $$;
+COMMENT ON FUNCTION public.iasql_track_guard() IS
+  'Row trigger on module tables: refuses a user INSERT, UPDATE or DELETE of a record in TRACK mode, naming the rule; the running cycle''s writes pass.';
+
+-- Each module table gets the guard when it is registered (install).
+CREATE FUNCTION public.iasql_tables_track_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.module IS NOT NULL THEN
+    EXECUTE pg_catalog.format('CREATE OR REPLACE TRIGGER iasql_track_guard BEFORE INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION public.iasql_track_guard()',
+      public.iasql_table_regclass(NEW.table_name));
+    EXECUTE pg_catalog.format('COMMENT ON TRIGGER iasql_track_guard ON %s IS %L',
+      public.iasql_table_regclass(NEW.table_name), 'Refuses user writes to records in TRACK mode (iasql_track_guard()).');
+  END IF;
+  RETURN NULL;
+END $$;
+COMMENT ON FUNCTION public.iasql_tables_track_guard() IS
+  'Trigger function: gives a registered module table the iasql_track_guard trigger.';
+CREATE TRIGGER iasql_tables_track_guard AFTER INSERT OR UPDATE ON public.iasql_tables
+  FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_track_guard();
+COMMENT ON TRIGGER iasql_tables_track_guard ON public.iasql_tables IS 'Puts the TRACK guard on each registered module table.';
+
 -- extension_only.sql
 -- Only in the extension script: pg_dump keeps the rows of these tables, and
 -- the audit log's id sequence so that ids continue after a restore.

@@ -58,14 +58,37 @@ INSERT INTO iasql_mode (mode) VALUES ('READONLY');
 -- The constraints stand even without the trigger's messages
 SELECT count(*) = 1 AS unique_per_level FROM pg_constraint WHERE conname = 'iasql_mode_one_rule_per_level' AND contype = 'u';
 
+-- TRACK refuses user writes when they are written, naming the rule (the RFC's blocking
+-- mutation); other records and other tables are written as before
+DELETE FROM iasql_mode;
+INSERT INTO bucket (name) VALUES ('logs'), ('tracked');
+INSERT INTO iasql_mode (table_name, record_id, mode) SELECT 'bucket', id, 'TRACK' FROM bucket WHERE name = 'tracked';
+UPDATE bucket SET name = 'renamed' WHERE name = 'tracked';
+DELETE FROM bucket WHERE name = 'tracked';
+UPDATE bucket SET name = 'logs-2' WHERE name = 'logs';
+INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket_object', 'TRACK');
+INSERT INTO bucket_object (key) VALUES ('a.txt');
+INSERT INTO user_notes (note) VALUES ('user tables are not guarded');
+-- The running cycle (the session holding the cycle lock) writes what it pulls from the cloud
+SELECT pg_advisory_lock(iasql_lock_namespace(), 2) IS NOT NULL AS cycle_lock;
+INSERT INTO bucket_object (key) VALUES ('from-the-cloud.txt');
+UPDATE bucket SET name = 'renamed-in-the-cloud' WHERE name = 'tracked';
+SELECT pg_advisory_unlock(iasql_lock_namespace(), 2) AS cycle_unlock;
+SELECT name FROM bucket ORDER BY id;
+SELECT key FROM bucket_object ORDER BY id;
+-- Without a TRACK rule, writes pass
+DELETE FROM iasql_mode WHERE mode = 'TRACK';
+DELETE FROM bucket WHERE name = 'renamed-in-the-cloud';
+INSERT INTO iasql_mode (mode) VALUES ('NORMAL');
+
 -- Unregistering (uninstalling) a table removes its rules
 DELETE FROM iasql_tables WHERE table_name = 'bucket_object';
 SELECT count(*) = 0 AS rules_removed FROM iasql_mode WHERE table_name = 'bucket_object';
 SELECT count(*) = 1 AS database_rule_kept FROM iasql_mode WHERE table_name IS NULL;
 
+DROP TABLE bucket, bucket_object, user_notes;
 DROP EXTENSION iasql;
 DROP PUBLICATION iasql;
-DROP TABLE bucket, bucket_object, user_notes;
 
 -- Were two rules at one level ever to exist (here: the constraint and its trigger dropped by
 -- hand), the tie resolves TRACK > NORMAL > ENFORCE
@@ -78,6 +101,6 @@ INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'ENFORCE'), ('bucket
 SELECT mode FROM iasql_effective_mode('bucket', 1);
 INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'TRACK');
 SELECT mode FROM iasql_effective_mode('bucket', 1);
+DROP TABLE bucket;
 DROP EXTENSION iasql;
 DROP PUBLICATION iasql;
-DROP TABLE bucket;
