@@ -165,6 +165,13 @@ func (s *iamService) denied() (int, string, string) {
 }
 
 func (s *iamService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	writeQueryError(w, iamNamespace, status, code, message)
+}
+
+// writeQueryError answers a query-protocol request (IAM, STS) with an
+// ErrorResponse in the service's namespace: Sender errors below 500,
+// Receiver errors from 500.
+func writeQueryError(w http.ResponseWriter, namespace string, status int, code, message string) {
 	typ := "Sender"
 	if status >= 500 {
 		typ = "Receiver"
@@ -172,16 +179,22 @@ func (s *iamService) writeError(w http.ResponseWriter, r *http.Request, status i
 	id := newRequestID()
 	var x iamXML
 	x.open("Error").elem("Type", typ).elem("Code", code).elem("Message", message).close("Error").elem("RequestId", id)
-	writeIAM(w, status, id, "ErrorResponse", x.String())
+	writeQuery(w, namespace, status, id, "ErrorResponse", x.String())
 }
 
 // writeIAM answers with status and an XML document whose root element
 // (in IAM's namespace) holds content; id is the request's.
 func writeIAM(w http.ResponseWriter, status int, id, root, content string) {
+	writeQuery(w, iamNamespace, status, id, root, content)
+}
+
+// writeQuery answers a query-protocol request with status and an XML
+// document whose root element, in namespace, holds content.
+func writeQuery(w http.ResponseWriter, namespace string, status int, id, root, content string) {
 	w.Header().Set("Content-Type", "text/xml")
 	w.Header().Set("x-amzn-RequestId", id)
 	w.WriteHeader(status)
-	_, _ = fmt.Fprintf(w, `%s<%s xmlns="%s">%s</%s>`, xml.Header, root, iamNamespace, content, root)
+	_, _ = fmt.Fprintf(w, `%s<%s xmlns="%s">%s</%s>`, xml.Header, root, namespace, content, root)
 }
 
 // iamUniqueID is an IAM unique id: a 4-letter prefix (AROA for roles) and

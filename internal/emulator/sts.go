@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"encoding/xml"
 	"fmt"
 	"net/http"
 	"strings"
@@ -59,23 +58,13 @@ func (s *stsService) denied() (int, string, string) {
 }
 
 func (s *stsService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	typ := "Sender"
-	if status >= 500 {
-		typ = "Receiver"
-	}
-	id := newRequestID()
-	var x iamXML
-	x.open("Error").elem("Type", typ).elem("Code", code).elem("Message", message).close("Error").elem("RequestId", id)
-	writeSTS(w, status, id, "ErrorResponse", x.String())
+	writeQueryError(w, stsNamespace, status, code, message)
 }
 
 // writeSTS answers with status and an XML document whose root element (in
 // STS's namespace) holds content; id is the request's.
 func writeSTS(w http.ResponseWriter, status int, id, root, content string) {
-	w.Header().Set("Content-Type", "text/xml")
-	w.Header().Set("x-amzn-RequestId", id)
-	w.WriteHeader(status)
-	_, _ = fmt.Fprintf(w, `%s<%s xmlns="%s">%s</%s>`, xml.Header, root, stsNamespace, content, root)
+	writeQuery(w, stsNamespace, status, id, root, content)
 }
 
 // accessKeyID is the access key id a request is signed with; "" when

@@ -97,11 +97,7 @@ func (m *roleMapper) cached(ctx context.Context, roleID, name string, due map[st
 func (m *roleMapper) due() map[string]bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	read := make(map[string]time.Time, len(m.details))
-	for id, d := range m.details {
-		read[id] = d.read
-	}
-	return detail.Due(read, m.ttl, detail.Budget())
+	return detail.DueOf(m.details, func(d roleDetail) time.Time { return d.read }, m.ttl)
 }
 
 func (m *roleMapper) remember(roleID string, d roleDetail) {

@@ -66,11 +66,7 @@ func (m *bucketMapper) cached(ctx context.Context, b bucketInfo, due map[string]
 func (m *bucketMapper) due() map[string]bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	read := make(map[string]time.Time, len(m.details))
-	for name, d := range m.details {
-		read[name] = d.read
-	}
-	return detail.Due(read, m.ttl, detail.Budget())
+	return detail.DueOf(m.details, func(d bucketDetail) time.Time { return d.read }, m.ttl)
 }
 
 func (m *bucketMapper) remember(name string, created time.Time, versioning bool) {

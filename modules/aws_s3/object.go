@@ -58,11 +58,7 @@ func (m *objectMapper) cachedListing(ctx context.Context, b bucketInfo, due map[
 func (m *objectMapper) due() map[string]bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	read := make(map[string]time.Time, len(m.listings))
-	for name, l := range m.listings {
-		read[name] = l.read
-	}
-	return detail.Due(read, m.ttl, detail.Budget())
+	return detail.DueOf(m.listings, func(l objectListing) time.Time { return l.read }, m.ttl)
 }
 
 func (m *objectMapper) remember(b bucketInfo, recs []module.Record) {

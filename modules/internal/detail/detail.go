@@ -57,3 +57,13 @@ func Due(read map[string]time.Time, ttl time.Duration, budget int) map[string]bo
 	}
 	return due
 }
+
+// DueOf is Due over a mapper's remembered details (by name), whose read
+// times readAt gives, with the configured Budget.
+func DueOf[V any](details map[string]V, readAt func(V) time.Time, ttl time.Duration) map[string]bool {
+	read := make(map[string]time.Time, len(details))
+	for name, d := range details {
+		read[name] = readAt(d)
+	}
+	return Due(read, ttl, Budget())
+}
