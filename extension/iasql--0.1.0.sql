@@ -931,6 +931,22 @@ BEGIN
       IF pending IS NULL THEN
         RETURN true;
       END IF;
+      -- What iasql_status shows failed since its newest change (iasql_operations)
+      -- is done with: when every pending record has failed, raise with their
+      -- errors rather than wait for retries (automatic cycles back off).
+      SELECT CASE WHEN pg_catalog.count(*) = pg_catalog.count(o.record_key)
+                  THEN pg_catalog.string_agg(pg_catalog.format('%s id %s: %s', q.table_name, q.record_id, o.last_error), '; ' ORDER BY q.table_name, q.record_id) END
+        INTO failed
+        FROM public.iasql_pending_intent(target) q
+        LEFT JOIN public.iasql_operations o
+          ON o.table_name = q.table_name AND o.record_key = q.record_id AND o.state = 'failed'
+         AND o.updated_at >= (SELECT pg_catalog.max(a.ts) FROM public.iasql_audit_log a
+                               WHERE a.table_name = q.table_name AND a.record_id = q.record_id AND a.lsn = q.lsn);
+      IF failed IS NOT NULL THEN
+        RAISE EXCEPTION 'iasql_wait_for_all: changes failed: %', failed
+          USING ERRCODE = 'external_routine_exception',
+                HINT = 'Fix the records (or the cloud) and wait again; SELECT * FROM iasql_status shows what is not in sync.';
+      END IF;
       SELECT a.message::jsonb->>'error' INTO failed
         FROM public.iasql_audit_log a
        WHERE a.change_type = 'CYCLE_END' AND a.ts >= called AND a.message::jsonb->>'outcome' IN ('failed', 'timeout')

@@ -47,6 +47,12 @@ func TestCreateWithMissingPolicyIsNeverEnacted(t *testing.T) {
 		if n := e.Count(`SELECT count(*) FROM iasql_pending_intent(pg_current_wal_insert_lsn()) WHERE table_name = 'iam_role'`); n != 1 {
 			t.Errorf("after commit %d the role's intent is not pending (%d pending records)", attempt, n)
 		}
+		// Waiting for everything raises at once with the failure (the same
+		// source as iasql_status), rather than waiting for the next retry.
+		if _, err := e.DB.Exec(context.Background(), `SELECT iasql_wait_for_all(60)`); err == nil ||
+			!strings.Contains(err.Error(), "changes failed") || !strings.Contains(err.Error(), missingPolicy) {
+			t.Errorf("after commit %d iasql_wait_for_all: %v; want the role's failure", attempt, err)
+		}
 		// The status view says what failed, and when an automatic cycle tries again.
 		if n := e.Count(`SELECT count(*) FROM iasql_status WHERE table_name = 'iam_role' AND record_id = '1' AND state = 'failed'
 			AND attempts >= 1 AND last_error LIKE '%' || $1 || '%' AND next_retry > now() AND since <= now()`, missingPolicy); n != 1 {
