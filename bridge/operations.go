@@ -21,6 +21,7 @@ type op struct {
 	action, state, token string
 	attempts             int
 	nextRetry            time.Time
+	lastError            string
 	handle               string    // a long operation's handle, while it runs
 	pollAfter            time.Time // when to ask about it
 	polls                int       // asked so far in this cycle
@@ -36,7 +37,7 @@ const (
 // readOps reads iasql_operations for the tables: table -> record key -> op.
 func readOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]op, error) {
 	rows, err := conn.Query(ctx, `SELECT table_name, record_key, action, state, coalesce(token, ''), attempts,
-		coalesce(next_retry, 'epoch'), coalesce(handle, ''), coalesce(poll_after, 'epoch')
+		coalesce(next_retry, 'epoch'), coalesce(handle, ''), coalesce(poll_after, 'epoch'), coalesce(last_error, '')
 		FROM public.iasql_operations WHERE table_name = ANY($1)`, tables)
 	if err != nil {
 		return nil, fmt.Errorf("read operations: %w", err)
@@ -46,7 +47,7 @@ func readOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]m
 	for rows.Next() {
 		var t, k string
 		var o op
-		if err := rows.Scan(&t, &k, &o.action, &o.state, &o.token, &o.attempts, &o.nextRetry, &o.handle, &o.pollAfter); err != nil {
+		if err := rows.Scan(&t, &k, &o.action, &o.state, &o.token, &o.attempts, &o.nextRetry, &o.handle, &o.pollAfter, &o.lastError); err != nil {
 			return nil, fmt.Errorf("read operations: %w", err)
 		}
 		if out[t] == nil {
@@ -334,6 +335,23 @@ func (s *snapshot) nextPoll() (time.Time, []string) {
 	}
 	sort.Strings(what)
 	return at, what
+}
+
+// withStatus adds to each action's description what iasql_status says of
+// its record (the same source): the failures so far and when automatic
+// cycles retry.
+func withStatus(actions []*Action) {
+	for _, a := range actions {
+		if a.ts == nil {
+			continue
+		}
+		o, ok := a.ts.ops[opKey(a)]
+		if !ok || o.state != opFailed {
+			continue
+		}
+		a.Description += fmt.Sprintf(" [failed %d time(s), last: %s; automatic cycles retry from %s]",
+			o.attempts, o.lastError, o.nextRetry.UTC().Format(time.RFC3339))
+	}
 }
 
 type requestKey struct{}

@@ -149,6 +149,7 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	withStatus(p.actions)
 	actions := make([]Action, 0, len(p.actions))
 	for _, a := range p.actions {
 		actions = append(actions, *a)

@@ -53,6 +53,10 @@ func TestCreateWithMissingPolicyIsNeverEnacted(t *testing.T) {
 			!strings.Contains(err.Error(), "changes failed") || !strings.Contains(err.Error(), missingPolicy) {
 			t.Errorf("after commit %d iasql_wait_for_all: %v; want the role's failure", attempt, err)
 		}
+		// Preview says so too.
+		if n := e.Count(`SELECT count(*) FROM iasql_preview() WHERE table_name = 'iam_role' AND description LIKE '%failed % time(s), last: %' || $1 || '%'`, missingPolicy); n != 1 {
+			t.Errorf("after commit %d the preview does not show the role's failure", attempt)
+		}
 		// The status view says what failed, and when an automatic cycle tries again.
 		if n := e.Count(`SELECT count(*) FROM iasql_status WHERE table_name = 'iam_role' AND record_id = '1' AND state = 'failed'
 			AND attempts >= 1 AND last_error LIKE '%' || $1 || '%' AND next_retry > now() AND since <= now()`, missingPolicy); n != 1 {
