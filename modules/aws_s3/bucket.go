@@ -87,6 +87,7 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	infos = inScope(ctx, infos)
 	due := m.due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
 		func(ctx context.Context, i int) ([]module.Record, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -229,4 +230,23 @@ func redirectRegion(err error) string {
 		return re.Response.Header.Get("x-amz-bucket-region")
 	}
 	return ""
+}
+
+// inScope keeps the buckets of the regions in the cycle's scope when it has
+// one (aws_account's enabled regions): S3 lists an account's buckets in
+// every region, and a region disabled in aws_regions is one the user does
+// not sync (its rows go; nothing is imported there). Without a scope, or
+// for a bucket whose region is unknown, everything listed is kept.
+func inScope(ctx context.Context, infos []bucketInfo) []bucketInfo {
+	s, ok := module.ScopeSet(ctx)
+	if !ok {
+		return infos
+	}
+	kept := infos[:0:0]
+	for _, b := range infos {
+		if b.region == "" || slices.Contains(s.Regions, b.region) {
+			kept = append(kept, b)
+		}
+	}
+	return kept
 }

@@ -36,3 +36,11 @@ func ScopeOf(ctx context.Context, cfg aws.Config) Scope {
 	}
 	return Scope{Regions: []string{r}, Default: r}
 }
+
+// ScopeSet returns the scope ctx carries and true, or false when it
+// carries none (aws_account is not installed): then a mapper whose listing
+// covers every region (S3's ListBuckets) keeps everything it lists.
+func ScopeSet(ctx context.Context) (Scope, bool) {
+	s, ok := ctx.Value(scopeKey{}).(Scope)
+	return s, ok && len(s.Regions) > 0
+}
