@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,22 +35,20 @@ const concurrency = 8
 type roleMapper struct {
 	cfg     aws.Config
 	clients *regional.Clients[*iam.Client]
-	ttl     time.Duration // how long an automatic cycle may reuse a role's policies
-
-	mu      sync.Mutex
-	details map[string]roleDetail // by role id
+	// details: each role's policies as last read, by role name, of the role
+	// with a role id (a role made anew under the same name is read anew).
+	details *detail.Cache[roleDetail]
 }
 
 // roleDetail is what ListRoles does not say about a role: its attached
-// and inline policies, as last read.
+// and inline policies.
 type roleDetail struct {
 	attached []string
 	inline   map[string]any
-	read     time.Time
 }
 
 func newRoleMapper(cfg aws.Config) *roleMapper {
-	return &roleMapper{cfg: cfg, ttl: detailTTL(), details: map[string]roleDetail{},
+	return &roleMapper{cfg: cfg, details: detail.NewCache[roleDetail](detailTTL()),
 		clients: regional.NewClients(func(region string) *iam.Client {
 			return iam.NewFromConfig(cfg, func(o *iam.Options) { o.Region = region })
 		})}
@@ -76,46 +73,6 @@ func detailTTL() time.Duration {
 	return 5 * time.Minute
 }
 
-// cached is a role's policies when the read may reuse them: not ones that
-// must be fresh, read within the TTL or, stale, not among the details due
-// for a refresh in this read (detail.Due; nil due: within the TTL only).
-func (m *roleMapper) cached(ctx context.Context, roleID, name string, due map[string]bool) (roleDetail, bool) {
-	if module.FreshFor(ctx, name) || m.ttl == 0 || roleID == "" {
-		return roleDetail{}, false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.details[roleID]
-	if !ok || (time.Since(d.read) > m.ttl && (due == nil || due[roleID])) {
-		return roleDetail{}, false
-	}
-	return d, true
-}
-
-// due is which stale policy details this read refreshes (at most
-// detail.Budget, oldest first).
-func (m *roleMapper) due() map[string]bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return detail.DueOf(m.details, func(d roleDetail) time.Time { return d.read }, m.ttl)
-}
-
-func (m *roleMapper) remember(roleID string, d roleDetail) {
-	if roleID == "" {
-		return
-	}
-	d.read = time.Now()
-	m.mu.Lock()
-	m.details[roleID] = d
-	m.mu.Unlock()
-}
-
-func (m *roleMapper) forget(roleID string) {
-	m.mu.Lock()
-	delete(m.details, roleID)
-	m.mu.Unlock()
-}
-
 // Read lists the roles under / (ListRoles, paginated) and reads each one's
 // attached and inline policies, 8 roles at a time (reused from a recent
 // read when the context allows it).
@@ -134,7 +91,7 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 			}
 		}
 	}
-	due := m.due()
+	due := m.details.Due()
 	return regional.Gather(ctx, concurrency, len(roles), func(ctx context.Context, i int) ([]module.Record, error) {
 		rec, err := m.record(ctx, cl, roles[i], due)
 		if module.IsCode(err, "NoSuchEntity") {
@@ -146,14 +103,16 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 
 // record completes a role with its policies.
 func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
-	id := aws.ToString(r.RoleId)
-	d, ok := m.cached(ctx, id, aws.ToString(r.RoleName), due)
+	id, name := aws.ToString(r.RoleId), aws.ToString(r.RoleName)
+	d, ok := m.details.Get(ctx, name, id, due)
 	if !ok {
 		var err error
-		if d, err = m.policies(ctx, cl, aws.ToString(r.RoleName)); err != nil {
+		if d, err = m.policies(ctx, cl, name); err != nil {
 			return nil, err
 		}
-		m.remember(id, d)
+		if id != "" {
+			m.details.Put(name, id, d)
+		}
 	}
 	var desc any
 	if s := aws.ToString(r.Description); s != "" {
@@ -402,7 +361,7 @@ func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
 	cl := m.client(ctx)
 	d, err := m.policies(ctx, cl, name)
 	if module.IsCode(err, "NoSuchEntity") {
-		m.forget(have.String("role_id"))
+		m.details.Forget(name)
 		return nil
 	}
 	if err != nil {
@@ -422,7 +381,7 @@ func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
 	if err != nil && !module.IsCode(err, "NoSuchEntity") {
 		return classify(err, "delete role %s", name)
 	}
-	m.forget(have.String("role_id"))
+	m.details.Forget(name)
 	return nil
 }
 

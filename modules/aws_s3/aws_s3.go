@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -50,7 +51,7 @@ func Module() module.Module {
 func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
 	c := newClients(cfg)
 	return map[string]module.Mapper{
-		"bucket":        &bucketMapper{c: c, ttl: detailTTL(), details: map[string]bucketDetail{}},
+		"bucket":        &bucketMapper{c: c, versioning: detail.NewCache[bool](detailTTL())},
 		"bucket_object": newObjectMapper(c),
 	}, nil
 }

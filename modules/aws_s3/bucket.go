@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,18 +19,19 @@ import (
 // bucketMapper maps the bucket table: general purpose buckets in every
 // region.
 type bucketMapper struct {
-	c   *clients
-	ttl time.Duration // how long an automatic cycle may reuse a bucket's versioning
-
-	mu      sync.Mutex
-	details map[string]bucketDetail // by bucket name
+	c *clients
+	// versioning: what a bucket's listing does not say, by bucket name,
+	// of the bucket made at a creation time (createdVersion).
+	versioning *detail.Cache[bool]
 }
 
-// bucketDetail is what a bucket's listing does not say, as last read.
-type bucketDetail struct {
-	created    time.Time // tells a bucket from a recreated one of the same name
-	versioning bool
-	read       time.Time
+// createdVersion tells a bucket from a recreated one of the same name (""
+// when the creation time is not known).
+func createdVersion(created time.Time) string {
+	if created.IsZero() {
+		return ""
+	}
+	return created.UTC().Format(time.RFC3339Nano)
 }
 
 // detailTTL is IASQL_S3_DETAIL_TTL (a duration; 0 turns reuse off),
@@ -45,39 +45,6 @@ func detailTTL() time.Duration {
 	return 5 * time.Minute
 }
 
-// cached is a bucket's versioning when the read may reuse it: not one that
-// must be fresh, of the same bucket, read within the TTL or, stale, not
-// among the details due for a refresh in this read (detail.Due).
-func (m *bucketMapper) cached(ctx context.Context, b bucketInfo, due map[string]bool) (bool, bool) {
-	if module.FreshFor(ctx, b.name) || m.ttl == 0 {
-		return false, false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.details[b.name]
-	if !ok || !d.created.Equal(b.created) || (time.Since(d.read) > m.ttl && (due == nil || due[b.name])) {
-		return false, false
-	}
-	return d.versioning, true
-}
-
-// due is which stale versioning details this read refreshes (at most
-// detail.Budget, oldest first).
-func (m *bucketMapper) due() map[string]bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return detail.DueOf(m.details, func(d bucketDetail) time.Time { return d.read }, m.ttl)
-}
-
-func (m *bucketMapper) remember(name string, created time.Time, versioning bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if d, ok := m.details[name]; ok && created.IsZero() {
-		created = d.created
-	}
-	m.details[name] = bucketDetail{created: created, versioning: versioning, read: time.Now()}
-}
-
 // Read lists the buckets (ListBuckets, paginated) and reads each one's
 // versioning, concurrently, in the bucket's region. A listing that fails
 // fails the Read; a bucket whose versioning cannot be read leaves its
@@ -88,7 +55,7 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 		return nil, err
 	}
 	infos = inScope(ctx, infos)
-	due := m.due()
+	due := m.versioning.Due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
 		func(ctx context.Context, i int) ([]module.Record, error) {
 			rec, err := m.record(ctx, infos[i], due)
@@ -104,14 +71,14 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 // record completes a listed bucket with its versioning (reused from an
 // earlier read when the context and due allow it; nil due: within the TTL).
 func (m *bucketMapper) record(ctx context.Context, b bucketInfo, due map[string]bool) (module.Record, error) {
-	versioning, ok := m.cached(ctx, b, due)
+	versioning, ok := m.versioning.Get(ctx, b.name, createdVersion(b.created), due)
 	if !ok {
 		out, err := m.c.client(b.region).GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(b.name)})
 		if err != nil {
 			return nil, classify(err, "get versioning of bucket %s", b.name)
 		}
 		versioning = out.Status == types.BucketVersioningStatusEnabled
-		m.remember(b.name, b.created, versioning)
+		m.versioning.Put(b.name, createdVersion(b.created), versioning)
 	}
 	return module.Record{
 		"name":       b.name,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,59 +18,15 @@ import (
 // objectMapper maps the bucket_object table: the current objects of every
 // bucket, by key. Records name the bucket in bucket_id.
 type objectMapper struct {
-	c   *clients
-	ttl time.Duration // how long a read may reuse a bucket's listing (IASQL_S3_DETAIL_TTL)
-
-	mu       sync.Mutex
-	listings map[string]objectListing // by bucket name
-}
-
-// objectListing is a bucket's objects as last listed.
-type objectListing struct {
-	created time.Time // the bucket's creation time: a bucket made anew is listed anew
-	recs    []module.Record
-	read    time.Time
+	c *clients
+	// listings: each bucket's objects as last listed, by bucket name, of
+	// the bucket made at a creation time (createdVersion); reused within
+	// IASQL_S3_DETAIL_TTL.
+	listings *detail.Cache[[]module.Record]
 }
 
 func newObjectMapper(c *clients) *objectMapper {
-	return &objectMapper{c: c, ttl: detailTTL(), listings: map[string]objectListing{}}
-}
-
-// cachedListing is the bucket's listing when a read may reuse it: not one
-// that must be fresh (module.FreshFor: a commit acting on the bucket or its
-// objects), read within the TTL, of the same bucket.
-func (m *objectMapper) cachedListing(ctx context.Context, b bucketInfo, due map[string]bool) ([]module.Record, bool) {
-	if m.ttl == 0 || module.FreshFor(ctx, b.name) {
-		return nil, false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	l, ok := m.listings[b.name]
-	if !ok || !l.created.Equal(b.created) || (time.Since(l.read) > m.ttl && due[b.name]) {
-		return nil, false
-	}
-	return l.recs, true
-}
-
-// due is which stale listings this read refreshes (at most detail.Budget,
-// oldest first; the others are reused until their turn).
-func (m *objectMapper) due() map[string]bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return detail.DueOf(m.listings, func(l objectListing) time.Time { return l.read }, m.ttl)
-}
-
-func (m *objectMapper) remember(b bucketInfo, recs []module.Record) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.listings[b.name] = objectListing{created: b.created, recs: recs, read: time.Now()}
-}
-
-// forget drops a bucket's listing: this mapper changed its objects.
-func (m *objectMapper) forget(bucket string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.listings, bucket)
+	return &objectMapper{c: c, listings: detail.NewCache[[]module.Record](detailTTL())}
 }
 
 var objectColumns = []string{"bucket_id", "key"}
@@ -85,10 +40,10 @@ func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
 		return nil, err
 	}
 	infos = inScope(ctx, infos)
-	due := m.due()
+	due := m.listings.Due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
 		func(ctx context.Context, i int) ([]module.Record, error) {
-			if recs, ok := m.cachedListing(ctx, infos[i], due); ok {
+			if recs, ok := m.listings.Get(ctx, infos[i].name, createdVersion(infos[i].created), due); ok {
 				return recs, nil
 			}
 			recs, err := m.list(ctx, infos[i])
@@ -96,7 +51,7 @@ func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
 				return nil, nil // deleted since it was listed
 			}
 			if err == nil {
-				m.remember(infos[i], recs)
+				m.listings.Put(infos[i].name, createdVersion(infos[i].created), recs)
 			}
 			return recs, err
 		})
@@ -137,7 +92,7 @@ func objectRecord(bucket, key string, size int64, etag string, modified *time.Ti
 // (HeadObject).
 func (m *objectMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
 	bucket, key := want.String("bucket_id"), want.String("key")
-	defer m.forget(bucket)
+	defer m.listings.Forget(bucket) // this mapper changed its objects
 	if bucket == "" || key == "" {
 		return nil, &module.TerminalError{Err: errors.New("create object: bucket and key are required")}
 	}
@@ -172,7 +127,7 @@ func (m *objectMapper) Update(ctx context.Context, want, have module.Record) (mo
 // bucket). An object or bucket already gone is no error.
 func (m *objectMapper) Delete(ctx context.Context, have module.Record) error {
 	bucket, key := have.String("bucket_id"), have.String("key")
-	defer m.forget(bucket)
+	defer m.listings.Forget(bucket) // this mapper changed its objects
 	err := m.c.withBucket(ctx, bucket, func(cl *s3.Client) error {
 		_, err := cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 		return err

@@ -11,10 +11,14 @@
 package detail
 
 import (
+	"context"
 	"os"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/iasql/iasql/modules/module"
 )
 
 // DefaultBudget is how many stale details one read refreshes when
@@ -58,12 +62,73 @@ func Due(read map[string]time.Time, ttl time.Duration, budget int) map[string]bo
 	return due
 }
 
-// DueOf is Due over a mapper's remembered details (by name), whose read
-// times readAt gives, with the configured Budget.
-func DueOf[V any](details map[string]V, readAt func(V) time.Time, ttl time.Duration) map[string]bool {
-	read := make(map[string]time.Time, len(details))
-	for name, d := range details {
-		read[name] = readAt(d)
+// Cache remembers one kind of detail per resource (by name: a bucket's,
+// a role's) with the version of the resource it was read from (its creation
+// time or cloud id: a resource made anew under the same name is read anew)
+// and when it was read, and says when a read may reuse it.
+type Cache[V any] struct {
+	ttl time.Duration // 0: never reuse
+
+	mu      sync.Mutex
+	entries map[string]entry[V]
+}
+
+type entry[V any] struct {
+	v       V
+	version string
+	read    time.Time
+}
+
+// NewCache returns an empty cache whose details are reused within ttl.
+func NewCache[V any](ttl time.Duration) *Cache[V] {
+	return &Cache[V]{ttl: ttl, entries: map[string]entry[V]{}}
+}
+
+// Due is which stale details this read refreshes (Due over the cache, with
+// the configured Budget).
+func (c *Cache[V]) Due() map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	read := make(map[string]time.Time, len(c.entries))
+	for name, e := range c.entries {
+		read[name] = e.read
 	}
-	return Due(read, ttl, Budget())
+	return Due(read, c.ttl, Budget())
+}
+
+// Get returns the detail of a resource when the read may reuse it: ctx does
+// not ask for it fresh (module.FreshFor, by name), it was read from this
+// version of the resource (never for an unknown version ""), and read
+// within the TTL or, stale, not due for a refresh in this read (nil due:
+// within the TTL only).
+func (c *Cache[V]) Get(ctx context.Context, name, version string, due map[string]bool) (V, bool) {
+	var zero V
+	if c.ttl == 0 || version == "" || module.FreshFor(ctx, name) {
+		return zero, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[name]
+	if !ok || e.version != version || (time.Since(e.read) > c.ttl && (due == nil || due[name])) {
+		return zero, false
+	}
+	return e.v, true
+}
+
+// Put remembers a detail just read. An unknown version ("") keeps the
+// version already remembered for the name.
+func (c *Cache[V]) Put(name, version string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if version == "" {
+		version = c.entries[name].version
+	}
+	c.entries[name] = entry[V]{v: v, version: version, read: time.Now()}
+}
+
+// Forget drops a resource's detail (the mapper changed it, or it is gone).
+func (c *Cache[V]) Forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, name)
 }
