@@ -45,9 +45,15 @@ func (i identity) String() string {
 	return "AWS account " + i.Account + " at endpoint " + i.Endpoint
 }
 
-// cycleRequests are the requests that run (or read for) a cycle: refused
-// while the binding mismatches.
-var cycleRequests = map[string]bool{"commit": true, "rollback": true, "refresh": true, "preview": true, "install": true, "cycle": true}
+// runsCycle reports whether a request runs (or reads for) a cycle: those
+// are refused while the binding mismatches.
+func runsCycle(kind string) bool {
+	switch kind {
+	case "commit", "rollback", "refresh", "preview", "install", "cycle":
+		return true
+	}
+	return false
+}
 
 // resetAccount forgets the last leadership's check.
 func (e *Engine) resetAccount() {
@@ -111,25 +117,6 @@ func (e *Engine) checkAccount(ctx context.Context) error {
 		e.log.Error(e.acct.err.Error())
 	}
 	return e.acct.err
-}
-
-// handleChecked answers a request as handle does, except that requests
-// that would run a cycle are refused while the binding mismatches, and
-// the rebind is answered here.
-func (e *Engine) handleChecked(ctx context.Context, r request) {
-	switch {
-	case r.Kind == "rebind_account":
-		res, err := e.rebindAccount(ctx, r.Role)
-		e.finish(withRequest(ctx, r.ID), r, res, err)
-	case cycleRequests[r.Kind]:
-		if err := e.checkAccount(ctx); err != nil {
-			e.finish(withRequest(ctx, r.ID), r, nil, err)
-			return
-		}
-		e.handle(ctx, r)
-	default:
-		e.handle(ctx, r)
-	}
 }
 
 // rebindAccount binds the database to this sidecar's account and endpoint,

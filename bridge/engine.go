@@ -398,7 +398,7 @@ func (e *Engine) Lead(ctx context.Context) {
 			case <-sideCtx.Done():
 				return
 			case r := <-e.previews:
-				e.handleChecked(sideCtx, r)
+				e.handle(sideCtx, r)
 			}
 		}
 	})
@@ -412,7 +412,7 @@ func (e *Engine) Lead(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case r := <-e.requests:
-			e.handleChecked(ctx, r)
+			e.handle(ctx, r)
 		case <-e.intent:
 			if soon == nil {
 				soon = time.After(500 * time.Millisecond)

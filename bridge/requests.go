@@ -15,13 +15,23 @@ import (
 )
 
 // handle answers one request from the SQL API.
+// Requests that would run (or read for) a cycle are refused while the
+// database's account binding does not match this sidecar's (account.go).
 func (e *Engine) handle(ctx context.Context, r request) {
 	ctx = withRequest(ctx, r.ID)
 	var (
 		result any
 		err    error
 	)
+	if runsCycle(r.Kind) {
+		if err := e.checkAccount(ctx); err != nil {
+			e.finish(ctx, r, nil, err)
+			return
+		}
+	}
 	switch r.Kind {
+	case "rebind_account":
+		result, err = e.rebindAccount(ctx, r.Role)
 	case "begin":
 		result, err = e.begin(ctx, r.Role)
 	case "commit":
