@@ -40,6 +40,10 @@ type Engine struct {
 	lanes    *lanes // bounds the cloud calls in flight per module and region
 	// retention: audit rows older than this are pruned (0 keeps them all).
 	retention time.Duration
+	kept      engineState // iasql_engine_state as this leadership knows it (retention.go)
+	// unverifiedClear: this leadership left iasql_unverified empty, so a
+	// cycle with nothing unverified need not write it (unverified.go).
+	unverifiedClear bool
 
 	requests chan request
 	previews chan request // previews: answered beside cycles (queueOf)
@@ -345,6 +349,7 @@ func (e *Engine) Lead(ctx context.Context) {
 		e.log.Error("engine cannot start", "err", err)
 		return
 	}
+	e.unverifiedClear = false // another sidecar may have left parts there
 	e.mu.Lock()
 	err = e.failOrphans(ctx, svc)
 	if err == nil {
@@ -509,11 +514,7 @@ func (e *Engine) closeWork() {
 }
 
 // withWork runs fn while holding the work connection (workMu).
-func (e *Engine) withWork(fn func() error) error {
-	e.workMu.Lock()
-	defer e.workMu.Unlock()
-	return fn()
-}
+func (e *Engine) withWork(fn func() error) error { return locked(&e.workMu, fn) }
 
 // lockCycles takes the cycle lock on the work connection: waiting for a
 // running cycle to end, or (wait false) failing with errBusy. Release it
@@ -581,17 +582,6 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 	}
 	defer e.releaseWork(conn)
 	c := &cycle{e: e, conn: conn, dbMu: &e.workMu, id: newID(), reason: reason, opt: opt, tables: installed}
-	switch reason {
-	case "install", "refresh":
-		// Importing what exists, or iasql_refresh: read the whole cloud as
-		// it is now.
-		ctx = module.WithFreshRead(ctx)
-	case "schedule", "intent":
-	default:
-		// Someone waits for this cycle: what it acts on is read as it is
-		// now; the rest may come from recent reads (read, scoped).
-		c.scoped = true
-	}
 	if err := c.record(ctx, "CYCLE_START", map[string]any{"cycle": c.id, "reason": reason}); err != nil {
 		return nil, err
 	}
@@ -630,10 +620,21 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 	return out, runErr
 }
 
-func newID() string {
-	b := make([]byte, 6)
+// newID names a cycle.
+func newID() string { return randomHex(6) }
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// locked runs fn holding mu.
+func locked(mu *sync.Mutex, fn func() error) error {
+	mu.Lock()
+	defer mu.Unlock()
+	return fn()
 }
 
 // intentLow is the LSN below which every user change is known enacted: the

@@ -163,7 +163,7 @@ func (r *round) runCloud(ctx context.Context, actions []*Action) {
 				}
 				return
 			}
-			release, err := r.c.e.lanes.acquire(ctx, laneOf(a))
+			release, err := r.c.e.lanes.acquire(ctx, r.c.laneOf(a))
 			if err != nil {
 				r.settle(a, err)
 				return
@@ -202,7 +202,7 @@ func (r *round) gate(ctx context.Context, a *Action) (run bool, held string) {
 		return false, ""
 	}
 	if blocker := heldBy(r.deps[a], r.down); blocker != "" {
-		r.errs = append(r.errs, fmt.Sprintf("%s %s (%s) %s %s: waiting for %s", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, blocker))
+		r.errs = append(r.errs, a.failure("waiting for "+blocker))
 		r.failed = append(r.failed, a)
 		r.down[actionKey(a)] = "held"
 		return false, blocker
@@ -228,7 +228,7 @@ func (r *round) settle(a *Action, err error) {
 		// Persisted; later passes or cycles ask about it.
 	default:
 		var term *module.TerminalError
-		r.errs = append(r.errs, fmt.Sprintf("%s %s (%s) %s %s: %v", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, err))
+		r.errs = append(r.errs, a.failure(err.Error()))
 		r.down[actionKey(a)] = "failed"
 		if !errors.As(err, &term) && !a.identified {
 			r.failed = append(r.failed, a)
@@ -237,18 +237,20 @@ func (r *round) settle(a *Action, err error) {
 }
 
 // laneOf is the lane an action's cloud calls go through: its module and
-// region (AWS's request quotas are per service, account and region).
-func laneOf(a *Action) string {
+// region (AWS's request quotas are per service, account and region), the
+// region as the table declares it (module.Table.Region, else its parent's:
+// rowRegion, cloudRegion).
+func (c *cycle) laneOf(a *Action) string {
 	name := a.Table
-	if a.ts != nil && a.ts.mod != nil {
+	if a.ts.mod != nil {
 		name = a.ts.mod.Name
 	}
 	region := ""
 	if a.row != nil {
-		region = a.row.db.String("region")
+		region = c.snap.rowRegion(a.ts, a.row.db, 0)
 	}
 	if region == "" && a.cloud != nil {
-		region = a.cloud.String("region")
+		region = c.snap.cloudRegion(a.ts, a.cloud, 0)
 	}
 	return name + "/" + region
 }
@@ -290,6 +292,12 @@ func (l *lanes) acquire(ctx context.Context, lane string) (release func(), err e
 	}
 }
 
+// failure is the line a cycle reports for an action that did not happen:
+// the record, its cloud identity, the action and why.
+func (a *Action) failure(why string) string {
+	return fmt.Sprintf("%s %s (%s) %s %s: %s", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, why)
+}
+
 // pushKey names a record whose declarative state a cycle pushed, and the
 // resource it pushed it to: a record that references one being replaced
 // is rightly pushed again to the replacement (the cloud id differs). Where
@@ -318,7 +326,7 @@ func (c *cycle) notTaken(p *plan) []string {
 				if a.cloud != nil {
 					what = "the cloud did not take the change: " + notTakenColumns(a.ts.spec.Declarative, a.row.cloud, a.cloud)
 				}
-				out = append(out, fmt.Sprintf("%s %s (%s) %s %s: %s", a.Table, a.ID, a.CloudID, a.Action, a.Direction, what))
+				out = append(out, a.failure(what))
 				continue
 			}
 		}
@@ -332,10 +340,8 @@ func (c *cycle) notTaken(p *plan) []string {
 // record differs from the user's.
 func notTakenColumns(cols []string, want, have module.Record) string {
 	var out []string
-	for _, col := range cols {
-		if !module.Same(want[col], have[col]) {
-			out = append(out, fmt.Sprintf("column %s wanted %s, has %s", col, show(want[col]), show(have[col])))
-		}
+	for _, col := range differing(cols, want, have) {
+		out = append(out, fmt.Sprintf("column %s wanted %s, has %s", col, show(want[col]), show(have[col])))
 	}
 	if len(out) == 0 {
 		return "the resource still differs from the row"

@@ -2,8 +2,6 @@ package bridge
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -24,7 +22,6 @@ type op struct {
 	lastError            string
 	handle               string    // a long operation's handle, while it runs
 	pollAfter            time.Time // when to ask about it
-	polls                int       // asked so far in this cycle
 }
 
 // Operation states, as iasql_operations spells them.
@@ -68,11 +65,8 @@ func opKey(a *Action) string {
 	return "cloud " + a.CloudID
 }
 
-func newToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+// newToken is a create's idempotency token.
+func newToken() string { return randomHex(16) }
 
 // beginOp persists, before a's cloud call, that the call is being made.
 // For a create it settles the idempotency token first: the one an earlier
@@ -227,9 +221,7 @@ func (c *cycle) startOp(ctx context.Context, a *Action, p *module.Pending) error
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `UPDATE public.iasql_operations SET handle = $3, poll_after = $4, state = $5, updated_at = pg_catalog.clock_timestamp()
-			WHERE table_name = $1 AND record_key = $2`, a.Table, opKey(a), p.Handle, time.Now().Add(after), opInProgress)
-		return err
+		return setHandle(ctx, tx, a.Table, opKey(a), p.Handle, time.Now().Add(after))
 	})
 	if err != nil {
 		return fmt.Errorf("record the operation %s of %s %s: %w", p.Handle, a.Table, opKey(a), err)
@@ -260,17 +252,15 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 			case errors.As(err, &p):
 				after := p.RetryAfter
 				if after <= 0 {
-					after = min(defaultPoll*time.Duration(1+o.polls), 30*time.Second)
+					after = defaultPoll
 				}
 				handle := firstNonEmpty(p.Handle, o.handle)
 				if err := c.dbTx(ctx, func(tx pgx.Tx) error {
-					_, err := tx.Exec(ctx, `UPDATE public.iasql_operations SET handle = $3, poll_after = $4, updated_at = pg_catalog.clock_timestamp()
-						WHERE table_name = $1 AND record_key = $2`, ts.spec.Name, key, handle, now.Add(after))
-					return err
+					return setHandle(ctx, tx, ts.spec.Name, key, handle, now.Add(after))
 				}); err != nil {
 					return false, fmt.Errorf("record the progress of %s %s: %w", ts.spec.Name, key, err)
 				}
-				o.handle, o.pollAfter, o.polls = handle, now.Add(after), o.polls+1
+				o.handle, o.pollAfter = handle, now.Add(after)
 				ts.ops[key] = o
 			case err != nil:
 				a := &Action{Table: ts.spec.Name, ID: key, Action: o.action, token: o.token, attempts: o.attempts, ts: ts, row: ts.rows[key]}
@@ -311,10 +301,20 @@ func (c *cycle) clearHandle(ctx context.Context, ts *tableState, key string, got
 				}
 			}
 		}
-		_, err := tx.Exec(ctx, `UPDATE public.iasql_operations SET handle = NULL, poll_after = NULL, updated_at = pg_catalog.clock_timestamp()
-			WHERE table_name = $1 AND record_key = $2`, ts.spec.Name, key)
-		return err
+		return setHandle(ctx, tx, ts.spec.Name, key, "", time.Time{})
 	})
+}
+
+// setHandle records the handle of a record's long operation and when to
+// ask about it next, or (handle "") that none runs any more.
+func setHandle(ctx context.Context, tx pgx.Tx, table, key, handle string, pollAfter time.Time) error {
+	var at any
+	if handle != "" {
+		at = pollAfter
+	}
+	_, err := tx.Exec(ctx, `UPDATE public.iasql_operations SET handle = nullif($3, ''), poll_after = $4, updated_at = pg_catalog.clock_timestamp()
+		WHERE table_name = $1 AND record_key = $2`, table, key, handle, at)
+	return err
 }
 
 // nextPoll is the earliest time an operation in flight is to be asked

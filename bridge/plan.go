@@ -424,12 +424,21 @@ func sameColumns(cols []string, a, b module.Record) bool {
 // changes describes the columns in which to differs from from.
 func changes(cols []string, from, to module.Record) string {
 	var out []string
-	for _, c := range cols {
-		if !module.Same(from[c], to[c]) {
-			out = append(out, fmt.Sprintf("%s %s -> %s", c, show(from[c]), show(to[c])))
-		}
+	for _, c := range differing(cols, from, to) {
+		out = append(out, fmt.Sprintf("%s %s -> %s", c, show(from[c]), show(to[c])))
 	}
 	return strings.Join(out, ", ")
+}
+
+// differing are the columns of cols in which a and b differ.
+func differing(cols []string, a, b module.Record) []string {
+	var out []string
+	for _, c := range cols {
+		if !module.Same(a[c], b[c]) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func show(v any) string {

@@ -151,7 +151,7 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 		return nil, fmt.Errorf("connect for a preview: %w", err)
 	}
 	defer conn.Close(context.Background())
-	c := &cycle{e: e, conn: conn, dbMu: &sync.Mutex{}, id: "preview", tables: installed, scoped: true} // reads as a commit does
+	c := &cycle{e: e, conn: conn, dbMu: &sync.Mutex{}, id: "preview", reason: "preview", tables: installed} // reads as a commit does
 	if err := c.read(ctx); err != nil {
 		return nil, err
 	}

@@ -31,37 +31,53 @@ const pruneEvery = time.Hour
 // pruneBatch is how many audit rows one statement deletes.
 const pruneBatch = 10000
 
-// loadLow reads the persisted intent watermark.
+// engineState is iasql_engine_state as this leadership last read or wrote
+// it (the loop goroutine's): cycles write it only when it changes.
+type engineState struct {
+	low      pglogrepl.LSN
+	prunedAt time.Time
+}
+
+// loadLow reads the persisted intent watermark and the last pruning.
 func (e *Engine) loadLow(ctx context.Context, c *pgx.Conn) error {
-	var low pglogrepl.LSN
-	err := c.QueryRow(ctx, `SELECT intent_low::text FROM public.iasql_engine_state`).Scan(&low)
+	e.kept = engineState{}
+	err := c.QueryRow(ctx, `SELECT intent_low::text, coalesce(pruned_at, 'epoch') FROM public.iasql_engine_state`).
+		Scan(&e.kept.low, &e.kept.prunedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read the engine's state: %w", err)
 	}
-	e.setLow(low)
+	e.setLow(e.kept.low)
 	return nil
 }
 
-// saveLow persists the intent watermark, and prunes the audit trail when
-// its time has come. conn holds the cycle lock.
+// saveLow persists the intent watermark when it moved, and prunes the
+// audit trail when its time has come. conn holds the cycle lock.
 func (c *cycle) saveLow(ctx context.Context, low pglogrepl.LSN) error {
-	var prunedAt *time.Time
-	err := c.withConn(func() error {
-		return c.conn.QueryRow(ctx, `
-			INSERT INTO public.iasql_engine_state AS s (intent_low) VALUES ($1::text::pg_lsn)
-			ON CONFLICT (singleton) DO UPDATE SET intent_low = greatest(s.intent_low, excluded.intent_low), updated_at = pg_catalog.clock_timestamp()
-			RETURNING pruned_at`, low.String()).Scan(&prunedAt)
-	})
-	if err != nil {
-		return fmt.Errorf("persist the intent watermark: %w", err)
+	kept := &c.e.kept
+	if low > kept.low {
+		err := c.withConn(func() error {
+			_, err := c.conn.Exec(ctx, `
+				INSERT INTO public.iasql_engine_state AS s (intent_low) VALUES ($1::text::pg_lsn)
+				ON CONFLICT (singleton) DO UPDATE SET intent_low = greatest(s.intent_low, excluded.intent_low), updated_at = pg_catalog.clock_timestamp()`,
+				low.String())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("persist the intent watermark: %w", err)
+		}
+		kept.low = low
 	}
-	if c.e.retention <= 0 || (prunedAt != nil && time.Since(*prunedAt) < min(pruneEvery, c.e.retention)) {
+	if c.e.retention <= 0 || time.Since(kept.prunedAt) < min(pruneEvery, c.e.retention) {
 		return nil
 	}
-	return c.prune(ctx, low)
+	if err := c.prune(ctx, low); err != nil {
+		return err
+	}
+	kept.prunedAt = time.Now()
+	return nil
 }
 
 // prune deletes audit rows older than the retention and below low.

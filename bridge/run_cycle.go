@@ -46,11 +46,6 @@ type cycle struct {
 	// touched tables again.
 	reads   map[string]*tableState
 	touched map[string]bool
-	// scoped: someone waits for this cycle. Its reads are fresh for the
-	// records it acts on (pending intent, work in progress, replacements,
-	// and their parents), and may reuse recent reads of the rest
-	// (freshNames).
-	scoped bool
 }
 
 const batchSize = 200
@@ -192,21 +187,19 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 // since the cloud changes children with their parents (a VPC's default
 // security group, a group's default egress rule).
 func (c *cycle) touch(table string) {
+	if c.touched[table] {
+		return // and its children with it
+	}
 	if c.touched == nil {
 		c.touched = map[string]bool{}
 	}
 	c.touched[table] = true
-	for changed := true; changed; {
-		changed = false
-		for _, t := range c.tables {
-			if c.touched[t.spec.Name] {
-				continue
-			}
-			for _, parent := range t.spec.Refs {
-				if c.touched[parent] {
-					c.touched[t.spec.Name], changed = true, true
-					break
-				}
+	// c.tables are in dependency order: one sweep reaches every descendant.
+	for _, t := range c.tables {
+		for _, parent := range t.spec.Refs {
+			if c.touched[parent] {
+				c.touched[t.spec.Name] = true
+				break
 			}
 		}
 	}

@@ -84,19 +84,19 @@ func (c *cycle) read(ctx context.Context) error {
 		snap.tables = append(snap.tables, ts)
 		snap.byName[t.spec.Name] = ts
 	}
+	var fresh map[string]bool
+	if c.scoped() {
+		fresh = freshNames(snap)
+	}
 	// Read-only tables first: what modules derive from their tables (the
 	// regions in scope) comes from them, and a row a user deleted from one
 	// is restored from the cloud in this cycle, so it counts meanwhile.
 	for _, ts := range snap.tables {
 		if ts.spec.ReadOnly {
-			if err := c.readCloud(ctx, ts); err != nil {
+			if err := c.readCloud(c.freshness(ctx, snap, ts, fresh), ts); err != nil {
 				return err
 			}
 		}
-	}
-	var fresh map[string]bool
-	if c.scoped {
-		fresh = freshNames(snap)
 	}
 	snap.context = contextRecords(snap)
 	ctx = snap.scope(ctx)
@@ -205,19 +205,28 @@ func (ts *tableState) readCloud(ctx context.Context) error {
 	return nil
 }
 
-// freshness is how a cycle reads a table. A scoped cycle (someone waits
-// for it) reads fresh what it acts on (names) and may reuse recent reads of
-// the rest, unless an ENFORCE or TRACK rule covers the table: those modes
-// are about drift, so a commit under them reads the whole table as the
-// cloud has it now. Other cycles read as the context says.
+// fullRead reports whether the cycle reads the whole cloud as it is now:
+// install (importing what exists) and iasql_refresh.
+func (c *cycle) fullRead() bool { return c.reason == "install" || c.reason == "refresh" }
+
+// scoped reports whether the cycle's reads are fresh for the records it
+// acts on (pending intent, work in progress, replacements, and their
+// parents: freshNames) and may reuse recent reads of the rest: the cycles
+// someone waits for (commit, rollback, preview) but full reads.
+func (c *cycle) scoped() bool { return c.waited() && !c.fullRead() }
+
+// freshness is how a cycle reads a table: full reads all fresh; a scoped
+// cycle fresh for what it acts on (names), unless an ENFORCE or TRACK rule
+// covers the table (those modes are about drift: the whole table is read
+// as the cloud has it now); automatic cycles may reuse recent reads.
 func (c *cycle) freshness(ctx context.Context, snap *snapshot, ts *tableState, names map[string]bool) context.Context {
-	if !c.scoped {
-		return ctx
-	}
-	if snap.modes.drifty(ts.spec.Name) {
+	switch {
+	case c.fullRead() || (c.scoped() && snap.modes.drifty(ts.spec.Name)):
 		return module.WithFreshRead(ctx)
+	case c.scoped():
+		return module.WithFreshOnly(ctx, names)
 	}
-	return module.WithFreshOnly(ctx, names)
+	return ctx
 }
 
 // freshNames are the identity values of the records a cycle acts on:

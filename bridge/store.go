@@ -89,11 +89,7 @@ func columnList(r module.Record) string {
 }
 
 // withConn runs fn while holding the cycle's connection.
-func (c *cycle) withConn(fn func() error) error {
-	c.dbMu.Lock()
-	defer c.dbMu.Unlock()
-	return fn()
-}
+func (c *cycle) withConn(fn func() error) error { return locked(c.dbMu, fn) }
 
 // dbTx runs fn in a transaction marked as the engine's (a savepoint of
 // the open batch, when there is one).

@@ -277,9 +277,13 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 		}
 	}
 	// One statement (iasql_unverified is not captured: no engine marker),
-	// on the cycle's session under its mutex.
-	c.dbMu.Lock()
-	_, err := c.conn.Exec(ctx, `
+	// on the cycle's session under its mutex; none when the table is known
+	// empty and nothing is unverified (every pass of every cycle, as a rule).
+	if len(tables) == 0 && c.e.unverifiedClear {
+		return append(failures, c.snap.held()...), nil
+	}
+	err := c.withConn(func() error {
+		_, err := c.conn.Exec(ctx, `
 		WITH cur (t, r, e) AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])),
 		gone AS (
 			DELETE FROM public.iasql_unverified v
@@ -288,11 +292,13 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 		INSERT INTO public.iasql_unverified AS v (table_name, region, error)
 		SELECT t, r, e FROM cur
 		ON CONFLICT (table_name, region) DO UPDATE SET error = excluded.error, checked_at = pg_catalog.clock_timestamp()`,
-		tables, regions, errs, installed)
-	c.dbMu.Unlock()
+			tables, regions, errs, installed)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("record the unverified parts of the cloud: %w", err)
 	}
+	c.e.unverifiedClear = len(tables) == 0
 	return append(failures, c.snap.held()...), nil
 }
 
