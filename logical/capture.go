@@ -436,6 +436,7 @@ func (s *stream) run(ctx context.Context) error {
 		if err := s.settle(ctx, false); err != nil {
 			return err
 		}
+		deadline := nextStatus
 		if s.pending == nil {
 			// Keep the leadership session from timing out (liveness.go):
 			// only this loop, which makes capture's progress, keeps it.
@@ -444,9 +445,6 @@ func (s *stream) run(ctx context.Context) error {
 					return err
 				}
 			}
-		}
-		deadline := nextStatus
-		if s.pending == nil {
 			deadline = earliest(deadline, s.connUsed.Add(s.beat))
 		}
 		if s.batchOpen && !s.inTx {

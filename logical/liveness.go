@@ -91,17 +91,6 @@ func SessionParams(bound time.Duration) map[string]string {
 	}
 }
 
-// SessionSQL is SessionParams as SET statements, for a session opened
-// without them (prefer SessionParams: they hold from the first message).
-func SessionSQL(bound time.Duration) string {
-	p := SessionParams(bound)
-	var sql string
-	for _, k := range []string{"idle_session_timeout", "idle_in_transaction_session_timeout", "wal_sender_timeout", "tcp_user_timeout", "tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count"} {
-		sql += "SET " + k + " = " + p[k] + "; "
-	}
-	return sql
-}
-
 const keepaliveCount = 3
 
 // keepaliveIdle and keepaliveInterval are in whole seconds (the unit of

@@ -88,21 +88,6 @@ func TestKeepAlive(t *testing.T) {
 			t.Errorf("%s = %s, want %s", name, got, want)
 		}
 	}
-	// The same settings as SQL, on a session already open.
-	plain := pgtest.Connect(t, owner)
-	if _, err := plain.Exec(ctx, logical.SessionSQL(bound)); err != nil {
-		t.Fatalf("SessionSQL as a role that is no superuser: %v", err)
-	}
-	for name, want := range logical.SessionParams(bound) {
-		var got string
-		if err := plain.QueryRow(ctx, `SELECT setting FROM pg_settings WHERE name = $1`, name).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Errorf("after SessionSQL %s = %s, want %s", name, got, want)
-		}
-	}
-	plain.Close(ctx)
 	idlePID, keptPID := backendPID(t, idle), backendPID(t, kept)
 	start := time.Now()
 
