@@ -317,9 +317,14 @@ func (c *cycle) enact(ctx context.Context, es []enactment) error {
 	}
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
 		tables, ids, cids, lsns := make([]string, len(es)), make([]string, len(es)), make([]string, len(es)), make([]string, len(es))
+		var opTables, opKeys []string // the records in sync that had work recorded
 		for i, e := range es {
 			tables[i], ids[i], cids[i] = e.table, e.id, e.cloudID
-			lsns[i] = c.snap.byName[e.table].seen[e.id].String()
+			ts := c.snap.byName[e.table]
+			lsns[i] = ts.seen[e.id].String()
+			if _, ok := ts.ops[e.id]; ok {
+				opTables, opKeys = append(opTables, e.table), append(opKeys, e.id)
+			}
 		}
 		_, err := tx.Exec(ctx, `
 			INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
@@ -330,7 +335,7 @@ func (c *cycle) enact(ctx context.Context, es []enactment) error {
 		if err != nil {
 			return fmt.Errorf("record %d records in sync: %w", len(es), err)
 		}
-		return forgetOps(ctx, tx, tables, ids)
+		return forgetOps(ctx, tx, opTables, opKeys)
 	})
 }
 

@@ -41,11 +41,11 @@ func (g *groups) remember(r module.Record) {
 func (g *groups) reset(recs []module.Record, failed map[string]error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	byID, byCID := g.byID, g.byCID
+	byID := g.byID
 	g.byID, g.byCID = make(map[string]groupRef, len(recs)), make(map[string]string, len(recs))
 	for id, ref := range byID {
 		if _, kept := failed[ref.region]; kept {
-			g.byID[id], g.byCID[ref.cid] = ref, byCID[ref.cid]
+			g.byID[id], g.byCID[ref.cid] = ref, id
 		}
 	}
 	for _, r := range recs {
