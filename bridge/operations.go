@@ -353,30 +353,3 @@ func withStatus(actions []*Action) {
 			o.attempts, o.lastError, o.nextRetry.UTC().Format(time.RFC3339))
 	}
 }
-
-type requestKey struct{}
-
-// withRequest marks a context as serving a request from the SQL API.
-func withRequest(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestKey{}, id)
-}
-
-// waited reports whether someone waits for this cycle (iasql_commit,
-// iasql_rollback, install): it then returns only once the operations it
-// started have settled.
-func (c *cycle) waited() bool { return c.reason != "schedule" && c.reason != "intent" }
-
-// progress tells the caller of the request this cycle serves what it waits
-// for (iasql_request shows it as a NOTICE).
-func (c *cycle) progress(ctx context.Context, what string) {
-	id, _ := ctx.Value(requestKey{}).(string)
-	if id == "" {
-		return
-	}
-	if err := c.e.service(ctx, func(conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, `UPDATE public.iasql_requests SET progress = $2 WHERE id = $1`, id, what)
-		return err
-	}); err != nil {
-		c.e.log.Warn("cannot report a request's progress", "id", id, "err", err)
-	}
-}

@@ -44,13 +44,13 @@ func (e *Engine) handle(ctx context.Context, r request) {
 		result, err = e.install(ctx, r.Args)
 	case "uninstall":
 		result, err = e.uninstall(ctx, r.Args)
-	case "refresh":
+	case "refresh", "cycle":
+		reason := "request"
+		if r.Kind == "refresh" {
+			reason = "refresh" // a full read (cycle.fullRead)
+		}
 		var out *Outcome
-		out, err = e.cycle(ctx, "refresh", options{}, true)
-		result = out
-	case "cycle":
-		var out *Outcome
-		out, err = e.cycle(ctx, "request", options{}, true)
+		out, err = e.cycle(ctx, reason, options{}, true)
 		result = out
 	default:
 		err = fmt.Errorf("unknown request %q: this sidecar is older than the SQL objects; upgrade it", r.Kind)
@@ -335,4 +335,26 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 		return nil, err
 	}
 	return map[string]any{"modules": results}, nil
+}
+
+type requestKey struct{}
+
+// withRequest marks a context as serving a request from the SQL API.
+func withRequest(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestKey{}, id)
+}
+
+// progress tells the caller of the request this cycle serves what it waits
+// for (iasql_request shows it as a NOTICE).
+func (c *cycle) progress(ctx context.Context, what string) {
+	id, _ := ctx.Value(requestKey{}).(string)
+	if id == "" {
+		return
+	}
+	if err := c.e.service(ctx, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, `UPDATE public.iasql_requests SET progress = $2 WHERE id = $1`, id, what)
+		return err
+	}); err != nil {
+		c.e.log.Warn("cannot report a request's progress", "id", id, "err", err)
+	}
 }

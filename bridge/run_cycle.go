@@ -343,3 +343,18 @@ func lsnOf(s string) pglogrepl.LSN {
 	l, _ := pglogrepl.ParseLSN(s)
 	return l
 }
+
+// waited reports whether someone waits for this cycle (iasql_commit,
+// iasql_rollback, install): it then returns only once the operations it
+// started have settled.
+func (c *cycle) waited() bool { return c.reason != "schedule" && c.reason != "intent" }
+
+// fullRead reports whether the cycle reads the whole cloud as it is now:
+// install (importing what exists) and iasql_refresh.
+func (c *cycle) fullRead() bool { return c.reason == "install" || c.reason == "refresh" }
+
+// scoped reports whether the cycle's reads are fresh for the records it
+// acts on (pending intent, work in progress, replacements, and their
+// parents: freshNames) and may reuse recent reads of the rest: the cycles
+// someone waits for (commit, rollback, preview) but full reads.
+func (c *cycle) scoped() bool { return c.waited() && !c.fullRead() }

@@ -205,16 +205,6 @@ func (ts *tableState) readCloud(ctx context.Context) error {
 	return nil
 }
 
-// fullRead reports whether the cycle reads the whole cloud as it is now:
-// install (importing what exists) and iasql_refresh.
-func (c *cycle) fullRead() bool { return c.reason == "install" || c.reason == "refresh" }
-
-// scoped reports whether the cycle's reads are fresh for the records it
-// acts on (pending intent, work in progress, replacements, and their
-// parents: freshNames) and may reuse recent reads of the rest: the cycles
-// someone waits for (commit, rollback, preview) but full reads.
-func (c *cycle) scoped() bool { return c.waited() && !c.fullRead() }
-
 // freshness is how a cycle reads a table: full reads all fresh; a scoped
 // cycle fresh for what it acts on (names), unless an ENFORCE or TRACK rule
 // covers the table (those modes are about drift: the whole table is read
