@@ -1,7 +1,8 @@
-// Package detail bounds how many per-resource details (S3 versioning and
-// object listings, IAM role policies: what a listing does not say) a read of
-// a table refreshes when it may reuse what it read before. A mapper keeps
-// each detail with the time it read it; within its TTL it is reused; past it
+// Package detail remembers the per-resource details a mapper reads beside
+// its listing (S3 versioning and object listings, IAM role policies), in a
+// Cache, and bounds how many of them a read of a table refreshes when it may
+// reuse what it read before. A Cache keeps each detail with the version of
+// the resource and the time it was read; within its TTL it is reused; past it
 // the detail is stale, and one read refreshes at most Budget stale details,
 // oldest first, reusing the others until their turn. So an automatic cycle
 // over 10,000 unchanged buckets makes its list calls and at most Budget
