@@ -36,9 +36,9 @@ func TestDirectionTable(t *testing.T) {
 				name += ", with intent"
 			}
 			t.Run(name, func(t *testing.T) {
-				snap := &snapshot{byName: map[string]*tableState{}, modes: modeRules{tables: map[string]string{}, records: map[string]string{}, ids: map[string]string{}}}
+				snap := &snapshot{byName: map[string]*tableState{}, modes: modeRules{tables: map[string]resolved{}, records: map[string]resolved{}}}
 				if col.mode != "" {
-					snap.modes.tables["thing"], snap.modes.ids["thing"] = col.mode, "1"
+					snap.modes.tables["thing"] = resolved{col.mode, "table rule 1 (thing)"}
 				}
 				ts := &tableState{spec: spec, mapper: fakeMapper{spec.Declarative}, rows: map[string]*row{}, byCloud: map[string]*row{},
 					cloud: map[string]module.Record{}, records: map[string]record{"7": {cloudID: "x", enacted: 1}}, recBy: map[string]string{"x": "7"},

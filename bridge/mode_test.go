@@ -220,7 +220,7 @@ func TestPreviewShowsMode(t *testing.T) {
 	if err := e.DB.QueryRow(context.Background(), `SELECT mode, description FROM iasql_preview() WHERE cloud_id = 'pm-a'`).Scan(&mode, &desc); err != nil {
 		t.Fatal(err)
 	}
-	if mode != "TRACK (table rule 1)" {
+	if mode != "TRACK by table rule 1 (bucket)" {
 		t.Errorf("preview mode %q", mode)
 	}
 	e.Exec(`CALL iasql_rollback()`)

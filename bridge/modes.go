@@ -1,12 +1,13 @@
 package bridge
 
-// Modes: the iasql_mode rules a cycle reads, resolved per record as
-// iasql_effective_mode resolves them in SQL.
+// Modes: a cycle asks iasql_effective_mode (sql/060_mode.sql), the one
+// place that resolves modes, for each registered module table and for each
+// record that has a rule of its own; a record without one has its table's
+// mode by that same function's definition.
 
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -18,89 +19,71 @@ const (
 	modeTrack   = "TRACK"
 )
 
-// modeRules are the iasql_mode rules a cycle read.
+// resolved is a mode and the rule that gives it, as iasql_effective_mode
+// names it.
+type resolved struct{ mode, rule string }
+
+// modeRules are the modes a cycle read, resolved by iasql_effective_mode.
 type modeRules struct {
-	database string            // "" when there is no database rule
-	tables   map[string]string // table -> mode
-	records  map[string]string // table + "\x00" + id -> mode
-	ids      map[string]string // the same keys ("" for the database) -> rule id
+	tables  map[string]resolved // module table -> its mode
+	records map[string]resolved // table + "\x00" + id, for records with a rule of their own
 }
 
-// of resolves a record's mode as iasql_effective_mode does: record rule,
-// else table rule, else database rule, else NORMAL. It returns the mode and
-// the rule that gave it.
+// of returns a record's mode (or a table's, id "") and the rule that gives
+// it. A table the registry does not list (none reaches a cycle) is NORMAL.
 func (m modeRules) of(table, id string) (string, string) {
 	if id != "" {
-		if mode, ok := m.records[table+"\x00"+id]; ok {
-			return mode, "record rule " + m.ids[table+"\x00"+id]
+		if r, ok := m.records[table+"\x00"+id]; ok {
+			return r.mode, r.rule
 		}
 	}
-	if mode, ok := m.tables[table]; ok {
-		return mode, "table rule " + m.ids[table]
-	}
-	if m.database != "" {
-		return m.database, "database rule " + m.ids[""]
+	if r, ok := m.tables[table]; ok {
+		return r.mode, r.rule
 	}
 	return modeNormal, "no rule"
 }
 
-// drifty reports whether an ENFORCE or TRACK rule covers any record of
-// the table (the database's, the table's, or one of its records').
+// drifty reports whether any record of the table is ENFORCE or TRACK:
+// those modes are about drift, so a scoped cycle reads such a table whole.
 func (m modeRules) drifty(table string) bool {
-	watch := func(mode string) bool { return mode == modeEnforce || mode == modeTrack }
-	if watch(m.database) || watch(m.tables[table]) {
+	watch := func(r resolved) bool { return r.mode == modeEnforce || r.mode == modeTrack }
+	if watch(m.tables[table]) {
 		return true
 	}
-	for k, mode := range m.records {
-		if strings.HasPrefix(k, table+"\x00") && watch(mode) {
+	for k, r := range m.records {
+		if len(k) > len(table) && k[:len(table)+1] == table+"\x00" && watch(r) {
 			return true
 		}
 	}
 	return false
 }
 
-// tieRank orders modes for ties: TRACK first (never break things), then
-// NORMAL, then ENFORCE; no mode last.
-func tieRank(mode string) int {
-	switch mode {
-	case modeTrack:
-		return 0
-	case modeNormal:
-		return 1
-	case modeEnforce:
-		return 2
-	}
-	return 3
-}
-
+// readModes asks iasql_effective_mode for every module table and for every
+// record that has a rule of its own.
 func readModes(ctx context.Context, conn *pgx.Conn) (modeRules, error) {
-	m := modeRules{tables: map[string]string{}, records: map[string]string{}, ids: map[string]string{}}
-	rows, err := conn.Query(ctx, `SELECT coalesce(table_name, ''), coalesce(record_id::text, ''), mode::text, id::text FROM public.iasql_mode`)
+	m := modeRules{tables: map[string]resolved{}, records: map[string]resolved{}}
+	rows, err := conn.Query(ctx, `
+		SELECT t.table_name, '', e.mode::text, e.rule
+		  FROM public.iasql_tables t, public.iasql_effective_mode(t.table_name) e
+		 WHERE t.module IS NOT NULL
+		UNION ALL
+		SELECT r.table_name, r.record_id::text, e.mode::text, e.rule
+		  FROM public.iasql_mode r, public.iasql_effective_mode(r.table_name, r.record_id) e
+		 WHERE r.record_id IS NOT NULL`)
 	if err != nil {
-		return m, fmt.Errorf("read mode rules: %w", err)
+		return m, fmt.Errorf("read modes: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var table, id, mode, rule string
-		if err := rows.Scan(&table, &id, &mode, &rule); err != nil {
-			return m, fmt.Errorf("read mode rules: %w", err)
+		var table, id string
+		var r resolved
+		if err := rows.Scan(&table, &id, &r.mode, &r.rule); err != nil {
+			return m, fmt.Errorf("read modes: %w", err)
 		}
-		// Were two rules at one level ever to exist, the tie resolves
-		// TRACK > NORMAL > ENFORCE (as iasql_effective_mode does).
-		switch {
-		case table == "":
-			if tieRank(mode) < tieRank(m.database) {
-				m.database, m.ids[""] = mode, rule
-			}
-		case id == "":
-			if old, ok := m.tables[table]; !ok || tieRank(mode) < tieRank(old) {
-				m.tables[table], m.ids[table] = mode, rule
-			}
-		default:
-			k := table + "\x00" + id
-			if old, ok := m.records[k]; !ok || tieRank(mode) < tieRank(old) {
-				m.records[k], m.ids[k] = mode, rule
-			}
+		if id == "" {
+			m.tables[table] = r
+		} else {
+			m.records[table+"\x00"+id] = r
 		}
 	}
 	return m, rows.Err()

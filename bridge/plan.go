@@ -109,10 +109,10 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 				if intent(id) {
 					note = " (the table is read-only: the cloud's state is restored)"
 				}
-				return false, modeTrack, "TRACK (read-only table)", note
+				return false, modeTrack, "TRACK by the table being read-only", note
 			}
 			m, rule := snap.modes.of(ts.spec.Name, id)
-			label = m + " (" + rule + ")"
+			label = m + " by " + rule
 			switch m {
 			case modeEnforce:
 				if !intent(id) {

@@ -51,7 +51,7 @@ func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *snaps
 		}
 		return r
 	}
-	snap := &snapshot{byName: map[string]*tableState{}, modes: modeRules{tables: map[string]string{}, records: map[string]string{}, ids: map[string]string{}}}
+	snap := &snapshot{byName: map[string]*tableState{}, modes: modeRules{tables: map[string]resolved{}, records: map[string]resolved{}}}
 	for _, spec := range []module.Table{netSpec, subSpec} {
 		ts := &tableState{spec: spec, mapper: fakeMapper{spec.Declarative}, rows: map[string]*row{}, byCloud: map[string]*row{},
 			cloud: map[string]module.Record{}, records: map[string]record{}, recBy: map[string]string{}, intent: map[string]pglogrepl.LSN{},
