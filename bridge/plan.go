@@ -135,6 +135,9 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 		sort.Slice(ids, func(i, j int) bool { return numLess(ids[i], ids[j]) })
 		for _, id := range ids {
 			r := ts.rows[id]
+			if snap.reading.isContext(ts.spec.Name, id) {
+				continue // read for reference only (scope.go)
+			}
 			if ts.inFlight(id) {
 				continue // its operation runs on in the cloud: asked about later
 			}

@@ -46,6 +46,8 @@ type cycle struct {
 	// touched tables again.
 	reads   map[string]*tableState
 	touched map[string]bool
+	// changed: the tables this cycle changed in the cloud (in any pass).
+	changed map[string]bool
 }
 
 const batchSize = 200
@@ -187,6 +189,10 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 // since the cloud changes children with their parents (a VPC's default
 // security group, a group's default egress rule).
 func (c *cycle) touch(table string) {
+	if c.changed == nil {
+		c.changed = map[string]bool{}
+	}
+	c.changed[table] = true
 	if c.touched[table] {
 		return // and its children with it
 	}
@@ -217,11 +223,30 @@ func (c *cycle) keepPending(p *plan) {
 	}
 	for _, ts := range c.snap.tables {
 		for id, lsn := range ts.intent {
-			if !enacted[ts.spec.Name+"\x00"+id] && lsn < c.snap.low {
+			if !enacted[ts.spec.Name+"\x00"+id] && !ts.gone(c.snap, id) && lsn < c.snap.low {
 				c.snap.low = lsn
 			}
 		}
 	}
+}
+
+// gone reports whether a record is gone from both sides for good: the
+// read looked for it (it was read whole, or it was among the records read)
+// and found no row, no engine state, no work under way and no replacement.
+// Its changes need nothing more (a row deleted before it was ever created,
+// or a resource deleted and forgotten), so they do not hold the intent
+// query back.
+func (ts *tableState) gone(snap *snapshot, id string) bool {
+	if ts.rows[id] != nil || ts.repl[id] != nil {
+		return false
+	}
+	if _, ok := ts.records[id]; ok {
+		return false
+	}
+	if _, ok := ts.ops[id]; ok {
+		return false
+	}
+	return snap.reading.rowsOf(ts.spec.Name) == nil || snap.reading.acting[ts.spec.Name][id]
 }
 
 // CycleError lists the records a cycle could not bring in sync.

@@ -1,7 +1,15 @@
 package bridge_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/modules/module"
 )
 
 // TestCommitReadsWhatItActsOn: a commit reads fresh the resources it acts
@@ -13,6 +21,7 @@ func TestCommitReadsWhatItActsOn(t *testing.T) {
 	e := newEnv(t)
 	e.Exec(`INSERT INTO bucket (name) SELECT 'scoped-' || g FROM generate_series(1, 10) g`)
 	e.Commit()
+	e.Exec(`CALL iasql_begin()`) // no automatic cycle in between
 	e.Emu.Reset()
 	e.Exec(`INSERT INTO bucket (name) VALUES ('scoped-new')`)
 	e.Commit()
@@ -30,5 +39,105 @@ func TestCommitReadsWhatItActsOn(t *testing.T) {
 	e.Refresh()
 	if n := e.Emu.Calls()["s3:GetBucketVersioning"]; n < 11 {
 		t.Errorf("iasql_refresh read versioning %d times; want every bucket's (11)", n)
+	}
+}
+
+// getterMapper is a memMapper that can also read things one by one.
+type getterMapper struct {
+	*memMapper
+	got int // things asked for by Get so far
+}
+
+func (m *getterMapper) Get(ctx context.Context, names []string) ([]module.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.got += len(names)
+	var out []module.Record
+	for _, n := range names {
+		if r, ok := m.things[n]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// TestCommitActsByRecord: beside 200 things in sync, a commit that creates,
+// updates and deletes one thing each asks the cloud for those things only
+// and never lists the table; what else changed in the cloud waits for the
+// next automatic cycle (or iasql_refresh). A rollback restores a deleted
+// row under its id the same way.
+func TestCommitActsByRecord(t *testing.T) {
+	t.Parallel()
+	mem := &memMapper{things: map[string]module.Record{}}
+	for i := range 200 {
+		name := fmt.Sprintf("thing-%03d", i)
+		mem.things[name] = module.Record{"name": name, "size": json.Number("1")}
+	}
+	gm := &getterMapper{memMapper: mem}
+	mod := memModule(mem)
+	mod.Mappers = func(context.Context, aws.Config) (map[string]module.Mapper, error) {
+		return map[string]module.Mapper{"thing": gm}, nil
+	}
+	e := enginetest.New(t, srv, enginetest.Options{Modules: []module.Module{mod}, Install: []string{"mem_test"}})
+	if n := e.Count(`SELECT count(*) FROM thing`); n != 200 {
+		t.Fatalf("install imported %d things, want 200", n)
+	}
+	counts := func() (reads, got int) {
+		mem.mu.Lock()
+		defer mem.mu.Unlock()
+		return mem.reads, gm.got
+	}
+	cloud := func(name string) (module.Record, bool) {
+		mem.mu.Lock()
+		defer mem.mu.Unlock()
+		r, ok := mem.things[name]
+		return r, ok
+	}
+
+	e.Exec(`CALL iasql_begin()`) // no automatic cycle in between
+	mem.mu.Lock()
+	mem.things["thing-100"] = module.Record{"name": "thing-100", "size": json.Number("9")} // changed outside iasql
+	mem.mu.Unlock()
+	reads0, got0 := counts()
+	e.Exec(`INSERT INTO thing (name, size) VALUES ('thing-new', 5)`,
+		`UPDATE thing SET size = 7 WHERE name = 'thing-001'`,
+		`DELETE FROM thing WHERE name = 'thing-002'`)
+	e.Commit()
+	reads, got := counts()
+	if reads != reads0 {
+		t.Errorf("the commit listed the table %d times; want none", reads-reads0)
+	}
+	if got-got0 == 0 || got-got0 > 9 {
+		t.Errorf("the commit asked for %d things; want the three it acts on, once per pass", got-got0)
+	}
+	if r, ok := cloud("thing-new"); !ok || r.String("size") != "5" {
+		t.Errorf("thing-new in the cloud: %v %v", ok, r)
+	}
+	if r, _ := cloud("thing-001"); r.String("size") != "7" {
+		t.Errorf("thing-001 in the cloud has size %s, want 7", r.String("size"))
+	}
+	if _, ok := cloud("thing-002"); ok {
+		t.Error("thing-002 is still in the cloud")
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_status WHERE table_name = 'thing'`); n != 0 {
+		t.Errorf("%d things not in sync after the commit", n)
+	}
+	if s := e.String(`SELECT size::text FROM thing WHERE name = 'thing-100'`); s != "1" {
+		t.Errorf("the commit pulled thing-100 (size %s): it had nothing to act on there", s)
+	}
+
+	// A rollback asks for the records it restores.
+	id := e.String(`SELECT id::text FROM thing WHERE name = 'thing-003'`)
+	e.Exec(`CALL iasql_begin()`, `DELETE FROM thing WHERE name = 'thing-003'`, `CALL iasql_rollback()`)
+	if got := e.String(`SELECT id::text FROM thing WHERE name = 'thing-003'`); got != id {
+		t.Errorf("rollback restored thing-003 under id %q, want %s", got, id)
+	}
+	if reads2, _ := counts(); reads2 != reads {
+		t.Errorf("the rollback listed the table %d times; want none", reads2-reads)
+	}
+
+	e.Refresh()
+	if s := e.String(`SELECT size::text FROM thing WHERE name = 'thing-100'`); s != "9" {
+		t.Errorf("iasql_refresh left thing-100 at size %s, want the cloud's 9", s)
 	}
 }

@@ -29,8 +29,38 @@ func (c *cycle) read(ctx context.Context) error {
 	var lsn pglogrepl.LSN
 	var vis visibility
 	var rows map[string]map[string]*row
+	var modes modeRules
+	var reading *readScope
+	if c.scoped() {
+		// What to read by record is known from the engine's state once
+		// every change committed before now is in the audit trail.
+		if err := c.withConn(func() (err error) {
+			if err = c.conn.QueryRow(ctx, `SELECT pg_catalog.pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+				return fmt.Errorf("read WAL position: %w", err)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := c.e.capture.WaitCovered(ctx, lsn); err != nil {
+			return err
+		}
+		if err := c.withConn(func() (err error) {
+			acting, err := readActing(ctx, c.conn, names, c.e.intentLow())
+			if err != nil {
+				return err
+			}
+			if modes, err = readModes(ctx, c.conn); err != nil {
+				return err
+			}
+			reading = c.scopeFor(acting, modes)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	if err := c.withConn(func() (err error) {
-		lsn, vis, rows, err = readDB(ctx, c.conn, specs)
+		lsn, vis, rows, err = readDB(ctx, c.conn, specs, reading)
 		return err
 	}); err != nil {
 		return err
@@ -42,19 +72,20 @@ func (c *cycle) read(ctx context.Context) error {
 		recs         map[string]map[string]record
 		intent, seen map[string]map[string]pglogrepl.LSN
 		next         pglogrepl.LSN
-		modes        modeRules
 		repls        map[string]map[string]*replacement
 		ops          map[string]map[string]op
 	)
 	if err := c.withConn(func() (err error) {
-		if recs, err = readRecords(ctx, c.conn, names); err != nil {
+		if recs, err = readRecords(ctx, c.conn, names, reading); err != nil {
 			return err
 		}
 		if intent, seen, next, err = readIntent(ctx, c.conn, names, c.e.intentLow(), lsn, vis, recs); err != nil {
 			return err
 		}
-		if modes, err = readModes(ctx, c.conn); err != nil {
-			return err
+		if reading == nil {
+			if modes, err = readModes(ctx, c.conn); err != nil {
+				return err
+			}
 		}
 		if repls, err = readReplacements(ctx, c.conn, names); err != nil {
 			return err
@@ -64,7 +95,7 @@ func (c *cycle) read(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	snap := &snapshot{lsn: lsn, vis: vis, low: next, modes: modes, byName: map[string]*tableState{}}
+	snap := &snapshot{lsn: lsn, vis: vis, low: next, modes: modes, reading: reading, byName: map[string]*tableState{}}
 	for _, t := range c.tables {
 		ts := &tableState{spec: t.spec, mapper: t.mapper, mod: t.mod, rows: rows[t.spec.Name], byCloud: map[string]*row{},
 			records: recs[t.spec.Name], recBy: map[string]string{}, intent: intent[t.spec.Name], seen: seen[t.spec.Name],
@@ -101,19 +132,25 @@ func (c *cycle) read(ctx context.Context) error {
 	snap.context = contextRecords(snap)
 	ctx = snap.scope(ctx)
 	// The rest of the cloud, one mapper at a time (each may page and fan
-	// out itself), with every mapper call of this snapshot in that scope.
+	// out itself), with every mapper call of this snapshot in that scope;
+	// and the rows in cloud form, parents before children (a child's
+	// references are its parents' cloud ids, as the parents stand now). A
+	// table read by record is asked for the identities its rows have in
+	// cloud form.
 	for _, ts := range snap.tables {
-		if !ts.spec.ReadOnly {
+		byRecord := reading.rowsOf(ts.spec.Name) != nil
+		if !ts.spec.ReadOnly && !byRecord {
 			if err := c.readCloud(c.freshness(ctx, snap, ts, fresh), ts); err != nil {
 				return err
 			}
 		}
-	}
-	// Rows in cloud form, parents before children (a child's references
-	// are its parents' cloud ids, as the parents stand now).
-	for _, ts := range snap.tables {
 		if err := ts.cloudForms(snap); err != nil {
 			return err
+		}
+		if byRecord {
+			if err := ts.getCloud(ctx, reading); err != nil {
+				return err
+			}
 		}
 	}
 	c.snap = snap
@@ -124,10 +161,11 @@ func (c *cycle) read(ctx context.Context) error {
 // readCloud reads a table's cloud, or takes it from the previous pass of
 // this cycle when the cycle has not changed it in the cloud since (touch).
 func (c *cycle) readCloud(ctx context.Context, ts *tableState) error {
-	if prev := c.reads[ts.spec.Name]; prev != nil && !c.touched[ts.spec.Name] {
-		ts.cloud, ts.byToken, ts.unverified = prev.cloud, prev.byToken, prev.unverified
+	if prev := c.reads[ts.spec.Name]; prev != nil && !c.touched[ts.spec.Name] && prev.cloudWhole {
+		ts.cloud, ts.byToken, ts.unverified, ts.cloudWhole = prev.cloud, prev.byToken, prev.unverified, true
 		return nil
 	}
+	ts.cloudWhole = true
 	return ts.readCloud(ctx)
 }
 
@@ -194,6 +232,13 @@ func (ts *tableState) readCloud(ctx context.Context) error {
 			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
 		}
 	}
+	ts.addCloud(recs)
+	return nil
+}
+
+// addCloud records resources read from the cloud, by identity (and by
+// client token).
+func (ts *tableState) addCloud(recs []module.Record) {
 	for _, r := range recs {
 		if cid := module.CloudIDOf(ts.spec, r); cid != "" {
 			ts.cloud[cid] = r
@@ -202,7 +247,6 @@ func (ts *tableState) readCloud(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
 }
 
 // freshness is how a cycle reads a table: full reads all fresh; a scoped
@@ -369,6 +413,9 @@ type tableState struct {
 	// unverified: region ("" for the whole table) -> why the table's read
 	// failed there (unverified.go).
 	unverified map[string]error
+	// cloudWhole: cloud holds the whole table's resources (not only those
+	// of the records a scoped read asked for), so a later pass may reuse it.
+	cloudWhole bool
 }
 
 // generated reports whether the table's identity is generated by the cloud
@@ -401,6 +448,9 @@ type snapshot struct {
 	vis   visibility    // which transactions the read saw
 	low   pglogrepl.LSN // where the next cycle's intent query may start
 	modes modeRules
+	// reading: which tables were read by record, and which rows were read
+	// for reference only (nil: every table read whole).
+	reading *readScope
 	// context: the records modules' Context hooks see, by table (see scope).
 	context map[string][]module.Record
 	tables  []*tableState // in dependency order

@@ -152,7 +152,7 @@ func (c *cycle) record(ctx context.Context, kind string, msg map[string]any) err
 
 // readDB reads the rows of every table in one REPEATABLE READ snapshot and
 // the WAL position that covers every commit the snapshot sees.
-func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table) (pglogrepl.LSN, visibility, map[string]map[string]*row, error) {
+func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *readScope) (pglogrepl.LSN, visibility, map[string]map[string]*row, error) {
 	var lsn pglogrepl.LSN
 	var vis visibility
 	out := map[string]map[string]*row{}
@@ -170,33 +170,54 @@ func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table) (pglogrep
 		if vis, err = parseSnapshot(snap); err != nil {
 			return err
 		}
+		// Whole tables, then the tables read by record, children first (a
+		// child's rows name the parent rows read for reference).
 		for _, t := range specs {
-			rows, err := tx.Query(ctx, `SELECT id::text, xmin::text, to_jsonb(t)::text FROM `+pgx.Identifier{t.Name}.Sanitize()+` t`)
-			if err != nil {
-				return fmt.Errorf("read table %s: %w", t.Name, err)
-			}
-			m := map[string]*row{}
-			for rows.Next() {
-				var id, xmin, js string
-				if err := rows.Scan(&id, &xmin, &js); err != nil {
-					rows.Close()
-					return fmt.Errorf("read table %s: %w", t.Name, err)
-				}
-				rec, err := decodeRecord(js)
+			if s.rowsOf(t.Name) == nil {
+				m, err := scanRows(ctx, tx, t, `SELECT id::text, xmin::text, to_jsonb(t)::text FROM `+pgx.Identifier{t.Name}.Sanitize()+` t`)
 				if err != nil {
-					rows.Close()
-					return fmt.Errorf("decode row %s of %s: %w", id, t.Name, err)
+					return err
 				}
-				m[id] = &row{id: id, xmin: xmin, db: rec}
+				out[t.Name] = m
 			}
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("read table %s: %w", t.Name, err)
+		}
+		for i := len(specs) - 1; i >= 0; i-- {
+			if t := specs[i]; s.rowsOf(t.Name) != nil {
+				m, err := readScoped(ctx, tx, t, s)
+				if err != nil {
+					return err
+				}
+				out[t.Name] = m
 			}
-			out[t.Name] = m
 		}
 		return nil
 	})
 	return lsn, vis, out, err
+}
+
+// scanRows reads a module table's rows by q (id, xmin, the row as JSON).
+func scanRows(ctx context.Context, tx pgx.Tx, t module.Table, q string, args ...any) (map[string]*row, error) {
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read table %s: %w", t.Name, err)
+	}
+	defer rows.Close()
+	m := map[string]*row{}
+	for rows.Next() {
+		var id, xmin, js string
+		if err := rows.Scan(&id, &xmin, &js); err != nil {
+			return nil, fmt.Errorf("read table %s: %w", t.Name, err)
+		}
+		rec, err := decodeRecord(js)
+		if err != nil {
+			return nil, fmt.Errorf("decode row %s of %s: %w", id, t.Name, err)
+		}
+		m[id] = &row{id: id, xmin: xmin, db: rec}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read table %s: %w", t.Name, err)
+	}
+	return m, nil
 }
 
 // visibility is a pg_snapshot: which transactions a read saw.
@@ -260,9 +281,26 @@ func encodeRecord(r module.Record) []byte {
 	return bytes.TrimSpace(b.Bytes())
 }
 
-// readRecords reads iasql_records for the tables.
-func readRecords(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]record, error) {
-	rows, err := conn.Query(ctx, `SELECT table_name, record_id, coalesce(cloud_id, ''), enacted_lsn::text FROM public.iasql_records WHERE table_name = ANY($1)`, tables)
+// readRecords reads iasql_records for the tables: every record of a table
+// read whole, the records of the rows read of the others.
+func readRecords(ctx context.Context, conn *pgx.Conn, tables []string, s *readScope) (map[string]map[string]record, error) {
+	var whole, pt, pid []string
+	for _, t := range tables {
+		ids := s.rowsOf(t)
+		if ids == nil {
+			whole = append(whole, t)
+			continue
+		}
+		for _, id := range ids {
+			pt, pid = append(pt, t), append(pid, id)
+		}
+	}
+	rows, err := conn.Query(ctx, `
+		SELECT table_name, record_id, coalesce(cloud_id, ''), enacted_lsn::text FROM public.iasql_records WHERE table_name = ANY($1)
+		UNION ALL
+		SELECT r.table_name, r.record_id, coalesce(r.cloud_id, ''), r.enacted_lsn::text
+		  FROM unnest($2::text[], $3::text[]) k(table_name, record_id)
+		  JOIN public.iasql_records r ON r.table_name = k.table_name AND r.record_id = k.record_id`, whole, pt, pid)
 	if err != nil {
 		return nil, fmt.Errorf("read record state: %w", err)
 	}

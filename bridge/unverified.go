@@ -271,7 +271,11 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 	}
 	var tables, regions, errs, installed []string
 	for _, ts := range c.snap.tables {
-		installed = append(installed, ts.spec.Name)
+		if ts.cloudWhole {
+			// Only a whole read says what is verified now; a table read by
+			// record (scope.go) keeps what the last whole read found.
+			installed = append(installed, ts.spec.Name)
+		}
 		for _, region := range slices.Sorted(maps.Keys(ts.unverified)) {
 			tables, regions, errs = append(tables, ts.spec.Name), append(regions, region), append(errs, oneLine(ts.unverified[region].Error()))
 		}

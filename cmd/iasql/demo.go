@@ -174,7 +174,9 @@ func runScenario(ctx context.Context, conn *pgx.Conn, cloud *s3.Client, w io.Wri
 			if _, err := cloud.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("demo-made-elsewhere")}); err != nil {
 				return err
 			}
-			if err := exec(`CALL iasql_commit()`); err != nil {
+			// A commit acts on what the database asks for; a refresh reads
+			// the whole cloud now (automatic cycles would, on schedule).
+			if err := exec(`CALL iasql_refresh()`); err != nil {
 				return err
 			}
 			n, err := count(`SELECT count(*) FROM bucket WHERE name = 'demo-made-elsewhere'`)

@@ -88,6 +88,47 @@ func (m *bucketMapper) record(ctx context.Context, b bucketInfo, due map[string]
 	}, nil
 }
 
+// Get reads the named buckets, fresh, as Read would: each by a ListBuckets
+// with its name as prefix (AWS lists buckets in name order, so the bucket
+// itself comes first; a server that ignores the prefix lists all, and the
+// name is still found), then its versioning. A bucket not listed is absent,
+// as it is from Read (S3's listing may lag a create by a moment: the next
+// read sees it, and a create meanwhile answers BucketAlreadyOwnedByYou).
+// ListBuckets' Prefix and MaxBuckets:
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListBuckets.html
+func (m *bucketMapper) Get(ctx context.Context, names []string) ([]module.Record, error) {
+	ctx = module.WithFreshRead(ctx)
+	got := make([]module.Record, len(names))
+	err := regional.ForEach(ctx, concurrency, len(names), func(ctx context.Context, i int) error {
+		infos, err := m.c.listBuckets(ctx, names[i])
+		if err != nil {
+			return err
+		}
+		for _, b := range inScope(ctx, infos) {
+			if b.name != names[i] {
+				continue
+			}
+			rec, err := m.record(ctx, b, nil)
+			if module.IsCode(err, "NoSuchBucket") {
+				return nil // deleted since it was listed
+			}
+			got[i] = rec
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := got[:0]
+	for _, r := range got {
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // readOne reads one bucket back.
 func (m *bucketMapper) readOne(ctx context.Context, name string) (module.Record, error) {
 	ctx = module.WithFreshRead(ctx)

@@ -28,6 +28,7 @@ var (
 		Feedback:    []string{"group_id"},
 		Refs:        map[string]string{"vpc_id": "vpc"},
 		Region:      "region",
+		MadeByCloud: true, // a VPC's default group
 	}
 	ruleTable = module.Table{
 		Name: "security_group_rule",
@@ -39,6 +40,8 @@ var (
 		Refs:     map[string]string{"security_group_id": "security_group", "source_security_group_id": "security_group"},
 		// Rows are in their group's region; cloud records say it.
 		Region: "region",
+		// A new group's default egress rule, a new VPC's default group's rules.
+		MadeByCloud: true,
 	}
 )
 

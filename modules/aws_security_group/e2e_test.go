@@ -171,7 +171,7 @@ func TestGroupLifecycle(t *testing.T) {
 			UserIdGroupPairs: []types.UserIdGroupPair{{GroupId: g.GroupId}}}}}); err != nil {
 		t.Fatal(err)
 	}
-	e.Commit()
+	e.Refresh() // a commit leaves what it does not act on as last read
 	if n := e.Count(`SELECT count(*) FROM security_group_rule r JOIN security_group g ON g.id = r.security_group_id JOIN security_group s ON s.id = r.source_security_group_id
 		WHERE g.group_name = 'oob' AND s.group_name = 'web' AND r.ip_protocol = 'udp' AND r.from_port = 53`); n != 1 {
 		t.Error("the out-of-band group's rule (source: web) was not imported")
@@ -180,14 +180,14 @@ func TestGroupLifecycle(t *testing.T) {
 	if _, err := e.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{*out.GroupId}, Tags: []types.Tag{{Key: aws.String("k"), Value: aws.String("v")}}}); err != nil {
 		t.Fatal(err)
 	}
-	e.Commit()
+	e.Refresh() // a commit leaves what it does not act on as last read
 	if v := e.String(`SELECT tags->>'k' FROM security_group WHERE group_name = 'oob'`); v != "v" {
 		t.Errorf("out-of-band tag not pulled: %q", v)
 	}
 	if _, err := e.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: out.GroupId}); err != nil {
 		t.Fatal(err)
 	}
-	e.Commit()
+	e.Refresh() // a commit leaves what it does not act on as last read
 	if n := e.Count(`SELECT count(*) FROM security_group WHERE group_name = 'oob'`); n != 0 {
 		t.Error("a group deleted in the cloud kept its row")
 	}
@@ -256,7 +256,7 @@ func TestReplacementDance(t *testing.T) {
 		t.Errorf("%d replacements left unfinished", n)
 	}
 	e.Emu.Reset()
-	e.Commit()
+	e.Refresh() // reads everything, acts on nothing
 	if m := e.Mutations(); len(m) != 0 {
 		t.Errorf("the cycle after the replacement still changes the cloud: %v", m)
 	}

@@ -244,7 +244,7 @@ func TestLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.Emu.Reset()
-			e.Commit()
+			e.Refresh() // a commit leaves what it does not act on as last read
 			if got := e.rowTags(r.table, r.idCol, id); !maps.Equal(got, map[string]string{"c": "3", "d": "4"}) {
 				t.Errorf("row's tags after the out-of-band change: %v, want c=3 d=4", got)
 			}
@@ -254,7 +254,7 @@ func TestLifecycle(t *testing.T) {
 
 			// Others create one: it is imported.
 			oob, want := r.create(e)
-			e.Commit()
+			e.Refresh() // a commit leaves what it does not act on as last read
 			if n := e.Count(`SELECT count(*) FROM `+r.table+` WHERE `+r.idCol+` = $1 AND cidr_block = $2::cidr`, oob, want.cidr); n != 1 {
 				t.Fatalf("%s %s made out of band was not imported (%d rows)", r.table, oob, n)
 			}
@@ -274,7 +274,7 @@ func TestLifecycle(t *testing.T) {
 			if err := r.remove(e, oob); err != nil {
 				t.Fatal(err)
 			}
-			e.Commit()
+			e.Refresh() // a commit leaves what it does not act on as last read
 			if n := e.Count(`SELECT count(*) FROM `+r.table+` WHERE `+r.idCol+` = $1`, oob); n != 0 {
 				t.Errorf("%s %s deleted in the cloud kept its row", r.table, oob)
 			}
@@ -291,7 +291,7 @@ func TestLifecycle(t *testing.T) {
 
 			// Nothing left to do.
 			e.Emu.Reset()
-			e.Commit()
+			e.Refresh() // reads everything, acts on nothing
 			if m := e.Mutations(); len(m) != 0 {
 				t.Errorf("a cycle with nothing to do changed the cloud: %v", m)
 			}
@@ -323,7 +323,7 @@ func TestVpcAndSubnetInOneTransaction(t *testing.T) {
 		t.Errorf("%d cycles did not end done", n)
 	}
 	e.Emu.Reset()
-	e.Commit()
+	e.Refresh() // reads everything, acts on nothing
 	if m := e.Mutations(); len(m) != 0 {
 		t.Errorf("the next cycle changed the cloud: %v", m)
 	}
@@ -415,7 +415,7 @@ func TestVpcCidrReplaces(t *testing.T) {
 				t.Errorf("%d replacements left unfinished", n)
 			}
 			e.Emu.Reset()
-			e.Commit()
+			e.Refresh() // reads everything, acts on nothing
 			if m := e.Mutations(); len(m) != 0 {
 				t.Errorf("the cycle after the replacement still changes the cloud: %v", m)
 			}

@@ -122,13 +122,15 @@ func TestRegionNotEnabled(t *testing.T) {
 				t.Errorf("the VPC was not created (row's vpc_id %q): %v", vpc, err)
 			}
 
+			// The commit acts on VPCs (it reads them whole: the cloud makes
+			// their ids) and not on subnets, which it leaves as last read.
 			outcome, summary := lastCommit(e)
-			if outcome != "done" || !strings.Contains(summary, "vpc in "+tc.region) || !strings.Contains(summary, "subnet in "+tc.region) {
-				t.Errorf("end record: outcome %s, summary %q; want done, naming vpc and subnet in %s", outcome, summary, tc.region)
+			if outcome != "done" || !strings.Contains(summary, "vpc in "+tc.region) {
+				t.Errorf("end record: outcome %s, summary %q; want done, naming vpc in %s", outcome, summary, tc.region)
 			}
 			status := `SELECT count(*) FROM iasql_status WHERE state = 'unverified' AND region = $1 AND last_error LIKE '%AuthFailure%'`
-			if n, want := e.Count(status, tc.region), map[bool]int{true: 2, false: 0}[tc.stays]; n != want {
-				t.Errorf("iasql_status: %d unverified parts in %s, want %d (vpc and subnet while the row enables it)", n, tc.region, want)
+			if n, want := e.Count(status, tc.region), map[bool]int{true: 1, false: 0}[tc.stays]; n != want {
+				t.Errorf("iasql_status: %d unverified parts in %s, want %d (vpc while the row enables it)", n, tc.region, want)
 			}
 			if n, want := e.Count(`SELECT count(*) FROM aws_regions WHERE region = $1`, tc.region), map[bool]int{true: 1, false: 0}[tc.stays]; n != want {
 				t.Errorf("%d aws_regions rows for %s, want %d", n, tc.region, want)
@@ -142,8 +144,9 @@ func TestRegionNotEnabled(t *testing.T) {
 			if err, _ := commitWarnings(t, e.DSN); err != nil {
 				t.Fatalf("second commit: %v", err)
 			}
-			if n := e.Count(status, tc.region); n != 2 {
-				t.Errorf("after a second commit %d unverified parts in %s, want 2", n, tc.region)
+			// (An automatic cycle between the commits may have read subnets.)
+			if n := e.Count(status+` AND table_name = 'vpc'`, tc.region); n != 1 {
+				t.Errorf("after a second commit vpc is not unverified in %s", tc.region)
 			}
 			// Disabling the region in the table ends it.
 			e.Exec(`CALL iasql_begin()`, `UPDATE aws_regions SET is_enabled = false WHERE region = '`+tc.region+`'`)
@@ -190,7 +193,9 @@ func TestRegionOutage(t *testing.T) {
 			if gone == "" || westSubnets == "" {
 				t.Fatalf("setup: VPC %q, default subnets %q", gone, westSubnets)
 			}
-			// Made in the cloud by others: one VPC deleted, one created.
+			// Made in the cloud by others: one VPC deleted, one created (in an
+			// iasql transaction: no automatic cycle sees them before the outage).
+			e.Exec(`CALL iasql_begin()`)
 			if _, err := westEC2.DeleteVpc(ctx, &ec2.DeleteVpcInput{VpcId: aws.String(gone)}); err != nil {
 				t.Fatal(err)
 			}
@@ -198,9 +203,8 @@ func TestRegionOutage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Asked by the user: a VPC in the region and one elsewhere (in an
-			// iasql transaction: no automatic cycle runs before the commit).
-			e.Exec(`CALL iasql_begin()`, `INSERT INTO vpc (cidr_block, region) VALUES ('10.3.0.0/16', '`+region+`')`,
+			// Asked by the user: a VPC in the region and one elsewhere.
+			e.Exec(`INSERT INTO vpc (cidr_block, region) VALUES ('10.3.0.0/16', '`+region+`')`,
 				`INSERT INTO vpc (cidr_block, region) VALUES ('10.4.0.0/16', 'us-east-1')`)
 
 			e.Emu.Inject(emulator.Fault{Op: "ec2:*", Region: region, Kind: tc.kind})
@@ -228,8 +232,8 @@ func TestRegionOutage(t *testing.T) {
 			if _, summary := lastCommit(e.Env); !strings.Contains(summary, "vpc in "+region) {
 				t.Errorf("end record summary %q does not name vpc in %s", summary, region)
 			}
-			if n := e.Count(`SELECT count(*) FROM iasql_status WHERE state = 'unverified' AND region = $1 AND table_name IN ('vpc', 'subnet')`, region); n != 2 {
-				t.Errorf("iasql_status: %d unverified parts in %s, want vpc and subnet", n, region)
+			if n := e.Count(`SELECT count(*) FROM iasql_status WHERE state = 'unverified' AND region = $1 AND table_name = 'vpc'`, region); n != 1 {
+				t.Errorf("iasql_status: %d unverified parts in %s, want vpc (the commit acts on VPCs only)", n, region)
 			}
 
 			// The region recovers: the next commit does what was left.

@@ -77,6 +77,13 @@ type Table struct {
 	// resources a region whose reads failed (PartialError) leaves
 	// unverified. A row without it is in its parent's region (Refs).
 	Region string
+	// MadeByCloud: the cloud makes resources of this table by itself when
+	// it creates or changes a parent (a VPC's default security group, a new
+	// group's default egress rule). A cycle someone waits for reads such a
+	// table whole after it changed a parent, so what the cloud added shows
+	// when the commit returns; other tables under a changed parent are left
+	// to the next automatic cycle.
+	MadeByCloud bool
 }
 
 // CloudIDOf renders the identity of a record in cloud form: the value of
@@ -226,6 +233,18 @@ func ClientToken(ctx context.Context) string {
 // Find reports that no resource carries the token (nil, nil).
 type Finder interface {
 	Find(ctx context.Context, want Record, token string) (Record, error)
+}
+
+// Getter is implemented by a mapper that can read its resources one by one.
+// A cycle someone waits for (a commit beside thousands of resources) asks it
+// for the resources it acts on instead of listing the whole table. Get
+// returns those of ids (identities as CloudIDOf renders them) that exist,
+// read fresh and as Read would return them (the same columns, the same
+// scope: a resource Read would leave out is left out); one that does not
+// exist is simply absent. An error means nothing can be said of any of
+// them (the engine then treats the table as unverified for the cycle).
+type Getter interface {
+	Get(ctx context.Context, ids []string) ([]Record, error)
 }
 
 // Pending is returned, as the error, by Create, Update or Delete when the
