@@ -109,6 +109,29 @@ func (m *Metrics) Instrument(cfg *aws.Config) {
 	})
 }
 
+// LogCalls adds to cfg a middleware that logs every cloud call made with
+// it at debug level: service, operation, outcome, duration and, for a
+// failure, the error. It costs nothing while debug is off.
+func LogCalls(cfg *aws.Config, log *slog.Logger) {
+	cfg.APIOptions = append(cfg.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("iasqlLogCalls",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if !log.Enabled(ctx, slog.LevelDebug) {
+					return next.HandleInitialize(ctx, in)
+				}
+				start := time.Now()
+				out, md, err := next.HandleInitialize(ctx, in)
+				attrs := []any{"service", awsmiddleware.GetServiceID(ctx), "operation", awsmiddleware.GetOperationName(ctx),
+					"region", awsmiddleware.GetRegion(ctx), "outcome", Outcome(err), "duration", time.Since(start)}
+				if err != nil {
+					attrs = append(attrs, "err", err)
+				}
+				log.DebugContext(ctx, "cloud call", attrs...)
+				return out, md, err
+			}), middleware.After)
+	})
+}
+
 // Outcome classifies the result of a cloud call: ok, throttled,
 // client_error (4xx), server_error (5xx), canceled, or error (no answer).
 func Outcome(err error) string {

@@ -1,10 +1,12 @@
 package metrics_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -338,5 +340,39 @@ func TestServe(t *testing.T) {
 	if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
 		c.Close()
 		t.Error("the metrics port still accepts connections after shutdown")
+	}
+}
+
+// TestLogCalls: at debug, each cloud call is one log line; above, none.
+func TestLogCalls(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	es, err := emulator.New(emulator.Options{}).Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		level slog.Level
+		want  []string
+	}{
+		{slog.LevelDebug, []string{`"msg":"cloud call"`, `"service":"S3"`, `"operation":"ListBuckets"`, `"outcome":"ok"`, `"duration":`}},
+		{slog.LevelInfo, nil},
+	} {
+		var buf bytes.Buffer
+		cfg := emulator.ClientConfig(es.URL)
+		metrics.LogCalls(&cfg, slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: tc.level})))
+		client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+		if _, err := client.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
+			t.Fatal(err)
+		}
+		got := buf.String()
+		if tc.want == nil && got != "" {
+			t.Errorf("at %s, calls are logged: %s", tc.level, got)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) || strings.Count(got, "\n") != 1 {
+				t.Errorf("at %s, the log %q lacks %s or is not one line", tc.level, got, w)
+			}
+		}
 	}
 }
