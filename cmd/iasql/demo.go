@@ -25,6 +25,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"  iasql demo\n  iasql demo --scenario", stderr)
 	scenario := f.Bool("scenario", "IASQL_DEMO_SCENARIO", false, "run the scripted walkthrough and exit")
 	logger := logFlags(f, stderr)
+	f.environment = "  PATH                     where the PostgreSQL server binaries are found (pg_config, else /usr/lib/postgresql/*/bin)\n" + envModules
 	if err := f.parse(args); err != nil {
 		return err
 	}
