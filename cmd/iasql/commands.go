@@ -349,7 +349,7 @@ func printStatus(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engine *
 		if c := h.LastCycle; c != nil {
 			cycle = fmt.Sprintf("%s (%s) %s", c.Ended.UTC().Format(time.RFC3339), ago(now, c.Ended), c.Outcome)
 			if c.Duration > 0 {
-				cycle += " in " + Human(c.Duration)
+				cycle += " in " + human(c.Duration)
 			}
 			if c.Summary != "" {
 				cycle += ": " + c.Summary
@@ -376,26 +376,34 @@ func printStatus(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engine *
 	}
 }
 
+// trimZeroSeconds turns 5m0s into 5m and 2h5m0s into 2h5m.
+func trimZeroSeconds(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		return strings.TrimSuffix(s, "0s")
+	}
+	return s
+}
+
 // ago says how long before now t was, in human units.
 func ago(now, t time.Time) string {
 	d := now.Sub(t)
 	if d < 0 {
 		return "in the future"
 	}
-	return Human(d) + " ago"
+	return human(d) + " ago"
 }
 
-// Human renders a duration for people: 850ms, 12.3s, 4m10s, 2h5m, 3d4h.
-func Human(d time.Duration) string {
+// human renders a duration for people: 850ms, 12.3s, 4m10s, 2h5m, 3d4h.
+func human(d time.Duration) string {
 	switch {
 	case d < time.Second:
 		return d.Round(time.Millisecond).String()
 	case d < time.Minute:
 		return d.Round(100 * time.Millisecond).String()
 	case d < time.Hour:
-		return strings.TrimSuffix(d.Round(time.Second).String(), "0s")
+		return trimZeroSeconds(d.Round(time.Second).String())
 	case d < 48*time.Hour:
-		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+		return trimZeroSeconds(d.Round(time.Minute).String())
 	}
 	days := d / (24 * time.Hour)
 	return fmt.Sprintf("%dd%dh", days, (d-days*24*time.Hour)/time.Hour)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	iasqlsql "github.com/iasql/iasql/sql"
 )
 
 // TestHelpNamesEnvironment: every environment variable the binary's source
@@ -100,5 +102,16 @@ func TestReadmeFlagsMatchHelp(t *testing.T) {
 		if !regexp.MustCompile(`--` + want + `\b`).Match(readme) {
 			t.Errorf("README does not document --%s", want)
 		}
+	}
+}
+
+// TestVersionNamesSQLObjects: --version gives the release and the version
+// of the SQL objects the binary installs.
+func TestVersionNamesSQLObjects(t *testing.T) {
+	t.Parallel()
+	r := iasql(t, 10*time.Second, "--version")
+	want := "(SQL objects " + iasqlsql.Version + ")"
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "iasql ") || !strings.Contains(r.stdout, want) || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("--version: exit %d, %q; want one line naming %s", r.code, r.stdout, want)
 	}
 }
