@@ -250,7 +250,18 @@ func TestStatusAndMetrics(t *testing.T) {
 		}
 	}
 
-	// SIGTERM stops the sidecar and its metrics server.
+	// A second sidecar stands by: it is no leader, and healthy.
+	standby := startSidecar(t, env, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json")
+	standbyAddr := standby.waitLine(t, regexp.MustCompile(`"msg":"serving metrics","addr":"([^"]+)"`))
+	standby.waitLine(t, regexp.MustCompile(`"msg":"(another sidecar is capturing; waiting to take over)"`))
+	if _, body := httpGet(t, "http://"+standbyAddr+"/metrics"); !strings.Contains(body, "\niasql_leader 0\n") {
+		t.Errorf("the standby's iasql_leader is not 0:\n%s", body)
+	}
+	if code, body := httpGet(t, "http://"+standbyAddr+"/healthz"); code != 200 || body != "ok standby\n" {
+		t.Errorf("the standby's /healthz: %d %q", code, body)
+	}
+
+	// SIGTERM stops the sidecar and its metrics server; the standby takes over.
 	_ = sc.cmd.Process.Signal(syscall.SIGTERM)
 	<-sc.done
 	if err := sc.cmd.Wait(); err != nil {
@@ -259,6 +270,15 @@ func TestStatusAndMetrics(t *testing.T) {
 	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()
 		t.Errorf("the metrics port %s still accepts connections after the sidecar stopped", addr)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if _, body := httpGet(t, "http://"+standbyAddr+"/metrics"); strings.Contains(body, "\niasql_leader 1\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the standby did not lead within 60s of the leader's exit:\n%s", standby.Log())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
