@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Querier is what ReadHealth reads through: a *pgx.Conn or a *pgxpool.Pool.
@@ -77,8 +78,12 @@ type Health struct {
 	Changes     int64      `json:"changes_captured"`
 	LastCycle   *Cycle     `json:"last_cycle"`
 	// Records counts iasql_status rows by state (pending, in progress,
-	// failed, waiting, unverified).
+	// failed, waiting, unverified); nil when RecordsError says why they
+	// could not be read.
 	Records map[string]int64 `json:"records_not_in_sync"`
+	// RecordsError is why iasql_status could not be read by this role
+	// (it reads the module tables with the caller's privileges).
+	RecordsError string `json:"records_error,omitempty"`
 }
 
 // CaptureProblem says what makes capture unhealthy, or "".
@@ -108,6 +113,9 @@ func (h *Health) Warnings() []string {
 		out = append(out, fmt.Sprintf("slot %s retains more WAL than max_wal_size (wal_status = extended): capture is behind; it is safe while max_slot_wal_keep_size (%s) allows", h.Slot.Name, h.MaxSlotWALKeepSize))
 	case "unreserved":
 		out = append(out, fmt.Sprintf("slot %s is about to lose WAL (wal_status = unreserved, max_slot_wal_keep_size %s): the next checkpoint may remove WAL it needs, and the slot becomes lost", h.Slot.Name, h.MaxSlotWALKeepSize))
+	}
+	if h.RecordsError != "" {
+		out = append(out, "cannot count the records not in sync (iasql_status: "+h.RecordsError+"): the role running status needs SELECT on the module tables")
 	}
 	for _, s := range h.OtherSlots {
 		if !s.Active && s.RetainedBytes != nil {
@@ -214,23 +222,37 @@ func ReadHealth(ctx context.Context, q Querier, slot string) (*Health, error) {
 		}
 		h.LastCycle = &c
 	}
-	rows, err = q.Query(ctx, `SELECT state, count(*) FROM public.iasql_status GROUP BY state`)
-	if err != nil {
-		return nil, fmt.Errorf("read iasql_status: %w", err)
+	if err := readRecords(ctx, q, h.Records); err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42501" {
+			return nil, err
+		}
+		// iasql_status reads the module tables with the caller's
+		// privileges: a role that may not read them learns the rest.
+		h.Records, h.RecordsError = nil, pe.Message
 	}
+	return h, nil
+}
+
+// readRecords counts iasql_status rows by state into into.
+func readRecords(ctx context.Context, q Querier, into map[string]int64) error {
+	rows, err := q.Query(ctx, `SELECT state, count(*) FROM public.iasql_status GROUP BY state`)
+	if err != nil {
+		return fmt.Errorf("read iasql_status: %w", err)
+	}
+	defer rows.Close()
 	for rows.Next() {
 		var state string
 		var n int64
 		if err := rows.Scan(&state, &n); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read iasql_status: %w", err)
+			return fmt.Errorf("read iasql_status: %w", err)
 		}
-		h.Records[state] = n
+		into[state] = n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read iasql_status: %w", err)
+		return fmt.Errorf("read iasql_status: %w", err)
 	}
-	return h, nil
+	return nil
 }
 
 // Bytes renders n bytes in binary units: 512 B, 1.5 KiB, 16.0 MiB.

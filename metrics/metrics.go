@@ -322,8 +322,10 @@ func (c *dbCollector) collect(ctx context.Context, ch chan<- prometheus.Metric) 
 			gauge(descLagSeconds, max(0, h.CapturedAt.Sub(*h.CommitTime).Seconds()))
 		}
 	}
-	for _, state := range []string{"pending", "in progress", "failed", "waiting", "unverified"} {
-		gauge(descRecords, float64(h.Records[state]), state)
+	if h.Records != nil { // nil: this role may not read iasql_status
+		for _, state := range []string{"pending", "in progress", "failed", "waiting", "unverified"} {
+			gauge(descRecords, float64(h.Records[state]), state)
+		}
 	}
 	if h.LastCycle != nil {
 		gauge(descLastCycle, float64(h.LastCycle.Ended.UnixNano())/1e9, h.LastCycle.Outcome)

@@ -221,7 +221,7 @@ type statusJSON struct {
 	Engine        *engineStatus `json:"engine,omitempty"`
 	Capture       string        `json:"capture"` // healthy, not healthy
 	CaptureReason string        `json:"capture_problem,omitempty"`
-	Sync          string        `json:"sync"` // healthy, not healthy
+	Sync          string        `json:"sync"` // healthy, not healthy, unknown (records not readable)
 	SyncReason    string        `json:"sync_problem,omitempty"`
 	Warnings      []string      `json:"warnings"`
 	LastCycleSecs *float64      `json:"last_cycle_duration_seconds"`
@@ -232,8 +232,11 @@ func printStatusJSON(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engi
 	if capture != "" {
 		out.Capture = "not healthy"
 	}
-	if sync != "" {
+	switch {
+	case sync != "":
 		out.Sync = "not healthy"
+	case h.Records == nil:
+		out.Sync = "unknown"
 	}
 	if out.Warnings == nil {
 		out.Warnings = []string{}
@@ -359,14 +362,21 @@ func printStatus(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engine *
 			}
 		}
 		line("last cycle", "%s", cycle)
-		var parts []string
-		for _, state := range []string{"pending", "in progress", "failed", "waiting", "unverified"} {
-			parts = append(parts, fmt.Sprintf("%d %s", h.Records[state], state))
+		if h.Records == nil {
+			line("records", "unknown (see the warning)")
+		} else {
+			var parts []string
+			for _, state := range []string{"pending", "in progress", "failed", "waiting", "unverified"} {
+				parts = append(parts, fmt.Sprintf("%d %s", h.Records[state], state))
+			}
+			line("records", "%s", strings.Join(parts, ", "))
 		}
-		line("records", "%s", strings.Join(parts, ", "))
 		sh := "healthy"
-		if sync != "" {
+		switch {
+		case sync != "":
 			sh = "NOT HEALTHY"
+		case h.Records == nil:
+			sh = "unknown: the last cycle is fine, the records cannot be read"
 		}
 		line("sync", "%s", sh)
 		line("deprecated calls", "%s", engine.Deprecated)
