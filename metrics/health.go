@@ -110,7 +110,11 @@ func (h *Health) Warnings() []string {
 	var out []string
 	switch h.Slot.WALStatus {
 	case "extended":
-		out = append(out, fmt.Sprintf("slot %s retains more WAL than max_wal_size (wal_status = extended): capture is behind; it is safe while max_slot_wal_keep_size (%s) allows", h.Slot.Name, h.MaxSlotWALKeepSize))
+		limit := "max_slot_wal_keep_size is -1: the WAL grows until capture catches up or the disk is full"
+		if h.MaxSlotWALKeepBytes >= 0 {
+			limit = "past max_slot_wal_keep_size (" + h.MaxSlotWALKeepSize + ") the slot loses WAL"
+		}
+		out = append(out, fmt.Sprintf("slot %s retains more WAL than max_wal_size (wal_status = extended): capture is behind or stopped; %s", h.Slot.Name, limit))
 	case "unreserved":
 		out = append(out, fmt.Sprintf("slot %s is about to lose WAL (wal_status = unreserved, max_slot_wal_keep_size %s): the next checkpoint may remove WAL it needs, and the slot becomes lost", h.Slot.Name, h.MaxSlotWALKeepSize))
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -373,6 +374,38 @@ func TestLogCalls(t *testing.T) {
 			if !strings.Contains(got, w) || strings.Count(got, "\n") != 1 {
 				t.Errorf("at %s, the log %q lacks %s or is not one line", tc.level, got, w)
 			}
+		}
+	}
+}
+
+// TestDatabaseDown: with the database out of reach, /metrics still answers
+// (iasql_database_up 0, the cloud calls) and /healthz answers 503.
+func TestDatabaseDown(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	m, err := metrics.New(t.Context(), "postgres://nobody@"+closed+"/x?connect_timeout=5", "iasql_x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	h := m.Handler(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/metrics", 200, "iasql_database_up 0"},
+		{"/healthz", 503, "database: "},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", tc.path, nil))
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("%s: %d %q, want %d and %q", tc.path, rec.Code, rec.Body.String(), tc.code, tc.want)
 		}
 	}
 }
