@@ -2,15 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge"
 	"github.com/iasql/iasql/logical"
+	"github.com/iasql/iasql/metrics"
 	"github.com/iasql/iasql/modules"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
@@ -27,7 +32,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	concurrency := f.String("cloud-concurrency", "IASQL_CLOUD_CONCURRENCY", fmt.Sprint(bridge.DefaultCloudConcurrency), "cloud changes in flight at once per module and region")
 	retention := f.String("audit-retention", "IASQL_AUDIT_RETENTION", bridge.DefaultAuditRetention.String(), "how long iasql_audit_log keeps history: older rows, once enacted, are deleted hourly (0 keeps everything)")
 	leader := f.String("leader-timeout", "IASQL_LEADER_TIMEOUT", logical.DefaultLeaderTimeout.String(), "a sidecar silent this long (frozen, cut off) loses leadership to a standby; its sessions are ended by PostgreSQL")
+	metricsListen := f.String("metrics-listen", "IASQL_METRICS_LISTEN", "", "serve Prometheus metrics (/metrics) and /healthz on this host:port, e.g. 127.0.0.1:9187 (default: off)")
 	logger := logFlags(f, stderr)
+	f.environment = envPostgres + envAWS + envModules + envProfile
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -62,13 +69,69 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil || cc < 1 {
 		return fmt.Errorf("--cloud-concurrency %q: give a whole number of 1 or more", *concurrency)
 	}
-	return bridge.Run(ctx, bridge.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret, Modules: modules.All()})
+	var listener net.Listener
+	if *metricsListen != "" {
+		if listener, err = metrics.Listen(*metricsListen); err != nil {
+			return err
+		}
+		defer listener.Close()
+	}
+	// The SDK's standard chain, as bridge.Run would load it, with a debug
+	// line per cloud call (and, with metrics, their count).
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("load AWS configuration (AWS_REGION, credentials, AWS_ENDPOINT_URL): %w", err)
+	}
+	metrics.LogCalls(&awsCfg, log)
+	cfg := bridge.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret, Modules: modules.All(), AWS: &awsCfg}
+	if listener == nil {
+		return bridge.Run(ctx, cfg)
+	}
+	return runWithMetrics(ctx, cfg, listener)
+}
+
+// runWithMetrics runs the sidecar and serves its metrics on l until ctx
+// ends or the sidecar stops; it returns once both have.
+func runWithMetrics(ctx context.Context, cfg bridge.Config, l net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	name := cfg.Slot
+	if name == "" {
+		pc, err := pgx.ParseConfig(cfg.DSN)
+		if err != nil {
+			return bridge.Run(ctx, cfg) // says what is wrong with the DSN
+		}
+		name = logical.SlotName(pc.Database)
+	}
+	m, err := metrics.New(ctx, cfg.DSN, name)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	m.Instrument(cfg.AWS)
+	cfg.OnReady = m.SetLeader
+	served := make(chan error, 1)
+	go func() {
+		err := metrics.Serve(ctx, l, m.Handler(cfg.Logger))
+		if err != nil {
+			cancel() // the sidecar stops too: one line says why
+		}
+		served <- err
+	}()
+	cfg.Logger.Info("serving metrics", "addr", l.Addr().String())
+	err = bridge.Run(ctx, cfg)
+	cancel()
+	if serr := <-served; err == nil && serr != nil {
+		err = serr
+	}
+	return err
 }
 
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("install", "Install (or upgrade) iasql's SQL objects as plain SQL, for managed databases that allow\nno custom extensions. Where the server has the extension files, CREATE EXTENSION iasql\ndoes the same.",
 		"  iasql install --dsn postgres://admin@db:5432/app", stderr)
 	dsnOf := dsnFlags(f, stderr)
+	f.environment = envPostgres
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -93,10 +156,17 @@ func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("status", "Show the capture slot, its lag, the last captured change and whether a sidecar is\nconsuming. Exits 1 when capture is not healthy: no slot, slot lost, or no consumer.",
-		"  iasql status --dsn postgres://iasql@db:5432/app", stderr)
+	f := newFlags("status", `Show capture and sync health: the slot, its wal_status and the WAL it retains (with
+safe_wal_size and max_slot_wal_keep_size; a warning at extended or unreserved), the
+server's other iasql_* slots, the consumer, the last captured change, the last cycle and
+the records not in sync (iasql_status) by state.
+Exit status: 0 healthy; 1 capture is not healthy (no slot, slot lost, or no consumer);
+2 capture is healthy but the last cycle failed or records are failing.`,
+		"  iasql status --dsn postgres://iasql@db:5432/app\n  iasql status --json | jq .slot.wal_status", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
+	asJSON := f.Bool("json", "IASQL_STATUS_JSON", false, "print one JSON object instead of text")
+	f.environment = envPostgres
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -113,7 +183,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if name == "" {
 		name = logical.SlotName(conn.Config().Database)
 	}
-	info, err := logical.ReadSlot(ctx, conn, name)
+	h, err := metrics.ReadHealth(ctx, conn, name)
 	if err != nil {
 		return err
 	}
@@ -121,74 +191,232 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	problem := printStatus(stdout, info, in)
+	var engine *engineStatus
 	if in.Version != "" {
-		if err := printEngineStatus(ctx, conn, stdout); err != nil {
+		if engine, err = readEngineStatus(ctx, conn); err != nil {
 			return err
 		}
 	}
-	if problem != "" {
-		return fmt.Errorf("capture is not healthy: %s", problem)
+	capture, sync := h.CaptureProblem(), h.SyncProblem()
+	if *asJSON {
+		if err := printStatusJSON(stdout, h, in, engine, capture, sync); err != nil {
+			return err
+		}
+	} else {
+		printStatus(stdout, h, in, engine, capture, sync, time.Now())
+	}
+	switch {
+	case capture != "":
+		return fmt.Errorf("capture is not healthy: %s", capture)
+	case sync != "":
+		return &exitError{code: 2, err: fmt.Errorf("sync is not healthy: %s", sync)}
 	}
 	return nil
 }
 
-// printStatus prints the status and returns what makes it unhealthy, if anything.
-func printStatus(w io.Writer, info logical.SlotInfo, in iasqlsql.Installed) string {
+// statusJSON is what status --json prints.
+type statusJSON struct {
+	*metrics.Health
+	Installed     string        `json:"installed"`
+	Engine        *engineStatus `json:"engine,omitempty"`
+	Capture       string        `json:"capture"` // healthy, not healthy
+	CaptureReason string        `json:"capture_problem,omitempty"`
+	Sync          string        `json:"sync"` // healthy, not healthy, unknown (records not readable)
+	SyncReason    string        `json:"sync_problem,omitempty"`
+	Warnings      []string      `json:"warnings"`
+	LastCycleSecs *float64      `json:"last_cycle_duration_seconds"`
+}
+
+func printStatusJSON(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engine *engineStatus, capture, sync string) error {
+	out := statusJSON{Health: h, Installed: installedString(in), Engine: engine, Capture: "healthy", CaptureReason: capture, Sync: "healthy", SyncReason: sync, Warnings: h.Warnings()}
+	if capture != "" {
+		out.Capture = "not healthy"
+	}
+	switch {
+	case sync != "":
+		out.Sync = "not healthy"
+	case h.Records == nil:
+		out.Sync = "unknown"
+	}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	if h.OtherSlots == nil {
+		h.OtherSlots = []metrics.Slot{}
+	}
+	if h.LastCycle != nil && h.LastCycle.Duration > 0 {
+		secs := h.LastCycle.Duration.Seconds()
+		out.LastCycleSecs = &secs
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write status: %w", err)
+	}
+	return nil
+}
+
+func installedString(in iasqlsql.Installed) string {
+	if in.Version == "" {
+		return "not installed"
+	}
+	if in.Extension {
+		return in.Version + " (extension)"
+	}
+	return in.Version + " (plain SQL)"
+}
+
+// printStatus prints the status as text, one "name: value" line each.
+func printStatus(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engine *engineStatus, capture, sync string, now time.Time) {
 	str := func(p *string) string {
 		if p == nil {
 			return "-"
 		}
 		return *p
 	}
-	installed := "not installed"
-	if in.Version != "" {
-		installed = in.Version
-		if in.Extension {
-			installed += " (extension)"
+	bytes := func(p *int64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%d (%s)", *p, metrics.Bytes(*p))
+	}
+	line := func(name, format string, args ...any) {
+		label := name + ":"
+		if len(label) < 20 {
+			label += strings.Repeat(" ", 20-len(label))
 		} else {
-			installed += " (plain SQL)"
+			label += " "
 		}
+		fmt.Fprintf(w, "%s%s\n", label, fmt.Sprintf(format, args...))
 	}
-	fmt.Fprintf(w, "iasql objects:      %s\n", installed)
-	fmt.Fprintf(w, "slot:               %s\n", info.Name)
-	var problem string
-	if !info.Exists {
-		fmt.Fprintf(w, "slot state:         missing\n")
-		problem = "replication slot " + info.Name + " does not exist: start 'iasql run', which creates it"
+	line("iasql objects", "%s", installedString(in))
+	s := h.Slot
+	line("slot", "%s", s.Name)
+	if !s.Exists {
+		line("slot state", "missing")
 	} else {
-		fmt.Fprintf(w, "wal_status:         %s\n", info.WALStatus)
-		lag := "-"
-		if info.LagBytes != nil {
-			lag = fmt.Sprint(*info.LagBytes)
-		}
-		fmt.Fprintf(w, "lag_bytes:          %s\n", lag)
-		fmt.Fprintf(w, "confirmed_lsn:      %s\n", str(info.ConfirmedLSN))
+		line("wal_status", "%s", s.WALStatus)
+		line("lag_bytes", "%s", bytes(s.LagBytes))
+		line("retained_wal", "%s", bytes(s.RetainedBytes))
+		line("safe_wal_size", "%s", bytes(s.SafeWALSize))
+		line("confirmed_lsn", "%s", str(s.ConfirmedLSN))
 		consumer := "none"
-		if info.Active && info.ActivePID != nil {
-			consumer = fmt.Sprintf("active (pid %d)", *info.ActivePID)
+		if s.Active && s.ActivePID != nil {
+			consumer = fmt.Sprintf("active (pid %d", *s.ActivePID)
+			if s.Consumer != nil && *s.Consumer != "" {
+				consumer += ", " + *s.Consumer
+			}
+			consumer += ")"
 		}
-		fmt.Fprintf(w, "consumer:           %s\n", consumer)
-		switch {
-		case info.WALStatus == "lost":
-			problem = "replication slot " + info.Name + " is lost (wal_status = lost): changes after " + str(info.CapturedLSN) + " cannot be captured; see 'iasql run' for how to recover"
-		case !info.Active:
-			problem = "no sidecar is consuming slot " + info.Name + ": start 'iasql run'"
-		}
+		line("consumer", "%s", consumer)
 	}
-	fmt.Fprintf(w, "last_captured_lsn:  %s\n", str(info.CapturedLSN))
+	keep := h.MaxSlotWALKeepSize
+	if h.MaxSlotWALKeepBytes < 0 {
+		keep += " (unlimited: a slot never loses WAL, and may fill the disk)"
+	}
+	line("max_slot_wal_keep_size", "%s", keep)
+	others := "none"
+	if len(h.OtherSlots) > 0 {
+		var parts []string
+		for _, o := range h.OtherSlots {
+			state := "inactive"
+			if o.Active {
+				state = "active"
+			}
+			p := fmt.Sprintf("%s (database %s, %s, %s", o.Name, o.Database, state, o.WALStatus)
+			if o.RetainedBytes != nil {
+				p += ", retains " + metrics.Bytes(*o.RetainedBytes)
+			}
+			parts = append(parts, p+")")
+		}
+		others = strings.Join(parts, "; ")
+	}
+	line("other iasql slots", "%s", others)
+	line("last_captured_lsn", "%s", str(h.CapturedLSN))
 	commit := "-"
-	if info.CommitTime != nil {
-		commit = info.CommitTime.UTC().Format(time.RFC3339Nano)
+	if h.CommitTime != nil {
+		commit = h.CommitTime.UTC().Format(time.RFC3339Nano) + " (" + ago(now, *h.CommitTime) + ")"
 	}
-	fmt.Fprintf(w, "last_commit_time:   %s\n", commit)
-	fmt.Fprintf(w, "changes_captured:   %d\n", info.Changes)
+	line("last_commit_time", "%s", commit)
+	line("changes_captured", "%d", h.Changes)
 	health := "healthy"
-	if problem != "" {
+	if capture != "" {
 		health = "NOT HEALTHY"
 	}
-	fmt.Fprintf(w, "capture:            %s\n", health)
-	return problem
+	line("capture", "%s", health)
+	if engine != nil {
+		line("iasql transaction", "%s", engine.Transaction)
+	}
+	if in.Version != "" {
+		cycle := "none yet"
+		if c := h.LastCycle; c != nil {
+			cycle = fmt.Sprintf("%s (%s) %s", c.Ended.UTC().Format(time.RFC3339), ago(now, c.Ended), c.Outcome)
+			if c.Duration > 0 {
+				cycle += " in " + human(c.Duration)
+			}
+			if c.Summary != "" {
+				cycle += ": " + c.Summary
+			}
+			if c.Error != "" {
+				cycle += "; error: " + c.Error
+			}
+		}
+		line("last cycle", "%s", cycle)
+		if h.Records == nil {
+			line("records", "unknown (see the warning)")
+		} else {
+			var parts []string
+			for _, state := range []string{"pending", "in progress", "failed", "waiting", "unverified"} {
+				parts = append(parts, fmt.Sprintf("%d %s", h.Records[state], state))
+			}
+			line("records", "%s", strings.Join(parts, ", "))
+		}
+		sh := "healthy"
+		switch {
+		case sync != "":
+			sh = "NOT HEALTHY"
+		case h.Records == nil:
+			sh = "unknown: the last cycle is fine, the records cannot be read"
+		}
+		line("sync", "%s", sh)
+		line("deprecated calls", "%s", engine.Deprecated)
+	}
+	for _, warn := range h.Warnings() {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+}
+
+// trimZeroSeconds turns 5m0s into 5m and 2h5m0s into 2h5m.
+func trimZeroSeconds(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		return strings.TrimSuffix(s, "0s")
+	}
+	return s
+}
+
+// ago says how long before now t was, in human units.
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	if d < 0 {
+		return "in the future"
+	}
+	return human(d) + " ago"
+}
+
+// human renders a duration for people: 850ms, 12.3s, 4m10s, 2h5m, 3d4h.
+func human(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return trimZeroSeconds(d.Round(time.Second).String())
+	case d < 48*time.Hour:
+		return trimZeroSeconds(d.Round(time.Minute).String())
+	}
+	days := d / (24 * time.Hour)
+	return fmt.Sprintf("%dd%dh", days, (d-days*24*time.Hour)/time.Hour)
 }
 
 func positiveDuration(flag, v string) (time.Duration, error) {
@@ -199,21 +427,22 @@ func positiveDuration(flag, v string) (time.Duration, error) {
 	return d, nil
 }
 
-// printEngineStatus prints the iasql transaction, the last cycle and the
-// calls of deprecated functions.
-func printEngineStatus(ctx context.Context, conn *pgx.Conn, w io.Writer) error {
-	var tx, cycle, deprecated string
+// engineStatus is the iasql transaction and the deprecated calls.
+type engineStatus struct {
+	Transaction string `json:"iasql_transaction"`
+	Deprecated  string `json:"deprecated_calls"`
+}
+
+// readEngineStatus reads the iasql transaction and the calls of deprecated
+// functions.
+func readEngineStatus(ctx context.Context, conn *pgx.Conn) (*engineStatus, error) {
+	var e engineStatus
 	err := conn.QueryRow(ctx, `
 		SELECT coalesce((SELECT 'open since ' || to_char(opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' by ' || opened_by FROM public.iasql_transaction), 'none'),
-		       coalesce((SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' ' || (message::jsonb->>'outcome') || ': ' || (message::jsonb->>'summary')
-		                   FROM public.iasql_audit_log WHERE change_type = 'CYCLE_END' ORDER BY id DESC LIMIT 1), 'none yet'),
 		       coalesce((SELECT string_agg(function_name || ' ' || calls, ', ' ORDER BY function_name) FROM public.iasql_deprecated_calls), 'none')`).
-		Scan(&tx, &cycle, &deprecated)
+		Scan(&e.Transaction, &e.Deprecated)
 	if err != nil {
-		return fmt.Errorf("read engine status: %w", err)
+		return nil, fmt.Errorf("read engine status: %w", err)
 	}
-	fmt.Fprintf(w, "iasql transaction:  %s\n", tx)
-	fmt.Fprintf(w, "last cycle:         %s\n", cycle)
-	fmt.Fprintf(w, "deprecated calls:   %s\n", deprecated)
-	return nil
+	return &e, nil
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,6 +25,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"  iasql demo\n  iasql demo --scenario", stderr)
 	scenario := f.Bool("scenario", "IASQL_DEMO_SCENARIO", false, "run the scripted walkthrough and exit")
 	logger := logFlags(f, stderr)
+	f.environment = "  PATH                     where the PostgreSQL server binaries are found (pg_config, else /usr/lib/postgresql/*/bin)\n" + envModules
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -30,6 +33,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	// Everything below is removed on every way out: Ctrl-C (SIGINT reaches
+	// the whole process group: the server programs run in groups of their
+	// own, so that they are not killed halfway), SIGTERM, a closed terminal
+	// (SIGHUP), and a reader of stdout that went away (make run | tee, tee
+	// killed by the same Ctrl-C): with SIGPIPE ignored, a write to it fails
+	// instead of killing the process before it removes the cluster.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stopHUP := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stopHUP()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fmt.Fprintln(stdout, "starting a throwaway PostgreSQL cluster and the AWS emulator...")

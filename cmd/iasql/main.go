@@ -15,6 +15,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	iasqlsql "github.com/iasql/iasql/sql"
 )
 
 const usage = `iasql keeps a PostgreSQL database and the cloud in two-way sync.
@@ -25,12 +27,12 @@ Usage:
 Commands:
   run       run the sidecar in the foreground (installs or upgrades the SQL objects)
   install   install or upgrade the SQL objects as plain SQL (no extension needed)
-  status    show capture health; exits 1 when capture is not healthy
+  status    show capture and sync health (--json); exits 1 when capture is not healthy, 2 when sync is not
   demo      start a throwaway PostgreSQL, the emulator and the sidecar with aws_s3; print how to connect
   emulator  serve an AWS-compatible endpoint (S3, EC2, IAM, ECR) for tests and demos
 
 Run 'iasql <command> --help' for a command's flags and environment.
-Flags: --help, --version.
+Flags: --help; --version prints the release and the version of the SQL objects it installs.
 `
 
 func main() {
@@ -50,10 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	case "--version", "version":
-		fmt.Fprintln(stdout, "iasql", version())
+		fmt.Fprintf(stdout, "iasql %s (SQL objects %s)\n", version(), iasqlsql.Version)
 		return 0
 	case "run":
-		if p := os.Getenv("IASQL_CPUPROFILE"); p != "" { // undocumented: a pprof CPU profile until exit
+		if p := os.Getenv("IASQL_CPUPROFILE"); p != "" { // a pprof CPU profile until exit
 			if f, perr := os.Create(p); perr == nil && pprof.StartCPUProfile(f) == nil {
 				defer f.Close()
 				defer pprof.StopCPUProfile()
@@ -81,10 +83,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintf(stderr, "iasql %s: %s\n", args[0], oneLine(err.Error()))
+	var exit *exitError
+	if errors.As(err, &exit) {
+		return exit.code
+	}
 	return 1
 }
 
 var errUsage = errors.New("usage")
+
+// exitError is a failure with an exit status other than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 func version() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
@@ -101,6 +116,9 @@ type flags struct {
 	*flag.FlagSet
 	env map[string]string // flag name -> env var
 	cli map[string]bool   // flags given on the command line (not from the environment)
+	// environment lists the other environment variables the command
+	// reads (besides its flags' own), for --help.
+	environment string
 }
 
 func newFlags(name, summary, examples string, stderr io.Writer) *flags {
@@ -110,12 +128,43 @@ func newFlags(name, summary, examples string, stderr io.Writer) *flags {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: iasql %s [flags]\n\n%s\n\nFlags:\n", name, summary)
 		fs.PrintDefaults()
+		if f.environment != "" {
+			fmt.Fprintf(fs.Output(), "\nEnvironment (besides each flag's own):\n%s", f.environment)
+		}
 		if examples != "" {
 			fmt.Fprintf(fs.Output(), "\nExamples:\n%s\n", examples)
 		}
 	}
 	return f
 }
+
+// The environment variables the binary reads besides its flags' own, by
+// who reads them; --help names them (a test checks that every variable the
+// source reads is named).
+const (
+	envPostgres = `  PGPASSWORD, PGPASSFILE, PGHOST, PGPORT, PGUSER, PGDATABASE, PGSSLMODE, PGSSLROOTCERT, PGSSLCERT,
+  PGSSLKEY, PGCONNECT_TIMEOUT, PGAPPNAME, PGTARGETSESSIONATTRS, PGSERVICE, PGSERVICEFILE
+            libpq's variables, for what --dsn leaves out (the password belongs here or in ~/.pgpass)
+`
+	envAWS = `  AWS_REGION, AWS_DEFAULT_REGION
+            the default region of the SDK's clients
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE, AWS_CONFIG_FILE,
+  AWS_SHARED_CREDENTIALS_FILE, AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_SESSION_NAME
+            credentials: the SDK's standard chain (then ~/.aws, ECS and EC2 instance roles)
+  AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL_IAM,
+  AWS_ENDPOINT_URL_ECR, AWS_ENDPOINT_URL_STS
+            an AWS-compatible endpoint instead of AWS's (all services, or one)
+  AWS_CA_BUNDLE, AWS_MAX_ATTEMPTS, AWS_RETRY_MODE, AWS_USE_FIPS_ENDPOINT, AWS_USE_DUALSTACK_ENDPOINT
+            and the SDK's other AWS_* settings (aws-sdk-go-v2's config package)
+`
+	envModules = `  IASQL_S3_PATH_STYLE      true|false: address S3 path-style (default: true with a custom endpoint)
+  IASQL_S3_DETAIL_TTL      automatic cycles reuse S3 versioning and object listings read within it (default 5m)
+  IASQL_IAM_DETAIL_TTL     automatic cycles reuse IAM role policies read within it (default 5m)
+  IASQL_DETAIL_BUDGET      stale details refreshed per table per automatic cycle (default 1000)
+`
+	envProfile = `  IASQL_CPUPROFILE         write a pprof CPU profile of the run to this file until exit
+`
+)
 
 func (f *flags) String(name, env, def, help string) *string {
 	if env != "" {
@@ -199,6 +248,15 @@ func dsnHasPassword(dsn string) bool {
 	return false
 }
 
+// humanDurations writes durations as Go prints them (1.5s, 2m0s) in both
+// formats: the JSON handler would write nanoseconds.
+func humanDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
+}
+
 // logFlags adds --log-level and --log-format and returns a builder.
 func logFlags(f *flags, stderr io.Writer) func() (*slog.Logger, error) {
 	level := f.String("log-level", "IASQL_LOG_LEVEL", "info", "log level: debug, info, warn, error")
@@ -208,7 +266,7 @@ func logFlags(f *flags, stderr io.Writer) func() (*slog.Logger, error) {
 		if err := l.UnmarshalText([]byte(*level)); err != nil {
 			return nil, fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", *level)
 		}
-		opts := &slog.HandlerOptions{Level: l}
+		opts := &slog.HandlerOptions{Level: l, ReplaceAttr: humanDurations}
 		switch *format {
 		case "text":
 			return slog.New(slog.NewTextHandler(stderr, opts)), nil

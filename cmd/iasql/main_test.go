@@ -179,6 +179,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 			return oneSlot.DSN("slots"), oneSlot.DSN("slots")
 		}, []string{"run"}, []string{"max_replication_slots (1) are in use", "raise max_replication_slots"}},
 		{"bad log format", func(t *testing.T) (string, string) { return srv.AdminDSN(), "" }, []string{"run", "--log-format", "xml"}, []string{"invalid --log-format"}},
+		{"bad metrics address", func(t *testing.T) (string, string) { return srv.AdminDSN(), "" }, []string{"run", "--metrics-listen", "localhost"}, []string{"invalid --metrics-listen", "host:port"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

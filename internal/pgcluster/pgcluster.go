@@ -109,6 +109,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if err := c.Start(ctx); err != nil {
+		// pg_ctl may have been stopped (ctx ended) after it started the
+		// server: stop that before removing its files.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		_ = c.Stop(sctx, "immediate")
+		cancel()
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -183,12 +188,17 @@ func (c *Cluster) Log() string {
 func (c *Cluster) Bin(name string) string { return filepath.Join(c.BinDir, name) }
 
 // Command builds a command for a server program, run as the cluster's OS
-// user when the process is root.
+// user when the process is root, in a process group of its own: a Ctrl-C
+// at the terminal (SIGINT to the foreground group) reaches the program that
+// owns the cluster, which then stops it, and never a pg_ctl halfway through
+// (the server itself leaves the group: pg_ctl starts it in a session of its
+// own).
 func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.Bin(name), args...)
 	cmd.Dir = c.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if c.runAs != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.runAs}
+		cmd.SysProcAttr.Credential = c.runAs
 		cmd.Env = append(os.Environ(), "HOME="+c.Dir)
 	}
 	return cmd

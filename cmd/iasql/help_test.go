@@ -1,0 +1,117 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	iasqlsql "github.com/iasql/iasql/sql"
+)
+
+// TestHelpNamesEnvironment: every environment variable the binary's source
+// reads is named in run's --help.
+func TestHelpNamesEnvironment(t *testing.T) {
+	t.Parallel()
+	read := regexp.MustCompile(`os\.(?:Getenv|LookupEnv)\("([A-Z0-9_]+)"\)|Env\s*=\s*"([A-Z0-9_]+)"`)
+	vars := map[string]string{}
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && path != root {
+			// Tests' and the benchmark's own settings are not the binary's.
+			if strings.HasPrefix(d.Name(), ".") || rel == filepath.Join("internal", "bench") || rel == filepath.Join("internal", "pgtest") || rel == filepath.Join("internal", "enginetest") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range read.FindAllStringSubmatch(string(b), -1) {
+			vars[m[1]+m[2]] = rel
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vars) < 5 {
+		t.Fatalf("found only %d environment variables in the source: %v", len(vars), vars)
+	}
+	r := iasql(t, 10*time.Second, "run", "--help")
+	help := r.stdout + r.stderr
+	for _, v := range []string{"AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "PGPASSWORD"} {
+		vars[v] = "the SDKs"
+	}
+	names := make([]string, 0, len(vars))
+	for v := range vars {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	for _, v := range names {
+		if !regexp.MustCompile(`\b` + v + `\b`).MatchString(help) {
+			t.Errorf("run --help does not name %s (read in %s)", v, vars[v])
+		}
+	}
+}
+
+// TestReadmeFlagsMatchHelp: every --flag the README names is a flag of
+// some command's --help, spelled the same.
+func TestReadmeFlagsMatchHelp(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{"help": true, "version": true}
+	def := regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`)
+	for _, cmd := range []string{"run", "install", "status", "demo", "emulator"} {
+		r := iasql(t, 10*time.Second, cmd, "--help")
+		for _, m := range def.FindAllStringSubmatch(r.stdout+r.stderr, -1) {
+			known[m[1]] = true
+		}
+	}
+	// S3's reserved bucket name suffixes, which the README lists as such.
+	notFlags := map[string]bool{"ol-s3": true, "x-s3": true, "table-s3": true}
+	used := regexp.MustCompile("(?:^|[\\s`(])--([a-z][a-z0-9-]*)")
+	seen := 0
+	for _, m := range used.FindAllStringSubmatch(string(readme), -1) {
+		if notFlags[m[1]] {
+			continue
+		}
+		seen++
+		if !known[m[1]] {
+			t.Errorf("README names --%s, which no command's --help has", m[1])
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("found only %d flags in the README", seen)
+	}
+	for _, want := range []string{"metrics-listen", "json"} {
+		if !regexp.MustCompile(`--` + want + `\b`).Match(readme) {
+			t.Errorf("README does not document --%s", want)
+		}
+	}
+}
+
+// TestVersionNamesSQLObjects: --version gives the release and the version
+// of the SQL objects the binary installs.
+func TestVersionNamesSQLObjects(t *testing.T) {
+	t.Parallel()
+	r := iasql(t, 10*time.Second, "--version")
+	want := "(SQL objects " + iasqlsql.Version + ")"
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "iasql ") || !strings.Contains(r.stdout, want) || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("--version: exit %d, %q; want one line naming %s", r.code, r.stdout, want)
+	}
+}

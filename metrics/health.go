@@ -1,0 +1,274 @@
+// Package metrics tells how a sidecar and its database are doing: it reads
+// capture, slot, cycle and record health from the database (ReadHealth, for
+// `iasql status`), and serves them with the sidecar's cloud calls as
+// Prometheus metrics (New, Serve).
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Querier is what ReadHealth reads through: a *pgx.Conn or a *pgxpool.Pool.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Slot is the state of a logical replication slot.
+type Slot struct {
+	Name     string `json:"name"`
+	Database string `json:"database,omitempty"`
+	Exists   bool   `json:"exists"`
+	Active   bool   `json:"active"`
+	// ActivePID is the walsender streaming from the slot; Consumer the
+	// application_name of that connection.
+	ActivePID *int32  `json:"active_pid"`
+	Consumer  *string `json:"consumer"`
+	// WALStatus is pg_replication_slots.wal_status: reserved, extended,
+	// unreserved or lost.
+	WALStatus    string  `json:"wal_status"`
+	ConfirmedLSN *string `json:"confirmed_flush_lsn"`
+	// LagBytes is the current WAL position minus the confirmed position:
+	// what capture has not acknowledged yet.
+	LagBytes *int64 `json:"lag_bytes"`
+	// RetainedBytes is the current WAL position minus restart_lsn: the WAL
+	// the server keeps for this slot.
+	RetainedBytes *int64 `json:"retained_wal_bytes"`
+	// SafeWALSize is how much more WAL can be written before the slot is
+	// in danger of losing WAL (NULL when max_slot_wal_keep_size is -1).
+	SafeWALSize *int64 `json:"safe_wal_size"`
+}
+
+// Cycle is the last cycle's end record.
+type Cycle struct {
+	Cycle    string        `json:"cycle"`
+	Reason   string        `json:"reason"`
+	Ended    time.Time     `json:"ended"`
+	Duration time.Duration `json:"-"`
+	Outcome  string        `json:"outcome"` // done, failed, timeout
+	Summary  string        `json:"summary"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// Failed reports whether the cycle did not end done.
+func (c *Cycle) Failed() bool { return c != nil && c.Outcome != "done" }
+
+// Health is what ReadHealth found.
+type Health struct {
+	Version string `json:"sql_version"` // iasql_version(); "" when not installed
+	Slot    Slot   `json:"slot"`
+	// MaxSlotWALKeepSize is the server's max_slot_wal_keep_size as it
+	// shows it ("-1" is unlimited); MaxSlotWALKeepBytes the same in bytes
+	// (-1 unlimited).
+	MaxSlotWALKeepSize  string `json:"max_slot_wal_keep_size"`
+	MaxSlotWALKeepBytes int64  `json:"max_slot_wal_keep_size_bytes"`
+	// OtherSlots are the server's other iasql_* slots (slots are
+	// cluster-wide: other databases' sidecars, or leftovers that pin WAL).
+	OtherSlots []Slot `json:"other_iasql_slots"`
+	// From iasql_capture_progress.
+	CapturedLSN *string    `json:"last_captured_lsn"`
+	CommitTime  *time.Time `json:"last_commit_time"`
+	CapturedAt  *time.Time `json:"last_captured_at"`
+	Changes     int64      `json:"changes_captured"`
+	LastCycle   *Cycle     `json:"last_cycle"`
+	// Records counts iasql_status rows by state (pending, in progress,
+	// failed, waiting, unverified); nil when RecordsError says why they
+	// could not be read.
+	Records map[string]int64 `json:"records_not_in_sync"`
+	// RecordsError is why iasql_status could not be read by this role
+	// (it reads the module tables with the caller's privileges).
+	RecordsError string `json:"records_error,omitempty"`
+}
+
+// CaptureProblem says what makes capture unhealthy, or "".
+func (h *Health) CaptureProblem() string {
+	switch {
+	case !h.Slot.Exists && h.CapturedLSN != nil:
+		return "replication slot " + h.Slot.Name + " is gone but capture had reached " + *h.CapturedLSN + ": changes since then cannot be captured; see 'iasql run' for how to recover"
+	case !h.Slot.Exists:
+		return "replication slot " + h.Slot.Name + " does not exist: start 'iasql run', which creates it"
+	case h.Slot.WALStatus == "lost":
+		lsn := "-"
+		if h.CapturedLSN != nil {
+			lsn = *h.CapturedLSN
+		}
+		return "replication slot " + h.Slot.Name + " is lost (wal_status = lost): changes after " + lsn + " cannot be captured; see 'iasql run' for how to recover"
+	case !h.Slot.Active:
+		return "no sidecar is consuming slot " + h.Slot.Name + ": start 'iasql run'"
+	}
+	return ""
+}
+
+// Warnings are conditions an operator should act on before capture breaks.
+func (h *Health) Warnings() []string {
+	var out []string
+	switch h.Slot.WALStatus {
+	case "extended":
+		limit := "max_slot_wal_keep_size is -1: the WAL grows until capture catches up or the disk is full"
+		if h.MaxSlotWALKeepBytes >= 0 {
+			limit = "past max_slot_wal_keep_size (" + h.MaxSlotWALKeepSize + ") the slot loses WAL"
+		}
+		out = append(out, fmt.Sprintf("slot %s retains more WAL than max_wal_size (wal_status = extended): capture is behind or stopped; %s", h.Slot.Name, limit))
+	case "unreserved":
+		out = append(out, fmt.Sprintf("slot %s is about to lose WAL (wal_status = unreserved, max_slot_wal_keep_size %s): the next checkpoint may remove WAL it needs, and the slot becomes lost", h.Slot.Name, h.MaxSlotWALKeepSize))
+	}
+	if h.RecordsError != "" {
+		out = append(out, "cannot count the records not in sync (iasql_status: "+h.RecordsError+"): the role running status needs SELECT on the module tables")
+	}
+	for _, s := range h.OtherSlots {
+		if !s.Active && s.RetainedBytes != nil {
+			out = append(out, fmt.Sprintf("slot %s (database %s) has no consumer and retains %s of WAL: drop it if nothing uses it (SELECT pg_drop_replication_slot('%s'))", s.Name, s.Database, Bytes(*s.RetainedBytes), s.Name))
+		}
+	}
+	return out
+}
+
+// SyncProblem says what makes the sync with the cloud unhealthy (the last
+// cycle failed, or records are failing), or "".
+func (h *Health) SyncProblem() string {
+	var p string
+	if h.LastCycle.Failed() {
+		p = fmt.Sprintf("the last cycle (%s) ended %s", h.LastCycle.Cycle, h.LastCycle.Outcome)
+		if h.LastCycle.Error != "" {
+			p += ": " + h.LastCycle.Error
+		}
+	}
+	if n := h.Records["failed"]; n > 0 {
+		if p != "" {
+			p += "; "
+		}
+		p += fmt.Sprintf("%d records are failing: SELECT * FROM iasql_status WHERE state = 'failed'", n)
+	}
+	return p
+}
+
+// ReadHealth reads the state of slot and of what the sidecar recorded in
+// the database. Objects not installed yet read as absent.
+func ReadHealth(ctx context.Context, q Querier, slot string) (*Health, error) {
+	h := &Health{Slot: Slot{Name: slot}, Records: map[string]int64{}}
+	err := q.QueryRow(ctx, `
+		SELECT pg_catalog.current_setting('max_slot_wal_keep_size'),
+		       CASE WHEN s.setting::bigint < 0 THEN -1 ELSE pg_catalog.pg_size_bytes(s.setting || coalesce(s.unit, '')) END
+		  FROM pg_catalog.pg_settings s WHERE s.name = 'max_slot_wal_keep_size'`).Scan(&h.MaxSlotWALKeepSize, &h.MaxSlotWALKeepBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read max_slot_wal_keep_size: %w", err)
+	}
+	rows, err := q.Query(ctx, `
+		SELECT s.slot_name::text, coalesce(s.database::text, ''), s.active, s.active_pid, a.application_name,
+		       coalesce(s.wal_status, ''), s.confirmed_flush_lsn::text,
+		       (pg_catalog.pg_current_wal_lsn() - s.confirmed_flush_lsn)::bigint,
+		       (pg_catalog.pg_current_wal_lsn() - s.restart_lsn)::bigint,
+		       s.safe_wal_size
+		  FROM pg_catalog.pg_replication_slots s
+		  LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = s.active_pid
+		 WHERE s.slot_name = $1 OR s.slot_name LIKE 'iasql\_%'
+		 ORDER BY s.slot_name`, slot)
+	if err != nil {
+		return nil, fmt.Errorf("read replication slots: %w", err)
+	}
+	for rows.Next() {
+		s := Slot{Exists: true}
+		if err := rows.Scan(&s.Name, &s.Database, &s.Active, &s.ActivePID, &s.Consumer, &s.WALStatus, &s.ConfirmedLSN, &s.LagBytes, &s.RetainedBytes, &s.SafeWALSize); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read replication slots: %w", err)
+		}
+		if s.Name == slot {
+			h.Slot = s
+		} else {
+			h.OtherSlots = append(h.OtherSlots, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read replication slots: %w", err)
+	}
+	var installed bool
+	if err := q.QueryRow(ctx, `SELECT pg_catalog.to_regprocedure('public.iasql_version()') IS NOT NULL`).Scan(&installed); err != nil {
+		return nil, fmt.Errorf("read iasql version: %w", err)
+	}
+	if !installed {
+		return h, nil
+	}
+	if err := q.QueryRow(ctx, `SELECT public.iasql_version()`).Scan(&h.Version); err != nil {
+		return nil, fmt.Errorf("read iasql version: %w", err)
+	}
+	err = q.QueryRow(ctx, `SELECT end_lsn::text, commit_ts, updated_at, changes FROM public.iasql_capture_progress WHERE slot_name = $1`, slot).
+		Scan(&h.CapturedLSN, &h.CommitTime, &h.CapturedAt, &h.Changes)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("read capture progress: %w", err)
+	}
+	// Cycle records are the audit rows with no table: the index on
+	// (table_name, record_id, id) finds the newest at once.
+	var c Cycle
+	var started *time.Time
+	err = q.QueryRow(ctx, `
+		SELECT coalesce(e.m->>'cycle', ''), coalesce(e.m->>'reason', ''), e.ts, coalesce(e.m->>'outcome', ''),
+		       coalesce(e.m->>'summary', ''), coalesce(e.m->>'error', ''),
+		       (SELECT s.ts FROM public.iasql_audit_log s
+		         WHERE s.table_name IS NULL AND s.record_id IS NULL AND s.id < e.id
+		           AND s.change_type = 'CYCLE_START' AND s.message::jsonb->>'cycle' = e.m->>'cycle'
+		         ORDER BY s.id DESC LIMIT 1)
+		  FROM (SELECT id, ts, message::jsonb AS m FROM public.iasql_audit_log
+		         WHERE table_name IS NULL AND record_id IS NULL AND change_type = 'CYCLE_END'
+		         ORDER BY id DESC LIMIT 1) e`).Scan(&c.Cycle, &c.Reason, &c.Ended, &c.Outcome, &c.Summary, &c.Error, &started)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return nil, fmt.Errorf("read the last cycle: %w", err)
+	default:
+		if started != nil {
+			c.Duration = c.Ended.Sub(*started)
+		}
+		h.LastCycle = &c
+	}
+	if err := readRecords(ctx, q, h.Records); err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42501" {
+			return nil, err
+		}
+		// iasql_status reads the module tables with the caller's
+		// privileges: a role that may not read them learns the rest.
+		h.Records, h.RecordsError = nil, pe.Message
+	}
+	return h, nil
+}
+
+// readRecords counts iasql_status rows by state into into.
+func readRecords(ctx context.Context, q Querier, into map[string]int64) error {
+	rows, err := q.Query(ctx, `SELECT state, count(*) FROM public.iasql_status GROUP BY state`)
+	if err != nil {
+		return fmt.Errorf("read iasql_status: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var state string
+		var n int64
+		if err := rows.Scan(&state, &n); err != nil {
+			return fmt.Errorf("read iasql_status: %w", err)
+		}
+		into[state] = n
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read iasql_status: %w", err)
+	}
+	return nil
+}
+
+// Bytes renders n bytes in binary units: 512 B, 1.5 KiB, 16.0 MiB.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n), 0
+	for f >= unit*unit || f <= -unit*unit {
+		f /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", f/unit, "KMGTPE"[i])
+}
