@@ -67,11 +67,14 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 			if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
 				return err
 			}
-			if a.CloudID != a.retire.old || a.retire.phase != phaseTemporary {
-				return nil
-			}
-			// The old resource is gone: the record's own new resource comes next.
 			return c.dbTx(ctx, func(tx pgx.Tx) error {
+				if err := forgetOps(ctx, tx, []string{ts.spec.Name}, []string{opKey(a)}); err != nil {
+					return err
+				}
+				if a.CloudID != a.retire.old || a.retire.phase != phaseTemporary {
+					return nil
+				}
+				// The old resource is gone: the record's own new resource comes next.
 				return setPhase(ctx, tx, a.retire, phaseFinal)
 			})
 		}

@@ -74,8 +74,9 @@ func newToken() string { return randomHex(16) }
 // reports whether an earlier attempt may have made the resource.
 func (c *cycle) beginOp(ctx context.Context, a *Action) (retried bool, err error) {
 	prev, had := a.ts.ops[opKey(a)]
-	if a.kind == cloudCreate && a.token == "" {
-		if had && prev.action == "create" && prev.token != "" {
+	if (a.kind == cloudCreate || a.Action == "replace") && a.token == "" {
+		// A replacement creates too: its new resource carries a token.
+		if had && prev.action == a.Action && prev.token != "" {
 			a.token, a.attempts = prev.token, prev.attempts
 		} else {
 			a.token = newToken()
@@ -158,6 +159,32 @@ func (ts *tableState) adoptByToken(id string, cf module.Record) (module.Record, 
 		return cf, ""
 	}
 	cids := ts.byToken[o.token]
+	if len(cids) == 0 {
+		return cf, ""
+	}
+	sort.Strings(cids)
+	for _, stray := range cids[1:] {
+		ts.strays[stray] = id
+	}
+	return withIdentity(ts.spec, cf, cids[0]), cids[0]
+}
+
+// adoptReplacement is adoptByToken for a row being replaced by a resource
+// whose identity the cloud generates: the row still names the old resource
+// when a crash (or a 500 after the cloud acted) came between the new
+// resource's create and its write-back; the resource the replacement's
+// token made is the row's, and any other it made is a stray.
+func (ts *tableState) adoptReplacement(id string, cf module.Record, rp *replacement) (module.Record, string) {
+	o, ok := ts.ops[id]
+	if !ok || o.token == "" || o.action != "replace" {
+		return cf, ""
+	}
+	var cids []string
+	for _, cid := range ts.byToken[o.token] {
+		if cid != rp.old {
+			cids = append(cids, cid)
+		}
+	}
 	if len(cids) == 0 {
 		return cf, ""
 	}

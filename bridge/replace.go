@@ -57,7 +57,21 @@ func (c *cycle) replace(ctx context.Context, a *Action) error {
 	}); err != nil {
 		return fmt.Errorf("replace: record the replacement: %w", err)
 	}
-	got, err := ts.mapper.Create(ctx, want)
+	var got module.Record
+	var err error
+	if unique {
+		// A retried create finds the stand-in by its derived name.
+		got, err = ts.mapper.Create(ctx, want)
+	} else {
+		// The cloud generates the new identity: the create carries a client
+		// token, persisted first (adoptReplacement finds what it made).
+		if a.token == "" {
+			if a.retried, err = c.beginOp(ctx, a); err != nil {
+				return err
+			}
+		}
+		got, err = c.create(ctx, a, want)
+	}
 	if err != nil {
 		return fmt.Errorf("replace: create the new resource: %w", err)
 	}

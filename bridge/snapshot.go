@@ -189,6 +189,12 @@ func (ts *tableState) cloudForms(snap *snapshot) error {
 			// earlier create made it and its identity was never written back.
 			cf, cid = ts.adoptByToken(id, cf)
 		}
+		if rp := ts.repl[id]; rp != nil && generated(ts.spec) && cid == rp.old {
+			// The new resource was made, its identity not written back.
+			if acf, acid := ts.adoptReplacement(id, cf, rp); acid != "" {
+				cf, cid = acf, acid
+			}
+		}
 		if rp := ts.repl[id]; rp != nil && rp.phase == phaseTemporary {
 			if _, oldThere := ts.cloud[rp.old]; oldThere && rp.temp != "" {
 				cf, cid = withIdentity(ts.spec, cf, rp.temp), rp.temp

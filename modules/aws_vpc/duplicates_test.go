@@ -118,3 +118,58 @@ func TestCrashBetweenCreateAndWriteBack(t *testing.T) {
 		t.Errorf("%d vpc records still out of sync in iasql_status", n)
 	}
 }
+
+// TestReplacementCreateIsIdempotent: a CIDR change replaces the VPC; its
+// new VPC's create carries a client token like any create. Whether EC2
+// answers 500 after acting or the sidecar stops while CreateVpc is in
+// flight (so nobody writes the new id back), the end is one new VPC, in
+// the row, and the old one gone: never a second new VPC or a second row.
+func TestReplacementCreateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		crash bool
+	}{{"500 after acting", false}, {"crash before the write-back", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.Exec(`INSERT INTO vpc (cidr_block) VALUES ('10.44.0.0/16')`)
+			e.Commit()
+			old := e.String(`SELECT vpc_id FROM vpc WHERE cidr_block = '10.44.0.0/16'`)
+			row := e.String(`SELECT id::text FROM vpc WHERE cidr_block = '10.44.0.0/16'`)
+			e.Exec(`UPDATE vpc SET cidr_block = '10.45.0.0/16' WHERE cidr_block = '10.44.0.0/16'`)
+			if !tc.crash {
+				e.Emu.Inject(emulator.Fault{Op: "ec2:CreateVpc", Kind: emulator.ServerErrorAfter, Times: 1})
+				e.Commit()
+			} else {
+				e.Emu.Inject(emulator.Fault{Op: "ec2:CreateVpc", Kind: emulator.Latency, Delay: 2 * time.Second, Times: 1})
+				e.Emu.Reset()
+				commit := make(chan error, 1)
+				go func() {
+					_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
+					commit <- err
+				}()
+				enginetest.WaitUntil(t, 30*time.Second, "CreateVpc called", func() bool { return e.Emu.Calls()["ec2:CreateVpc"] > 0 })
+				e.Stop()
+				<-commit // it fails or hangs up: the sidecar that took it is gone
+				enginetest.WaitUntil(t, 30*time.Second, "the new VPC created in the cloud", func() bool { return len(e.cloudVpcIDs("10.45.0.0/16")) == 1 })
+				if id := e.String(`SELECT vpc_id FROM vpc WHERE id = $1::int`, row); id != old {
+					t.Fatalf("the new VPC's id %s was written back: the crash came too late to test anything", id)
+				}
+				e.StartSidecar(true)
+				e.Commit()
+			}
+			e.wantOne("VPC", e.cloudVpcIDs("10.45.0.0/16"), "vpc", "vpc_id", "10.45.0.0/16")
+			if ids := e.cloudVpcIDs("10.44.0.0/16"); len(ids) != 0 {
+				t.Errorf("the replaced VPC is still in the cloud: %v", ids)
+			}
+			if id := e.String(`SELECT id::text FROM vpc WHERE cidr_block = '10.45.0.0/16'`); id != row {
+				t.Errorf("the VPC is row %s now, want row %s", id, row)
+			}
+			if n := e.Count(`SELECT count(*) FROM iasql_status WHERE table_name = 'vpc'`); n != 0 {
+				t.Errorf("%d vpc records still out of sync in iasql_status: %s", n,
+					e.String(`SELECT string_agg(concat_ws(' ', state, action, last_error), '; ') FROM iasql_status WHERE table_name = 'vpc'`))
+			}
+		})
+	}
+}
