@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -158,11 +159,16 @@ func (ts *tableState) adoptByToken(id string, cf module.Record) (module.Record, 
 	if !ok || o.token == "" {
 		return cf, ""
 	}
-	cids := ts.byToken[o.token]
+	return ts.adopt(id, cf, ts.byToken[o.token])
+}
+
+// adopt gives row id the first of the resources its token made (cids),
+// and marks the others strays of it.
+func (ts *tableState) adopt(id string, cf module.Record, cids []string) (module.Record, string) {
 	if len(cids) == 0 {
 		return cf, ""
 	}
-	sort.Strings(cids)
+	cids = slices.Sorted(slices.Values(cids))
 	for _, stray := range cids[1:] {
 		ts.strays[stray] = id
 	}
@@ -185,14 +191,7 @@ func (ts *tableState) adoptReplacement(id string, cf module.Record, rp *replacem
 			cids = append(cids, cid)
 		}
 	}
-	if len(cids) == 0 {
-		return cf, ""
-	}
-	sort.Strings(cids)
-	for _, stray := range cids[1:] {
-		ts.strays[stray] = id
-	}
-	return withIdentity(ts.spec, cf, cids[0]), cids[0]
+	return ts.adopt(id, cf, cids)
 }
 
 // dueOnly drops, from an automatic cycle's actions, the cloud actions that

@@ -63,6 +63,24 @@ func (e *env) wantOne(what string, cloud []string, table, idCol, cidr string) {
 	}
 }
 
+// stopDuringCreateVpc commits, stops the sidecar while CreateVpc is in
+// flight (EC2 is slowed to 2 s for the call) and waits until EC2 has made
+// the VPC with that CIDR, which nobody writes back.
+func (e *env) stopDuringCreateVpc(cidr string) {
+	e.T.Helper()
+	e.Emu.Inject(emulator.Fault{Op: "ec2:CreateVpc", Kind: emulator.Latency, Delay: 2 * time.Second, Times: 1})
+	e.Emu.Reset()
+	commit := make(chan error, 1)
+	go func() {
+		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
+		commit <- err
+	}()
+	enginetest.WaitUntil(e.T, 30*time.Second, "CreateVpc called", func() bool { return e.Emu.Calls()["ec2:CreateVpc"] > 0 })
+	e.Stop()
+	<-commit // it fails or hangs up: the sidecar that took it is gone
+	enginetest.WaitUntil(e.T, 30*time.Second, "the VPC created in the cloud", func() bool { return len(e.cloudVpcIDs(cidr)) == 1 })
+}
+
 // TestCreateAnsweredWith500AfterActing: EC2 creates the VPC (and then the
 // subnet) and answers 500, as when the connection is lost after AWS acted.
 // CreateVpc takes no idempotency token, so the SDK must not repeat it; the
@@ -97,17 +115,8 @@ func TestCreateAnsweredWith500AfterActing(t *testing.T) {
 func TestCrashBetweenCreateAndWriteBack(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.Emu.Inject(emulator.Fault{Op: "ec2:CreateVpc", Kind: emulator.Latency, Delay: 2 * time.Second, Times: 1})
 	e.Exec(`INSERT INTO vpc (cidr_block) VALUES ('10.43.0.0/16')`)
-	commit := make(chan error, 1)
-	go func() {
-		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
-		commit <- err
-	}()
-	enginetest.WaitUntil(t, 30*time.Second, "CreateVpc called", func() bool { return e.Emu.Calls()["ec2:CreateVpc"] > 0 })
-	e.Stop()
-	<-commit // it fails or hangs up: the sidecar that took it is gone
-	enginetest.WaitUntil(t, 30*time.Second, "the VPC created in the cloud", func() bool { return len(e.cloudVpcIDs("10.43.0.0/16")) == 1 })
+	e.stopDuringCreateVpc("10.43.0.0/16")
 	if id := e.String(`SELECT coalesce(vpc_id, '') FROM vpc WHERE cidr_block = '10.43.0.0/16'`); id != "" {
 		t.Fatalf("the VPC's id %s was written back: the crash came too late to test anything", id)
 	}
@@ -142,17 +151,7 @@ func TestReplacementCreateIsIdempotent(t *testing.T) {
 				e.Emu.Inject(emulator.Fault{Op: "ec2:CreateVpc", Kind: emulator.ServerErrorAfter, Times: 1})
 				e.Commit()
 			} else {
-				e.Emu.Inject(emulator.Fault{Op: "ec2:CreateVpc", Kind: emulator.Latency, Delay: 2 * time.Second, Times: 1})
-				e.Emu.Reset()
-				commit := make(chan error, 1)
-				go func() {
-					_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
-					commit <- err
-				}()
-				enginetest.WaitUntil(t, 30*time.Second, "CreateVpc called", func() bool { return e.Emu.Calls()["ec2:CreateVpc"] > 0 })
-				e.Stop()
-				<-commit // it fails or hangs up: the sidecar that took it is gone
-				enginetest.WaitUntil(t, 30*time.Second, "the new VPC created in the cloud", func() bool { return len(e.cloudVpcIDs("10.45.0.0/16")) == 1 })
+				e.stopDuringCreateVpc("10.45.0.0/16")
 				if id := e.String(`SELECT vpc_id FROM vpc WHERE id = $1::int`, row); id != old {
 					t.Fatalf("the new VPC's id %s was written back: the crash came too late to test anything", id)
 				}
