@@ -79,6 +79,19 @@ type options struct {
 	discard      bool
 }
 
+// towardsCloud is the direction table of DESIGN.md as data: whether a
+// difference is settled in the cloud (true) or in the database, by the
+// record's mode and whether it has pending user intent. Each kind of
+// difference then has its action in that direction: a row only in the
+// database is created in the cloud or deleted; a resource only in the
+// cloud is deleted there or imported; both but different, updated in the
+// cloud or in the row. TestDirectionTable checks every cell.
+var towardsCloud = map[string]map[bool]bool{
+	modeNormal:  {false: false, true: true},  // pending intent wins, else the cloud's state
+	modeEnforce: {false: true, true: true},   // the database is the truth
+	modeTrack:   {false: false, true: false}, // the cloud is the truth
+}
+
 // diff decides, for every difference between database and cloud, what to
 // do, by the direction table of DESIGN.md (every record NORMAL until modes
 // land): pending intent pushes to the cloud, its absence pulls from it.
@@ -113,19 +126,15 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 			}
 			m, rule := snap.modes.of(ts.spec.Name, id)
 			label = m + " by " + rule
-			switch m {
-			case modeEnforce:
-				if !intent(id) {
-					note = " (ENFORCE by " + rule + ": reverting a change made in the cloud)"
-				}
-				return true, m, label, note
-			case modeTrack:
-				if intent(id) {
-					note = " (WARNING: TRACK by " + rule + ": the user's change is undone from the cloud)"
-				}
-				return false, m, label, note
+			has := intent(id)
+			toCloud = towardsCloud[m][has]
+			switch {
+			case m == modeEnforce && !has:
+				note = " (ENFORCE by " + rule + ": reverting a change made in the cloud)"
+			case m == modeTrack && has:
+				note = " (WARNING: TRACK by " + rule + ": the user's change is undone from the cloud)"
 			}
-			return intent(id), m, label, ""
+			return toCloud, m, label, note
 		}
 		// Rows (in database, maybe in cloud).
 		ids := make([]string, 0, len(ts.rows))
