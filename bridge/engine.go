@@ -40,7 +40,8 @@ type Engine struct {
 	lanes    *lanes // bounds the cloud calls in flight per module and region
 	// retention: audit rows older than this are pruned (0 keeps them all).
 	retention time.Duration
-	kept      engineState // iasql_engine_state as this leadership knows it (retention.go)
+	txTimeout time.Duration // idle owner: the iasql transaction is rolled back (requests.go)
+	kept      engineState   // iasql_engine_state as this leadership knows it (retention.go)
 	// unverifiedClear: this leadership left iasql_unverified empty, so a
 	// cycle with nothing unverified need not write it (unverified.go).
 	unverifiedClear bool
@@ -79,13 +80,17 @@ type EngineConfig struct {
 	// AuditRetention: audit rows older than this (and enacted) are
 	// deleted; 0 keeps them all.
 	AuditRetention time.Duration
+	// TransactionTimeout: an iasql transaction whose owning session has
+	// been idle this long is rolled back; default DefaultTransactionTimeout.
+	TransactionTimeout time.Duration
 }
 
 // NewEngine returns an engine; capture must be the sidecar's capture loop.
 func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
 		interval: cfg.Interval, timeout: cfg.CycleTimeout, lanes: newLanes(cfg.CloudConcurrency), retention: cfg.AuditRetention,
-		requests: make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
+		txTimeout: cfg.TransactionTimeout,
+		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -94,6 +99,9 @@ func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	}
 	if e.timeout <= 0 {
 		e.timeout = 45 * time.Minute
+	}
+	if e.txTimeout <= 0 {
+		e.txTimeout = DefaultTransactionTimeout
 	}
 	for _, m := range cfg.Modules {
 		e.modules[m.Name] = m
@@ -106,6 +114,7 @@ type request struct {
 	Kind string          `json:"kind"`
 	Args json.RawMessage `json:"args"`
 	Role string          `json:"role"`
+	PID  int32           `json:"pid"` // the sender's session
 }
 
 // Message receives the SQL API's messages from capture. It must not block.
@@ -438,6 +447,7 @@ func (e *Engine) Lead(ctx context.Context) {
 				e.log.Warn("engine lost its session; starting again", "err", err)
 				return
 			}
+			e.expireTransaction(ctx)
 		}
 	}
 }

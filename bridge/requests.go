@@ -33,11 +33,11 @@ func (e *Engine) handle(ctx context.Context, r request) {
 	case "rebind_account":
 		result, err = e.rebindAccount(ctx, r.Role)
 	case "begin":
-		result, err = e.begin(ctx, r.Role)
+		result, err = e.begin(ctx, r)
 	case "commit":
-		result, err = e.commit(ctx)
+		result, err = e.commit(ctx, r)
 	case "rollback":
-		result, err = e.rollback(ctx)
+		result, err = e.rollback(ctx, r)
 	case "preview":
 		result, err = e.preview(ctx)
 	case "install":
@@ -58,16 +58,29 @@ func (e *Engine) handle(ctx context.Context, r request) {
 	e.finish(ctx, r, result, err)
 }
 
+// DefaultTransactionTimeout: an iasql transaction whose owning session
+// has been idle this long is rolled back.
+const DefaultTransactionTimeout = 30 * time.Minute
+
+// An iasql transaction belongs to the session that opened it (owner_pid,
+// owner_started): only that session writes module tables while it is open
+// (iasql_transaction_write_guard), and only it, or an iasql_admin, commits
+// or rolls it back. It is rolled back when its session ends or stays idle
+// longer than the transaction timeout: like a PostgreSQL transaction whose
+// session is gone, what it did not commit does not reach the cloud.
 type txInfo struct {
-	OpenedBy string    `json:"opened_by"`
-	OpenedAt time.Time `json:"opened_at"`
-	BeginLSN string    `json:"begin_lsn"`
+	OpenedBy     string    `json:"opened_by"`
+	OpenedAt     time.Time `json:"opened_at"`
+	BeginLSN     string    `json:"begin_lsn"`
+	OwnerPID     int32     `json:"owner_pid"`
+	OwnerStarted time.Time `json:"-"`
 }
 
 func (e *Engine) openTransaction(ctx context.Context) (*txInfo, error) {
 	var t txInfo
 	err := e.service(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT opened_by, opened_at, begin_lsn::text FROM public.iasql_transaction`).Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN)
+		return c.QueryRow(ctx, `SELECT opened_by, opened_at, begin_lsn::text, owner_pid, owner_started FROM public.iasql_transaction`).
+			Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN, &t.OwnerPID, &t.OwnerStarted)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -78,12 +91,17 @@ func (e *Engine) openTransaction(ctx context.Context) (*txInfo, error) {
 	return &t, nil
 }
 
-// begin waits for a running cycle to end, then opens the transaction.
-func (e *Engine) begin(ctx context.Context, role string) (any, error) {
+func (t *txInfo) String() string {
+	return fmt.Sprintf("opened by %s in session %d at %s", t.OpenedBy, t.OwnerPID, t.OpenedAt.UTC().Format(time.RFC3339))
+}
+
+// begin waits for a running cycle to end, then opens the transaction,
+// owned by the requesting session.
+func (e *Engine) begin(ctx context.Context, r request) (any, error) {
 	if t, err := e.openTransaction(ctx); err != nil {
 		return nil, err
 	} else if t != nil {
-		return nil, fmt.Errorf("an iasql transaction is already open: opened by %s at %s; CALL iasql_commit() or CALL iasql_rollback() to end it", t.OpenedBy, t.OpenedAt.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("an iasql transaction is already open: %s; its session ends it with CALL iasql_commit() or CALL iasql_rollback()", t)
 	}
 	// Waiting for the cycle lock waits for a running cycle to end.
 	conn, err := e.lockCycles(ctx, true)
@@ -91,16 +109,53 @@ func (e *Engine) begin(ctx context.Context, role string) (any, error) {
 		return nil, err
 	}
 	e.releaseWork(conn)
+	// The owner's session start comes from the session itself (it can
+	// always see its own; the sidecar may not see others' without
+	// pg_read_all_stats); the pid is the request's sender.
+	var args struct {
+		BackendStart time.Time `json:"backend_start"`
+	}
+	if err := json.Unmarshal(r.Args, &args); err != nil || args.BackendStart.IsZero() || r.PID == 0 {
+		return nil, errors.New("iasql_begin did not say which session it runs in: the SQL objects are older than this sidecar; upgrade them (iasql install)")
+	}
 	var t txInfo
 	err = e.service(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `INSERT INTO public.iasql_transaction (opened_by, opened_at, begin_lsn)
-			VALUES ($1, pg_catalog.clock_timestamp(), pg_catalog.pg_current_wal_insert_lsn()) RETURNING opened_by, opened_at, begin_lsn::text`, role).
-			Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN)
+		return c.QueryRow(ctx, `INSERT INTO public.iasql_transaction (opened_by, opened_at, begin_lsn, owner_pid, owner_started)
+			VALUES ($1, pg_catalog.clock_timestamp(), pg_catalog.pg_current_wal_insert_lsn(), $2, $3)
+			RETURNING opened_by, opened_at, begin_lsn::text, owner_pid, owner_started`, r.Role, r.PID, args.BackendStart).
+			Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN, &t.OwnerPID, &t.OwnerStarted)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open the iasql transaction: %w", err)
 	}
 	return map[string]any{"summary": "iasql transaction open; automatic cycles are paused", "transaction": t}, nil
+}
+
+// mayEnd refuses a commit or rollback of an open transaction from anyone but
+// its owning session or an iasql_admin.
+func (e *Engine) mayEnd(ctx context.Context, t *txInfo, r request, what string) error {
+	if t == nil {
+		return nil
+	}
+	var owner, admin bool
+	err := e.service(ctx, func(c *pgx.Conn) error {
+		// backend_start is NULL where the sidecar may not see the session's
+		// details (no pg_read_all_stats): then the sender's pid, which the
+		// request proves, is all there is to go by.
+		return c.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_get_activity($1) a WHERE a.backend_start IS NULL OR a.backend_start = $2),
+			       coalesce((SELECT r.rolsuper OR (pg_catalog.to_regrole('iasql_admin') IS NOT NULL
+			                   AND pg_catalog.pg_has_role(r.oid, 'iasql_admin', 'MEMBER'))
+			                   FROM pg_catalog.pg_roles r WHERE r.rolname = $3), false)`,
+			r.PID, t.OwnerStarted, r.Role).Scan(&owner, &admin)
+	})
+	if err != nil {
+		return fmt.Errorf("check who may %s the iasql transaction: %w", what, err)
+	}
+	if (owner && r.PID == t.OwnerPID) || admin {
+		return nil
+	}
+	return fmt.Errorf("the iasql transaction is not yours to %s: it was %s; only that session (or an iasql_admin) ends it", what, t)
 }
 
 func (e *Engine) closeTransaction(ctx context.Context) error {
@@ -111,10 +166,19 @@ func (e *Engine) closeTransaction(ctx context.Context) error {
 }
 
 // commit runs a cycle now and returns when it has ended.
-func (e *Engine) commit(ctx context.Context) (any, error) {
+func (e *Engine) commit(ctx context.Context, r request) (any, error) {
+	t, err := e.openTransaction(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.mayEnd(ctx, t, r, "commit"); err != nil {
+		return nil, err
+	}
 	out, err := e.cycle(ctx, "commit", options{}, true)
-	if cerr := e.closeTransaction(ctx); cerr != nil && err == nil {
-		err = cerr
+	if t != nil {
+		if cerr := e.closeTransaction(ctx); cerr != nil && err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		return out, err
@@ -123,7 +187,7 @@ func (e *Engine) commit(ctx context.Context) (any, error) {
 }
 
 // rollback restores the records changed since begin from the cloud.
-func (e *Engine) rollback(ctx context.Context) (any, error) {
+func (e *Engine) rollback(ctx context.Context, r request) (any, error) {
 	t, err := e.openTransaction(ctx)
 	if err != nil {
 		return nil, err
@@ -131,11 +195,48 @@ func (e *Engine) rollback(ctx context.Context) (any, error) {
 	if t == nil {
 		return nil, errors.New("no iasql transaction is open: there is nothing to roll back (CALL iasql_begin() opens one)")
 	}
-	out, err := e.cycle(ctx, "rollback", options{discard: true, discardAfter: lsnOf(t.BeginLSN)}, true)
+	if err := e.mayEnd(ctx, t, r, "roll back"); err != nil {
+		return nil, err
+	}
+	return e.rollbackSince(ctx, t, "rollback")
+}
+
+func (e *Engine) rollbackSince(ctx context.Context, t *txInfo, reason string) (any, error) {
+	out, err := e.cycle(ctx, reason, options{discard: true, discardAfter: lsnOf(t.BeginLSN)}, true)
 	if err != nil {
 		return out, err
 	}
 	return out, e.closeTransaction(ctx)
+}
+
+// expireTransaction rolls back an open transaction whose owning session
+// has ended or has been idle (not running a statement) longer than the
+// transaction timeout. The rollback's cycle records say why (reason
+// "transaction expired: ..."), and automatic cycles resume.
+func (e *Engine) expireTransaction(ctx context.Context) {
+	t, err := e.openTransaction(ctx)
+	if err != nil || t == nil {
+		return
+	}
+	var why string
+	err = e.service(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `
+			SELECT CASE WHEN a.pid IS NULL OR a.backend_start <> $2 THEN 'its session ended'
+			            WHEN a.state <> 'active' AND pg_catalog.clock_timestamp() - a.state_change > $3 * interval '1 millisecond'
+			              THEN 'its session was idle for ' || pg_catalog.date_trunc('second', pg_catalog.clock_timestamp() - a.state_change)
+			            ELSE '' END -- running, or not visible (state NULL without pg_read_all_stats)
+			  FROM (SELECT 1) one
+			  LEFT JOIN pg_catalog.pg_stat_get_activity($1) a ON true`,
+			t.OwnerPID, t.OwnerStarted, e.txTimeout.Milliseconds()).Scan(&why)
+	})
+	if err != nil || why == "" {
+		return
+	}
+	reason := fmt.Sprintf("transaction expired: %s (%s)", why, t)
+	e.log.Warn("rolling back an expired iasql transaction", "why", why, "opened_by", t.OpenedBy, "owner_pid", t.OwnerPID, "opened_at", t.OpenedAt)
+	if _, err := e.rollbackSince(ctx, t, reason); err != nil {
+		e.log.Warn("the rollback of an expired iasql transaction failed; it is tried again", "err", err)
+	}
 }
 
 // preview returns the plan a cycle would execute now. It runs beside a

@@ -42,6 +42,9 @@ type Config struct {
 	// AuditRetention: how long the audit trail keeps history (rows older
 	// than this, and enacted, are deleted hourly); 0 keeps it all.
 	AuditRetention time.Duration
+	// TransactionTimeout: an iasql transaction whose owning session is idle
+	// this long is rolled back; default DefaultTransactionTimeout.
+	TransactionTimeout time.Duration
 	// Modules offered. The binary composes the sidecar: it passes every
 	// module of its build (modules.All).
 	Modules []module.Module
@@ -93,7 +96,8 @@ func Run(ctx context.Context, cfg Config) error {
 		OnIntent:  func() { engine.Intent() },
 	})
 	engine = NewEngine(EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, AWS: awsCfg,
-		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency, AuditRetention: cfg.AuditRetention}, capture)
+		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency, AuditRetention: cfg.AuditRetention,
+		TransactionTimeout: cfg.TransactionTimeout}, capture)
 	return capture.Run(ctx)
 }
 

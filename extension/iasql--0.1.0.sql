@@ -396,15 +396,19 @@ COMMENT ON TRIGGER iasql_requests_guard ON public.iasql_requests IS 'Only the si
 
 -- The database's one iasql transaction (iasql_begin .. iasql_commit/rollback).
 CREATE TABLE public.iasql_transaction (
-  open      boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_transaction_one CHECK (open),
-  opened_by name NOT NULL,
-  opened_at timestamptz NOT NULL,
-  begin_lsn pg_lsn NOT NULL
+  open          boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_transaction_one CHECK (open),
+  opened_by     name NOT NULL,
+  opened_at     timestamptz NOT NULL,
+  begin_lsn     pg_lsn NOT NULL,
+  owner_pid     integer NOT NULL,
+  owner_started timestamptz NOT NULL
 );
 COMMENT ON TABLE public.iasql_transaction IS 'The open iasql transaction, if any: automatic cycles pause while it is open.';
 COMMENT ON COLUMN public.iasql_transaction.open IS 'Always true: the table holds at most one row.';
 COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin.';
 COMMENT ON COLUMN public.iasql_transaction.opened_at IS 'When iasql_begin opened it.';
+COMMENT ON COLUMN public.iasql_transaction.owner_pid IS 'The session (backend pid) that called iasql_begin: only it writes module tables, commits or rolls back while the transaction is open (and an iasql_admin may end it).';
+COMMENT ON COLUMN public.iasql_transaction.owner_started IS 'When the owning session started (pg_stat_activity.backend_start): tells it from a later session that reuses its pid.';
 COMMENT ON COLUMN public.iasql_transaction.begin_lsn IS 'User changes after this LSN belong to the transaction (iasql_rollback discards them).';
 COMMENT ON CONSTRAINT iasql_transaction_one ON public.iasql_transaction IS 'At most one iasql transaction per database.';
 REVOKE ALL ON public.iasql_transaction FROM PUBLIC;
@@ -485,7 +489,7 @@ BEGIN
             HINT = 'Start it: iasql run --dsn <this database>; iasql status shows its state.';
   END IF;
   sent := pg_catalog.pg_logical_emit_message(false, 'iasql_request',
-    pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'), 'role', current_user)::text);
+    pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'), 'role', current_user, 'pid', pg_catalog.pg_backend_pid())::text);
   next_check := pg_catalog.clock_timestamp();
   next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
   LOOP
@@ -555,10 +559,13 @@ COMMENT ON FUNCTION public.iasql_request(text, jsonb, integer) IS
 CREATE PROCEDURE public.iasql_begin()
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM public.iasql_request('begin');
+  -- The transaction belongs to this session (its pid is in the request;
+  -- its start tells it from a later session that reuses the pid).
+  PERFORM public.iasql_request('begin', pg_catalog.jsonb_build_object('backend_start',
+    (SELECT a.backend_start FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) a)));
 END $$;
 COMMENT ON PROCEDURE public.iasql_begin() IS
-  'Waits for a running cycle to end, then opens the database''s one iasql transaction: automatic cycles pause until iasql_commit or iasql_rollback.';
+  'Waits for a running cycle to end, then opens the database''s one iasql transaction, owned by this session: automatic cycles pause, and only this session writes module tables, until it calls iasql_commit or iasql_rollback (or an iasql_admin does). It is rolled back when this session ends or stays idle longer than the sidecar''s --transaction-timeout (30 minutes).';
 
 CREATE PROCEDURE public.iasql_commit()
 LANGUAGE plpgsql AS $$
@@ -1166,6 +1173,62 @@ COMMENT ON FUNCTION public.iasql_tables_track_guard() IS
 CREATE TRIGGER iasql_tables_track_guard AFTER INSERT OR UPDATE ON public.iasql_tables
   FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_track_guard();
 COMMENT ON TRIGGER iasql_tables_track_guard ON public.iasql_tables IS 'Puts the TRACK guard on each registered module table.';
+
+-- 065_transaction_owner.sql
+-- An iasql transaction belongs to the session that opened it. While it is
+-- open, only that session writes module tables: another session's write is
+-- refused when it is written, naming the owner, so that the owner's
+-- iasql_rollback (or the rollback when the transaction expires) never
+-- discards work another session committed. The running cycle (the session
+-- holding the cycle lock, role 2) writes what it pulls from the cloud.
+
+-- The running session is the transaction's owner: same pid, same start.
+CREATE FUNCTION public.iasql_transaction_owner_session() RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN EXISTS (
+    SELECT 1 FROM public.iasql_transaction t
+     WHERE t.owner_pid = pg_catalog.pg_backend_pid()
+       AND t.owner_started = (SELECT a.backend_start FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) a));
+END $$;
+COMMENT ON FUNCTION public.iasql_transaction_owner_session() IS
+  'True when the current session opened the open iasql transaction.';
+
+CREATE FUNCTION public.iasql_transaction_write_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  t public.iasql_transaction;
+BEGIN
+  SELECT * INTO t FROM public.iasql_transaction;
+  IF NOT FOUND OR public.iasql_holds_lock(2) OR public.iasql_transaction_owner_session() THEN
+    RETURN NULL;
+  END IF;
+  RAISE EXCEPTION '% on % is refused: an iasql transaction is open (opened by % in session % at %); until it ends only that session writes module tables',
+      pg_catalog.lower(TG_OP), public.iasql_table_name(TG_RELID::regclass), t.opened_by, t.owner_pid,
+      pg_catalog.to_char(t.opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+    USING ERRCODE = 'object_not_in_prerequisite_state',
+          HINT = 'Retry once it has committed or rolled back (SELECT * FROM iasql_transaction shows it; it expires when idle too long or when its session ends).';
+END $$;
+COMMENT ON FUNCTION public.iasql_transaction_write_guard() IS
+  'Statement trigger on module tables: while an iasql transaction is open, refuses writes from any session but its owner''s (the running cycle''s pass).';
+
+-- Each module table gets the guard when it is registered (install).
+CREATE FUNCTION public.iasql_tables_transaction_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.module IS NOT NULL THEN
+    EXECUTE pg_catalog.format('CREATE OR REPLACE TRIGGER iasql_transaction_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_transaction_write_guard()',
+      public.iasql_table_regclass(NEW.table_name));
+    EXECUTE pg_catalog.format('COMMENT ON TRIGGER iasql_transaction_guard ON %s IS %L',
+      public.iasql_table_regclass(NEW.table_name), 'While an iasql transaction is open, only its owner''s session writes (iasql_transaction_write_guard()).');
+  END IF;
+  RETURN NULL;
+END $$;
+COMMENT ON FUNCTION public.iasql_tables_transaction_guard() IS
+  'Trigger function: gives a registered module table the iasql_transaction_guard trigger.';
+CREATE TRIGGER iasql_tables_transaction_guard AFTER INSERT OR UPDATE ON public.iasql_tables
+  FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_transaction_guard();
+COMMENT ON TRIGGER iasql_tables_transaction_guard ON public.iasql_tables IS 'Puts the transaction owner''s guard on each registered module table.';
 
 -- extension_only.sql
 -- Only in the extension script: pg_dump keeps the rows of these tables, and

@@ -113,15 +113,19 @@ COMMENT ON TRIGGER iasql_requests_guard ON public.iasql_requests IS 'Only the si
 
 -- The database's one iasql transaction (iasql_begin .. iasql_commit/rollback).
 CREATE TABLE public.iasql_transaction (
-  open      boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_transaction_one CHECK (open),
-  opened_by name NOT NULL,
-  opened_at timestamptz NOT NULL,
-  begin_lsn pg_lsn NOT NULL
+  open          boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_transaction_one CHECK (open),
+  opened_by     name NOT NULL,
+  opened_at     timestamptz NOT NULL,
+  begin_lsn     pg_lsn NOT NULL,
+  owner_pid     integer NOT NULL,
+  owner_started timestamptz NOT NULL
 );
 COMMENT ON TABLE public.iasql_transaction IS 'The open iasql transaction, if any: automatic cycles pause while it is open.';
 COMMENT ON COLUMN public.iasql_transaction.open IS 'Always true: the table holds at most one row.';
 COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin.';
 COMMENT ON COLUMN public.iasql_transaction.opened_at IS 'When iasql_begin opened it.';
+COMMENT ON COLUMN public.iasql_transaction.owner_pid IS 'The session (backend pid) that called iasql_begin: only it writes module tables, commits or rolls back while the transaction is open (and an iasql_admin may end it).';
+COMMENT ON COLUMN public.iasql_transaction.owner_started IS 'When the owning session started (pg_stat_activity.backend_start): tells it from a later session that reuses its pid.';
 COMMENT ON COLUMN public.iasql_transaction.begin_lsn IS 'User changes after this LSN belong to the transaction (iasql_rollback discards them).';
 COMMENT ON CONSTRAINT iasql_transaction_one ON public.iasql_transaction IS 'At most one iasql transaction per database.';
 REVOKE ALL ON public.iasql_transaction FROM PUBLIC;
@@ -202,7 +206,7 @@ BEGIN
             HINT = 'Start it: iasql run --dsn <this database>; iasql status shows its state.';
   END IF;
   sent := pg_catalog.pg_logical_emit_message(false, 'iasql_request',
-    pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'), 'role', current_user)::text);
+    pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'), 'role', current_user, 'pid', pg_catalog.pg_backend_pid())::text);
   next_check := pg_catalog.clock_timestamp();
   next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
   LOOP
@@ -272,10 +276,13 @@ COMMENT ON FUNCTION public.iasql_request(text, jsonb, integer) IS
 CREATE PROCEDURE public.iasql_begin()
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM public.iasql_request('begin');
+  -- The transaction belongs to this session (its pid is in the request;
+  -- its start tells it from a later session that reuses the pid).
+  PERFORM public.iasql_request('begin', pg_catalog.jsonb_build_object('backend_start',
+    (SELECT a.backend_start FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) a)));
 END $$;
 COMMENT ON PROCEDURE public.iasql_begin() IS
-  'Waits for a running cycle to end, then opens the database''s one iasql transaction: automatic cycles pause until iasql_commit or iasql_rollback.';
+  'Waits for a running cycle to end, then opens the database''s one iasql transaction, owned by this session: automatic cycles pause, and only this session writes module tables, until it calls iasql_commit or iasql_rollback (or an iasql_admin does). It is rolled back when this session ends or stays idle longer than the sidecar''s --transaction-timeout (30 minutes).';
 
 CREATE PROCEDURE public.iasql_commit()
 LANGUAGE plpgsql AS $$

@@ -30,6 +30,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
 	timeout := f.String("cycle-timeout", "IASQL_CYCLE_TIMEOUT", "45m", "a cycle running longer is cancelled and recorded as timed out")
 	concurrency := f.String("cloud-concurrency", "IASQL_CLOUD_CONCURRENCY", fmt.Sprint(bridge.DefaultCloudConcurrency), "cloud changes in flight at once per module and region")
+	txTimeout := f.String("transaction-timeout", "IASQL_TRANSACTION_TIMEOUT", bridge.DefaultTransactionTimeout.String(), "an iasql transaction (iasql_begin) whose session ends, or stays idle this long, is rolled back")
 	retention := f.String("audit-retention", "IASQL_AUDIT_RETENTION", bridge.DefaultAuditRetention.String(), "how long iasql_audit_log keeps history: older rows, once enacted, are deleted hourly (0 keeps everything)")
 	leader := f.String("leader-timeout", "IASQL_LEADER_TIMEOUT", logical.DefaultLeaderTimeout.String(), "a sidecar silent this long (frozen, cut off) loses leadership to a standby; its sessions are ended by PostgreSQL")
 	metricsListen := f.String("metrics-listen", "IASQL_METRICS_LISTEN", "", "serve Prometheus metrics (/metrics) and /healthz on this host:port, e.g. 127.0.0.1:9187 (default: off)")
@@ -69,6 +70,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil || cc < 1 {
 		return fmt.Errorf("--cloud-concurrency %q: give a whole number of 1 or more", *concurrency)
 	}
+	tt, err := positiveDuration("--transaction-timeout", *txTimeout)
+	if err != nil {
+		return err
+	}
 	var listener net.Listener
 	if *metricsListen != "" {
 		if listener, err = metrics.Listen(*metricsListen); err != nil {
@@ -83,7 +88,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("load AWS configuration (AWS_REGION, credentials, AWS_ENDPOINT_URL): %w", err)
 	}
 	metrics.LogCalls(&awsCfg, log)
-	cfg := bridge.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret, Modules: modules.All(), AWS: &awsCfg}
+	cfg := bridge.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret,
+		TransactionTimeout: tt, Modules: modules.All(), AWS: &awsCfg}
 	if listener == nil {
 		return bridge.Run(ctx, cfg)
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	CycleTimeout time.Duration
 	// AuditRetention prunes the audit trail; default 0 (keep everything).
 	AuditRetention time.Duration
+	// TransactionTimeout rolls back iasql transactions idle this long;
+	// default the sidecar's.
+	TransactionTimeout time.Duration
 	// Emulator configures the AWS emulator.
 	Emulator emulator.Options
 	// Logger for the sidecar; by default its log is discarded, or shown
@@ -96,7 +99,8 @@ func (e *Env) StartSidecar(leader bool) (stop func()) {
 	done := make(chan error, 1)
 	go func() {
 		done <- bridge.Run(ctx, bridge.Config{DSN: e.DSN, Logger: e.opt.Logger,
-			Interval: e.opt.Interval, CycleTimeout: e.opt.CycleTimeout, AuditRetention: e.opt.AuditRetention, AWS: &e.AWS, Modules: e.opt.Modules,
+			Interval: e.opt.Interval, CycleTimeout: e.opt.CycleTimeout, AuditRetention: e.opt.AuditRetention, TransactionTimeout: e.opt.TransactionTimeout,
+			AWS: &e.AWS, Modules: e.opt.Modules,
 			OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
 	if !leader {
