@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -97,10 +98,12 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 				return out, err
 			}
 		}
+		c.logRead(ctx, pass)
 		p, err := diff(c.snap, c.opt)
 		if err != nil {
 			return out, err
 		}
+		c.logPlan(ctx, pass, p)
 		if err := c.enact(ctx, p.enact); err != nil {
 			return out, err
 		}
@@ -163,7 +166,9 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, nil
 		}
 		lastSig, lastSeen = sig, c.seenOf(p)
-		failures = append(failures, c.executeAll(c.snap.scope(ctx), p.actions)...)
+		done := c.executeAll(c.snap.scope(ctx), p.actions)
+		c.e.log.DebugContext(ctx, "cycle executed", "cycle", c.id, "pass", pass, "actions", len(p.actions), "failures", len(done))
+		failures = append(failures, done...)
 		for _, a := range p.actions {
 			out.Actions = append(out.Actions, *a)
 			if isCloud(a) {
@@ -182,6 +187,36 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			c.opt.discard = false
 		}
 	}
+}
+
+// logRead says, at debug level, what a pass read: per table, whether
+// whole or by record (scope.go), and how many rows and resources.
+func (c *cycle) logRead(ctx context.Context, pass int) {
+	if !c.e.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	parts := make([]string, 0, len(c.snap.tables))
+	for _, ts := range c.snap.tables {
+		how := "whole"
+		if c.snap.reading.rowsOf(ts.spec.Name) != nil {
+			how = "by record"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%d rows, %d resources)", ts.spec.Name, how, len(ts.rows), len(ts.cloud)))
+	}
+	c.e.log.DebugContext(ctx, "cycle read", "cycle", c.id, "reason", c.reason, "pass", pass, "tables", strings.Join(parts, "; "))
+}
+
+// logPlan says, at debug level, each action a pass planned and the
+// records it enacts.
+func (c *cycle) logPlan(ctx context.Context, pass int, p *plan) {
+	if !c.e.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	for _, a := range p.actions {
+		c.e.log.DebugContext(ctx, "cycle plans", "cycle", c.id, "pass", pass, "action", a.Action, "direction", a.Direction,
+			"table", a.Table, "id", a.ID, "cloud_id", a.CloudID, "mode", a.Mode, "description", a.Description)
+	}
+	c.e.log.DebugContext(ctx, "cycle planned", "cycle", c.id, "pass", pass, "actions", len(p.actions), "enacted", len(p.enact))
 }
 
 // touch records that this pass changed the table in the cloud: the next
