@@ -3,7 +3,6 @@ package aws_iam_test
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -56,27 +55,7 @@ func TestRoleGet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, r := range recs {
-				name := r.String("role_name")
-				got = append(got, name)
-				if !c.role.Equal(read[name], r) || !c.role.Equal(r, read[name]) {
-					t.Errorf("%s: got %v, read %v", name, r, read[name])
-				}
-				for _, col := range slices.Sorted(func(yield func(string) bool) {
-					for k := range read[name] {
-						yield(k)
-					}
-					for k := range r {
-						yield(k)
-					}
-				}) {
-					if !reflect.DeepEqual(r[col], read[name][col]) {
-						t.Errorf("%s.%s: got %#v, read %#v", name, col, r[col], read[name][col])
-					}
-				}
-			}
-			slices.Sort(got)
+			got := enginetest.CheckGot(t, c.role, recs, read, func(r module.Record) string { return r.String("role_name") })
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
