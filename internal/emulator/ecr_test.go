@@ -163,6 +163,22 @@ func TestECRErrors(t *testing.T) {
 			_, err := c.DescribeRepositories(ctx, &ecr.DescribeRepositoriesInput{RepositoryNames: []string{"exists", "missing"}})
 			return err
 		}, "RepositoryNotFoundException"},
+		{"describe missing alone", func() error {
+			_, err := c.DescribeRepositories(ctx, &ecr.DescribeRepositoriesInput{RepositoryNames: []string{"missing"}})
+			return err
+		}, "RepositoryNotFoundException"},
+		{"describe names with maxResults", func() error {
+			_, err := c.DescribeRepositories(ctx, &ecr.DescribeRepositoriesInput{RepositoryNames: []string{"exists"}, MaxResults: aws.Int32(10)})
+			return err
+		}, "InvalidParameterException"},
+		{"describe more than 100 names", func() error {
+			names := make([]string, 101)
+			for i := range names {
+				names[i] = fmt.Sprintf("n%03d", i)
+			}
+			_, err := c.DescribeRepositories(ctx, &ecr.DescribeRepositoriesInput{RepositoryNames: names})
+			return err
+		}, "InvalidParameterException"},
 		{"maxResults 0", func() error {
 			_, err := c.DescribeRepositories(ctx, &ecr.DescribeRepositoriesInput{MaxResults: aws.Int32(0)})
 			return err

@@ -281,6 +281,18 @@ func TestIAMErrors(t *testing.T) {
 			_, err := c.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: s("exists"), PolicyArn: s("arn:aws:iam::aws:policy/ReadOnlyAccess")})
 			return err
 		}, "NoSuchEntity"},
+		{"list policies attached to a missing role", func() error {
+			_, err := c.ListAttachedRolePolicies(ctx, &iam.ListAttachedRolePoliciesInput{RoleName: s("missing")})
+			return err
+		}, "NoSuchEntity"},
+		{"list inline policies of a missing role", func() error {
+			_, err := c.ListRolePolicies(ctx, &iam.ListRolePoliciesInput{RoleName: s("missing")})
+			return err
+		}, "NoSuchEntity"},
+		{"get an inline policy of a missing role", func() error {
+			_, err := c.GetRolePolicy(ctx, &iam.GetRolePolicyInput{RoleName: s("missing"), PolicyName: s("p")})
+			return err
+		}, "NoSuchEntity"},
 		{"get missing inline policy", func() error {
 			_, err := c.GetRolePolicy(ctx, &iam.GetRolePolicyInput{RoleName: s("exists"), PolicyName: s("none")})
 			return err

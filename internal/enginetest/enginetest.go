@@ -8,8 +8,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"os"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -212,4 +215,39 @@ func WaitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// CheckGot checks a module.Getter's records against what Read returned
+// (read, by key): each record got is the record Read returned under the
+// same key, equal by the mapper's Equal both ways and column by column in
+// the same value forms; it returns the keys got, sorted.
+func CheckGot(t testing.TB, m module.Mapper, got []module.Record, read map[string]module.Record, key func(module.Record) string) []string {
+	t.Helper()
+	var keys []string
+	for _, r := range got {
+		k := key(r)
+		keys = append(keys, k)
+		want, ok := read[k]
+		if !ok {
+			t.Errorf("got %s, which Read did not return: %v", k, r)
+			continue
+		}
+		if !m.Equal(want, r) || !m.Equal(r, want) {
+			t.Errorf("%s: got %v, read %v", k, r, want)
+		}
+		for _, col := range slices.Sorted(maps.Keys(maps.Collect(func(yield func(string, bool) bool) {
+			for c := range want {
+				yield(c, true)
+			}
+			for c := range r {
+				yield(c, true)
+			}
+		}))) {
+			if !reflect.DeepEqual(r[col], want[col]) {
+				t.Errorf("%s.%s: got %#v, read %#v", k, col, r[col], want[col])
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

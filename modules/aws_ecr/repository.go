@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
@@ -15,6 +16,13 @@ import (
 
 // pageSize is the maxResults of DescribeRepositories pages.
 const pageSize = 1000
+
+// namesPerCall is the most repositoryNames one DescribeRepositories call
+// takes.
+const namesPerCall = 100
+
+// concurrency bounds the DescribeRepositories calls in flight during a Get.
+const concurrency = 8
 
 // repositoryMapper maps the repository table: the private repositories of
 // every region of the cycle's scope.
@@ -60,6 +68,58 @@ func (m *repositoryMapper) list(ctx context.Context, region string, names []stri
 		}
 	}
 	return out, nil
+}
+
+// Get reads the repositories ids name (["region","name"], as
+// module.CloudIDOf renders the table's identity), as Read would: only in
+// the regions of the cycle's scope (one elsewhere, or an id no record
+// could have, is absent), by DescribeRepositories with repositoryNames in
+// each region, up to 100 names a call. ECR fails the whole call with
+// RepositoryNotFoundException when any one of the names does not exist;
+// the names of such a call are then described one per call, and one not
+// found is absent. ECR keeps no detail to reuse: every Get is fresh. (API
+// Reference, DescribeRepositories:
+// https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeRepositories.html;
+// maxResults and nextToken cannot be used with repositoryNames.)
+func (m *repositoryMapper) Get(ctx context.Context, ids []string) ([]module.Record, error) {
+	regions := module.ScopeOf(ctx, m.cfg).Regions
+	type call struct {
+		region string
+		names  []string
+	}
+	var calls []call
+	byRegion := map[string]int{} // the call that takes a region's next names
+	for _, id := range ids {
+		parts, ok := module.SplitCloudID(id, 2)
+		if !ok || parts[1] == "" || !slices.Contains(regions, parts[0]) {
+			continue
+		}
+		i, ok := byRegion[parts[0]]
+		if !ok || len(calls[i].names) == namesPerCall {
+			i = len(calls)
+			byRegion[parts[0]] = i
+			calls = append(calls, call{region: parts[0]})
+		}
+		calls[i].names = append(calls[i].names, parts[1])
+	}
+	return regional.Gather(ctx, concurrency, len(calls), func(ctx context.Context, i int) ([]module.Record, error) {
+		return m.describe(ctx, calls[i].region, calls[i].names)
+	})
+}
+
+// describe describes the named repositories of a region, those that
+// exist: all in one call, or one per call when one of them is not found.
+func (m *repositoryMapper) describe(ctx context.Context, region string, names []string) ([]module.Record, error) {
+	recs, err := m.list(ctx, region, names)
+	switch {
+	case !module.IsCode(err, "RepositoryNotFoundException"):
+		return recs, err
+	case len(names) == 1:
+		return nil, nil
+	}
+	return regional.Gather(ctx, concurrency, len(names), func(ctx context.Context, i int) ([]module.Record, error) {
+		return m.describe(ctx, region, names[i:i+1])
+	})
 }
 
 func record(region string, r types.Repository) module.Record {

@@ -32,6 +32,7 @@ func TestRoleNoOpChangesMakeNoCloudCalls(t *testing.T) {
 	e.Exec(`INSERT INTO iam_role (role_name, assume_role_policy_document, attached_policy_arns)
 		VALUES ('app', '` + ec2Trust + `', '{` + readOnly + `,` + s3Read + `}')`)
 	e.Commit()
+	e.Refresh() // imports the role made elsewhere: a commit reads only the roles it acts on
 	cases := []struct {
 		name, footgun, change string
 	}{

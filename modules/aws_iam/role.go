@@ -85,19 +85,56 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 		if err != nil {
 			return nil, classify(err, "list roles")
 		}
-		for _, r := range page.Roles {
-			if aws.ToString(r.Path) == rolePath {
-				roles = append(roles, r)
-			}
-		}
+		roles = append(roles, page.Roles...) // found leaves out those under other paths
 	}
 	due := m.details.Due()
 	return regional.Gather(ctx, concurrency, len(roles), func(ctx context.Context, i int) ([]module.Record, error) {
-		rec, err := m.record(ctx, cl, roles[i], due)
+		return m.found(ctx, cl, roles[i], due)
+	})
+}
+
+// found completes a role IAM has just named (listed or got) into its
+// record, or nothing when the role is gone meanwhile or lies outside the
+// table (a path other than /). Read and Get both make their records here.
+func (m *roleMapper) found(ctx context.Context, cl *iam.Client, r types.Role, due map[string]bool) ([]module.Record, error) {
+	if aws.ToString(r.Path) != rolePath {
+		return nil, nil
+	}
+	rec, err := m.record(ctx, cl, r, due)
+	if module.IsCode(err, "NoSuchEntity") {
+		return nil, nil // deleted since IAM named it
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []module.Record{rec}, nil
+}
+
+// Get reads the named roles, fresh, as Read would: each by GetRole (its
+// NoSuchEntity means the role is absent) and then the same policy reads
+// (ListAttachedRolePolicies, ListRolePolicies, GetRolePolicy), 8 roles at
+// a time. A role under another path than / is absent, as Read leaves it
+// out; so is a name IAM matches only regardless of case (role names are
+// unique case-insensitively, but the table's identity is the exact name).
+// The calls and their NoSuchEntity errors as in the IAM API Reference
+// (https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetRole.html,
+// API_ListAttachedRolePolicies.html, API_ListRolePolicies.html,
+// API_GetRolePolicy.html).
+func (m *roleMapper) Get(ctx context.Context, names []string) ([]module.Record, error) {
+	ctx = module.WithFreshRead(ctx)
+	cl := m.client(ctx)
+	return regional.Gather(ctx, concurrency, len(names), func(ctx context.Context, i int) ([]module.Record, error) {
+		out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(names[i])})
 		if module.IsCode(err, "NoSuchEntity") {
-			return nil, nil // deleted since it was listed
+			return nil, nil
 		}
-		return []module.Record{rec}, err
+		if err != nil {
+			return nil, classify(err, "get role %s", names[i])
+		}
+		if aws.ToString(out.Role.RoleName) != names[i] {
+			return nil, nil
+		}
+		return m.found(ctx, cl, *out.Role, nil)
 	})
 }
 

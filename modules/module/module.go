@@ -102,6 +102,20 @@ func CloudIDOf(t Table, r Record) string {
 	return string(js)
 }
 
+// SplitCloudID reads an identity CloudIDOf rendered for a table of n
+// CloudID columns back into its n values; false when id is no such
+// identity (no record CloudIDOf renders has it).
+func SplitCloudID(id string, n int) ([]string, bool) {
+	if n == 1 {
+		return []string{id}, true
+	}
+	var parts []string
+	if err := json.Unmarshal([]byte(id), &parts); err != nil || len(parts) != n {
+		return nil, false
+	}
+	return parts, true
+}
+
 // Record is one resource as column name -> value, in the table's shape. The
 // values are JSON-like: nil, bool, string, json.Number, []any, map[string]any.
 // Timestamps are RFC 3339 strings. Columns a record lacks are NULL.
