@@ -81,7 +81,10 @@ func ReadSlot(ctx context.Context, conn *pgx.Conn, slot string) (SlotInfo, error
 		return info, fmt.Errorf("read capture progress: %w", err)
 	}
 	if has {
-		err = conn.QueryRow(ctx, `SELECT end_lsn::text, commit_ts, changes FROM public.iasql_capture_progress WHERE slot_name = $1`, slot).
+		// Progress of another origin (a restored database, before the
+		// sidecar adopts it) says nothing about this server's slot.
+		err = conn.QueryRow(ctx, `SELECT end_lsn::text, commit_ts, changes FROM public.iasql_capture_progress
+			WHERE slot_name = $1 AND lsn_origin = public.iasql_lsn_origin()`, slot).
 			Scan(&info.CapturedLSN, &info.CommitTime, &info.Changes)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return info, fmt.Errorf("read capture progress: %w", err)

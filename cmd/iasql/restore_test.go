@@ -90,6 +90,11 @@ func TestBackupAndRestore(t *testing.T) {
 			stopSrc()
 
 			dst := c.DSN("app_restored")
+			// Before the sidecar runs on it, status says to start it (the
+			// source's progress is not a lost slot here).
+			if r := iasql(t, 30*time.Second, "status", "--dsn", dst); r.code != 1 || !strings.Contains(r.stderr, "does not exist: start 'iasql run'") {
+				t.Errorf("status of the restored database: exit %d, %s", r.code, r.stderr)
+			}
 			logs := startRunLogged(t, dst, emu.URL)
 			rdb := pgtest.Connect(t, dst)
 			waitTrue(t, rdb, "the sidecar connected", `SELECT iasql_sidecar_connected()`)
