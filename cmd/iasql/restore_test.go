@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/internal/emulator"
@@ -33,9 +35,20 @@ import (
 func TestBackupAndRestore(t *testing.T) {
 	t.Parallel()
 	recipe := readmeRecipe(t)
-	for _, path := range []string{"plain", "extension"} {
-		t.Run(path, func(t *testing.T) {
+	cases := []struct {
+		name, path string
+		// another: restore on a second server, whose WAL positions are
+		// far below those the source recorded.
+		another bool
+	}{
+		{"plain", "plain", false},
+		{"extension", "extension", false},
+		{"plain on another server", "plain", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			path := tc.path
 			if path == "extension" {
 				extensionInstalled(t)
 			}
@@ -46,6 +59,18 @@ func TestBackupAndRestore(t *testing.T) {
 			defer c.Destroy()
 			pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app")
 			src := c.DSN("app")
+			to := c // the server restored on
+			if tc.another {
+				if to, err = pgcluster.Start(context.Background(), pgcluster.Options{}); err != nil {
+					t.Fatal(err)
+				}
+				defer to.Destroy()
+				// The source's positions: past 0/10000000 (a fresh server
+				// is near 0/1500000).
+				for i := 0; i < 16; i++ {
+					pgtest.Exec(t, src, `CHECKPOINT`, `SELECT pg_switch_wal()`)
+				}
+			}
 			emu := httptest.NewServer(emulator.New(emulator.Options{}))
 			defer emu.Close()
 
@@ -79,17 +104,28 @@ func TestBackupAndRestore(t *testing.T) {
 				if strings.HasPrefix(line, "export ") || strings.HasPrefix(line, "iasql run") {
 					continue // the test's server and DSN stand in for them
 				}
+				server := to // the restore's lines name the server restored on
+				if strings.HasPrefix(line, "pg_dump ") {
+					server = c
+				}
 				cmd := exec.Command("sh", "-c", line)
 				cmd.Dir = dir
 				cmd.Env = append(os.Environ(), "PATH="+c.BinDir+":"+os.Getenv("PATH"),
-					"PGHOST=127.0.0.1", "PGPORT="+strconv.Itoa(c.Port), "PGUSER="+c.User)
+					"PGHOST=127.0.0.1", "PGPORT="+strconv.Itoa(server.Port), "PGUSER="+server.User)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("%s: %v\n%s", line, err, out)
 				}
 			}
 			stopSrc()
 
-			dst := c.DSN("app_restored")
+			dst := to.DSN("app_restored")
+			if tc.another {
+				var below bool
+				err := db.QueryRow(ctx, `SELECT max(lsn) > $1::text::pg_lsn FROM iasql_audit_log`, walPosition(t, dst)).Scan(&below)
+				if err != nil || !below {
+					t.Fatalf("the restored server's WAL position is not below the positions the source recorded (%v)", err)
+				}
+			}
 			// Before the sidecar runs on it, status says to start it (the
 			// source's progress is not a lost slot here).
 			if r := iasql(t, 30*time.Second, "status", "--dsn", dst); r.code != 1 || !strings.Contains(r.stderr, "does not exist: start 'iasql run'") {
@@ -124,6 +160,9 @@ func TestBackupAndRestore(t *testing.T) {
 			if err := rdb.QueryRow(ctx, `INSERT INTO bucket (name) VALUES ('after-restore') RETURNING id`).Scan(&id); err != nil {
 				t.Fatal(err)
 			}
+			// An update of a record enacted at the source is intent too,
+			// though this server's positions may be below the source's.
+			mustExec(t, rdb, `UPDATE bucket SET versioning = true WHERE name = 'kept-before-dump'`)
 			mustExec(t, rdb, `SELECT iasql_wait_for_all(120)`)
 			var created bool
 			if err := rdb.QueryRow(ctx, `SELECT created_at IS NOT NULL FROM bucket WHERE id = $1`, id).Scan(&created); err != nil || !created {
@@ -152,11 +191,32 @@ func TestBackupAndRestore(t *testing.T) {
 			if strings.Join(names, ",") != "after-restore,kept-before-dump,pending-at-dump" {
 				t.Errorf("buckets in the cloud: %v", names)
 			}
+			v, err := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true }).
+				GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("kept-before-dump")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Status != s3types.BucketVersioningStatusEnabled {
+				t.Errorf("the update after the restore was not enacted: versioning %q in the cloud", v.Status)
+			}
+			var versioned bool
+			if err := rdb.QueryRow(ctx, `SELECT versioning FROM bucket WHERE name = 'kept-before-dump'`).Scan(&versioned); err != nil || !versioned {
+				t.Errorf("the update after the restore was undone in the row (%v)", err)
+			}
 			if t.Failed() || os.Getenv("IASQL_TEST_LOG") != "" {
 				t.Logf("sidecar log of the restored database:\n%s", logs())
 			}
 		})
 	}
+}
+
+func walPosition(t *testing.T, dsn string) string {
+	t.Helper()
+	var lsn string
+	if err := pgtest.Connect(t, dsn).QueryRow(context.Background(), `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
+		t.Fatal(err)
+	}
+	return lsn
 }
 
 // readmeRecipe returns the command lines of the README's code block under
