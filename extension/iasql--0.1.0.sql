@@ -1201,6 +1201,8 @@ COMMENT ON TRIGGER iasql_tables_track_guard ON public.iasql_tables IS 'Puts the 
 --   its order, so everything recorded compares as it did, and below every
 --   position of this server: pending intent stays pending, enacted stays
 --   enacted, and any change made here is newer;
+-- - the audit trail's transaction ids become the adopting transaction's, so
+--   that every restored change counts as committed in the past here;
 -- - the capture progress of the old slots is removed (a new slot is made
 --   here, capturing from its creation on);
 -- - requests the old sidecar had not answered fail (their callers are gone);
@@ -1253,6 +1255,15 @@ BEGIN
             HINT = 'Shorten the audit trail (iasql run --audit-retention) on the source database, dump it again and restore that.';
   END IF;
   UPDATE public.iasql_audit_log a SET lsn = m.new FROM iasql_restored_lsn m WHERE a.lsn = m.old AND m.old <> m.new;
+  -- Transaction ids are the other server's too: the engine keeps the audit
+  -- rows whose transaction its snapshot saw, and an id from the source may
+  -- lie in this server's future (never seen: the change would be ignored,
+  -- and a pending insert taken for a resource the cloud deleted). The
+  -- restored changes are committed as of this transaction, so they take its
+  -- id (32 bits, as logical decoding gives them).
+  UPDATE public.iasql_audit_log a
+     SET xid = (pg_catalog.pg_current_xact_id()::text::numeric % 4294967296)::bigint
+   WHERE a.xid IS NOT NULL;
   UPDATE public.iasql_records r SET enacted_lsn = m.new FROM iasql_restored_lsn m WHERE r.enacted_lsn = m.old AND m.old <> m.new;
   UPDATE public.iasql_engine_state s SET intent_low = m.new, updated_at = pg_catalog.clock_timestamp()
     FROM iasql_restored_lsn m WHERE s.intent_low = m.old;
@@ -1276,7 +1287,7 @@ BEGIN
   RETURN said;
 END $$;
 COMMENT ON FUNCTION public.iasql_adopt_restore() IS
-  'Called by the capturing sidecar before it prepares its slot. When iasql_capture_progress holds another LSN origin than this database''s (it was restored from a dump), renumbers every recorded LSN in its order below this server''s positions, removes the old slots'' progress, fails unanswered requests and closes the open iasql transaction; returns what it did, or NULL when there was nothing to adopt.';
+  'Called by the capturing sidecar before it prepares its slot. When iasql_capture_progress holds another LSN origin than this database''s (it was restored from a dump), renumbers every recorded LSN in its order below this server''s positions, gives the audit trail''s rows this transaction''s id, removes the old slots'' progress, fails unanswered requests and closes the open iasql transaction; returns what it did, or NULL when there was nothing to adopt.';
 
 -- extension_only.sql
 -- Only in the extension script: pg_dump keeps the rows of these tables (and

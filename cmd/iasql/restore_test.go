@@ -66,10 +66,12 @@ func TestBackupAndRestore(t *testing.T) {
 				}
 				defer to.Destroy()
 				// The source's positions: past 0/10000000 (a fresh server
-				// is near 0/1500000).
+				// is near 0/1500000); its transaction ids: past 20,000 (the
+				// restore's are a few hundred).
 				for i := 0; i < 16; i++ {
 					pgtest.Exec(t, src, `CHECKPOINT`, `SELECT pg_switch_wal()`)
 				}
+				pgtest.Exec(t, src, `DO $$ BEGIN FOR i IN 1..20000 LOOP PERFORM pg_catalog.pg_current_xact_id(); COMMIT; END LOOP; END $$`)
 			}
 			emu := httptest.NewServer(emulator.New(emulator.Options{}))
 			defer emu.Close()
