@@ -1203,6 +1203,9 @@ COMMENT ON TRIGGER iasql_tables_track_guard ON public.iasql_tables IS 'Puts the 
 --   enacted, and any change made here is newer;
 -- - the audit trail's transaction ids become the adopting transaction's, so
 --   that every restored change counts as committed in the past here;
+-- - module rows that differ from the trail's newest change to their record
+--   (changes not captured yet when the dump was taken) are recorded as user
+--   changes, after every restored position: pending intent;
 -- - the capture progress of the old slots is removed (a new slot is made
 --   here, capturing from its creation on);
 -- - requests the old sidecar had not answered fail (their callers are gone);
@@ -1222,6 +1225,12 @@ DECLARE
   failed bigint;
   tx record;
   said text;
+  rel regclass;
+  tname text;
+  same text;
+  render text;
+  found bigint;
+  missed bigint := 0;
 BEGIN
   SELECT pg_catalog.string_agg(DISTINCT p.lsn_origin, ', '), pg_catalog.string_agg(p.slot_name, ', ' ORDER BY p.slot_name)
     INTO origins, slots
@@ -1270,6 +1279,63 @@ BEGIN
   UPDATE public.iasql_transaction t SET begin_lsn = m.new FROM iasql_restored_lsn m WHERE t.begin_lsn = m.old;
   DROP TABLE iasql_restored_lsn;
 
+  -- Changes committed before the dump that capture had not recorded yet
+  -- are in the restored rows but not in the restored trail: compared with
+  -- each record's newest change in the trail, a module row that differs
+  -- (value by value, each read back as its column's type, so that text
+  -- forms do not matter), that exists where the trail says it was deleted
+  -- (or has no record and no change at all: an insert), or that is gone
+  -- where the trail has it, is recorded as a user change now, after every
+  -- restored position: intent the next cycle enacts. (A write of the engine
+  -- not captured yet becomes intent too; the engine's writes show the cloud,
+  -- so enacting them changes nothing there.) A record whose history was
+  -- pruned (--audit-retention) has no change in the trail but a record: it
+  -- is not compared.
+  FOR tname, rel IN
+    SELECT t.table_name, public.iasql_table_regclass(t.table_name) FROM public.iasql_tables t
+     WHERE t.module IS NOT NULL AND public.iasql_table_regclass(t.table_name) IS NOT NULL
+       AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                    WHERE a.attrelid = public.iasql_table_regclass(t.table_name) AND a.attname = 'id' AND NOT a.attisdropped)
+     ORDER BY t.table_name
+  LOOP
+    SELECT pg_catalog.string_agg(CASE WHEN a.atttypid IN ('json'::regtype, 'jsonb'::regtype)
+             THEN pg_catalog.format('coalesce(l.new_row->%L, ''null'') = coalesce(r.%I::jsonb, ''null'')', a.attname, a.attname)
+             ELSE pg_catalog.format('((l.new_row->>%L)::%s)::text IS NOT DISTINCT FROM (r.%I)::text', a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attname)
+           END, ' AND ' ORDER BY a.attnum),
+           'pg_catalog.to_jsonb(r)' || coalesce(pg_catalog.string_agg(CASE WHEN a.atttypid NOT IN ('bool'::regtype, 'int2'::regtype, 'int4'::regtype, 'int8'::regtype, 'oid'::regtype,
+                 'float4'::regtype, 'float8'::regtype, 'numeric'::regtype, 'json'::regtype, 'jsonb'::regtype)
+             THEN pg_catalog.format(' || pg_catalog.jsonb_build_object(%L, (r.%I)::text)', a.attname, a.attname) END, '' ORDER BY a.attnum), '')
+      INTO same, render
+      FROM pg_catalog.pg_attribute a WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped;
+    EXECUTE pg_catalog.format($q$
+      WITH l AS (
+        SELECT DISTINCT ON (a.record_id) a.record_id, a.id, a.new_row,
+               a.change_type = 'DELETE' OR a.id < coalesce((SELECT pg_catalog.max(x.id) FROM public.iasql_audit_log x
+                                                             WHERE x.table_name = $1 AND x.change_type = 'TRUNCATE'), 0) AS gone
+          FROM public.iasql_audit_log a
+         WHERE a.table_name = $1 AND a.record_id IS NOT NULL AND a.change_type IN ('INSERT', 'UPDATE', 'DELETE')
+         ORDER BY a.record_id, a.id DESC),
+      missed AS (
+        SELECT coalesce(r.id::text, l.record_id) AS record_id,
+               CASE WHEN r.id IS NULL THEN 'DELETE' WHEN l.record_id IS NULL OR l.gone THEN 'INSERT' ELSE 'UPDATE' END AS change_type,
+               CASE WHEN NOT coalesce(l.gone, true) THEN l.new_row END AS old_row,
+               CASE WHEN r.id IS NOT NULL THEN %s END AS new_row
+          FROM %s r FULL JOIN l ON l.record_id = r.id::text
+         WHERE (r.id IS NULL AND NOT l.gone)
+            OR (r.id IS NOT NULL AND l.record_id IS NULL
+                AND NOT EXISTS (SELECT 1 FROM public.iasql_records k WHERE k.table_name = $1 AND k.record_id = r.id::text))
+            OR (r.id IS NOT NULL AND l.gone)
+            OR (r.id IS NOT NULL AND NOT l.gone AND NOT (%s)))
+      INSERT INTO public.iasql_audit_log (lsn, seq, xid, ts, table_name, record_id, change_type, old_row, new_row, origin, message)
+      SELECT $2::pg_lsn, $3 + pg_catalog.row_number() OVER (ORDER BY m.record_id), (pg_catalog.pg_current_xact_id()::text::numeric %% 4294967296)::bigint,
+             pg_catalog.clock_timestamp(), $1, m.record_id, m.change_type, m.old_row, m.new_row, 'user',
+             'restore: changed before the dump, not captured by then'
+        FROM missed m$q$, render, rel, same)
+      USING tname, top + 1, missed;
+    GET DIAGNOSTICS found = ROW_COUNT;
+    missed := missed + found;
+  END LOOP;
+
   DELETE FROM public.iasql_capture_progress p WHERE p.lsn_origin <> here;
   UPDATE public.iasql_requests r
      SET status = 'failed', finished_at = pg_catalog.clock_timestamp(),
@@ -1278,6 +1344,9 @@ BEGIN
   GET DIAGNOSTICS failed = ROW_COUNT;
   said := pg_catalog.format('restored from a dump (LSN origin %s, here %s): %s recorded positions renumbered in their order below this server''s; capture progress of slot %s removed (capture starts at a new slot)',
     origins, here, positions, slots);
+  IF missed > 0 THEN
+    said := said || pg_catalog.format('; %s changes made before the dump and not captured by then recorded as pending intent', missed);
+  END IF;
   IF failed > 0 THEN
     said := said || pg_catalog.format('; %s unanswered requests failed', failed);
   END IF;
@@ -1287,7 +1356,7 @@ BEGIN
   RETURN said;
 END $$;
 COMMENT ON FUNCTION public.iasql_adopt_restore() IS
-  'Called by the capturing sidecar before it prepares its slot. When iasql_capture_progress holds another LSN origin than this database''s (it was restored from a dump), renumbers every recorded LSN in its order below this server''s positions, gives the audit trail''s rows this transaction''s id, removes the old slots'' progress, fails unanswered requests and closes the open iasql transaction; returns what it did, or NULL when there was nothing to adopt.';
+  'Called by the capturing sidecar before it prepares its slot. When iasql_capture_progress holds another LSN origin than this database''s (it was restored from a dump), renumbers every recorded LSN in its order below this server''s positions, gives the audit trail''s rows this transaction''s id, records module rows that differ from the trail (changes not captured before the dump) as pending user changes, removes the old slots'' progress, fails unanswered requests and closes the open iasql transaction; returns what it did, or NULL when there was nothing to adopt.';
 
 -- extension_only.sql
 -- Only in the extension script: pg_dump keeps the rows of these tables (and

@@ -87,7 +87,7 @@ func TestBackupAndRestore(t *testing.T) {
 			db := pgtest.Connect(t, src)
 			ctx := context.Background()
 			mustExec(t, db, `SELECT * FROM iasql_install('aws_s3')`,
-				`INSERT INTO bucket (name) VALUES ('kept-before-dump')`,
+				`INSERT INTO bucket (name) VALUES ('kept-before-dump'), ('updated-uncaptured'), ('deleted-uncaptured')`,
 				`CALL iasql_commit()`,
 				`INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'NORMAL')`,
 				// Intent that is captured but not enacted when the dump is taken.
@@ -99,8 +99,15 @@ func TestBackupAndRestore(t *testing.T) {
 			if err := db.QueryRow(ctx, `SELECT count(*), max(id) FROM iasql_audit_log`).Scan(&auditRows, &maxID); err != nil {
 				t.Fatal(err)
 			}
+			// Changes in the dump that capture has not recorded by then (the
+			// source's sidecar has stopped): the restored database takes them
+			// for intent.
+			stopSrc()
+			mustExec(t, db, `INSERT INTO bucket (name) VALUES ('inserted-uncaptured')`,
+				`UPDATE bucket SET versioning = true WHERE name = 'updated-uncaptured'`,
+				`DELETE FROM bucket WHERE name = 'deleted-uncaptured'`)
 
-			// The recipe, line by line, with the sidecar of the source running.
+			// The recipe, line by line.
 			dir := t.TempDir()
 			for _, line := range recipe {
 				if strings.HasPrefix(line, "export ") || strings.HasPrefix(line, "iasql run") {
@@ -151,6 +158,11 @@ func TestBackupAndRestore(t *testing.T) {
 					t.Errorf("%s: %v (%v)", c.what, ok, err)
 				}
 			}
+			var missed string
+			if err := rdb.QueryRow(ctx, `SELECT string_agg(change_type || ' ' || (coalesce(new_row, old_row)->>'name'), ', ' ORDER BY change_type)
+				FROM iasql_audit_log WHERE message LIKE 'restore:%' AND origin = 'user'`).Scan(&missed); err != nil || missed != "DELETE deleted-uncaptured, INSERT inserted-uncaptured, UPDATE updated-uncaptured" {
+				t.Errorf("changes not captured before the dump recorded as: %q, want the three of them, nothing else (%v)", missed, err)
+			}
 			var restoredRows int64
 			if err := rdb.QueryRow(ctx, `SELECT count(*) FROM iasql_audit_log WHERE id <= $1`, maxID).Scan(&restoredRows); err != nil || restoredRows != auditRows {
 				t.Errorf("audit trail: %d rows up to id %d restored, want %d (%v)", restoredRows, maxID, auditRows, err)
@@ -190,20 +202,22 @@ func TestBackupAndRestore(t *testing.T) {
 			for _, b := range out.Buckets {
 				names = append(names, *b.Name)
 			}
-			if strings.Join(names, ",") != "after-restore,kept-before-dump,pending-at-dump" {
+			if strings.Join(names, ",") != "after-restore,inserted-uncaptured,kept-before-dump,pending-at-dump,updated-uncaptured" {
 				t.Errorf("buckets in the cloud: %v", names)
 			}
-			v, err := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true }).
-				GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("kept-before-dump")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.Status != s3types.BucketVersioningStatusEnabled {
-				t.Errorf("the update after the restore was not enacted: versioning %q in the cloud", v.Status)
-			}
-			var versioned bool
-			if err := rdb.QueryRow(ctx, `SELECT versioning FROM bucket WHERE name = 'kept-before-dump'`).Scan(&versioned); err != nil || !versioned {
-				t.Errorf("the update after the restore was undone in the row (%v)", err)
+			for _, name := range []string{"kept-before-dump", "updated-uncaptured"} {
+				v, err := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true }).
+					GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(name)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v.Status != s3types.BucketVersioningStatusEnabled {
+					t.Errorf("the update of %s was not enacted: versioning %q in the cloud", name, v.Status)
+				}
+				var versioned bool
+				if err := rdb.QueryRow(ctx, `SELECT versioning FROM bucket WHERE name = $1`, name).Scan(&versioned); err != nil || !versioned {
+					t.Errorf("the update of %s was undone in the row (%v)", name, err)
+				}
 			}
 			if t.Failed() || os.Getenv("IASQL_TEST_LOG") != "" {
 				t.Logf("sidecar log of the restored database:\n%s", logs())
