@@ -147,8 +147,15 @@ func TestBackupAndRestore(t *testing.T) {
 				pgtest.Exec(t, dst, `SELECT pg_create_logical_replication_slot('iasql_app_restored', 'pgoutput')`)
 			}
 			logs := startRunLogged(t, dst, emu.URL)
-			if path == "extension" && !strings.Contains(logs(), "dropped a slot made before the restored database was adopted") {
-				t.Errorf("the slot made before the adoption was not dropped")
+			if path == "extension" {
+				// The line was written before the sidecar connected; poll
+				// for it, since its copy from the pipe may still be on its way.
+				for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs(), "dropped a slot made before the restored database was adopted"); time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Errorf("the slot made before the adoption was not dropped")
+						break
+					}
+				}
 			}
 			rdb := pgtest.Connect(t, dst)
 			waitTrue(t, rdb, "the sidecar connected", `SELECT iasql_sidecar_connected()`)
