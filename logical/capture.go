@@ -207,6 +207,11 @@ func (c *Capture) session(ctx context.Context) error {
 	if slot == "" {
 		slot = SlotName(conn.Config().Database)
 	}
+	// A database restored from a dump carries the LSNs of another server
+	// or database: adopt it before anything reads them.
+	if err := c.adoptRestore(ctx, conn, slot); err != nil {
+		return err
+	}
 	// The publication first: a slot that decodes a change made before the
 	// publication existed cannot get past it.
 	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {

@@ -81,7 +81,10 @@ func ReadSlot(ctx context.Context, conn *pgx.Conn, slot string) (SlotInfo, error
 		return info, fmt.Errorf("read capture progress: %w", err)
 	}
 	if has {
-		err = conn.QueryRow(ctx, `SELECT end_lsn::text, commit_ts, changes FROM public.iasql_capture_progress WHERE slot_name = $1`, slot).
+		// Progress of another origin (a restored database, before the
+		// sidecar adopts it) says nothing about this server's slot.
+		err = conn.QueryRow(ctx, `SELECT end_lsn::text, commit_ts, changes FROM public.iasql_capture_progress
+			WHERE slot_name = $1 AND lsn_origin = public.iasql_lsn_origin()`, slot).
 			Scan(&info.CapturedLSN, &info.CommitTime, &info.Changes)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return info, fmt.Errorf("read capture progress: %w", err)
@@ -171,4 +174,35 @@ func CreateSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
 		}
 	}
 	return fmt.Errorf("create replication slot %s: %w", slot, err)
+}
+
+// adoptRestore adopts a database restored from a dump (iasql_adopt_restore:
+// the recorded LSNs are renumbered below this server's, the old slots'
+// progress goes). A slot of this name on this database that exists already
+// was made before the database was adopted: it may hold the restore's own
+// writes, which are not intent, so it is dropped and capture starts at a new
+// one.
+func (c *Capture) adoptRestore(ctx context.Context, conn *pgx.Conn, slot string) error {
+	var did *string
+	if err := conn.QueryRow(ctx, `SELECT public.iasql_adopt_restore()`).Scan(&did); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "54000" { // program_limit_exceeded
+			return fatalf("%s: %s", pgErr.Message, pgErr.Hint)
+		}
+		return fmt.Errorf("adopt the restored database: %w", err)
+	}
+	if did == nil {
+		return nil
+	}
+	c.log.Warn("adopted a database restored from a dump", "slot", slot, "did", *did)
+	var dropped int
+	err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_catalog.pg_drop_replication_slot(slot_name) FROM pg_catalog.pg_replication_slots
+		WHERE slot_name = $1 AND database = pg_catalog.current_database() AND NOT active) d`, slot).Scan(&dropped)
+	if err != nil {
+		return fmt.Errorf("drop slot %s made before the restored database was adopted: %w", slot, err)
+	}
+	if dropped > 0 {
+		c.log.Warn("dropped a slot made before the restored database was adopted", "slot", slot)
+	}
+	return nil
 }

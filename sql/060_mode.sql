@@ -83,6 +83,10 @@ COMMENT ON FUNCTION public.iasql_effective_mode(text, integer) IS
 
 -- Changes to the rules are user changes like any other: captured in the
 -- audit trail (they take effect from the next cycle, which reads them).
+-- REPLICA IDENTITY FULL is also set here, not only by the registration's
+-- trigger: a restore runs CREATE EXTENSION with session_replication_role =
+-- replica, where triggers do not fire.
+ALTER TABLE public.iasql_mode REPLICA IDENTITY FULL;
 INSERT INTO public.iasql_tables (table_name) VALUES ('iasql_mode');
 
 -- TRACK refuses user writes when they are written (the RFC's "blocking

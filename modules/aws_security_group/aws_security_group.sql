@@ -4,7 +4,10 @@ CREATE TABLE public.security_group (
   id          serial PRIMARY KEY,
   group_name  text NOT NULL,
   description text NOT NULL,
-  vpc_id      int NOT NULL,
+  -- Nullable for what introspects the schema (an ORM's model must be able
+  -- to insert without it); the trigger security_group_default_vpc fills it,
+  -- and security_group_vpc_id_set refuses a row left without one.
+  vpc_id      int,
   region      text NOT NULL DEFAULT public.default_aws_region(),
   tags        jsonb NOT NULL DEFAULT '{}',
   group_id    text,
@@ -20,14 +23,15 @@ CREATE TABLE public.security_group (
   CONSTRAINT security_group_name_allowed_characters CHECK (group_name ~ '^[a-zA-Z0-9 ._:/()#,@+=&;{}!$*\[\]-]*$'),
   CONSTRAINT security_group_description_1_to_255_characters CHECK (length(description) BETWEEN 1 AND 255),
   CONSTRAINT security_group_description_allowed_characters CHECK (description ~ '^[a-zA-Z0-9 ._:/()#,@+=&;{}!$*\[\]-]*$'),
-  CONSTRAINT security_group_tags_object CHECK (jsonb_typeof(tags) = 'object')
+  CONSTRAINT security_group_tags_object CHECK (jsonb_typeof(tags) = 'object'),
+  CONSTRAINT security_group_vpc_id_set CHECK (vpc_id IS NOT NULL)
 );
 COMMENT ON TABLE public.security_group IS
   'Security groups of the VPCs; every VPC''s "default" group is imported (and cannot be deleted). Insert a row to create a group; group_id is filled in once AWS has created it. A group is known by its name within its VPC. Changing description replaces the group while it keeps its name: a temporary group stands in while the old one is deleted, rules are recreated and groups that reference it move over; the row keeps its id and gets a new group_id.';
 COMMENT ON COLUMN public.security_group.id IS 'Database identifier of the row; rules reference groups by it.';
 COMMENT ON COLUMN public.security_group.group_name IS 'Name, unique within the VPC: 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*, not starting with sg-.';
 COMMENT ON COLUMN public.security_group.description IS 'Description, 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*. AWS fixes it at creation: changing it replaces the group.';
-COMMENT ON COLUMN public.security_group.vpc_id IS 'The VPC (vpc.id); defaults to the region''s default VPC.';
+COMMENT ON COLUMN public.security_group.vpc_id IS 'The VPC (vpc.id); left out (or NULL) on INSERT, the region''s default VPC.';
 COMMENT ON COLUMN public.security_group.region IS 'Region of the group: its VPC''s (default: default_aws_region()).';
 COMMENT ON COLUMN public.security_group.tags IS 'Tags as a JSON object of key to value.';
 COMMENT ON COLUMN public.security_group.group_id IS 'The group''s id (sg-…) from AWS (from the cloud; changes when the group is replaced).';
@@ -43,6 +47,8 @@ COMMENT ON CONSTRAINT security_group_description_1_to_255_characters ON public.s
 COMMENT ON CONSTRAINT security_group_description_allowed_characters ON public.security_group IS
   'AWS (in a VPC): a group description has only a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*';
 COMMENT ON CONSTRAINT security_group_tags_object ON public.security_group IS 'Tags are a JSON object.';
+COMMENT ON CONSTRAINT security_group_vpc_id_set ON public.security_group IS
+  'Every group is in a VPC: vpc_id is given, or filled with the region''s default VPC on INSERT (the column is nullable only so that tools which introspect the schema let an INSERT leave it out).';
 
 CREATE FUNCTION public.security_group_default_vpc() RETURNS trigger
 LANGUAGE plpgsql AS $$

@@ -1,0 +1,383 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/pgcluster"
+	"github.com/iasql/iasql/internal/pgtest"
+	iasqlsql "github.com/iasql/iasql/sql"
+)
+
+// TestBackupAndRestore runs the README's recipe (Running in production,
+// Backup and restore) literally on a database with the product installed,
+// both as plain SQL (iasql install) and as the extension: pg_dump with the
+// sidecar running, restore into an empty database, iasql run on it. Capture
+// resumes at a new slot, the registry, modes and audit trail are intact, the
+// audit trail's ids continue, the intent pending at the dump is enacted, and
+// so is a new INSERT, which iasql_wait_for_all does not report before it is.
+func TestBackupAndRestore(t *testing.T) {
+	t.Parallel()
+	recipe := readmeRecipe(t)
+	cases := []struct {
+		name, path string
+		// another: restore on a second server, whose WAL positions are
+		// far below those the source recorded.
+		another bool
+	}{
+		{"plain", "plain", false},
+		{"extension", "extension", false},
+		{"plain on another server", "plain", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := tc.path
+			if path == "extension" {
+				extensionInstalled(t)
+			}
+			c, err := pgcluster.Start(context.Background(), pgcluster.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Destroy()
+			pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app")
+			src := c.DSN("app")
+			to := c // the server restored on
+			if tc.another {
+				if to, err = pgcluster.Start(context.Background(), pgcluster.Options{}); err != nil {
+					t.Fatal(err)
+				}
+				defer to.Destroy()
+				// The source's positions: past 0/10000000 (a fresh server
+				// is near 0/1500000); its transaction ids: past 20,000 (the
+				// restore's are a few hundred).
+				for i := 0; i < 16; i++ {
+					pgtest.Exec(t, src, `CHECKPOINT`, `SELECT pg_switch_wal()`)
+				}
+				pgtest.Exec(t, src, `DO $$ BEGIN FOR i IN 1..20000 LOOP PERFORM pg_catalog.pg_current_xact_id(); COMMIT; END LOOP; END $$`)
+			}
+			emu := httptest.NewServer(emulator.New(emulator.Options{}))
+			defer emu.Close()
+
+			if path == "plain" {
+				if r := iasql(t, 30*time.Second, "install", "--dsn", src); r.code != 0 {
+					t.Fatalf("install: exit %d: %s", r.code, r.stderr)
+				}
+			} else {
+				pgtest.Exec(t, src, "CREATE EXTENSION iasql")
+			}
+			stopSrc := startRun(t, src, emu.URL)
+			db := pgtest.Connect(t, src)
+			ctx := context.Background()
+			mustExec(t, db, `SELECT * FROM iasql_install('aws_s3', 'aws_security_group')`,
+				`INSERT INTO bucket (name) VALUES ('kept-before-dump'), ('updated-uncaptured'), ('deleted-uncaptured')`,
+				`CALL iasql_commit()`,
+				`INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'NORMAL')`,
+				// Intent that is captured but not enacted when the dump is taken.
+				`CALL iasql_begin()`,
+				`INSERT INTO bucket (name) VALUES ('pending-at-dump')`)
+			waitTrue(t, db, "the pending insert captured",
+				`SELECT EXISTS (SELECT 1 FROM iasql_audit_log WHERE table_name = 'bucket' AND new_row->>'name' = 'pending-at-dump')`)
+			var auditRows, maxID int64
+			if err := db.QueryRow(ctx, `SELECT count(*), max(id) FROM iasql_audit_log`).Scan(&auditRows, &maxID); err != nil {
+				t.Fatal(err)
+			}
+			// Changes in the dump that capture has not recorded by then (the
+			// source's sidecar has stopped): the restored database takes them
+			// for intent.
+			stopSrc()
+			mustExec(t, db, `INSERT INTO bucket (name) VALUES ('inserted-uncaptured')`,
+				`UPDATE bucket SET versioning = true WHERE name = 'updated-uncaptured'`,
+				`DELETE FROM bucket WHERE name = 'deleted-uncaptured'`)
+
+			// The recipe, line by line.
+			dir := t.TempDir()
+			for _, line := range recipe {
+				if strings.HasPrefix(line, "export ") || strings.HasPrefix(line, "iasql run") {
+					continue // the test's server and DSN stand in for them
+				}
+				server := to // the restore's lines name the server restored on
+				if strings.HasPrefix(line, "pg_dump ") {
+					server = c
+				}
+				cmd := exec.Command("sh", "-c", line)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "PATH="+c.BinDir+":"+os.Getenv("PATH"),
+					"PGHOST=127.0.0.1", "PGPORT="+strconv.Itoa(server.Port), "PGUSER="+server.User)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("%s: %v\n%s", line, err, out)
+				}
+			}
+			stopSrc()
+
+			dst := to.DSN("app_restored")
+			if tc.another {
+				var below bool
+				err := db.QueryRow(ctx, `SELECT max(lsn) > $1::text::pg_lsn FROM iasql_audit_log`, walPosition(t, dst)).Scan(&below)
+				if err != nil || !below {
+					t.Fatalf("the restored server's WAL position is not below the positions the source recorded (%v)", err)
+				}
+			}
+			// Before the sidecar runs on it, status says to start it (the
+			// source's progress is not a lost slot here).
+			if r := iasql(t, 30*time.Second, "status", "--dsn", dst); r.code != 1 || !strings.Contains(r.stderr, "does not exist: start 'iasql run'") {
+				t.Errorf("status of the restored database: exit %d, %s", r.code, r.stderr)
+			}
+			if path == "extension" {
+				// A slot of the sidecar's name, made on the restored database
+				// before the sidecar adopted it, may hold the restore's own
+				// writes: the sidecar drops it and starts at a new one.
+				pgtest.Exec(t, dst, `SELECT pg_create_logical_replication_slot('iasql_app_restored', 'pgoutput')`)
+			}
+			logs := startRunLogged(t, dst, emu.URL)
+			if path == "extension" {
+				// The line was written before the sidecar connected; poll
+				// for it, since its copy from the pipe may still be on its way.
+				for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs(), "dropped a slot made before the restored database was adopted"); time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Errorf("the slot made before the adoption was not dropped")
+						break
+					}
+				}
+			}
+			rdb := pgtest.Connect(t, dst)
+			waitTrue(t, rdb, "the sidecar connected", `SELECT iasql_sidecar_connected()`)
+
+			checks := []struct{ what, query string }{
+				{"registry intact", `SELECT count(*) = 3 FROM iasql_tables WHERE table_name IN ('bucket', 'bucket_object', 'iasql_mode')`},
+				// Imported VPCs, subnets, groups and rules: their rows
+				// (cidr, jsonb, arrays, timestamps) compare equal to the
+				// trail, so none is taken for a change not captured.
+				{"imported rows restored", `SELECT (SELECT count(*) FROM vpc) > 0 AND (SELECT count(*) FROM security_group_rule) > 0`},
+				{"mode rule intact", `SELECT count(*) = 1 FROM iasql_mode WHERE table_name = 'bucket' AND mode = 'NORMAL'`},
+				{"module installed", `SELECT installed FROM iasql_modules_list() WHERE module = 'aws_s3'`},
+				{"capture at a new slot, progress of this origin only", `SELECT count(*) = 1 AND bool_and(lsn_origin = iasql_lsn_origin()) FROM iasql_capture_progress`},
+				{"the open transaction of the old sidecar closed", `SELECT count(*) = 0 FROM iasql_transaction`},
+				{"mode captured", `SELECT relreplident = 'f' FROM pg_class WHERE oid = 'iasql_mode'::regclass`},
+			}
+			for _, c := range checks {
+				var ok bool
+				if err := rdb.QueryRow(ctx, c.query).Scan(&ok); err != nil || !ok {
+					t.Errorf("%s: %v (%v)", c.what, ok, err)
+				}
+			}
+			var missed string
+			if err := rdb.QueryRow(ctx, `SELECT string_agg(change_type || ' ' || (coalesce(new_row, old_row)->>'name'), ', ' ORDER BY change_type)
+				FROM iasql_audit_log WHERE message LIKE 'restore:%' AND origin = 'user'`).Scan(&missed); err != nil || missed != "DELETE deleted-uncaptured, INSERT inserted-uncaptured, UPDATE updated-uncaptured" {
+				t.Errorf("changes not captured before the dump recorded as: %q, want the three of them, nothing else (%v)", missed, err)
+			}
+			var restoredRows int64
+			if err := rdb.QueryRow(ctx, `SELECT count(*) FROM iasql_audit_log WHERE id <= $1`, maxID).Scan(&restoredRows); err != nil || restoredRows != auditRows {
+				t.Errorf("audit trail: %d rows up to id %d restored, want %d (%v)", restoredRows, maxID, auditRows, err)
+			}
+
+			// A new INSERT is captured after the restored trail and enacted;
+			// iasql_wait_for_all returns only once it is.
+			var id int
+			if err := rdb.QueryRow(ctx, `INSERT INTO bucket (name) VALUES ('after-restore') RETURNING id`).Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			// An update of a record enacted at the source is intent too,
+			// though this server's positions may be below the source's.
+			mustExec(t, rdb, `UPDATE bucket SET versioning = true WHERE name = 'kept-before-dump'`)
+			mustExec(t, rdb, `SELECT iasql_wait_for_all(120)`)
+			var created bool
+			if err := rdb.QueryRow(ctx, `SELECT created_at IS NOT NULL FROM bucket WHERE id = $1`, id).Scan(&created); err != nil || !created {
+				t.Errorf("iasql_wait_for_all returned before the new bucket was enacted (%v)", err)
+			}
+			mustExec(t, rdb, `SELECT iasql_wait_for('bucket', `+strconv.Itoa(id)+`, 'created_at IS NOT NULL', 60)`)
+			var newIDs int64
+			if err := rdb.QueryRow(ctx, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'bucket' AND new_row->>'name' = 'after-restore' AND id > $1`, maxID).Scan(&newIDs); err != nil || newIDs == 0 {
+				t.Errorf("the new insert's audit rows do not continue the restored ids (%d, %v)", newIDs, err)
+			}
+			var failed int64
+			if err := rdb.QueryRow(ctx, `SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND id > $1 AND message::jsonb->>'outcome' <> 'done'`, maxID).Scan(&failed); err != nil || failed != 0 {
+				t.Errorf("%d cycles after the restore did not end done (%v)", failed, err)
+			}
+
+			// The cloud has every bucket, each once: the one pending at the
+			// dump enacted, the one enacted before it not again.
+			out, err := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true }).ListBuckets(ctx, &s3.ListBucketsInput{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, b := range out.Buckets {
+				names = append(names, *b.Name)
+			}
+			if strings.Join(names, ",") != "after-restore,inserted-uncaptured,kept-before-dump,pending-at-dump,updated-uncaptured" {
+				t.Errorf("buckets in the cloud: %v", names)
+			}
+			for _, name := range []string{"kept-before-dump", "updated-uncaptured"} {
+				v, err := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true }).
+					GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(name)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v.Status != s3types.BucketVersioningStatusEnabled {
+					t.Errorf("the update of %s was not enacted: versioning %q in the cloud", name, v.Status)
+				}
+				var versioned bool
+				if err := rdb.QueryRow(ctx, `SELECT versioning FROM bucket WHERE name = $1`, name).Scan(&versioned); err != nil || !versioned {
+					t.Errorf("the update of %s was undone in the row (%v)", name, err)
+				}
+			}
+			if t.Failed() || os.Getenv("IASQL_TEST_LOG") != "" {
+				t.Logf("sidecar log of the restored database:\n%s", logs())
+			}
+		})
+	}
+}
+
+func walPosition(t *testing.T, dsn string) string {
+	t.Helper()
+	var lsn string
+	if err := pgtest.Connect(t, dsn).QueryRow(context.Background(), `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
+		t.Fatal(err)
+	}
+	return lsn
+}
+
+// readmeRecipe returns the command lines of the README's code block under
+// "### Backup and restore".
+func readmeRecipe(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "### Backup and restore\n")
+	if !ok {
+		t.Fatal("README.md has no section ### Backup and restore")
+	}
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		t.Fatal("README.md's Backup and restore has no sh block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 4 || !strings.HasPrefix(lines[len(lines)-1], "iasql run") {
+		t.Fatalf("README.md's Backup and restore recipe is not dump, create, restore, run: %q", lines)
+	}
+	return lines
+}
+
+// extensionInstalled fails unless the server's extension files are this
+// build's (make extension-install).
+func extensionInstalled(t *testing.T) {
+	t.Helper()
+	bin, err := pgcluster.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(bin, "pg_config"), "--sharedir").Output()
+	if err != nil {
+		t.Fatalf("pg_config --sharedir: %v", err)
+	}
+	name := "iasql--" + iasqlsql.Version + ".sql"
+	got, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "extension", name))
+	if err != nil || string(got) != iasqlsql.ExtensionScript() {
+		t.Fatalf("%s is missing from the server's extension directory or differs from this build's: run 'make extension-install'", name)
+	}
+}
+
+// startRun runs iasql run against dsn and the emulator until the test ends
+// or stop is called.
+func startRun(t *testing.T, dsn, endpoint string) (stop func()) {
+	t.Helper()
+	stop, _ = startRunLog(t, dsn, endpoint)
+	return stop
+}
+
+func startRunLogged(t *testing.T, dsn, endpoint string) (logs func() string) {
+	t.Helper()
+	_, logs = startRunLog(t, dsn, endpoint)
+	return logs
+}
+
+func startRunLog(t *testing.T, dsn, endpoint string) (stop func(), logs func() string) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--dsn", dsn, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "IASQL_DSN=", "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	conn := pgtest.Connect(t, dsn)
+	waitTrue(t, conn, "iasql run capturing", `SELECT to_regproc('public.iasql_sidecar_connected') IS NOT NULL AND iasql_sidecar_connected()`)
+	return stop, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func mustExec(t *testing.T, conn *pgx.Conn, sqls ...string) {
+	t.Helper()
+	for _, q := range sqls {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		_, err := conn.Exec(ctx, q)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// waitTrue polls query until it returns true (a minute at most).
+func waitTrue(t *testing.T, conn *pgx.Conn, what, query string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var ok bool
+		err := conn.QueryRow(context.Background(), query).Scan(&ok)
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never %s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
