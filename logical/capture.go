@@ -203,6 +203,12 @@ func (c *Capture) session(ctx context.Context) error {
 	if err := c.lead(ctx, conn); err != nil {
 		return err
 	}
+	// Only markers carrying this key make a transaction the engine's
+	// (iasql_engine_mark): any role can emit a message with its prefix.
+	var markKey string
+	if err := conn.QueryRow(ctx, `SELECT mark_key FROM public.iasql_sidecar`).Scan(&markKey); err != nil {
+		return fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
+	}
 	slot := c.cfg.Slot
 	if slot == "" {
 		slot = SlotName(conn.Config().Database)
@@ -251,7 +257,7 @@ func (c *Capture) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s := &stream{c: c, conn: conn, rc: rc, sock: sock, w: newWriter(conn, slot), resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{},
+	s := &stream{c: c, conn: conn, rc: rc, sock: sock, w: newWriter(conn, slot), markKey: markKey, resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{},
 		beat: HeartbeatInterval(c.cfg.LeaderTimeout), connUsed: time.Now()}
 	defer s.w.abort(context.Background())
 	// Receive deadlines are set on the socket, not through a context per
@@ -397,6 +403,8 @@ type stream struct {
 	sock *replConn // rc's socket
 	w    *writer
 	rels map[uint32]*relation
+	// markKey: the prefix ("key:") an engine marker's content must carry.
+	markKey string
 
 	resumeAfter pglogrepl.LSN // transactions ending at or before it are recorded already
 	flushed     pglogrepl.LSN // recorded position, acknowledged or to be
@@ -576,7 +584,12 @@ func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 			return nil
 		}
 		if m.Transactional && m.Prefix == EngineMessagePrefix && s.inTx && !s.skip {
-			msg := string(m.Content)
+			msg, ok := strings.CutPrefix(string(m.Content), s.markKey+":")
+			if !ok {
+				// Not the sidecar's: its changes stay user intent.
+				s.c.log.Warn("ignoring an engine marker without the sidecar's key: the transaction's changes are recorded as user changes", "xid", s.begin.Xid)
+				return nil
+			}
 			s.engine, s.engineM = true, &msg
 			if s.txRows > 0 {
 				// (Spilled rows are in the open audit transaction, which
