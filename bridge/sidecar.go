@@ -110,6 +110,11 @@ func Prepare(ctx context.Context, conn *pgx.Conn, slot string, log *slog.Logger)
 	if err := logical.Preflight(ctx, conn, slot, in.Version != iasqlsql.Version); err != nil {
 		return "", err
 	}
+	if in.Version == iasqlsql.Version {
+		if err := logical.SidecarPreflight(ctx, conn); err != nil {
+			return "", err
+		}
+	}
 	did, err := iasqlsql.Ensure(ctx, conn, true)
 	if err != nil {
 		return "", err
@@ -130,6 +135,7 @@ func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid DSN: %s; use postgres://user:password@host:port/database", redact(err.Error()))
 	}
+	cfg.RuntimeParams["search_path"] = logical.SafeSearchPath
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		where := fmt.Sprintf("%s:%d/%s as %s", cfg.Host, cfg.Port, cfg.Database, cfg.User)

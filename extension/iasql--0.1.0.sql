@@ -123,24 +123,56 @@ END $$;
 -- write the engine's tables and mark transactions as the engine's. The
 -- installing role is the sidecar's until an administrator names another
 -- (iasql install --sidecar-role NAME, or SELECT iasql_grant_sidecar('NAME')).
--- mark_key authenticates iasql_engine_mark's messages: capture counts a
--- transaction as the engine's only when its marker carries the key, and only
--- the sidecar's role may read it.
 CREATE TABLE public.iasql_sidecar (
   singleton  boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_sidecar_one CHECK (singleton),
   role_name  name NOT NULL,
-  mark_key   text NOT NULL DEFAULT pg_catalog.md5(pg_catalog.gen_random_uuid()::text) || pg_catalog.md5(pg_catalog.gen_random_uuid()::text),
   granted_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
-COMMENT ON TABLE public.iasql_sidecar IS 'The role the iasql sidecar runs as (one row): only it writes the engine''s tables and marks the engine''s transactions. Set by iasql install --sidecar-role (iasql_grant_sidecar).';
+COMMENT ON TABLE public.iasql_sidecar IS 'The role the iasql sidecar runs as (one row): only it writes the engine''s tables and marks the engine''s transactions. Set by iasql install --sidecar-role (iasql_grant_sidecar); written only by the owner of this table.';
 COMMENT ON COLUMN public.iasql_sidecar.singleton IS 'Always true: the table holds one row.';
 COMMENT ON COLUMN public.iasql_sidecar.role_name IS 'The sidecar''s role; its members act as the sidecar too.';
-COMMENT ON COLUMN public.iasql_sidecar.mark_key IS 'Secret that iasql_engine_mark() puts in its marker and capture checks; readable only by the sidecar''s role.';
 COMMENT ON COLUMN public.iasql_sidecar.granted_at IS 'When the role was made the sidecar''s.';
 COMMENT ON CONSTRAINT iasql_sidecar_one ON public.iasql_sidecar IS 'One row at most.';
 REVOKE ALL ON public.iasql_sidecar FROM PUBLIC;
-GRANT SELECT (singleton, role_name, granted_at) ON public.iasql_sidecar TO PUBLIC;
+GRANT SELECT ON public.iasql_sidecar TO PUBLIC;
 INSERT INTO public.iasql_sidecar (role_name) VALUES (current_user);
+
+-- A grant of every table (GRANT ALL ON ALL TABLES IN SCHEMA public, common
+-- enough) must not let a role name itself the sidecar: only the table's
+-- owner (the role that installed iasql) and superusers write it.
+CREATE FUNCTION public.iasql_guard_owner() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = TG_RELID), 'MEMBER') THEN
+    RAISE EXCEPTION '% is written only by its owner, the role that installed iasql', TG_TABLE_NAME
+      USING ERRCODE = 'insufficient_privilege',
+            HINT = 'As that role (or a superuser) run iasql install --sidecar-role NAME, or SELECT iasql_grant_sidecar(''NAME'').';
+  END IF;
+  RETURN NULL;
+END $$;
+COMMENT ON FUNCTION public.iasql_guard_owner() IS
+  'Statement trigger that refuses writes to a table from any role but its owner (and superusers), whatever was granted.';
+CREATE TRIGGER iasql_sidecar_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_sidecar
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_owner();
+COMMENT ON TRIGGER iasql_sidecar_guard ON public.iasql_sidecar IS 'Only the owner names the sidecar''s role.';
+
+-- The key that authenticates iasql_engine_mark's markers: capture counts a
+-- transaction as the engine's only when its marker carries it. It lives in a
+-- schema of its own, closed to PUBLIC, so that no grant on the tables of
+-- schema public reveals it; only the sidecar's role is given it.
+CREATE SCHEMA iasql_private;
+COMMENT ON SCHEMA iasql_private IS 'iasql''s secrets (the engine marker''s key): closed to PUBLIC, open to the sidecar''s role.';
+REVOKE ALL ON SCHEMA iasql_private FROM PUBLIC;
+CREATE TABLE iasql_private.iasql_engine_key (
+  singleton boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_engine_key_one CHECK (singleton),
+  mark_key  text NOT NULL DEFAULT pg_catalog.md5(pg_catalog.gen_random_uuid()::text) || pg_catalog.md5(pg_catalog.gen_random_uuid()::text)
+);
+COMMENT ON TABLE iasql_private.iasql_engine_key IS 'The secret iasql_engine_mark() puts in its marker and capture checks (one row); readable only by the sidecar''s role.';
+COMMENT ON COLUMN iasql_private.iasql_engine_key.singleton IS 'Always true: the table holds one row.';
+COMMENT ON COLUMN iasql_private.iasql_engine_key.mark_key IS 'The key: 64 random hex digits.';
+COMMENT ON CONSTRAINT iasql_engine_key_one ON iasql_private.iasql_engine_key IS 'One row at most.';
+REVOKE ALL ON iasql_private.iasql_engine_key FROM PUBLIC;
+INSERT INTO iasql_private.iasql_engine_key DEFAULT VALUES;
 
 -- PL/pgSQL: called by the guard triggers (see iasql_holds_lock).
 CREATE FUNCTION public.iasql_is_sidecar() RETURNS boolean
@@ -342,14 +374,15 @@ COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the 
 -- (no replication origin, no superuser), so the decoder records that
 -- transaction's changes with origin engine. Any role can emit such a message
 -- with pg_logical_emit_message, so the marker carries the key in
--- iasql_sidecar.mark_key ("key:message"), which only the sidecar's role may
--- read; capture ignores a marker without it. Not executable by PUBLIC.
+-- iasql_private.iasql_engine_key ("key:message"), which only the sidecar's
+-- role may read; capture ignores a marker without it. Not executable by
+-- PUBLIC.
 CREATE FUNCTION public.iasql_engine_mark(message text DEFAULT '') RETURNS pg_lsn
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   k text;
 BEGIN
-  SELECT s.mark_key INTO STRICT k FROM public.iasql_sidecar s;
+  SELECT e.mark_key INTO STRICT k FROM iasql_private.iasql_engine_key e;
   RETURN pg_catalog.pg_logical_emit_message(true, 'iasql_engine', k || ':' || coalesce(message, ''));
 END $$;
 COMMENT ON FUNCTION public.iasql_engine_mark(text) IS
@@ -1395,7 +1428,8 @@ BEGIN
     EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %I', rel, sidecar);
   END LOOP;
   EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO %I', sidecar);
-  EXECUTE pg_catalog.format('GRANT SELECT ON public.iasql_sidecar TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA iasql_private TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT SELECT ON iasql_private.iasql_engine_key TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_engine_mark(text) TO %I', sidecar);
   FOR rel IN
     SELECT public.iasql_table_regclass(t.table_name) FROM public.iasql_tables t

@@ -206,7 +206,7 @@ func (c *Capture) session(ctx context.Context) error {
 	// Only markers carrying this key make a transaction the engine's
 	// (iasql_engine_mark): any role can emit a message with its prefix.
 	var markKey string
-	if err := conn.QueryRow(ctx, `SELECT mark_key FROM public.iasql_sidecar`).Scan(&markKey); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT mark_key FROM iasql_private.iasql_engine_key`).Scan(&markKey); err != nil {
 		return fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
 	}
 	slot := c.cfg.Slot

@@ -46,14 +46,15 @@ COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the 
 -- (no replication origin, no superuser), so the decoder records that
 -- transaction's changes with origin engine. Any role can emit such a message
 -- with pg_logical_emit_message, so the marker carries the key in
--- iasql_sidecar.mark_key ("key:message"), which only the sidecar's role may
--- read; capture ignores a marker without it. Not executable by PUBLIC.
+-- iasql_private.iasql_engine_key ("key:message"), which only the sidecar's
+-- role may read; capture ignores a marker without it. Not executable by
+-- PUBLIC.
 CREATE FUNCTION public.iasql_engine_mark(message text DEFAULT '') RETURNS pg_lsn
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   k text;
 BEGIN
-  SELECT s.mark_key INTO STRICT k FROM public.iasql_sidecar s;
+  SELECT e.mark_key INTO STRICT k FROM iasql_private.iasql_engine_key e;
   RETURN pg_catalog.pg_logical_emit_message(true, 'iasql_engine', k || ':' || coalesce(message, ''));
 END $$;
 COMMENT ON FUNCTION public.iasql_engine_mark(text) IS

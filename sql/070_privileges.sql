@@ -77,7 +77,8 @@ BEGIN
     EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %I', rel, sidecar);
   END LOOP;
   EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO %I', sidecar);
-  EXECUTE pg_catalog.format('GRANT SELECT ON public.iasql_sidecar TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA iasql_private TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT SELECT ON iasql_private.iasql_engine_key TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_engine_mark(text) TO %I', sidecar);
   FOR rel IN
     SELECT public.iasql_table_regclass(t.table_name) FROM public.iasql_tables t
