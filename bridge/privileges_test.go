@@ -379,3 +379,31 @@ func TestRunPreflightNamesMissingGrant(t *testing.T) {
 		t.Errorf("run as the granted sidecar role: %v", err)
 	}
 }
+
+// TestNoSearchPathHijack: a role with CREATE on the database makes a
+// schema named after the sidecar's role holding a table named like a
+// module's; the sidecar (search_path pg_catalog, public, and every name
+// qualified) never touches it. No SECURITY DEFINER function lacks a fixed
+// search_path.
+func TestNoSearchPathHijack(t *testing.T) {
+	t.Parallel()
+	r := newRecipe(t)
+	u, _ := url.Parse(r.dsn)
+	execAs(t, r.admin, fmt.Sprintf(`GRANT CREATE ON DATABASE %s TO %s`, strings.TrimPrefix(u.Path, "/"), r.nothing))
+	schema := pgx.Identifier{r.sidecarRole}.Sanitize()
+	execAs(t, r.nobody, `CREATE SCHEMA `+schema,
+		`CREATE TABLE `+schema+`.bucket (id serial PRIMARY KEY, name text, region text, versioning boolean, created_at timestamptz)`,
+		`GRANT USAGE ON SCHEMA `+schema+` TO PUBLIC`, `GRANT ALL ON `+schema+`.bucket TO PUBLIC`)
+	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('hijack-not')`, `CALL iasql_commit()`)
+	if n := count(t, r.app, `SELECT count(*) FROM public.bucket WHERE name = 'hijack-not' AND created_at IS NOT NULL`); n != 1 {
+		t.Error("the commit did not enact the application's bucket")
+	}
+	if n := count(t, r.admin, `SELECT count(*) FROM `+schema+`.bucket`); n != 0 {
+		t.Errorf("the sidecar wrote %d rows into the look-alike table", n)
+	}
+	if n := count(t, r.admin, `SELECT count(*) FROM pg_proc p
+		WHERE p.prosecdef AND p.pronamespace IN ('public'::regnamespace, 'iasql_private'::regnamespace)
+		  AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%')`); n != 0 {
+		t.Errorf("%d SECURITY DEFINER functions lack a fixed search_path", n)
+	}
+}

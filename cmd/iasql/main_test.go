@@ -372,3 +372,45 @@ func TestPasswordKeptOutOfPs(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarRole follows the README's least-privilege recipe from the
+// command line: an administrator installs and names the sidecar's role; a
+// REPLICATION role that is not it is refused by run before anything is
+// created; the named role runs and captures without superuser.
+func TestSidecarRole(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	sidecar, other := dbName(dsn)+"_sidecar", dbName(dsn)+"_other"
+	pgtest.Exec(t, dsn, "CREATE ROLE "+sidecar+" LOGIN REPLICATION", "CREATE ROLE "+other+" LOGIN REPLICATION")
+	r := iasql(t, 30*time.Second, "install", "--dsn", dsn, "--sidecar-role", sidecar)
+	if r.code != 0 || !strings.Contains(r.stdout, "role "+sidecar+" is the iasql sidecar's role in database "+dbName(dsn)) {
+		t.Fatalf("install --sidecar-role: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+
+	r = iasql(t, 30*time.Second, "run", "--dsn", withUser(dsn, other))
+	if r.code != 1 || !strings.Contains(r.stderr, "role "+other+" is not the iasql sidecar's role") || !strings.Contains(r.stderr, "iasql install --sidecar-role "+other) {
+		t.Errorf("run as another role: exit %d, %s", r.code, r.stderr)
+	}
+	var slots int
+	conn := pgtest.Connect(t, dsn)
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE database = current_database()`).Scan(&slots); err != nil || slots != 0 {
+		t.Fatalf("a refused run left %d slots (%v)", slots, err)
+	}
+
+	run := exec.Command(bin, "run", "--dsn", withUser(dsn, sidecar))
+	var errb bytes.Buffer
+	run.Stderr = &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	waitStatus(t, dsn, "healthy", func(r result) bool { return r.code == 0 })
+	pgtest.Exec(t, dsn, `CREATE TABLE t (id int PRIMARY KEY)`, `INSERT INTO iasql_tables (table_name) VALUES ('t')`, `INSERT INTO t VALUES (1), (2)`)
+	waitStatus(t, dsn, "healthy with 2 changes captured by the non-superuser sidecar", func(r result) bool {
+		return r.code == 0 && strings.Contains(r.stdout, "changes_captured:   2")
+	})
+	_ = run.Process.Signal(syscall.SIGTERM)
+	if err := run.Wait(); err != nil {
+		t.Errorf("run after SIGTERM: %v\n%s", err, errb.String())
+	}
+}
