@@ -276,9 +276,10 @@ func TestRequestsCannotBeForged(t *testing.T) {
 }
 
 // TestGuardsNeedTheSidecarsRole: a role given every table privilege that
-// takes the engine's advisory locks still may not write the engine's
-// tables, call iasql_engine_mark, or pass off its change as the engine's
-// with a marker of its own; the sidecar's role still works.
+// takes the engine's advisory lock still may not write the engine's tables,
+// call iasql_engine_mark, or pass off its change as the engine's with a
+// marker of its own; the sidecar ends its session that holds the lock, and
+// the sidecar's role still works.
 func TestGuardsNeedTheSidecarsRole(t *testing.T) {
 	t.Parallel()
 	r := newRecipe(t)
@@ -286,7 +287,8 @@ func TestGuardsNeedTheSidecarsRole(t *testing.T) {
 	execAs(t, r.admin, fmt.Sprintf(`GRANT ALL ON ALL TABLES IN SCHEMA public TO %s`, r.nothing),
 		fmt.Sprintf(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO %s`, r.nothing))
 	// The cycle lock (2) is free between cycles (the sidecar holds 1 and 4).
-	if n := count(t, r.nobody, `SELECT pg_try_advisory_lock(1767994225, 2)::int`); n != 1 {
+	squatter := pgtest.Connect(t, asRole(t, r.dsn, r.nothing))
+	if n := count(t, squatter, `SELECT pg_try_advisory_lock(1767994225, 2)::int`); n != 1 {
 		t.Fatal("cannot take the cycle lock")
 	}
 	for _, q := range []string{
@@ -295,14 +297,13 @@ func TestGuardsNeedTheSidecarsRole(t *testing.T) {
 		`DELETE FROM iasql_requests`,
 		`DELETE FROM iasql_records`,
 	} {
-		if msg := refused(t, r.nobody, q); !strings.Contains(msg, "is written only by the iasql sidecar") {
-			t.Errorf("%s with the locks and every grant: %s", q, msg)
+		if msg := refused(t, squatter, q); !strings.Contains(msg, "is written only by the iasql sidecar") {
+			t.Errorf("%s with the lock and every grant: %s", q, msg)
 		}
 	}
 	if msg := refused(t, r.nobody, `SELECT iasql_engine_mark('mine')`); !strings.Contains(msg, "permission denied for function iasql_engine_mark") {
 		t.Errorf("iasql_engine_mark by another role: %s", msg)
 	}
-	execAs(t, r.nobody, `SELECT pg_advisory_unlock_all()`)
 	if msg := refused(t, r.nobody, `SELECT mark_key FROM iasql_private.iasql_engine_key`); !strings.Contains(msg, "permission denied for schema iasql_private") {
 		t.Errorf("another role reads the mark key: %s", msg)
 	}
@@ -332,9 +333,17 @@ func TestGuardsNeedTheSidecarsRole(t *testing.T) {
 	if got := r.env.String(`SELECT origin FROM iasql_audit_log WHERE table_name = 'bucket' AND new_row->>'name' = 'guard-marked'`); got != "user" {
 		t.Errorf("a change under a forged marker is recorded with origin %q, want user", got)
 	}
-	// The sidecar's own writes are still the engine's.
+	// The sidecar's own writes are still the engine's; the commit waits for
+	// the cycle lock only until the sidecar ends the session squatting it.
 	execAs(t, r.app, `CALL iasql_commit()`)
-	if n := count(t, r.admin, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'bucket' AND origin = 'engine' AND message = 'cycle ' || (SELECT message::jsonb->>'cycle' FROM iasql_audit_log WHERE change_type = 'CYCLE_END' ORDER BY id DESC LIMIT 1)`); n == 0 {
+	if err := squatter.Ping(ctx); err == nil {
+		t.Error("the session holding the sidecar's cycle lock is still alive")
+	}
+	if !r.log.has("ended a session of another role that held one of the sidecar's advisory locks") {
+		t.Error("the sidecar did not log that it ended the squatting session")
+	}
+	if n := count(t, r.admin, `SELECT count(*) FROM iasql_audit_log a WHERE table_name = 'bucket' AND origin = 'engine' AND new_row->>'name' = 'guard-marked'
+		AND EXISTS (SELECT 1 FROM iasql_audit_log c WHERE c.change_type = 'CYCLE_END' AND a.message = 'cycle ' || (c.message::jsonb->>'cycle'))`); n == 0 {
 		t.Error("the engine's write-back (created_at) is not recorded as the engine's, with its message")
 	}
 }

@@ -299,6 +299,9 @@ func (c *Capture) lead(ctx context.Context, conn *pgx.Conn) error {
 			}
 			return nil
 		}
+		if err := endLockSquatters(ctx, conn, c.log); err != nil {
+			c.log.Warn("cannot check who holds the capture lock", "err", err)
+		}
 		if !logged {
 			c.log.Info("another sidecar is capturing; waiting to take over")
 			logged = true
@@ -817,7 +820,8 @@ func earliest(t time.Time, ts ...time.Time) time.Time {
 	return t
 }
 
-// nudge flushes WAL that stays written but unflushed: a non-transactional
+// nudge flushes WAL that stays written but unflushed (and, every
+// squatterSweep, ends other roles' sessions that hold the sidecar's locks): a non-transactional
 // message from the SQL API (a request) reaches the replication stream only
 // once flushed, and nothing else may flush it soon on a quiet server. It
 // commits a tiny transaction (a transactional message, no table written)
@@ -839,11 +843,18 @@ func (c *Capture) nudge(ctx context.Context) {
 	var pending pglogrepl.LSN
 	t := time.NewTicker(c.cfg.FlushPoll)
 	defer t.Stop()
+	var swept time.Time // also ends other roles' sessions that take the sidecar's locks
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if time.Since(swept) >= squatterSweep {
+			swept = time.Now()
+			if err := endLockSquatters(context.Background(), conn, c.log); err != nil && ctx.Err() == nil {
+				c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
+			}
 		}
 		var insert, flush pglogrepl.LSN
 		if err := conn.QueryRow(context.Background(), `SELECT pg_catalog.pg_current_wal_insert_lsn()::text, pg_catalog.pg_current_wal_flush_lsn()::text`).Scan(&insert, &flush); err != nil {
