@@ -191,8 +191,16 @@ func TestRolesRecipe(t *testing.T) {
 		t.Errorf("a role with nothing reads the audit trail: %s", msg)
 	}
 
-	// Uninstall and install: the module's new tables get the roles' grants.
-	execAs(t, r.admin, `SELECT * FROM iasql_uninstall('aws_s3')`, `SELECT * FROM iasql_install('aws_s3')`)
+	// A member of iasql_admin (not a superuser) writes modes, uninstalls
+	// and installs; the module's new tables get the roles' grants.
+	if msg := refused(t, r.app, `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'TRACK')`); !strings.Contains(msg, "permission denied for table iasql_mode") {
+		t.Errorf("the application writes a mode rule: %s", msg)
+	}
+	dba := r.appRole + "_dba"
+	execAs(t, r.admin, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE iasql_admin`, dba))
+	admin := pgtest.Connect(t, asRole(t, r.dsn, dba))
+	execAs(t, admin, `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'ENFORCE')`, `DELETE FROM iasql_mode`,
+		`SELECT * FROM iasql_uninstall('aws_s3')`, `SELECT * FROM iasql_install('aws_s3')`)
 	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('recipe-after')`, `CALL iasql_commit()`)
 	if n := count(t, r.reader, `SELECT count(*) FROM bucket WHERE created_at IS NOT NULL`); n != 2 {
 		t.Errorf("after uninstall and install the reader sees %d synced buckets, want 2", n)
@@ -211,6 +219,16 @@ func TestRequestsCannotBeForged(t *testing.T) {
 	var adminPID int32
 	if err := r.admin.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&adminPID); err != nil {
 		t.Fatal(err)
+	}
+	// The SQL side computes the sender's lock as the sidecar does
+	// (sha256(`{"id": "x"}`)[:8], as in the internal TestSenderLock).
+	var key int64
+	if err := r.admin.QueryRow(ctx, `SELECT iasql_request_key(convert_to('{"id": "x"}', 'UTF8'))`).Scan(&key); err != nil {
+		t.Fatal(err)
+	}
+	hi, lo := uint64(2839663100), uint64(3315468857)
+	if want := int64(hi<<32 | lo); key != want {
+		t.Errorf("iasql_request_key = %d, want %d", key, want)
 	}
 
 	// In the administrator's name: dropped, nothing uninstalled.
