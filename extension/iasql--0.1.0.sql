@@ -98,8 +98,8 @@ BEGIN
         WHEN duplicate_object OR unique_violation THEN
           NULL; -- another database's install created it meanwhile
         WHEN insufficient_privilege THEN
-          RAISE EXCEPTION 'iasql needs the role %, which does not exist, and role % may not create it', r.name, current_user
-            USING ERRCODE = 'insufficient_privilege', HINT = recipe;
+          RAISE EXCEPTION 'iasql needs the role %, which does not exist, and role % may not create it. %', r.name, current_user, recipe
+            USING ERRCODE = 'insufficient_privilege';
       END;
     END IF;
     IF r.below IS NOT NULL AND NOT EXISTS (
@@ -112,8 +112,8 @@ BEGIN
         WHEN unique_violation THEN
           NULL; -- granted meanwhile
         WHEN insufficient_privilege OR invalid_grant_operation THEN
-          RAISE EXCEPTION 'iasql needs role % to include %, and role % may not grant it', r.name, r.below, current_user
-            USING ERRCODE = 'insufficient_privilege', HINT = recipe;
+          RAISE EXCEPTION 'iasql needs role % to include %, and role % may not grant it. %', r.name, r.below, current_user, recipe
+            USING ERRCODE = 'insufficient_privilege';
       END;
     END IF;
   END LOOP;

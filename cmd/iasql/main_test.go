@@ -414,3 +414,37 @@ func TestSidecarRole(t *testing.T) {
 		t.Errorf("run after SIGTERM: %v\n%s", err, errb.String())
 	}
 }
+
+// TestInstallRoles: on a server without iasql's roles, an installer without
+// CREATEROLE is refused with one line giving the statements that create
+// them; a superuser's install (in another database) creates them, NOLOGIN,
+// each including the next; then the same installer installs (the roles
+// exist: nothing is created, nothing fails).
+func TestInstallRoles(t *testing.T) {
+	t.Parallel()
+	c, err := pgcluster.Start(context.Background(), pgcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app", "CREATE DATABASE other", "CREATE ROLE installer LOGIN",
+		"ALTER DATABASE app OWNER TO installer")
+	pgtest.Exec(t, c.DSN("app"), "GRANT CREATE ON SCHEMA public TO installer")
+	r := iasql(t, 30*time.Second, "install", "--dsn", withUser(c.DSN("app"), "installer"))
+	recipe := "CREATE ROLE iasql_reader NOLOGIN; CREATE ROLE iasql_writer NOLOGIN IN ROLE iasql_reader; CREATE ROLE iasql_admin NOLOGIN IN ROLE iasql_writer;"
+	if r.code != 1 || !strings.Contains(r.stderr, "iasql needs the role iasql_reader, which does not exist, and role installer may not create it") ||
+		!strings.Contains(r.stderr, recipe) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Fatalf("install without CREATEROLE: exit %d, %q", r.code, r.stderr)
+	}
+	if r := iasql(t, 30*time.Second, "install", "--dsn", c.DSN("other")); r.code != 0 {
+		t.Fatalf("a superuser's install: exit %d, %s", r.code, r.stderr)
+	}
+	if r := iasql(t, 30*time.Second, "install", "--dsn", withUser(c.DSN("app"), "installer")); r.code != 0 {
+		t.Fatalf("install once the roles exist: exit %d, %s", r.code, r.stderr)
+	}
+	conn := pgtest.Connect(t, c.DSN("other"))
+	var ok bool
+	if err := conn.QueryRow(context.Background(), `SELECT pg_has_role('iasql_admin', 'iasql_reader', 'MEMBER') AND NOT rolcanlogin FROM pg_roles WHERE rolname = 'iasql_admin'`).Scan(&ok); err != nil || !ok {
+		t.Errorf("the superuser's install did not create iasql_admin NOLOGIN including iasql_reader (%v)", err)
+	}
+}
