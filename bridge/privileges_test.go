@@ -434,3 +434,20 @@ func TestNoSearchPathHijack(t *testing.T) {
 		t.Errorf("%d SECURITY DEFINER functions lack a fixed search_path", n)
 	}
 }
+
+// TestSquattersDoNotStallStart: another role holding, outside any
+// transaction, the install lock and the publication lock (which would
+// stall a sidecar's start for ever) and the capture lock: a restarted
+// sidecar ends its session and starts.
+func TestSquattersDoNotStallStart(t *testing.T) {
+	t.Parallel()
+	r := newRecipe(t)
+	r.env.Stop()
+	squatter := pgtest.Connect(t, asRole(t, r.dsn, r.nothing))
+	execAs(t, squatter, `SELECT pg_advisory_lock(1767994225)`, `SELECT pg_advisory_lock(1767994225, 3)`, `SELECT pg_advisory_lock(1767994225, 1)`)
+	r.env.StartSidecar(true)
+	if err := squatter.Ping(context.Background()); err == nil {
+		t.Error("the session squatting the sidecar's locks is still alive")
+	}
+	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('after-squat')`, `CALL iasql_commit()`)
+}

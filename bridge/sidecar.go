@@ -114,6 +114,11 @@ func Prepare(ctx context.Context, conn *pgx.Conn, slot string, log *slog.Logger)
 		if err := logical.SidecarPreflight(ctx, conn); err != nil {
 			return "", err
 		}
+		// A session of another role holding the install lock would stall
+		// Ensure (and every start) for ever.
+		if err := logical.EndLockSquatters(ctx, conn, log); err != nil {
+			log.Warn("cannot check who holds the sidecar's locks", "err", err)
+		}
 	}
 	did, err := iasqlsql.Ensure(ctx, conn, true)
 	if err != nil {

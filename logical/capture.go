@@ -213,6 +213,11 @@ func (c *Capture) session(ctx context.Context) error {
 	if slot == "" {
 		slot = SlotName(conn.Config().Database)
 	}
+	// Nobody else may hold the publication lock outside a transaction (it
+	// would stall iasql_sync_publication for ever).
+	if err := EndLockSquatters(ctx, conn, c.log); err != nil {
+		c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
+	}
 	// The publication first: a slot that decodes a change made before the
 	// publication existed cannot get past it.
 	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
@@ -299,7 +304,7 @@ func (c *Capture) lead(ctx context.Context, conn *pgx.Conn) error {
 			}
 			return nil
 		}
-		if err := endLockSquatters(ctx, conn, c.log); err != nil {
+		if err := EndLockSquatters(ctx, conn, c.log); err != nil {
 			c.log.Warn("cannot check who holds the capture lock", "err", err)
 		}
 		if !logged {
@@ -852,7 +857,7 @@ func (c *Capture) nudge(ctx context.Context) {
 		}
 		if time.Since(swept) >= squatterSweep {
 			swept = time.Now()
-			if err := endLockSquatters(context.Background(), conn, c.log); err != nil && ctx.Err() == nil {
+			if err := EndLockSquatters(context.Background(), conn, c.log); err != nil && ctx.Err() == nil {
 				c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
 			}
 		}

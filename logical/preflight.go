@@ -107,12 +107,12 @@ func SidecarPreflight(ctx context.Context, conn *pgx.Conn) error {
 // that hold the sidecar's advisory locks.
 const squatterSweep = time.Second
 
-// endLockSquatters ends the sessions of roles other than the sidecar's that
+// EndLockSquatters ends the sessions of roles other than the sidecar's that
 // hold one of its advisory locks (iasql_end_lock_squatters): any role can
 // take an advisory lock, and one that holds the sidecar's would stall
 // capture, the engine or every cycle. Each is logged; one that cannot be
 // ended (a superuser's, or no pg_signal_backend) is logged as such.
-func endLockSquatters(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
+func EndLockSquatters(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
 	rows, err := conn.Query(ctx, `SELECT pid, role_name, lock, ended, coalesce(note, '') FROM public.iasql_end_lock_squatters()`)
 	if err != nil {
 		return fmt.Errorf("end sessions that hold the sidecar's locks: %w", err)

@@ -52,7 +52,11 @@ COMMENT ON TRIGGER iasql_tables_grant ON public.iasql_tables IS 'Grants each reg
 -- sidecar takes) and stall it for as long as it holds one. The sidecar ends
 -- the sessions of other roles that hold them (it needs pg_signal_backend for
 -- that, which iasql_grant_sidecar grants; superusers' sessions are left
--- alone) and says so in its log.
+-- alone) and says so in its log. Publication maintenance (3) and the
+-- install lock (the bigint 1767994225) are transaction locks that others
+-- take legitimately: their holders are ended only when outside any
+-- transaction (no virtualxid lock), where they can only hold them as
+-- session locks.
 CREATE FUNCTION public.iasql_end_lock_squatters()
 RETURNS TABLE (pid integer, role_name name, lock integer, ended boolean, note text)
 LANGUAGE plpgsql AS $$
@@ -65,8 +69,11 @@ BEGIN
       FROM pg_catalog.pg_locks l
       JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
       JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
-     WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-       AND l.classid = 1767994225::oid AND l.objid IN (1, 2, 4)
+     WHERE l.locktype = 'advisory' AND l.granted
+       AND ((l.classid = 1767994225::oid AND l.objsubid = 2 AND l.objid IN (1, 2, 4))
+            OR (((l.classid = 1767994225::oid AND l.objsubid = 2 AND l.objid = 3)
+                 OR (l.classid = 0::oid AND l.objid = 1767994225::oid AND l.objsubid = 1))
+                AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks v WHERE v.pid = l.pid AND v.locktype = 'virtualxid')))
        AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
        AND l.pid <> pg_catalog.pg_backend_pid()
        AND NOT EXISTS (SELECT 1 FROM public.iasql_sidecar s JOIN pg_catalog.pg_roles sr ON sr.rolname = s.role_name
@@ -86,7 +93,7 @@ BEGIN
   END LOOP;
 END $$;
 COMMENT ON FUNCTION public.iasql_end_lock_squatters() IS
-  'Ends the sessions of roles other than the sidecar''s that hold one of the sidecar''s advisory locks (1, 2, 4), where this role may (pg_signal_backend); one row per such session. The sidecar calls it.';
+  'Ends the sessions of roles other than the sidecar''s that hold one of the sidecar''s advisory locks (1, 2, 4), or hold the publication (3) or install lock outside a transaction, where this role may (pg_signal_backend); one row per such session. The sidecar calls it.';
 REVOKE ALL ON FUNCTION public.iasql_end_lock_squatters() FROM PUBLIC;
 
 -- Makes a role the sidecar's and grants it what the sidecar needs to run
