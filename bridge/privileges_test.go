@@ -145,7 +145,7 @@ func TestRolesRecipe(t *testing.T) {
 		t.Fatalf("the sidecar's session is a superuser (%v) or cannot say (%v)", super, err)
 	}
 
-	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('recipe-app')`, `CALL iasql_commit()`)
+	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('recipe-app')`, `CALL iasql_commit()`, `SELECT iasql_wait_for_all(30)`)
 	if n := count(t, r.app, `SELECT count(*) FROM bucket WHERE name = 'recipe-app' AND created_at IS NOT NULL`); n != 1 {
 		t.Fatal("the application's bucket has no created_at after its commit")
 	}

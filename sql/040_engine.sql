@@ -96,7 +96,7 @@ COMMENT ON TABLE public.iasql_requests IS 'Requests made through the SQL API (ia
 COMMENT ON COLUMN public.iasql_requests.id IS 'Request id, chosen by the caller.';
 COMMENT ON COLUMN public.iasql_requests.kind IS 'begin, commit, rollback, preview, install, uninstall or cycle.';
 COMMENT ON COLUMN public.iasql_requests.args IS 'Arguments of the request.';
-COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request.';
+COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request: the session user of the session that sent it, as the sidecar verified it (iasql_request_key).';
 COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar received it.';
 COMMENT ON COLUMN public.iasql_requests.finished_at IS 'When the sidecar finished it.';
 COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on by the session taken_by_pid), done or failed.';
@@ -120,7 +120,7 @@ CREATE TABLE public.iasql_transaction (
 );
 COMMENT ON TABLE public.iasql_transaction IS 'The open iasql transaction, if any: automatic cycles pause while it is open.';
 COMMENT ON COLUMN public.iasql_transaction.open IS 'Always true: the table holds at most one row.';
-COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin.';
+COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin (its session user, as the sidecar verified it).';
 COMMENT ON COLUMN public.iasql_transaction.opened_at IS 'When iasql_begin opened it.';
 COMMENT ON COLUMN public.iasql_transaction.begin_lsn IS 'User changes after this LSN belong to the transaction (iasql_rollback discards them).';
 COMMENT ON CONSTRAINT iasql_transaction_one ON public.iasql_transaction IS 'At most one iasql transaction per database.';
