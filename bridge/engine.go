@@ -129,7 +129,11 @@ func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
 		r.raw = bytes.Clone(content) // content is capture's buffer, reused once this returns
 		if r.Kind == "tick" {
 			// pg_cron's schedule: nobody waits; ticks replayed after a
-			// restart collapse into one.
+			// restart collapse into one. Any role can send one, so at most
+			// one is taken per minTickGap (pg_cron ticks every minute).
+			if !e.guard.tickDue(time.Now()) {
+				return
+			}
 			select {
 			case e.tick <- struct{}{}:
 			default:
@@ -138,7 +142,10 @@ func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
 		}
 		go e.accept(r)
 	case "iasql_deprecated":
-		go e.countDeprecated(string(content))
+		// Any role can send one: only the deprecated functions are counted.
+		if deprecatedFunctions[string(content)] {
+			go e.countDeprecated(string(content))
+		}
 	}
 }
 

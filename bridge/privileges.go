@@ -75,13 +75,34 @@ func senderLock(content []byte) (classid, objid uint32) {
 	return uint32(k >> 32), uint32(k)
 }
 
-// requestGuard holds the per-role rate buckets and when answered requests
-// were last expired.
+// requestGuard holds the per-role rate buckets, when answered requests
+// were last expired and when the last schedule tick was taken.
 type requestGuard struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
 	expired time.Time
+	ticked  time.Time
 }
+
+// minTickGap: schedule ticks (iasql_cycle_tick, unauthenticated: they ask
+// for nothing but an automatic cycle) closer together than this are
+// dropped; pg_cron sends one a minute at most.
+const minTickGap = 30 * time.Second
+
+// tickDue reports whether a schedule tick arriving now is taken.
+func (g *requestGuard) tickDue(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.ticked.IsZero() && now.Sub(g.ticked) < minTickGap {
+		return false
+	}
+	g.ticked = now
+	return true
+}
+
+// deprecatedFunctions are the names iasql_deprecated counts (sql/040_engine.sql);
+// messages naming anything else are ignored.
+var deprecatedFunctions = map[string]bool{"iasql_apply": true, "iasql_sync": true, "iasql_preview_apply": true, "iasql_preview_sync": true}
 
 type bucket struct {
 	tokens float64

@@ -56,3 +56,19 @@ func TestRequestExpiryDue(t *testing.T) {
 
 // sha256(`{"id": "x"}`)[:8] as two big-endian halves (Python's hashlib).
 const wantClassid, wantObjid = 2839663100, 3315468857
+
+// Schedule ticks, which any role can send, are taken at most every
+// minTickGap.
+func TestTickGap(t *testing.T) {
+	var g requestGuard
+	now := time.Unix(1000, 0)
+	if !g.tickDue(now) {
+		t.Error("the first tick was dropped")
+	}
+	if g.tickDue(now.Add(minTickGap - time.Second)) {
+		t.Error("a tick within minTickGap was taken")
+	}
+	if !g.tickDue(now.Add(minTickGap)) {
+		t.Error("a tick after minTickGap was dropped")
+	}
+}
