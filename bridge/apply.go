@@ -102,7 +102,7 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 		})
 	case dbDelete:
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{ts.spec.Name}.Sanitize()+` WHERE id = $1 AND xmin = $2::text::xid`, a.ID, a.row.xmin)
+			tag, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{"public", ts.spec.Name}.Sanitize()+` WHERE id = $1 AND xmin = $2::text::xid`, a.ID, a.row.xmin)
 			if err != nil {
 				return err
 			}
@@ -130,8 +130,8 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 			onConflict = " ON CONFLICT (id) DO NOTHING"
 		}
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			cols, t := columnList(rec), pgx.Identifier{ts.spec.Name}.Sanitize()
-			q := `INSERT INTO ` + t + ` (` + cols + `) SELECT ` + cols + ` FROM jsonb_populate_record(NULL::` + t + `, $1::jsonb)` +
+			cols, t := columnList(rec), pgx.Identifier{"public", ts.spec.Name}.Sanitize()
+			q := `INSERT INTO ` + t + ` (` + cols + `) SELECT ` + cols + ` FROM pg_catalog.jsonb_populate_record(NULL::` + t + `, $1::jsonb)` +
 				onConflict + ` RETURNING id::text`
 			var id string
 			if err := tx.QueryRow(ctx, q, string(encodeRecord(rec))).Scan(&id); err != nil {

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -64,6 +65,8 @@ type Engine struct {
 	mappers map[string]map[string]module.Mapper
 
 	acct accountCheck // the database's account binding, checked once per leadership (account.go)
+
+	guard requestGuard // per-role request rates, expiry of answered requests (privileges.go)
 }
 
 // EngineConfig configures an engine.
@@ -113,22 +116,32 @@ type request struct {
 	ID   string          `json:"id"`
 	Kind string          `json:"kind"`
 	Args json.RawMessage `json:"args"`
-	Role string          `json:"role"`
-	PID  int32           `json:"pid"` // the sender's session
+	PID  int32           `json:"pid"` // the sender's session (privileges.go)
+	Role string          `json:"-"`   // its role, as the sidecar found it (authorize)
+	raw  []byte          // the message, as its sender hashed it
 }
 
 // Message receives the SQL API's messages from capture. It must not block.
 func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
 	switch prefix {
 	case "iasql_request":
+		if len(content) > MaxRequestBytes {
+			e.log.Warn("ignoring a request larger than the limit", "bytes", len(content), "limit", MaxRequestBytes)
+			return
+		}
 		var r request
 		if err := json.Unmarshal(content, &r); err != nil || r.ID == "" {
 			e.log.Warn("ignoring a malformed request", "err", err)
 			return
 		}
+		r.raw = bytes.Clone(content) // content is capture's buffer, reused once this returns
 		if r.Kind == "tick" {
 			// pg_cron's schedule: nobody waits; ticks replayed after a
-			// restart collapse into one.
+			// restart collapse into one. Any role can send one, so at most
+			// one is taken per minTickGap (pg_cron ticks every minute).
+			if !e.guard.tickDue(time.Now()) {
+				return
+			}
 			select {
 			case e.tick <- struct{}{}:
 			default:
@@ -137,7 +150,10 @@ func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
 		}
 		go e.accept(r)
 	case "iasql_deprecated":
-		go e.countDeprecated(string(content))
+		// Any role can send one: only the deprecated functions are counted.
+		if deprecatedFunctions[string(content)] {
+			go e.countDeprecated(string(content))
+		}
 	}
 }
 
@@ -176,6 +192,17 @@ func (e *Engine) accept(r request) {
 	defer cancel()
 	var fresh, queued bool
 	take := func(c *pgx.Conn) error {
+		if e.guard.dueExpiry(time.Now()) {
+			e.expireRequests(ctx, c)
+		}
+		refusal, err := e.authorize(ctx, c, &r)
+		if err != nil {
+			return err
+		}
+		if refusal != "" {
+			e.log.Warn("refused a request", "id", r.ID, "kind", r.Kind, "role", r.Role, "why", refusal)
+			return refuse(ctx, c, r, refusal)
+		}
 		args := r.Args
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
@@ -204,6 +231,11 @@ func (e *Engine) accept(r request) {
 		case <-time.After(50 * time.Millisecond):
 			err = e.service(ctx, take)
 		}
+	}
+	var forged errForged
+	if errors.As(err, &forged) {
+		e.log.Warn("ignoring a request whose sender cannot be verified", "id", r.ID, "kind", r.Kind, "err", err)
+		return
 	}
 	if err != nil {
 		e.log.Warn("cannot accept request", "id", r.ID, "kind", r.Kind, "err", err)

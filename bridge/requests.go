@@ -412,7 +412,7 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 				if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_tables WHERE table_name = $1`, t); err != nil {
 					return fmt.Errorf("unregister %s: %w", t, err)
 				}
-				if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{t}.Sanitize()); err != nil {
+				if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{"public", t}.Sanitize()); err != nil {
 					return fmt.Errorf("drop %s: %w", t, err)
 				}
 				if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1`, t); err != nil {

@@ -174,7 +174,7 @@ func readScoped(ctx context.Context, tx pgx.Tx, spec module.Table, s *readScope)
 		args = append(args, ids)
 		conds = append(conds, fmt.Sprintf("t.%s::text = ANY($%d)", pgx.Identifier{col}.Sanitize(), len(args)))
 	}
-	q := `SELECT id::text, xmin::text, to_jsonb(t)::text FROM ` + pgx.Identifier{spec.Name}.Sanitize() + ` t WHERE ` + strings.Join(conds, " OR ")
+	q := `SELECT id::text, xmin::text, pg_catalog.to_jsonb(t)::text FROM ` + pgx.Identifier{"public", spec.Name}.Sanitize() + ` t WHERE ` + strings.Join(conds, " OR ")
 	m, err := scanRows(ctx, tx, spec, q, args...)
 	if err != nil {
 		return nil, err

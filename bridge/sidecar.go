@@ -114,6 +114,16 @@ func Prepare(ctx context.Context, conn *pgx.Conn, slot string, log *slog.Logger)
 	if err := logical.Preflight(ctx, conn, slot, in.Version != iasqlsql.Version); err != nil {
 		return "", err
 	}
+	if in.Version == iasqlsql.Version {
+		if err := logical.SidecarPreflight(ctx, conn); err != nil {
+			return "", err
+		}
+		// A session of another role holding the install lock would stall
+		// Ensure (and every start) for ever.
+		if err := logical.EndLockSquatters(ctx, conn, log); err != nil {
+			log.Warn("cannot check who holds the sidecar's locks", "err", err)
+		}
+	}
 	did, err := iasqlsql.Ensure(ctx, conn, true)
 	if err != nil {
 		return "", err
@@ -134,6 +144,7 @@ func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid DSN: %s; use postgres://user:password@host:port/database", redact(err.Error()))
 	}
+	cfg.RuntimeParams["search_path"] = logical.SafeSearchPath
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		where := fmt.Sprintf("%s:%d/%s as %s", cfg.Host, cfg.Port, cfg.Database, cfg.User)

@@ -30,7 +30,7 @@ func feedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, wa
 	rec := only(got, spec.Feedback)
 	cols := columnList(rec)
 	_, err := updateColumns(ctx, tx, spec.Name, id, rec,
-		`ROW(`+cols+`) IS NOT DISTINCT FROM (SELECT ROW(`+cols+`) FROM jsonb_populate_record(NULL::`+pgx.Identifier{spec.Name}.Sanitize()+`, $3::jsonb))`,
+		`ROW(`+cols+`) IS NOT DISTINCT FROM (SELECT ROW(`+cols+`) FROM pg_catalog.jsonb_populate_record(NULL::`+pgx.Identifier{"public", spec.Name}.Sanitize()+`, $3::jsonb))`,
 		string(encodeRecord(only(was, spec.Feedback))))
 	return err
 }
@@ -49,8 +49,8 @@ func updateRowTx(ctx context.Context, tx pgx.Tx, table, id, xmin string, rec mod
 // on the row whose parameter is $3) holds, and reports whether it did.
 func updateColumns(ctx context.Context, tx pgx.Tx, table, id string, rec module.Record, cond string, arg any) (bool, error) {
 	cols := columnList(rec)
-	t := pgx.Identifier{table}.Sanitize()
-	tag, err := tx.Exec(ctx, `UPDATE `+t+` SET (`+cols+`) = (SELECT `+cols+` FROM jsonb_populate_record(NULL::`+t+`, $1::jsonb))
+	t := pgx.Identifier{"public", table}.Sanitize()
+	tag, err := tx.Exec(ctx, `UPDATE `+t+` SET (`+cols+`) = (SELECT `+cols+` FROM pg_catalog.jsonb_populate_record(NULL::`+t+`, $1::jsonb))
 		WHERE id = $2 AND `+cond, string(encodeRecord(rec)), id, arg)
 	if err != nil {
 		return false, err
@@ -174,7 +174,7 @@ func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *readSc
 		// child's rows name the parent rows read for reference).
 		for _, t := range specs {
 			if s.rowsOf(t.Name) == nil {
-				m, err := scanRows(ctx, tx, t, `SELECT id::text, xmin::text, to_jsonb(t)::text FROM `+pgx.Identifier{t.Name}.Sanitize()+` t`)
+				m, err := scanRows(ctx, tx, t, `SELECT id::text, xmin::text, pg_catalog.to_jsonb(t)::text FROM `+pgx.Identifier{"public", t.Name}.Sanitize()+` t`)
 				if err != nil {
 					return err
 				}

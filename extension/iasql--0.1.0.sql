@@ -23,6 +23,8 @@ COMMENT ON FUNCTION public.iasql_lock_namespace() IS
 -- iasql's tables, and a SQL function's query would be planned again in each
 -- transaction, while PL/pgSQL keeps its plan for the session. The key is
 -- iasql_lock_namespace(), written out for the same reason.
+-- Any role may take an advisory lock, so the lock alone proves nothing: the
+-- session must also run as the sidecar's role (iasql_sidecar, 005_roles.sql).
 CREATE FUNCTION public.iasql_holds_lock(role integer) RETURNS boolean
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
@@ -31,10 +33,13 @@ BEGIN
      WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() AND granted
        AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
        AND mode = 'ExclusiveLock'
-       AND classid = 1767994225::oid AND objid = role AND objsubid = 2);
+       AND classid = 1767994225::oid AND objid = role AND objsubid = 2)
+    AND EXISTS (
+    SELECT 1 FROM public.iasql_sidecar s JOIN pg_catalog.pg_roles r ON r.rolname = s.role_name
+     WHERE pg_catalog.pg_has_role(r.oid, 'MEMBER'));
 END $$;
 COMMENT ON FUNCTION public.iasql_holds_lock(integer) IS
-  'True when this session holds iasql''s exclusive advisory lock for the role (see iasql_lock_namespace).';
+  'True when this session holds iasql''s exclusive advisory lock for the role (see iasql_lock_namespace) and runs as the sidecar''s role (iasql_sidecar): any role can take an advisory lock.';
 
 CREATE FUNCTION public.iasql_is_capture_writer() RETURNS boolean
 LANGUAGE sql STABLE AS $$ SELECT public.iasql_holds_lock(1) $$;
@@ -59,6 +64,126 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION public.iasql_guard_capture_tables() IS
   'Statement trigger that refuses writes to iasql''s own tables from any session but the sidecar''s (the lock roles are the trigger''s arguments).';
+
+-- 005_roles.sql
+-- The roles iasql ships, and which role is the sidecar's.
+--
+-- Roles are cluster-wide: the first database that installs iasql creates
+-- them (NOLOGIN), later installs find them and leave them as they are. The
+-- installing role needs CREATEROLE only while they are missing. Each role
+-- includes the one below it:
+--   iasql_admin   install and uninstall modules, write modes, rebind the
+--                 account; everything iasql_writer may do;
+--   iasql_writer  INSERT, UPDATE, DELETE on module tables and the
+--                 transaction procedures (begin, commit, rollback, refresh);
+--   iasql_reader  SELECT on module tables, the audit trail and iasql_status,
+--                 and iasql_preview().
+-- Application roles are granted one of them (GRANT iasql_writer TO app).
+DO $$
+DECLARE
+  r record;
+  recipe constant text := 'As a role with CREATEROLE: CREATE ROLE iasql_reader NOLOGIN; CREATE ROLE iasql_writer NOLOGIN IN ROLE iasql_reader; CREATE ROLE iasql_admin NOLOGIN IN ROLE iasql_writer; then install iasql again.';
+BEGIN
+  FOR r IN SELECT * FROM (VALUES
+      ('iasql_reader', NULL, 'iasql: reads module tables, the audit trail and iasql_status, and may call iasql_preview().'),
+      ('iasql_writer', 'iasql_reader', 'iasql: writes module tables and runs iasql_begin, iasql_commit, iasql_rollback and iasql_refresh; includes iasql_reader.'),
+      ('iasql_admin', 'iasql_writer', 'iasql: installs and uninstalls modules, writes iasql_mode, rebinds the account; includes iasql_writer.')
+    ) v(name, below, about)
+  LOOP
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r.name) THEN
+      BEGIN
+        EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r.name);
+        EXECUTE pg_catalog.format('COMMENT ON ROLE %I IS %L', r.name, r.about);
+      EXCEPTION
+        WHEN duplicate_object OR unique_violation THEN
+          NULL; -- another database's install created it meanwhile
+        WHEN insufficient_privilege THEN
+          RAISE EXCEPTION 'iasql needs the role %, which does not exist, and role % may not create it. %', r.name, current_user, recipe
+            USING ERRCODE = 'insufficient_privilege';
+      END;
+    END IF;
+    IF r.below IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM pg_catalog.pg_auth_members m
+          WHERE m.roleid = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = r.below)
+            AND m.member = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = r.name)) THEN
+      BEGIN
+        EXECUTE pg_catalog.format('GRANT %I TO %I', r.below, r.name);
+      EXCEPTION
+        WHEN unique_violation THEN
+          NULL; -- granted meanwhile
+        WHEN insufficient_privilege OR invalid_grant_operation THEN
+          RAISE EXCEPTION 'iasql needs role % to include %, and role % may not grant it. %', r.name, r.below, current_user, recipe
+            USING ERRCODE = 'insufficient_privilege';
+      END;
+    END IF;
+  END LOOP;
+END $$;
+
+-- The sidecar's role: only it (and the roles that are members of it) may
+-- write the engine's tables and mark transactions as the engine's. The
+-- installing role is the sidecar's until an administrator names another
+-- (iasql install --sidecar-role NAME, or SELECT iasql_grant_sidecar('NAME')).
+CREATE TABLE public.iasql_sidecar (
+  singleton  boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_sidecar_one CHECK (singleton),
+  role_name  name NOT NULL,
+  granted_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE public.iasql_sidecar IS 'The role the iasql sidecar runs as (one row): only it writes the engine''s tables and marks the engine''s transactions. Set by iasql install --sidecar-role (iasql_grant_sidecar); written only by the owner of this table.';
+COMMENT ON COLUMN public.iasql_sidecar.singleton IS 'Always true: the table holds one row.';
+COMMENT ON COLUMN public.iasql_sidecar.role_name IS 'The sidecar''s role; its members act as the sidecar too.';
+COMMENT ON COLUMN public.iasql_sidecar.granted_at IS 'When the role was made the sidecar''s.';
+COMMENT ON CONSTRAINT iasql_sidecar_one ON public.iasql_sidecar IS 'One row at most.';
+REVOKE ALL ON public.iasql_sidecar FROM PUBLIC;
+GRANT SELECT ON public.iasql_sidecar TO PUBLIC;
+INSERT INTO public.iasql_sidecar (role_name) VALUES (current_user);
+
+-- A grant of every table (GRANT ALL ON ALL TABLES IN SCHEMA public, common
+-- enough) must not let a role name itself the sidecar: only the table's
+-- owner (the role that installed iasql) and superusers write it.
+CREATE FUNCTION public.iasql_guard_owner() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = TG_RELID), 'MEMBER') THEN
+    RAISE EXCEPTION '% is written only by its owner, the role that installed iasql', TG_TABLE_NAME
+      USING ERRCODE = 'insufficient_privilege',
+            HINT = 'As that role (or a superuser) run iasql install --sidecar-role NAME, or SELECT iasql_grant_sidecar(''NAME'').';
+  END IF;
+  RETURN NULL;
+END $$;
+COMMENT ON FUNCTION public.iasql_guard_owner() IS
+  'Statement trigger that refuses writes to a table from any role but its owner (and superusers), whatever was granted.';
+CREATE TRIGGER iasql_sidecar_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_sidecar
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_owner();
+COMMENT ON TRIGGER iasql_sidecar_guard ON public.iasql_sidecar IS 'Only the owner names the sidecar''s role.';
+
+-- The key that authenticates iasql_engine_mark's markers: capture counts a
+-- transaction as the engine's only when its marker carries it. It lives in a
+-- schema of its own, closed to PUBLIC, so that no grant on the tables of
+-- schema public reveals it; only the sidecar's role is given it.
+CREATE SCHEMA iasql_private;
+COMMENT ON SCHEMA iasql_private IS 'iasql''s secrets (the engine marker''s key): closed to PUBLIC, open to the sidecar''s role.';
+REVOKE ALL ON SCHEMA iasql_private FROM PUBLIC;
+CREATE TABLE iasql_private.iasql_engine_key (
+  singleton boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_engine_key_one CHECK (singleton),
+  mark_key  text NOT NULL DEFAULT pg_catalog.md5(pg_catalog.gen_random_uuid()::text) || pg_catalog.md5(pg_catalog.gen_random_uuid()::text)
+);
+COMMENT ON TABLE iasql_private.iasql_engine_key IS 'The secret iasql_engine_mark() puts in its marker and capture checks (one row); readable only by the sidecar''s role.';
+COMMENT ON COLUMN iasql_private.iasql_engine_key.singleton IS 'Always true: the table holds one row.';
+COMMENT ON COLUMN iasql_private.iasql_engine_key.mark_key IS 'The key: 64 random hex digits.';
+COMMENT ON CONSTRAINT iasql_engine_key_one ON iasql_private.iasql_engine_key IS 'One row at most.';
+REVOKE ALL ON iasql_private.iasql_engine_key FROM PUBLIC;
+INSERT INTO iasql_private.iasql_engine_key DEFAULT VALUES;
+
+-- PL/pgSQL: called by the guard triggers (see iasql_holds_lock).
+CREATE FUNCTION public.iasql_is_sidecar() RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN EXISTS (
+    SELECT 1 FROM public.iasql_sidecar s JOIN pg_catalog.pg_roles r ON r.rolname = s.role_name
+     WHERE pg_catalog.pg_has_role(r.oid, 'MEMBER'));
+END $$;
+COMMENT ON FUNCTION public.iasql_is_sidecar() IS
+  'True when the current role is the sidecar''s (iasql_sidecar) or a member of it (superusers are members of every role).';
 
 -- 010_registry.sql
 -- The registry of tables whose changes are user intent, and the publication
@@ -245,15 +370,24 @@ CREATE TRIGGER iasql_audit_log_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCA
 COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the capture leader and the running cycle write the audit trail.';
 
 -- Engine writes: the sidecar calls this first in every transaction that
--- writes module tables. It emits a transactional logical-decoding message,
--- which any role may do (no replication origin, no superuser), so the
--- decoder records that transaction's changes with origin engine.
+-- writes module tables. It emits a transactional logical-decoding message
+-- (no replication origin, no superuser), so the decoder records that
+-- transaction's changes with origin engine. Any role can emit such a message
+-- with pg_logical_emit_message, so the marker carries the key in
+-- iasql_private.iasql_engine_key ("key:message"), which only the sidecar's
+-- role may read; capture ignores a marker without it. Not executable by
+-- PUBLIC.
 CREATE FUNCTION public.iasql_engine_mark(message text DEFAULT '') RETURNS pg_lsn
-LANGUAGE sql VOLATILE AS $$
-  SELECT pg_catalog.pg_logical_emit_message(true, 'iasql_engine', coalesce(message, ''))
-$$;
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  k text;
+BEGIN
+  SELECT e.mark_key INTO STRICT k FROM iasql_private.iasql_engine_key e;
+  RETURN pg_catalog.pg_logical_emit_message(true, 'iasql_engine', k || ':' || coalesce(message, ''));
+END $$;
 COMMENT ON FUNCTION public.iasql_engine_mark(text) IS
-  'Marks the current transaction as the engine''s: its changes are captured with origin engine, so they are not user intent.';
+  'Marks the current transaction as the engine''s: its changes are captured with origin engine, so they are not user intent. Only the sidecar''s role may call it.';
+REVOKE ALL ON FUNCTION public.iasql_engine_mark(text) FROM PUBLIC;
 
 -- 030_capture.sql
 -- Where the LSNs in this database's iasql state come from: the server (its
@@ -394,7 +528,7 @@ COMMENT ON TABLE public.iasql_requests IS 'Requests made through the SQL API (ia
 COMMENT ON COLUMN public.iasql_requests.id IS 'Request id, chosen by the caller.';
 COMMENT ON COLUMN public.iasql_requests.kind IS 'begin, commit, rollback, preview, install, uninstall or cycle.';
 COMMENT ON COLUMN public.iasql_requests.args IS 'Arguments of the request.';
-COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request.';
+COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request: the session user of the session that sent it, as the sidecar verified it (iasql_request_key).';
 COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar received it.';
 COMMENT ON COLUMN public.iasql_requests.finished_at IS 'When the sidecar finished it.';
 COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on by the session taken_by_pid), done or failed.';
@@ -420,7 +554,7 @@ CREATE TABLE public.iasql_transaction (
 );
 COMMENT ON TABLE public.iasql_transaction IS 'The open iasql transaction, if any: automatic cycles pause while it is open.';
 COMMENT ON COLUMN public.iasql_transaction.open IS 'Always true: the table holds at most one row.';
-COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin.';
+COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin (its session user, as the sidecar verified it).';
 COMMENT ON COLUMN public.iasql_transaction.opened_at IS 'When iasql_begin opened it.';
 COMMENT ON COLUMN public.iasql_transaction.owner_pid IS 'The session (backend pid) that called iasql_begin: only it writes module tables, commits or rolls back while the transaction is open (and an iasql_admin may end it).';
 COMMENT ON COLUMN public.iasql_transaction.owner_started IS 'When the owning session started (pg_stat_activity.backend_start): tells it from a later session that reuses its pid.';
@@ -458,6 +592,37 @@ LANGUAGE sql STABLE AS $$
 $$;
 COMMENT ON FUNCTION public.iasql_sidecar_connected() IS 'True when an iasql sidecar is consuming this database''s capture slot.';
 
+-- Who may ask for what. The sidecar checks the same (bridge/privileges.go),
+-- against the role of the session that sent the request; this check only
+-- refuses at once, before anything is sent.
+CREATE FUNCTION public.iasql_request_role(kind text) RETURNS name
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE kind
+    WHEN 'preview' THEN 'iasql_reader'
+    WHEN 'begin' THEN 'iasql_writer' WHEN 'commit' THEN 'iasql_writer'
+    WHEN 'rollback' THEN 'iasql_writer' WHEN 'refresh' THEN 'iasql_writer' WHEN 'cycle' THEN 'iasql_writer'
+    ELSE 'iasql_admin' END::name
+$$;
+COMMENT ON FUNCTION public.iasql_request_role(text) IS
+  'The role a request of this kind needs: iasql_reader (preview), iasql_writer (begin, commit, rollback, refresh) or iasql_admin (install, uninstall, rebind_account, anything else).';
+
+CREATE FUNCTION public.iasql_request_max_bytes() RETURNS integer
+LANGUAGE sql IMMUTABLE AS $$ SELECT 65536 $$;
+COMMENT ON FUNCTION public.iasql_request_max_bytes() IS
+  'Largest request (its JSON, in bytes) iasql_request sends; the sidecar drops larger messages.';
+
+-- The advisory lock (bigint form) a request's sender holds while it waits:
+-- the first 8 bytes of the SHA-256 of the message. The sidecar acts on a
+-- request only when the session the message names (pid) holds that lock, and
+-- as that session's role: no role can hold a lock in another's session, and
+-- seeing a lock in pg_locks does not help to forge another message with it.
+CREATE FUNCTION public.iasql_request_key(message bytea) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT ('x' || pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(message), 1, 8), 'hex'))::bit(64)::bigint
+$$;
+COMMENT ON FUNCTION public.iasql_request_key(bytea) IS
+  'The advisory lock key that proves who sent a request message: its SHA-256''s first 8 bytes, as a bigint.';
+
 -- Send a request to the sidecar and wait for its answer. Refuses at once
 -- where it cannot work: no sidecar, REPEATABLE READ or SERIALIZABLE (the
 -- answer would never become visible), uncommitted writes (the sidecar could
@@ -474,6 +639,8 @@ CREATE FUNCTION public.iasql_request(kind text, args jsonb DEFAULT '{}', timeout
 LANGUAGE plpgsql AS $$
 DECLARE
   req uuid := pg_catalog.gen_random_uuid();
+  needs name;
+  message bytea;
   sent pg_lsn;
   st text;
   res jsonb;
@@ -487,6 +654,12 @@ DECLARE
   now_doing text;
   give_up timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => timeout_s);
 BEGIN
+  needs := public.iasql_request_role(kind);
+  IF NOT pg_catalog.pg_has_role(session_user, needs, 'MEMBER') THEN
+    RAISE EXCEPTION 'permission denied for iasql %: role % is not a member of %', kind, session_user, needs
+      USING ERRCODE = 'insufficient_privilege',
+            HINT = pg_catalog.format('An administrator grants it: GRANT %I TO %I;', needs, session_user);
+  END IF;
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
     RAISE EXCEPTION 'iasql % cannot run at % isolation: its snapshot would never see the sidecar''s answer', kind,
         pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
@@ -503,8 +676,16 @@ BEGIN
       USING ERRCODE = 'object_not_in_prerequisite_state',
             HINT = 'Start it: iasql run --dsn <this database>; iasql status shows its state.';
   END IF;
-  sent := pg_catalog.pg_logical_emit_message(false, 'iasql_request',
-    pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'), 'role', current_user, 'pid', pg_catalog.pg_backend_pid())::text);
+  -- The sidecar takes the sender's role from the session pid names, once it
+  -- has seen that session hold the message's lock (iasql_request_key).
+  message := pg_catalog.convert_to(pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'),
+    'pid', pg_catalog.pg_backend_pid())::text, 'UTF8');
+  IF pg_catalog.octet_length(message) > public.iasql_request_max_bytes() THEN
+    RAISE EXCEPTION 'iasql % request is too large: % bytes, at most %', kind, pg_catalog.octet_length(message), public.iasql_request_max_bytes()
+      USING ERRCODE = 'program_limit_exceeded', HINT = 'Split it into smaller requests (e.g. fewer modules at a time).';
+  END IF;
+  PERFORM pg_catalog.pg_advisory_xact_lock(public.iasql_request_key(message));
+  sent := pg_catalog.pg_logical_emit_message(false, 'iasql_request', message);
   next_check := pg_catalog.clock_timestamp();
   next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
   LOOP
@@ -569,7 +750,7 @@ BEGIN
   RETURN res;
 END $$;
 COMMENT ON FUNCTION public.iasql_request(text, jsonb, integer) IS
-  'Sends a request to the sidecar (as a non-transactional logical-decoding message) and waits for its answer in iasql_requests; raises its error. Waits (with a NOTICE every 5 seconds) while the sidecar''s capture is behind the request; fails at once when no sidecar is connected or the engine session that took the request has ended.';
+  'Sends a request to the sidecar (as a non-transactional logical-decoding message, holding the advisory lock iasql_request_key that proves the sender) and waits for its answer in iasql_requests; raises its error. Refuses at once a role that lacks the role the request needs (iasql_request_role). Waits (with a NOTICE every 5 seconds) while the sidecar''s capture is behind the request; fails at once when no sidecar is connected or the engine session that took the request has ended.';
 
 CREATE PROCEDURE public.iasql_begin()
 LANGUAGE plpgsql AS $$
@@ -1248,6 +1429,171 @@ COMMENT ON FUNCTION public.iasql_tables_transaction_guard() IS
 CREATE TRIGGER iasql_tables_transaction_guard AFTER INSERT OR UPDATE ON public.iasql_tables
   FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_transaction_guard();
 COMMENT ON TRIGGER iasql_tables_transaction_guard ON public.iasql_tables IS 'Puts the transaction owner''s guard on each registered module table.';
+
+-- 070_privileges.sql
+-- What each of iasql's roles (005_roles.sql) may do, and what the sidecar's
+-- role needs. Reading the engine's tables (iasql_requests, iasql_status, ...)
+-- stays open to PUBLIC: the SQL API polls them as its caller. The audit trail
+-- holds the rows of every module table, so only iasql_reader (and the roles
+-- that include it) read it.
+REVOKE ALL ON public.iasql_audit_log FROM PUBLIC;
+GRANT SELECT ON public.iasql_audit_log TO iasql_reader;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.iasql_mode TO iasql_admin;
+GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO iasql_admin;
+GRANT EXECUTE ON FUNCTION public.iasql_rebind_account() TO iasql_admin;
+
+-- Module tables get the roles' grants when they are registered, so that an
+-- application role that is a member of one keeps its rights after an
+-- uninstall and install. Runs as the role that registers them (the sidecar,
+-- which creates and owns them).
+CREATE FUNCTION public.iasql_grant_module_table(rel regclass) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  seq regclass;
+BEGIN
+  EXECUTE pg_catalog.format('GRANT SELECT ON %s TO iasql_reader', rel);
+  EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO iasql_writer', rel);
+  EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON %s TO iasql_admin', rel);
+  FOR seq IN
+    SELECT d.objid::regclass FROM pg_catalog.pg_depend d
+      JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+     WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.refclassid = 'pg_catalog.pg_class'::regclass
+       AND d.refobjid = rel AND d.deptype IN ('a', 'i')
+  LOOP
+    EXECUTE pg_catalog.format('GRANT USAGE, SELECT ON SEQUENCE %s TO iasql_writer', seq);
+  END LOOP;
+END $$;
+COMMENT ON FUNCTION public.iasql_grant_module_table(regclass) IS
+  'Grants a module table to iasql''s roles: SELECT to iasql_reader, DML (and its sequences) to iasql_writer, DML and TRUNCATE to iasql_admin.';
+
+CREATE FUNCTION public.iasql_tables_grant() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.module IS NOT NULL THEN
+    PERFORM public.iasql_grant_module_table(public.iasql_table_regclass(NEW.table_name));
+  END IF;
+  RETURN NULL;
+END $$;
+COMMENT ON FUNCTION public.iasql_tables_grant() IS
+  'Trigger function: grants each registered module table to iasql_reader, iasql_writer and iasql_admin.';
+CREATE TRIGGER iasql_tables_grant AFTER INSERT OR UPDATE ON public.iasql_tables
+  FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_grant();
+COMMENT ON TRIGGER iasql_tables_grant ON public.iasql_tables IS 'Grants each registered module table to iasql''s roles.';
+
+-- Any role can take an advisory lock, so any role could take the sidecar's
+-- (capture 1, cycle 2, engine service 4: session locks that only the
+-- sidecar takes) and stall it for as long as it holds one. The sidecar ends
+-- the sessions of other roles that hold them (it needs pg_signal_backend for
+-- that, which iasql_grant_sidecar grants; superusers' sessions are left
+-- alone) and says so in its log. Publication maintenance (3) and the
+-- install lock (the bigint 1767994225) are transaction locks that others
+-- take legitimately: their holders are ended only when outside any
+-- transaction (no virtualxid lock), where they can only hold them as
+-- session locks.
+CREATE FUNCTION public.iasql_end_lock_squatters()
+RETURNS TABLE (pid integer, role_name name, lock integer, ended boolean, note text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  h record;
+BEGIN
+  FOR h IN
+    SELECT l.pid AS holder, r.rolname AS holder_role, l.objid::integer AS held
+      FROM pg_catalog.pg_locks l
+      JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+      JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
+     WHERE l.locktype = 'advisory' AND l.granted
+       AND ((l.classid = 1767994225::oid AND l.objsubid = 2 AND l.objid IN (1, 2, 4))
+            OR (((l.classid = 1767994225::oid AND l.objsubid = 2 AND l.objid = 3)
+                 OR (l.classid = 0::oid AND l.objid = 1767994225::oid AND l.objsubid = 1))
+                AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks v WHERE v.pid = l.pid AND v.locktype = 'virtualxid')))
+       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+       AND l.pid <> pg_catalog.pg_backend_pid()
+       AND NOT EXISTS (SELECT 1 FROM public.iasql_sidecar s JOIN pg_catalog.pg_roles sr ON sr.rolname = s.role_name
+                        WHERE pg_catalog.pg_has_role(a.usesysid, sr.oid, 'MEMBER'))
+  LOOP
+    pid := h.holder;
+    role_name := h.holder_role;
+    lock := h.held;
+    note := NULL;
+    BEGIN
+      ended := pg_catalog.pg_terminate_backend(h.holder);
+    EXCEPTION WHEN insufficient_privilege THEN
+      ended := false;
+      note := SQLERRM;
+    END;
+    RETURN NEXT;
+  END LOOP;
+END $$;
+COMMENT ON FUNCTION public.iasql_end_lock_squatters() IS
+  'Ends the sessions of roles other than the sidecar''s that hold one of the sidecar''s advisory locks (1, 2, 4), or hold the publication (3) or install lock outside a transaction, where this role may (pg_signal_backend); one row per such session. The sidecar calls it.';
+REVOKE ALL ON FUNCTION public.iasql_end_lock_squatters() FROM PUBLIC;
+
+-- Makes a role the sidecar's and grants it what the sidecar needs to run
+-- without superuser: its engine tables, the mark key, the publication (it
+-- adds and drops module tables), CREATE on schema public (it creates module
+-- tables) and the module tables already there (it drops them on uninstall).
+-- Run by the role that installed iasql (or a superuser); the REPLICATION
+-- attribute is not a grant, so it is only checked. The previous sidecar
+-- role keeps its grants (revoke them by hand) but no longer passes the
+-- guards.
+CREATE FUNCTION public.iasql_grant_sidecar(sidecar name) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  rel regclass;
+  missing text := '';
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = sidecar) THEN
+    RAISE EXCEPTION 'role "%" does not exist', sidecar
+      USING ERRCODE = 'undefined_object',
+            HINT = pg_catalog.format('Create it first: CREATE ROLE %I LOGIN REPLICATION PASSWORD ...;', sidecar);
+  END IF;
+  UPDATE public.iasql_sidecar SET role_name = sidecar, granted_at = pg_catalog.clock_timestamp();
+  EXECUTE pg_catalog.format('GRANT USAGE, CREATE ON SCHEMA public TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT CONNECT, CREATE ON DATABASE %I TO %I', pg_catalog.current_database(), sidecar);
+  FOR rel IN
+    SELECT c.oid::regclass FROM pg_catalog.pg_class c
+     WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+       AND c.relname LIKE 'iasql\_%' AND c.relname <> 'iasql_sidecar'
+  LOOP
+    EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %I', rel, sidecar);
+  END LOOP;
+  EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA iasql_private TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT SELECT ON iasql_private.iasql_engine_key TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_engine_mark(text) TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_end_lock_squatters() TO %I', sidecar);
+  IF NOT pg_catalog.pg_has_role(sidecar, 'pg_signal_backend', 'MEMBER') THEN
+    BEGIN
+      EXECUTE pg_catalog.format('GRANT pg_signal_backend TO %I', sidecar);
+    EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation THEN
+      missing := missing || pg_catalog.format('; it cannot end other roles'' sessions that take its locks until granted pg_signal_backend (GRANT pg_signal_backend TO %I)', sidecar);
+    END;
+  END IF;
+  -- To tell when an iasql transaction's session is idle (it then expires).
+  IF NOT pg_catalog.pg_has_role(sidecar, 'pg_read_all_stats', 'MEMBER') THEN
+    BEGIN
+      EXECUTE pg_catalog.format('GRANT pg_read_all_stats TO %I', sidecar);
+    EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation THEN
+      missing := missing || pg_catalog.format('; it cannot tell idle iasql transactions (only ended sessions expire them) until granted pg_read_all_stats (GRANT pg_read_all_stats TO %I)', sidecar);
+    END;
+  END IF;
+  FOR rel IN
+    SELECT public.iasql_table_regclass(t.table_name) FROM public.iasql_tables t
+     WHERE t.module IS NOT NULL AND public.iasql_table_regclass(t.table_name) IS NOT NULL
+  LOOP
+    EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %I', rel, sidecar);
+  END LOOP;
+  PERFORM public.iasql_sync_publication();
+  EXECUTE pg_catalog.format('ALTER PUBLICATION %I OWNER TO %I', public.iasql_publication(), sidecar);
+  IF NOT (SELECT r.rolreplication OR r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = sidecar) THEN
+    missing := missing || pg_catalog.format('; it still needs REPLICATION: ALTER ROLE %I REPLICATION (on RDS: GRANT rds_replication TO %I)', sidecar, sidecar);
+  END IF;
+  RETURN pg_catalog.format('role %s is the iasql sidecar''s role in database %s', sidecar, pg_catalog.current_database()) || missing;
+END $$;
+COMMENT ON FUNCTION public.iasql_grant_sidecar(name) IS
+  'Makes a role the iasql sidecar''s (iasql_sidecar) and grants it what the sidecar needs (engine tables, the mark key, the publication, CREATE on schema public and database, the module tables, pg_signal_backend to end sessions that take its locks); says when it still lacks REPLICATION. Run it as the role that installed iasql (iasql install --sidecar-role does).';
+REVOKE ALL ON FUNCTION public.iasql_grant_sidecar(name) FROM PUBLIC;
 
 -- 070_restore.sql
 -- A database restored from a dump (pg_dump, then pg_restore or psql into an

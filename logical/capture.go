@@ -203,9 +203,20 @@ func (c *Capture) session(ctx context.Context) error {
 	if err := c.lead(ctx, conn); err != nil {
 		return err
 	}
+	// Only markers carrying this key make a transaction the engine's
+	// (iasql_engine_mark): any role can emit a message with its prefix.
+	var markKey string
+	if err := conn.QueryRow(ctx, `SELECT mark_key FROM iasql_private.iasql_engine_key`).Scan(&markKey); err != nil {
+		return fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
+	}
 	slot := c.cfg.Slot
 	if slot == "" {
 		slot = SlotName(conn.Config().Database)
+	}
+	// Nobody else may hold the publication lock outside a transaction (it
+	// would stall iasql_sync_publication for ever).
+	if err := EndLockSquatters(ctx, conn, c.log); err != nil {
+		c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
 	}
 	// A database restored from a dump carries the LSNs of another server
 	// or database: adopt it before anything reads them.
@@ -256,7 +267,7 @@ func (c *Capture) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s := &stream{c: c, conn: conn, rc: rc, sock: sock, w: newWriter(conn, slot), resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{},
+	s := &stream{c: c, conn: conn, rc: rc, sock: sock, w: newWriter(conn, slot), markKey: markKey, resumeAfter: pos.recorded, flushed: max(pos.recorded, pos.confirmed), rels: map[uint32]*relation{},
 		beat: HeartbeatInterval(c.cfg.LeaderTimeout), connUsed: time.Now()}
 	defer s.w.abort(context.Background())
 	// Receive deadlines are set on the socket, not through a context per
@@ -297,6 +308,9 @@ func (c *Capture) lead(ctx context.Context, conn *pgx.Conn) error {
 				c.log.Info("took over capture leadership")
 			}
 			return nil
+		}
+		if err := EndLockSquatters(ctx, conn, c.log); err != nil {
+			c.log.Warn("cannot check who holds the capture lock", "err", err)
 		}
 		if !logged {
 			c.log.Info("another sidecar is capturing; waiting to take over")
@@ -402,6 +416,8 @@ type stream struct {
 	sock *replConn // rc's socket
 	w    *writer
 	rels map[uint32]*relation
+	// markKey: the prefix ("key:") an engine marker's content must carry.
+	markKey string
 
 	resumeAfter pglogrepl.LSN // transactions ending at or before it are recorded already
 	flushed     pglogrepl.LSN // recorded position, acknowledged or to be
@@ -581,7 +597,12 @@ func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 			return nil
 		}
 		if m.Transactional && m.Prefix == EngineMessagePrefix && s.inTx && !s.skip {
-			msg := string(m.Content)
+			msg, ok := strings.CutPrefix(string(m.Content), s.markKey+":")
+			if !ok {
+				// Not the sidecar's: its changes stay user intent.
+				s.c.log.Warn("ignoring an engine marker without the sidecar's key: the transaction's changes are recorded as user changes", "xid", s.begin.Xid)
+				return nil
+			}
 			s.engine, s.engineM = true, &msg
 			if s.txRows > 0 {
 				// (Spilled rows are in the open audit transaction, which
@@ -809,7 +830,8 @@ func earliest(t time.Time, ts ...time.Time) time.Time {
 	return t
 }
 
-// nudge flushes WAL that stays written but unflushed: a non-transactional
+// nudge flushes WAL that stays written but unflushed (and, every
+// squatterSweep, ends other roles' sessions that hold the sidecar's locks): a non-transactional
 // message from the SQL API (a request) reaches the replication stream only
 // once flushed, and nothing else may flush it soon on a quiet server. It
 // commits a tiny transaction (a transactional message, no table written)
@@ -831,11 +853,18 @@ func (c *Capture) nudge(ctx context.Context) {
 	var pending pglogrepl.LSN
 	t := time.NewTicker(c.cfg.FlushPoll)
 	defer t.Stop()
+	var swept time.Time // also ends other roles' sessions that take the sidecar's locks
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if time.Since(swept) >= squatterSweep {
+			swept = time.Now()
+			if err := EndLockSquatters(context.Background(), conn, c.log); err != nil && ctx.Err() == nil {
+				c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
+			}
 		}
 		var insert, flush pglogrepl.LSN
 		if err := conn.QueryRow(context.Background(), `SELECT pg_catalog.pg_current_wal_insert_lsn()::text, pg_catalog.pg_current_wal_flush_lsn()::text`).Scan(&insert, &flush); err != nil {

@@ -99,8 +99,16 @@ const keepaliveCount = 3
 func keepaliveIdle(bound time.Duration) int     { return max(1, int(bound/3/time.Second)) }
 func keepaliveInterval(bound time.Duration) int { return max(1, int(bound/9/time.Second)) }
 
+// SafeSearchPath is the search_path of every session the sidecar opens: the
+// server's own objects first, then iasql's schema, and no schema named after
+// the sidecar's role ("$user"), which a role with CREATE on the database
+// could create to put its own tables and triggers in front of iasql's. The
+// sidecar's SQL names its objects with their schema anyway.
+const SafeSearchPath = "pg_catalog, public"
+
 // ConfigureSession bounds the sessions that cfg opens (SessionParams), names
-// them application, and dials with TCP keepalives on the same scale.
+// them application, sets the search_path (SafeSearchPath), and dials with
+// TCP keepalives on the same scale.
 func ConfigureSession(cfg *pgconn.Config, application string, bound time.Duration) {
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
@@ -111,6 +119,7 @@ func ConfigureSession(cfg *pgconn.Config, application string, bound time.Duratio
 	if application != "" {
 		cfg.RuntimeParams["application_name"] = application
 	}
+	cfg.RuntimeParams["search_path"] = SafeSearchPath
 	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAliveConfig: net.KeepAliveConfig{
 		Enable:   true,
 		Idle:     time.Duration(keepaliveIdle(bound)) * time.Second,

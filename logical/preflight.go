@@ -3,7 +3,9 @@ package logical
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -54,6 +56,84 @@ func Preflight(ctx context.Context, conn *pgx.Conn, slot string, installing bool
 	fmt.Sscan(maxSlots, &max)
 	if !slotExists && used >= max {
 		return fatalf("cannot create replication slot %s: all max_replication_slots (%d) are in use; drop an unused slot (SELECT pg_drop_replication_slot(name)) or raise max_replication_slots and restart PostgreSQL", slot, max)
+	}
+	return nil
+}
+
+// SidecarPreflight checks, before anything is created (the slot above all),
+// that this role may run the sidecar of a database where iasql is installed:
+// it is the sidecar's role (iasql_sidecar) and holds what the sidecar needs
+// (iasql_grant_sidecar grants it all). The failure names what is missing and
+// how to grant it.
+func SidecarPreflight(ctx context.Context, conn *pgx.Conn) error {
+	user := conn.Config().User
+	var sidecar string
+	var isSidecar bool
+	var missing []string
+	err := conn.QueryRow(ctx, `
+		SELECT s.role_name, coalesce(pg_catalog.pg_has_role(r.oid, 'MEMBER'), false),
+		  pg_catalog.array_remove(ARRAY[
+		    CASE WHEN NOT pg_catalog.has_schema_privilege('public', 'USAGE') OR NOT pg_catalog.has_schema_privilege('public', 'CREATE')
+		         THEN 'USAGE, CREATE on schema public' END,
+		    CASE WHEN NOT pg_catalog.has_function_privilege('public.iasql_engine_mark(text)', 'EXECUTE') THEN 'EXECUTE on function public.iasql_engine_mark(text)' END,
+		    CASE WHEN NOT pg_catalog.has_function_privilege('public.iasql_end_lock_squatters()', 'EXECUTE') THEN 'EXECUTE on function public.iasql_end_lock_squatters()' END,
+		    CASE WHEN NOT pg_catalog.has_schema_privilege('iasql_private', 'USAGE') THEN 'USAGE on schema iasql_private'
+		         WHEN NOT pg_catalog.has_table_privilege('iasql_private.iasql_engine_key', 'SELECT') THEN 'SELECT on iasql_private.iasql_engine_key' END,
+		    CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_publication p WHERE p.pubname = $1 AND NOT pg_catalog.pg_has_role(p.pubowner, 'MEMBER'))
+		         THEN 'ownership of publication ' || $1 END] ||
+		  ARRAY(SELECT pg_catalog.string_agg(p.priv, ', ' ORDER BY p.n) || ' on ' || c.oid::regclass::text
+		          FROM pg_catalog.pg_class c
+		          CROSS JOIN (VALUES (1, 'SELECT'), (2, 'INSERT'), (3, 'UPDATE'), (4, 'DELETE')) p(n, priv)
+		         WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+		           AND c.relname LIKE 'iasql\_%' AND c.relname <> 'iasql_sidecar'
+		           AND NOT pg_catalog.has_table_privilege(c.oid, p.priv)
+		         GROUP BY c.oid ORDER BY c.oid::regclass::text), NULL)
+		  FROM public.iasql_sidecar s LEFT JOIN pg_catalog.pg_roles r ON r.rolname = s.role_name`, Publication).
+		Scan(&sidecar, &isSidecar, &missing)
+	if err != nil {
+		return fmt.Errorf("check the sidecar's grants: %w", err)
+	}
+	fix := fmt.Sprintf("as an administrator run: iasql install --sidecar-role %s (or SELECT iasql_grant_sidecar('%s') as the role that installed iasql)", user, user)
+	if !isSidecar {
+		return fatalf("role %s is not the iasql sidecar's role in database %s (%s is): %s", user, conn.Config().Database, sidecar, fix)
+	}
+	if len(missing) > 0 {
+		return fatalf("role %s lacks %s: %s", user, strings.Join(missing, "; "), fix)
+	}
+	return nil
+}
+
+// squatterSweep is how often the capture leader ends other roles' sessions
+// that hold the sidecar's advisory locks.
+const squatterSweep = time.Second
+
+// EndLockSquatters ends the sessions of roles other than the sidecar's that
+// hold one of its advisory locks (iasql_end_lock_squatters): any role can
+// take an advisory lock, and one that holds the sidecar's would stall
+// capture, the engine or every cycle. Each is logged; one that cannot be
+// ended (a superuser's, or no pg_signal_backend) is logged as such.
+func EndLockSquatters(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
+	rows, err := conn.Query(ctx, `SELECT pid, role_name, lock, ended, coalesce(note, '') FROM public.iasql_end_lock_squatters()`)
+	if err != nil {
+		return fmt.Errorf("end sessions that hold the sidecar's locks: %w", err)
+	}
+	type squatter struct {
+		PID   int32
+		Role  string
+		Lock  int32
+		Ended bool
+		Note  string
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[squatter])
+	if err != nil {
+		return fmt.Errorf("end sessions that hold the sidecar's locks: %w", err)
+	}
+	for _, s := range found {
+		if s.Ended {
+			log.Warn("ended a session of another role that held one of the sidecar's advisory locks (only the sidecar's role may)", "pid", s.PID, "role", s.Role, "lock", s.Lock)
+		} else {
+			log.Warn("a session of another role holds one of the sidecar's advisory locks and cannot be ended: end it (SELECT pg_terminate_backend(pid)), or GRANT pg_signal_backend to the sidecar's role", "pid", s.PID, "role", s.Role, "lock", s.Lock, "why", s.Note)
+		}
 	}
 	return nil
 }

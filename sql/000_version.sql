@@ -19,6 +19,8 @@ COMMENT ON FUNCTION public.iasql_lock_namespace() IS
 -- iasql's tables, and a SQL function's query would be planned again in each
 -- transaction, while PL/pgSQL keeps its plan for the session. The key is
 -- iasql_lock_namespace(), written out for the same reason.
+-- Any role may take an advisory lock, so the lock alone proves nothing: the
+-- session must also run as the sidecar's role (iasql_sidecar, 005_roles.sql).
 CREATE FUNCTION public.iasql_holds_lock(role integer) RETURNS boolean
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
@@ -27,10 +29,13 @@ BEGIN
      WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() AND granted
        AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
        AND mode = 'ExclusiveLock'
-       AND classid = 1767994225::oid AND objid = role AND objsubid = 2);
+       AND classid = 1767994225::oid AND objid = role AND objsubid = 2)
+    AND EXISTS (
+    SELECT 1 FROM public.iasql_sidecar s JOIN pg_catalog.pg_roles r ON r.rolname = s.role_name
+     WHERE pg_catalog.pg_has_role(r.oid, 'MEMBER'));
 END $$;
 COMMENT ON FUNCTION public.iasql_holds_lock(integer) IS
-  'True when this session holds iasql''s exclusive advisory lock for the role (see iasql_lock_namespace).';
+  'True when this session holds iasql''s exclusive advisory lock for the role (see iasql_lock_namespace) and runs as the sidecar''s role (iasql_sidecar): any role can take an advisory lock.';
 
 CREATE FUNCTION public.iasql_is_capture_writer() RETURNS boolean
 LANGUAGE sql STABLE AS $$ SELECT public.iasql_holds_lock(1) $$;

@@ -42,12 +42,21 @@ CREATE TRIGGER iasql_audit_log_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCA
 COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the capture leader and the running cycle write the audit trail.';
 
 -- Engine writes: the sidecar calls this first in every transaction that
--- writes module tables. It emits a transactional logical-decoding message,
--- which any role may do (no replication origin, no superuser), so the
--- decoder records that transaction's changes with origin engine.
+-- writes module tables. It emits a transactional logical-decoding message
+-- (no replication origin, no superuser), so the decoder records that
+-- transaction's changes with origin engine. Any role can emit such a message
+-- with pg_logical_emit_message, so the marker carries the key in
+-- iasql_private.iasql_engine_key ("key:message"), which only the sidecar's
+-- role may read; capture ignores a marker without it. Not executable by
+-- PUBLIC.
 CREATE FUNCTION public.iasql_engine_mark(message text DEFAULT '') RETURNS pg_lsn
-LANGUAGE sql VOLATILE AS $$
-  SELECT pg_catalog.pg_logical_emit_message(true, 'iasql_engine', coalesce(message, ''))
-$$;
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  k text;
+BEGIN
+  SELECT e.mark_key INTO STRICT k FROM iasql_private.iasql_engine_key e;
+  RETURN pg_catalog.pg_logical_emit_message(true, 'iasql_engine', k || ':' || coalesce(message, ''));
+END $$;
 COMMENT ON FUNCTION public.iasql_engine_mark(text) IS
-  'Marks the current transaction as the engine''s: its changes are captured with origin engine, so they are not user intent.';
+  'Marks the current transaction as the engine''s: its changes are captured with origin engine, so they are not user intent. Only the sidecar''s role may call it.';
+REVOKE ALL ON FUNCTION public.iasql_engine_mark(text) FROM PUBLIC;

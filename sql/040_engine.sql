@@ -96,7 +96,7 @@ COMMENT ON TABLE public.iasql_requests IS 'Requests made through the SQL API (ia
 COMMENT ON COLUMN public.iasql_requests.id IS 'Request id, chosen by the caller.';
 COMMENT ON COLUMN public.iasql_requests.kind IS 'begin, commit, rollback, preview, install, uninstall or cycle.';
 COMMENT ON COLUMN public.iasql_requests.args IS 'Arguments of the request.';
-COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request.';
+COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request: the session user of the session that sent it, as the sidecar verified it (iasql_request_key).';
 COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar received it.';
 COMMENT ON COLUMN public.iasql_requests.finished_at IS 'When the sidecar finished it.';
 COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on by the session taken_by_pid), done or failed.';
@@ -122,7 +122,7 @@ CREATE TABLE public.iasql_transaction (
 );
 COMMENT ON TABLE public.iasql_transaction IS 'The open iasql transaction, if any: automatic cycles pause while it is open.';
 COMMENT ON COLUMN public.iasql_transaction.open IS 'Always true: the table holds at most one row.';
-COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin.';
+COMMENT ON COLUMN public.iasql_transaction.opened_by IS 'Role that called iasql_begin (its session user, as the sidecar verified it).';
 COMMENT ON COLUMN public.iasql_transaction.opened_at IS 'When iasql_begin opened it.';
 COMMENT ON COLUMN public.iasql_transaction.owner_pid IS 'The session (backend pid) that called iasql_begin: only it writes module tables, commits or rolls back while the transaction is open (and an iasql_admin may end it).';
 COMMENT ON COLUMN public.iasql_transaction.owner_started IS 'When the owning session started (pg_stat_activity.backend_start): tells it from a later session that reuses its pid.';
@@ -160,6 +160,37 @@ LANGUAGE sql STABLE AS $$
 $$;
 COMMENT ON FUNCTION public.iasql_sidecar_connected() IS 'True when an iasql sidecar is consuming this database''s capture slot.';
 
+-- Who may ask for what. The sidecar checks the same (bridge/privileges.go),
+-- against the role of the session that sent the request; this check only
+-- refuses at once, before anything is sent.
+CREATE FUNCTION public.iasql_request_role(kind text) RETURNS name
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE kind
+    WHEN 'preview' THEN 'iasql_reader'
+    WHEN 'begin' THEN 'iasql_writer' WHEN 'commit' THEN 'iasql_writer'
+    WHEN 'rollback' THEN 'iasql_writer' WHEN 'refresh' THEN 'iasql_writer' WHEN 'cycle' THEN 'iasql_writer'
+    ELSE 'iasql_admin' END::name
+$$;
+COMMENT ON FUNCTION public.iasql_request_role(text) IS
+  'The role a request of this kind needs: iasql_reader (preview), iasql_writer (begin, commit, rollback, refresh) or iasql_admin (install, uninstall, rebind_account, anything else).';
+
+CREATE FUNCTION public.iasql_request_max_bytes() RETURNS integer
+LANGUAGE sql IMMUTABLE AS $$ SELECT 65536 $$;
+COMMENT ON FUNCTION public.iasql_request_max_bytes() IS
+  'Largest request (its JSON, in bytes) iasql_request sends; the sidecar drops larger messages.';
+
+-- The advisory lock (bigint form) a request's sender holds while it waits:
+-- the first 8 bytes of the SHA-256 of the message. The sidecar acts on a
+-- request only when the session the message names (pid) holds that lock, and
+-- as that session's role: no role can hold a lock in another's session, and
+-- seeing a lock in pg_locks does not help to forge another message with it.
+CREATE FUNCTION public.iasql_request_key(message bytea) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT ('x' || pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(message), 1, 8), 'hex'))::bit(64)::bigint
+$$;
+COMMENT ON FUNCTION public.iasql_request_key(bytea) IS
+  'The advisory lock key that proves who sent a request message: its SHA-256''s first 8 bytes, as a bigint.';
+
 -- Send a request to the sidecar and wait for its answer. Refuses at once
 -- where it cannot work: no sidecar, REPEATABLE READ or SERIALIZABLE (the
 -- answer would never become visible), uncommitted writes (the sidecar could
@@ -176,6 +207,8 @@ CREATE FUNCTION public.iasql_request(kind text, args jsonb DEFAULT '{}', timeout
 LANGUAGE plpgsql AS $$
 DECLARE
   req uuid := pg_catalog.gen_random_uuid();
+  needs name;
+  message bytea;
   sent pg_lsn;
   st text;
   res jsonb;
@@ -189,6 +222,12 @@ DECLARE
   now_doing text;
   give_up timestamptz := pg_catalog.clock_timestamp() + pg_catalog.make_interval(secs => timeout_s);
 BEGIN
+  needs := public.iasql_request_role(kind);
+  IF NOT pg_catalog.pg_has_role(session_user, needs, 'MEMBER') THEN
+    RAISE EXCEPTION 'permission denied for iasql %: role % is not a member of %', kind, session_user, needs
+      USING ERRCODE = 'insufficient_privilege',
+            HINT = pg_catalog.format('An administrator grants it: GRANT %I TO %I;', needs, session_user);
+  END IF;
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
     RAISE EXCEPTION 'iasql % cannot run at % isolation: its snapshot would never see the sidecar''s answer', kind,
         pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
@@ -205,8 +244,16 @@ BEGIN
       USING ERRCODE = 'object_not_in_prerequisite_state',
             HINT = 'Start it: iasql run --dsn <this database>; iasql status shows its state.';
   END IF;
-  sent := pg_catalog.pg_logical_emit_message(false, 'iasql_request',
-    pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'), 'role', current_user, 'pid', pg_catalog.pg_backend_pid())::text);
+  -- The sidecar takes the sender's role from the session pid names, once it
+  -- has seen that session hold the message's lock (iasql_request_key).
+  message := pg_catalog.convert_to(pg_catalog.jsonb_build_object('id', req, 'kind', kind, 'args', coalesce(args, '{}'),
+    'pid', pg_catalog.pg_backend_pid())::text, 'UTF8');
+  IF pg_catalog.octet_length(message) > public.iasql_request_max_bytes() THEN
+    RAISE EXCEPTION 'iasql % request is too large: % bytes, at most %', kind, pg_catalog.octet_length(message), public.iasql_request_max_bytes()
+      USING ERRCODE = 'program_limit_exceeded', HINT = 'Split it into smaller requests (e.g. fewer modules at a time).';
+  END IF;
+  PERFORM pg_catalog.pg_advisory_xact_lock(public.iasql_request_key(message));
+  sent := pg_catalog.pg_logical_emit_message(false, 'iasql_request', message);
   next_check := pg_catalog.clock_timestamp();
   next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
   LOOP
@@ -271,7 +318,7 @@ BEGIN
   RETURN res;
 END $$;
 COMMENT ON FUNCTION public.iasql_request(text, jsonb, integer) IS
-  'Sends a request to the sidecar (as a non-transactional logical-decoding message) and waits for its answer in iasql_requests; raises its error. Waits (with a NOTICE every 5 seconds) while the sidecar''s capture is behind the request; fails at once when no sidecar is connected or the engine session that took the request has ended.';
+  'Sends a request to the sidecar (as a non-transactional logical-decoding message, holding the advisory lock iasql_request_key that proves the sender) and waits for its answer in iasql_requests; raises its error. Refuses at once a role that lacks the role the request needs (iasql_request_role). Waits (with a NOTICE every 5 seconds) while the sidecar''s capture is behind the request; fails at once when no sidecar is connected or the engine session that took the request has ended.';
 
 CREATE PROCEDURE public.iasql_begin()
 LANGUAGE plpgsql AS $$

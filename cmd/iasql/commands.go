@@ -134,10 +134,11 @@ func runWithMetrics(ctx context.Context, cfg bridge.Config, l net.Listener) erro
 }
 
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("install", "Install (or upgrade) iasql's SQL objects as plain SQL, for managed databases that allow\nno custom extensions. Where the server has the extension files, CREATE EXTENSION iasql\ndoes the same.",
-		"  iasql install --dsn postgres://admin@db:5432/app", stderr)
+	f := newFlags("install", "Install (or upgrade) iasql's SQL objects as plain SQL, for managed databases that allow\nno custom extensions. Where the server has the extension files, CREATE EXTENSION iasql\ndoes the same. Creates the roles iasql_admin, iasql_writer and iasql_reader when missing\n(they are cluster-wide). With --sidecar-role, makes that role the sidecar's and grants it\nwhat 'iasql run' needs, so the sidecar needs no superuser (it still needs REPLICATION).",
+		"  iasql install --dsn postgres://admin@db:5432/app\n  iasql install --dsn postgres://admin@db:5432/app --sidecar-role iasql_sidecar", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	f.environment = envPostgres
+	sidecarRole := f.String("sidecar-role", "IASQL_SIDECAR_ROLE", "", "role 'iasql run' will connect as (default: the installing role); it is granted what the sidecar needs")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -150,14 +151,27 @@ func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer conn.Close(context.Background())
-	did, err := iasqlsql.InstallPlain(ctx, conn)
+	in, err := iasqlsql.Detect(ctx, conn)
 	if err != nil {
 		return err
+	}
+	var did string
+	if !in.Extension || in.Version != iasqlsql.Version {
+		if did, err = iasqlsql.InstallPlain(ctx, conn); err != nil {
+			return err
+		}
 	}
 	if did == "" {
 		did = "iasql " + iasqlsql.Version + " is already installed"
 	}
 	fmt.Fprintln(stdout, did)
+	if *sidecarRole != "" {
+		var said string
+		if err := conn.QueryRow(ctx, `SELECT public.iasql_grant_sidecar($1)`, *sidecarRole).Scan(&said); err != nil {
+			return fmt.Errorf("grant role %s what the sidecar needs (run install as the role that installed iasql, or a superuser): %w", *sidecarRole, err)
+		}
+		fmt.Fprintln(stdout, said)
+	}
 	return nil
 }
 

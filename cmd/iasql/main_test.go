@@ -373,3 +373,79 @@ func TestPasswordKeptOutOfPs(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarRole follows the README's least-privilege recipe from the
+// command line: an administrator installs and names the sidecar's role; a
+// REPLICATION role that is not it is refused by run before anything is
+// created; the named role runs and captures without superuser.
+func TestSidecarRole(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	sidecar, other := dbName(dsn)+"_sidecar", dbName(dsn)+"_other"
+	pgtest.Exec(t, dsn, "CREATE ROLE "+sidecar+" LOGIN REPLICATION", "CREATE ROLE "+other+" LOGIN REPLICATION")
+	r := iasql(t, 30*time.Second, "install", "--dsn", dsn, "--sidecar-role", sidecar)
+	if r.code != 0 || !strings.Contains(r.stdout, "role "+sidecar+" is the iasql sidecar's role in database "+dbName(dsn)) {
+		t.Fatalf("install --sidecar-role: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+
+	r = iasql(t, 30*time.Second, "run", "--dsn", withUser(dsn, other))
+	if r.code != 1 || !strings.Contains(r.stderr, "role "+other+" is not the iasql sidecar's role") || !strings.Contains(r.stderr, "iasql install --sidecar-role "+other) {
+		t.Errorf("run as another role: exit %d, %s", r.code, r.stderr)
+	}
+	var slots int
+	conn := pgtest.Connect(t, dsn)
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE database = current_database()`).Scan(&slots); err != nil || slots != 0 {
+		t.Fatalf("a refused run left %d slots (%v)", slots, err)
+	}
+
+	run := exec.Command(bin, "run", "--dsn", withUser(dsn, sidecar))
+	var errb bytes.Buffer
+	run.Stderr = &errb
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	waitStatus(t, dsn, "healthy", func(r result) bool { return r.code == 0 })
+	pgtest.Exec(t, dsn, `CREATE TABLE t (id int PRIMARY KEY)`, `INSERT INTO iasql_tables (table_name) VALUES ('t')`, `INSERT INTO t VALUES (1), (2)`)
+	waitStatus(t, dsn, "healthy with 2 changes captured by the non-superuser sidecar", func(r result) bool {
+		return r.code == 0 && strings.Contains(r.stdout, "changes_captured:   2")
+	})
+	_ = run.Process.Signal(syscall.SIGTERM)
+	if err := run.Wait(); err != nil {
+		t.Errorf("run after SIGTERM: %v\n%s", err, errb.String())
+	}
+}
+
+// TestInstallRoles: on a server without iasql's roles, an installer without
+// CREATEROLE is refused with one line giving the statements that create
+// them; a superuser's install (in another database) creates them, NOLOGIN,
+// each including the next; then the same installer installs (the roles
+// exist: nothing is created, nothing fails).
+func TestInstallRoles(t *testing.T) {
+	t.Parallel()
+	c, err := pgcluster.Start(context.Background(), pgcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app", "CREATE DATABASE other", "CREATE ROLE installer LOGIN",
+		"ALTER DATABASE app OWNER TO installer")
+	pgtest.Exec(t, c.DSN("app"), "GRANT CREATE ON SCHEMA public TO installer")
+	r := iasql(t, 30*time.Second, "install", "--dsn", withUser(c.DSN("app"), "installer"))
+	recipe := "CREATE ROLE iasql_reader NOLOGIN; CREATE ROLE iasql_writer NOLOGIN IN ROLE iasql_reader; CREATE ROLE iasql_admin NOLOGIN IN ROLE iasql_writer;"
+	if r.code != 1 || !strings.Contains(r.stderr, "iasql needs the role iasql_reader, which does not exist, and role installer may not create it") ||
+		!strings.Contains(r.stderr, recipe) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Fatalf("install without CREATEROLE: exit %d, %q", r.code, r.stderr)
+	}
+	if r := iasql(t, 30*time.Second, "install", "--dsn", c.DSN("other")); r.code != 0 {
+		t.Fatalf("a superuser's install: exit %d, %s", r.code, r.stderr)
+	}
+	if r := iasql(t, 30*time.Second, "install", "--dsn", withUser(c.DSN("app"), "installer")); r.code != 0 {
+		t.Fatalf("install once the roles exist: exit %d, %s", r.code, r.stderr)
+	}
+	conn := pgtest.Connect(t, c.DSN("other"))
+	var ok bool
+	if err := conn.QueryRow(context.Background(), `SELECT pg_has_role('iasql_admin', 'iasql_reader', 'MEMBER') AND NOT rolcanlogin FROM pg_roles WHERE rolname = 'iasql_admin'`).Scan(&ok); err != nil || !ok {
+		t.Errorf("the superuser's install did not create iasql_admin NOLOGIN including iasql_reader (%v)", err)
+	}
+}

@@ -1,5 +1,6 @@
--- audit: the audit trail and capture progress are readable by everyone and
--- written only by the session holding the capture lock (the sidecar).
+-- audit: the audit trail is readable by iasql_reader, capture progress by
+-- everyone; both are written only by the session holding the capture lock
+-- (the sidecar).
 CREATE EXTENSION iasql;
 -- Context lines carry PL/pgSQL line numbers; keep them out of the output.
 \set SHOW_CONTEXT never
@@ -8,12 +9,15 @@ DROP ROLE IF EXISTS regress_iasql_reader;
 RESET client_min_messages;
 CREATE ROLE regress_iasql_reader;
 
--- Any role may read them, and nobody but the owner has write privileges
+-- Any role may read capture progress, members of iasql_reader the audit
+-- trail, and nobody but the owner has write privileges
 SELECT has_table_privilege('regress_iasql_reader', 'iasql_audit_log', 'SELECT') AS audit_readable,
        has_table_privilege('regress_iasql_reader', 'iasql_capture_progress', 'SELECT') AS progress_readable,
        has_table_privilege('regress_iasql_reader', 'iasql_tables', 'SELECT') AS registry_readable;
 SELECT has_table_privilege('regress_iasql_reader', t, 'INSERT, UPDATE, DELETE, TRUNCATE') AS writable
   FROM unnest(ARRAY['iasql_audit_log', 'iasql_capture_progress']) AS t;
+GRANT iasql_reader TO regress_iasql_reader;
+SELECT has_table_privilege('regress_iasql_reader', 'iasql_audit_log', 'SELECT') AS audit_readable_by_reader;
 SET ROLE regress_iasql_reader;
 SELECT count(*) = 0 AS audit_empty FROM iasql_audit_log;
 SELECT count(*) = 0 AS progress_empty FROM iasql_capture_progress;
@@ -96,7 +100,8 @@ COMMIT;
 SELECT iasql_is_capture_writer() AS capture_writer;
 
 -- iasql_engine_mark returns the LSN of a transactional message prefixed
--- iasql_engine, which any role may emit; a rolled-back mark is never decoded
+-- iasql_engine whose content is the sidecar's key, a colon and the message;
+-- only the sidecar's role may call it; a rolled-back mark is never decoded
 SELECT iasql_sync_publication();
 SELECT 'created' AS slot FROM pg_create_logical_replication_slot('regress_iasql_audit', 'pgoutput');
 SELECT pg_typeof(iasql_engine_mark('x')) AS mark_type;
@@ -111,7 +116,8 @@ RESET ROLE;
 -- pgoutput message: 'M', flags (1 = transactional), LSN, prefix\0, length, content
 SELECT get_byte(data, 1) = 1 AS transactional,
        substring(data FROM 11 FOR 13) = 'iasql_engine'::bytea || '\x00'::bytea AS prefix_ok,
-       convert_from(substring(data FROM 28), 'UTF8') AS content
+       convert_from(substring(data FROM 28), 'UTF8') ~ '^[0-9a-f]{64}:' AS keyed,
+       substr(convert_from(substring(data FROM 28), 'UTF8'), 66) AS message
   FROM pg_logical_slot_get_binary_changes('regress_iasql_audit', NULL, NULL,
          'proto_version', '1', 'publication_names', 'iasql', 'messages', 'true')
  WHERE get_byte(data, 0) = ascii('M');

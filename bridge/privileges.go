@@ -1,0 +1,210 @@
+package bridge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Who may ask the sidecar for what.
+//
+// A request arrives as a logical-decoding message, which any role can emit,
+// so its content proves nothing by itself. The SQL API's iasql_request sends
+// its session's pid in the message and, before emitting it, takes a
+// transaction advisory lock whose key is the first 8 bytes of the message's
+// SHA-256 (iasql_request_key), held while it waits for the answer. The
+// sidecar acts on a request only when the session the message names holds
+// that lock, and as that session's role (its session user): no role can hold
+// a lock in another's session, and seeing the lock in pg_locks does not help
+// to forge another message that hashes to it. Then the role must be a member
+// of the role the kind of request needs (iasql_request_role), or the request
+// is refused with one line naming it.
+//
+// Requests are bounded in size (MaxRequestBytes: iasql_request refuses larger
+// ones before sending, the sidecar drops them) and in rate per role, and
+// answered requests are deleted after requestRetention.
+
+// The roles the product ships (sql/005_roles.sql); each includes the next.
+const (
+	RoleAdmin  = "iasql_admin"
+	RoleWriter = "iasql_writer"
+	RoleReader = "iasql_reader"
+)
+
+// MaxRequestBytes is the largest request message the sidecar takes (as
+// iasql_request_max_bytes() in SQL).
+const MaxRequestBytes = 64 << 10
+
+// Rate of requests per role: a bucket of requestBurst, refilled at
+// requestRate a second.
+const (
+	requestRate  = 10.0
+	requestBurst = 50.0
+)
+
+// requestRetention: answered requests older than this are deleted (at
+// most every requestExpiry).
+const (
+	requestRetention = 24 * time.Hour
+	requestExpiry    = time.Hour
+)
+
+// neededRole is the role a request of kind needs (iasql_request_role).
+func neededRole(kind string) string {
+	switch kind {
+	case "preview":
+		return RoleReader
+	case "begin", "commit", "rollback", "refresh", "cycle":
+		return RoleWriter
+	}
+	return RoleAdmin
+}
+
+// senderLock is the advisory lock (bigint form) a request's sender holds:
+// pg_locks shows it as classid (high 32 bits) and objid (low 32 bits) with
+// objsubid 1.
+func senderLock(content []byte) (classid, objid uint32) {
+	sum := sha256.Sum256(content)
+	k := binary.BigEndian.Uint64(sum[:8])
+	return uint32(k >> 32), uint32(k)
+}
+
+// requestGuard holds the per-role rate buckets, when answered requests
+// were last expired and when the last schedule tick was taken.
+type requestGuard struct {
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	expired time.Time
+	ticked  time.Time
+}
+
+// minTickGap: schedule ticks (iasql_cycle_tick, unauthenticated: they ask
+// for nothing but an automatic cycle) closer together than this are
+// dropped; pg_cron sends one a minute at most.
+const minTickGap = 30 * time.Second
+
+// tickDue reports whether a schedule tick arriving now is taken.
+func (g *requestGuard) tickDue(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.ticked.IsZero() && now.Sub(g.ticked) < minTickGap {
+		return false
+	}
+	g.ticked = now
+	return true
+}
+
+// deprecatedFunctions are the names iasql_deprecated counts (sql/040_engine.sql);
+// messages naming anything else are ignored.
+var deprecatedFunctions = map[string]bool{"iasql_apply": true, "iasql_sync": true, "iasql_preview_apply": true, "iasql_preview_sync": true}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// allow takes one request of role from its bucket.
+func (g *requestGuard) allow(role string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.buckets == nil {
+		g.buckets = map[string]*bucket{}
+	}
+	b := g.buckets[role]
+	if b == nil {
+		b = &bucket{tokens: requestBurst, at: now}
+		g.buckets[role] = b
+	}
+	b.tokens = min(requestBurst, b.tokens+now.Sub(b.at).Seconds()*requestRate)
+	b.at = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// dueExpiry reports whether answered requests should be expired now.
+func (g *requestGuard) dueExpiry(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Sub(g.expired) < requestExpiry {
+		return false
+	}
+	g.expired = now
+	return true
+}
+
+// errForged: the message's sender does not hold its lock (a forgery, or a
+// request whose caller has gone). It is dropped without an answer.
+type errForged struct{ pid int32 }
+
+func (e errForged) Error() string {
+	return fmt.Sprintf("server process %d does not hold the request's lock (forged, or its caller is gone)", e.pid)
+}
+
+// authorize finds the role that sent r (see above) and checks it may make
+// the request: "" when the request is to be carried out, else the one line
+// to answer with. An errForged means: drop it.
+func (e *Engine) authorize(ctx context.Context, c *pgx.Conn, r *request) (refusal string, err error) {
+	if r.PID <= 0 {
+		return "", errForged{r.PID}
+	}
+	classid, objid := senderLock(r.raw)
+	needs := neededRole(r.Kind)
+	var role string
+	var member bool
+	err = c.QueryRow(ctx, `
+		SELECT r.rolname, pg_catalog.pg_has_role(a.usesysid, $4::text::name, 'MEMBER')
+		  FROM pg_catalog.pg_stat_activity a JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
+		 WHERE a.pid = $1 AND a.datname = pg_catalog.current_database()
+		   AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
+		                WHERE l.locktype = 'advisory' AND l.pid = a.pid AND l.granted AND l.objsubid = 1
+		                  AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+		                  AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid)`,
+		r.PID, int64(classid), int64(objid), needs).Scan(&role, &member)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", errForged{r.PID}
+	}
+	if err != nil {
+		return "", fmt.Errorf("check who sent request %s: %w", r.ID, err)
+	}
+	r.Role = role
+	if !member {
+		return fmt.Sprintf("permission denied for iasql %s: role %s is not a member of %s; an administrator grants it: GRANT %s TO %s", r.Kind, role, needs, needs, pgx.Identifier{role}.Sanitize()), nil
+	}
+	if !e.guard.allow(role, time.Now()) {
+		return fmt.Sprintf("role %s sent more than %d requests at once (at most %d a second on average): wait a moment and call again", role, int(requestBurst), int(requestRate)), nil
+	}
+	return "", nil
+}
+
+// refuse records request r as failed with msg, so its caller hears at once.
+func refuse(ctx context.Context, c *pgx.Conn, r request, msg string) error {
+	_, err := c.Exec(ctx, `INSERT INTO public.iasql_requests (id, kind, requested_by, status, error, finished_at, taken_by_pid)
+		VALUES ($1, $2, $3, 'failed', $4, pg_catalog.clock_timestamp(), pg_catalog.pg_backend_pid()) ON CONFLICT (id) DO NOTHING`,
+		r.ID, r.Kind, r.Role, msg)
+	if err != nil {
+		return fmt.Errorf("refuse request %s (%s): %w", r.ID, r.Kind, err)
+	}
+	return nil
+}
+
+// expireRequests deletes answered requests older than requestRetention.
+func (e *Engine) expireRequests(ctx context.Context, c *pgx.Conn) {
+	tag, err := c.Exec(ctx, `DELETE FROM public.iasql_requests
+		WHERE status <> 'accepted' AND finished_at < pg_catalog.clock_timestamp() - pg_catalog.make_interval(secs => $1)`, requestRetention.Seconds())
+	if err != nil {
+		e.log.Warn("cannot expire old requests", "err", err)
+		return
+	}
+	if n := tag.RowsAffected(); n > 0 {
+		e.log.Info("expired answered requests", "count", n, "older_than", requestRetention.String())
+	}
+}

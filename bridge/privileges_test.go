@@ -1,0 +1,453 @@
+package bridge_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/aws_s3"
+	"github.com/iasql/iasql/modules/module"
+	iasqlsql "github.com/iasql/iasql/sql"
+)
+
+// logBuffer collects a sidecar's log for tests that wait for a line.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.b.String(), s)
+}
+
+// asRole is dsn with its user replaced (the test cluster trusts local
+// connections, so no password is needed).
+func asRole(t *testing.T, dsn, role string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		t.Fatalf("test DSN %q is not a URL", dsn)
+	}
+	u.User = url.User(role)
+	return u.String()
+}
+
+// recipe is the README's "Roles and grants": an administrator (superuser)
+// installs iasql and names the sidecar's role; the sidecar runs as a role
+// with REPLICATION and nothing else; an application role is a member of
+// iasql_writer, a reporting role of iasql_reader; another role has nothing.
+type recipe struct {
+	dsn                           string // as the administrator
+	admin, app, reader, nobody    *pgx.Conn
+	sidecarRole, appRole, nothing string
+	log                           *logBuffer
+	env                           *enginetest.Env
+}
+
+func newRecipe(t *testing.T) *recipe {
+	t.Helper()
+	dsn := srv.NewDB(t)
+	u, _ := url.Parse(dsn)
+	p := strings.TrimPrefix(u.Path, "/") // unique per test: roles are cluster-wide
+	r := &recipe{dsn: dsn, sidecarRole: p + "_sidecar", appRole: p + "_app", nothing: p + "_nobody", log: &logBuffer{}}
+	ctx := context.Background()
+	pgtest.Exec(t, dsn, fmt.Sprintf(`CREATE ROLE %s LOGIN REPLICATION`, r.sidecarRole))
+	admin := pgtest.Connect(t, dsn)
+	if _, err := iasqlsql.InstallPlain(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	var said string
+	if err := admin.QueryRow(ctx, `SELECT iasql_grant_sidecar($1)`, r.sidecarRole).Scan(&said); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, dsn,
+		fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE iasql_writer`, r.appRole),
+		fmt.Sprintf(`CREATE ROLE %s_reader LOGIN IN ROLE iasql_reader`, p),
+		fmt.Sprintf(`CREATE ROLE %s LOGIN`, r.nothing))
+	r.env = enginetest.New(t, srv, enginetest.Options{DSN: asRole(t, dsn, r.sidecarRole),
+		Modules: []module.Module{aws_s3.Module()},
+		Logger:  slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	r.admin = admin
+	r.app = pgtest.Connect(t, asRole(t, dsn, r.appRole))
+	r.reader = pgtest.Connect(t, asRole(t, dsn, p+"_reader"))
+	r.nobody = pgtest.Connect(t, asRole(t, dsn, r.nothing))
+	if _, err := admin.Exec(ctx, `SELECT * FROM iasql_install('aws_s3')`); err != nil {
+		t.Fatalf("the administrator installs aws_s3: %v", err)
+	}
+	return r
+}
+
+func execAs(t *testing.T, c *pgx.Conn, sqls ...string) {
+	t.Helper()
+	for _, q := range sqls {
+		if _, err := c.Exec(context.Background(), q); err != nil {
+			t.Fatalf("as %s: %s: %v", c.Config().User, q, err)
+		}
+	}
+}
+
+// refused runs q on c and returns the error's message (one line), failing
+// the test when q succeeds.
+func refused(t *testing.T, c *pgx.Conn, q string) string {
+	t.Helper()
+	_, err := c.Exec(context.Background(), q)
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) {
+		t.Fatalf("as %s: %s: want an error from PostgreSQL, got %v", c.Config().User, q, err)
+	}
+	if strings.Contains(pg.Message, "\n") {
+		t.Errorf("as %s: %s: the error is not one line: %q", c.Config().User, q, pg.Message)
+	}
+	return pg.Message
+}
+
+func count(t *testing.T, c *pgx.Conn, q string) int {
+	t.Helper()
+	var n int
+	if err := c.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatalf("as %s: %s: %v", c.Config().User, q, err)
+	}
+	return n
+}
+
+// TestRolesRecipe follows the README's least-privilege setup: the sidecar
+// runs without superuser; the application inserts, commits and sees the
+// cloud's answer; a reader reads but may not write or commit; a role with
+// nothing is refused every procedure with one line naming the role it
+// lacks; after an uninstall and install, the application still may write.
+func TestRolesRecipe(t *testing.T) {
+	t.Parallel()
+	r := newRecipe(t)
+	var super bool
+	if err := r.env.DB.QueryRow(context.Background(), `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&super); err != nil || super {
+		t.Fatalf("the sidecar's session is a superuser (%v) or cannot say (%v)", super, err)
+	}
+
+	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('recipe-app')`, `CALL iasql_commit()`, `SELECT iasql_wait_for_all(30)`)
+	if n := count(t, r.app, `SELECT count(*) FROM bucket WHERE name = 'recipe-app' AND created_at IS NOT NULL`); n != 1 {
+		t.Fatal("the application's bucket has no created_at after its commit")
+	}
+	if n := count(t, r.admin, `SELECT count(*) FROM iasql_transaction`); n != 0 {
+		t.Fatal("an iasql transaction is open")
+	}
+	execAs(t, r.app, `CALL iasql_begin()`)
+	if got := r.env.String(`SELECT opened_by FROM iasql_transaction`); got != r.appRole {
+		t.Errorf("iasql_transaction.opened_by = %q, want the application's role %s (the sender's session user)", got, r.appRole)
+	}
+	execAs(t, r.app, `CALL iasql_rollback()`)
+
+	// The reader reads module tables, the audit trail and the status, and
+	// may preview; it may not write or commit.
+	if n := count(t, r.reader, `SELECT count(*) FROM bucket`); n != 1 {
+		t.Errorf("the reader sees %d buckets, want 1", n)
+	}
+	count(t, r.reader, `SELECT count(*) FROM iasql_audit_log`)
+	count(t, r.reader, `SELECT count(*) FROM iasql_status`)
+	count(t, r.reader, `SELECT count(*) FROM iasql_preview()`)
+	if msg := refused(t, r.reader, `INSERT INTO bucket (name) VALUES ('recipe-reader')`); !strings.Contains(msg, "permission denied for table bucket") {
+		t.Errorf("reader's insert: %s", msg)
+	}
+	reader := r.reader.Config().User
+	if msg := refused(t, r.reader, `CALL iasql_commit()`); msg != "permission denied for iasql commit: role "+reader+" is not a member of iasql_writer" {
+		t.Errorf("reader's commit: %s", msg)
+	}
+
+	// A role with nothing: one line naming the role it lacks.
+	for q, want := range map[string]string{
+		`SELECT * FROM iasql_uninstall('aws_s3')`: "iasql uninstall: role " + r.nothing + " is not a member of iasql_admin",
+		`SELECT * FROM iasql_install('aws_s3')`:   "iasql install: role " + r.nothing + " is not a member of iasql_admin",
+		`CALL iasql_begin()`:                      "iasql begin: role " + r.nothing + " is not a member of iasql_writer",
+		`CALL iasql_rollback()`:                   "iasql rollback: role " + r.nothing + " is not a member of iasql_writer",
+		`CALL iasql_commit()`:                     "iasql commit: role " + r.nothing + " is not a member of iasql_writer",
+		`SELECT * FROM iasql_preview()`:           "iasql preview: role " + r.nothing + " is not a member of iasql_reader",
+	} {
+		if msg := refused(t, r.nobody, q); msg != "permission denied for "+want {
+			t.Errorf("%s as a role with nothing: %q", q, msg)
+		}
+	}
+	if msg := refused(t, r.nobody, `SELECT count(*) FROM iasql_audit_log`); !strings.Contains(msg, "permission denied") {
+		t.Errorf("a role with nothing reads the audit trail: %s", msg)
+	}
+
+	// A member of iasql_admin (not a superuser) writes modes, uninstalls
+	// and installs; the module's new tables get the roles' grants.
+	if msg := refused(t, r.app, `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'TRACK')`); !strings.Contains(msg, "permission denied for table iasql_mode") {
+		t.Errorf("the application writes a mode rule: %s", msg)
+	}
+	dba := r.appRole + "_dba"
+	execAs(t, r.admin, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE iasql_admin`, dba))
+	admin := pgtest.Connect(t, asRole(t, r.dsn, dba))
+	execAs(t, admin, `INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'ENFORCE')`, `DELETE FROM iasql_mode`,
+		`SELECT * FROM iasql_uninstall('aws_s3')`, `SELECT * FROM iasql_install('aws_s3')`)
+	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('recipe-after')`, `CALL iasql_commit()`)
+	if n := count(t, r.reader, `SELECT count(*) FROM bucket WHERE created_at IS NOT NULL`); n != 2 {
+		t.Errorf("after uninstall and install the reader sees %d synced buckets, want 2", n)
+	}
+}
+
+// TestRequestsCannotBeForged: a request is carried out only for the
+// session that sent it, as that session's role. A message naming another
+// session (which holds no lock for it) is dropped; a well-made request of a
+// role that lacks the right is refused with one line; a message larger
+// than the limit is dropped.
+func TestRequestsCannotBeForged(t *testing.T) {
+	t.Parallel()
+	r := newRecipe(t)
+	ctx := context.Background()
+	var adminPID int32
+	if err := r.admin.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&adminPID); err != nil {
+		t.Fatal(err)
+	}
+	// The SQL side computes the sender's lock as the sidecar does
+	// (sha256(`{"id": "x"}`)[:8], as in the internal TestSenderLock).
+	var key int64
+	if err := r.admin.QueryRow(ctx, `SELECT iasql_request_key(convert_to('{"id": "x"}', 'UTF8'))`).Scan(&key); err != nil {
+		t.Fatal(err)
+	}
+	hi, lo := uint64(2839663100), uint64(3315468857)
+	if want := int64(hi<<32 | lo); key != want {
+		t.Errorf("iasql_request_key = %d, want %d", key, want)
+	}
+
+	// In the administrator's name: dropped, nothing uninstalled.
+	forged := fmt.Sprintf(`{"id": "00000000-0000-4000-8000-000000000001", "kind": "uninstall", "args": {"modules": ["aws_s3"]}, "pid": %d, "role": "postgres"}`, adminPID)
+	if _, err := r.nobody.Exec(ctx, `SELECT pg_logical_emit_message(false, 'iasql_request', $1::text)`, forged); err != nil {
+		t.Fatalf("emit a forged request: %v", err)
+	}
+	enginetest.WaitUntil(t, 10*time.Second, "the sidecar to drop the forged request", func() bool {
+		return r.log.has("ignoring a request whose sender cannot be verified") && r.log.has("00000000-0000-4000-8000-000000000001")
+	})
+	if n := count(t, r.admin, `SELECT count(*) FROM iasql_requests WHERE id = '00000000-0000-4000-8000-000000000001'`); n != 0 {
+		t.Error("the forged request was recorded")
+	}
+	if n := count(t, r.admin, `SELECT count(*) FROM iasql_modules_list() WHERE module = 'aws_s3' AND installed`); n != 1 {
+		t.Fatal("a forged request uninstalled aws_s3")
+	}
+
+	// Well made, by a role without the right (bypassing iasql_request's own
+	// check): refused by the sidecar, naming the role.
+	tx, err := r.nobody.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `DO $$
+		DECLARE m bytea := convert_to(jsonb_build_object('id', '00000000-0000-4000-8000-000000000002', 'kind', 'uninstall',
+		  'args', jsonb_build_object('modules', jsonb_build_array('aws_s3')), 'pid', pg_backend_pid())::text, 'UTF8');
+		BEGIN
+		  PERFORM pg_advisory_xact_lock(iasql_request_key(m));
+		  PERFORM pg_logical_emit_message(false, 'iasql_request', m);
+		END $$`); err != nil {
+		t.Fatalf("send a request by hand: %v", err)
+	}
+	enginetest.WaitUntil(t, 10*time.Second, "the sidecar to refuse the request", func() bool {
+		var n int
+		_ = r.admin.QueryRow(ctx, `SELECT count(*) FROM iasql_requests WHERE id = '00000000-0000-4000-8000-000000000002' AND status = 'failed'`).Scan(&n)
+		return n == 1
+	})
+	var by, msg string
+	if err := r.admin.QueryRow(ctx, `SELECT requested_by, error FROM iasql_requests WHERE id = '00000000-0000-4000-8000-000000000002'`).Scan(&by, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if by != r.nothing || !strings.HasPrefix(msg, "permission denied for iasql uninstall: role "+r.nothing+" is not a member of iasql_admin") {
+		t.Errorf("refused request: by %q, error %q", by, msg)
+	}
+	_ = tx.Rollback(ctx)
+	if n := count(t, r.admin, `SELECT count(*) FROM iasql_modules_list() WHERE module = 'aws_s3' AND installed`); n != 1 {
+		t.Fatal("a role without iasql_admin uninstalled aws_s3")
+	}
+
+	// Too large: iasql_request refuses it before sending; the sidecar
+	// drops a larger message sent by hand.
+	big := strings.Repeat("m", 70000)
+	if msg := refused(t, r.admin, `SELECT * FROM iasql_install('`+big+`')`); !strings.Contains(msg, "request is too large") {
+		t.Errorf("a large request: %s", msg)
+	}
+	if _, err := r.nobody.Exec(ctx, `SELECT pg_logical_emit_message(false, 'iasql_request', $1::text)`, `{"id": "00000000-0000-4000-8000-000000000003", "kind": "install", "args": {"modules": ["`+big+`"]}}`); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.WaitUntil(t, 10*time.Second, "the sidecar to drop the large message", func() bool {
+		return r.log.has("ignoring a request larger than the limit")
+	})
+}
+
+// TestGuardsNeedTheSidecarsRole: a role given every table privilege that
+// takes the engine's advisory lock still may not write the engine's tables,
+// call iasql_engine_mark, or pass off its change as the engine's with a
+// marker of its own; the sidecar ends its session that holds the lock, and
+// the sidecar's role still works.
+func TestGuardsNeedTheSidecarsRole(t *testing.T) {
+	t.Parallel()
+	r := newRecipe(t)
+	ctx := context.Background()
+	execAs(t, r.admin, fmt.Sprintf(`GRANT ALL ON ALL TABLES IN SCHEMA public TO %s`, r.nothing),
+		fmt.Sprintf(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO %s`, r.nothing))
+	// The cycle lock (2) is free between cycles (the sidecar holds 1 and 4).
+	squatter := pgtest.Connect(t, asRole(t, r.dsn, r.nothing))
+	if n := count(t, squatter, `SELECT pg_try_advisory_lock(1767994225, 2)::int`); n != 1 {
+		t.Fatal("cannot take the cycle lock")
+	}
+	for _, q := range []string{
+		`INSERT INTO iasql_transaction (opened_by, opened_at, begin_lsn) VALUES ('x', now(), '0/0')`,
+		`DELETE FROM iasql_audit_log`,
+		`DELETE FROM iasql_requests`,
+		`DELETE FROM iasql_records`,
+	} {
+		if msg := refused(t, squatter, q); !strings.Contains(msg, "is written only by the iasql sidecar") {
+			t.Errorf("%s with the lock and every grant: %s", q, msg)
+		}
+	}
+	if msg := refused(t, r.nobody, `SELECT iasql_engine_mark('mine')`); !strings.Contains(msg, "permission denied for function iasql_engine_mark") {
+		t.Errorf("iasql_engine_mark by another role: %s", msg)
+	}
+	if msg := refused(t, r.nobody, `SELECT mark_key FROM iasql_private.iasql_engine_key`); !strings.Contains(msg, "permission denied for schema iasql_private") {
+		t.Errorf("another role reads the mark key: %s", msg)
+	}
+	if msg := refused(t, r.nobody, fmt.Sprintf(`UPDATE iasql_sidecar SET role_name = '%s'`, r.nothing)); !strings.Contains(msg, "iasql_sidecar is written only by its owner") {
+		t.Errorf("another role names itself the sidecar's: %s", msg)
+	}
+
+	// A marker of its own does not make its change the engine's.
+	tx, err := r.nobody.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_logical_emit_message(true, 'iasql_engine', 'not the engine')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO bucket (name) VALUES ('guard-marked')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.WaitUntil(t, 10*time.Second, "the insert to be captured", func() bool {
+		var n int
+		_ = r.admin.QueryRow(ctx, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'bucket' AND new_row->>'name' = 'guard-marked'`).Scan(&n)
+		return n == 1
+	})
+	if got := r.env.String(`SELECT origin FROM iasql_audit_log WHERE table_name = 'bucket' AND new_row->>'name' = 'guard-marked'`); got != "user" {
+		t.Errorf("a change under a forged marker is recorded with origin %q, want user", got)
+	}
+	// The sidecar's own writes are still the engine's; the commit waits for
+	// the cycle lock only until the sidecar ends the session squatting it.
+	execAs(t, r.app, `CALL iasql_commit()`)
+	if err := squatter.Ping(ctx); err == nil {
+		t.Error("the session holding the sidecar's cycle lock is still alive")
+	}
+	if !r.log.has("ended a session of another role that held one of the sidecar's advisory locks") {
+		t.Error("the sidecar did not log that it ended the squatting session")
+	}
+	if n := count(t, r.admin, `SELECT count(*) FROM iasql_audit_log a WHERE table_name = 'bucket' AND origin = 'engine' AND new_row->>'name' = 'guard-marked'
+		AND EXISTS (SELECT 1 FROM iasql_audit_log c WHERE c.change_type = 'CYCLE_END' AND a.message = 'cycle ' || (c.message::jsonb->>'cycle'))`); n == 0 {
+		t.Error("the engine's write-back (created_at) is not recorded as the engine's, with its message")
+	}
+}
+
+// TestRunPreflightNamesMissingGrant: a REPLICATION role that is not the
+// sidecar's, or lacks a grant, is refused by run's checks before anything
+// is created (no slot).
+func TestRunPreflightNamesMissingGrant(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	u, _ := url.Parse(dsn)
+	role := strings.TrimPrefix(u.Path, "/") + "_repl"
+	ctx := context.Background()
+	admin := pgtest.Connect(t, dsn)
+	if _, err := iasqlsql.InstallPlain(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	execAs(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN REPLICATION`, role), fmt.Sprintf(`GRANT CREATE ON DATABASE %s TO %s`, u.Path[1:], role))
+	run := func() error {
+		c, err := pgx.Connect(ctx, asRole(t, dsn, role))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		_, err = bridge.Prepare(ctx, c, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
+		return err
+	}
+	err := run()
+	if err == nil || !strings.Contains(err.Error(), "role "+role+" is not the iasql sidecar's role") || !strings.Contains(err.Error(), "iasql install --sidecar-role "+role) {
+		t.Errorf("run as a role that is not the sidecar's: %v", err)
+	}
+	execAs(t, admin, fmt.Sprintf(`SELECT iasql_grant_sidecar('%s')`, role), fmt.Sprintf(`REVOKE INSERT ON iasql_capture_progress FROM %s`, role))
+	err = run()
+	if err == nil || !strings.Contains(err.Error(), "lacks INSERT on iasql_capture_progress") {
+		t.Errorf("run as a sidecar role without INSERT on iasql_capture_progress: %v", err)
+	}
+	if n := count(t, admin, `SELECT count(*) FROM pg_replication_slots WHERE database = current_database()`); n != 0 {
+		t.Error("a refused run created a slot")
+	}
+	execAs(t, admin, fmt.Sprintf(`GRANT INSERT ON iasql_capture_progress TO %s`, role))
+	if err := run(); err != nil {
+		t.Errorf("run as the granted sidecar role: %v", err)
+	}
+}
+
+// TestNoSearchPathHijack: a role with CREATE on the database makes a
+// schema named after the sidecar's role holding a table named like a
+// module's; the sidecar (search_path pg_catalog, public, and every name
+// qualified) never touches it. No SECURITY DEFINER function lacks a fixed
+// search_path.
+func TestNoSearchPathHijack(t *testing.T) {
+	t.Parallel()
+	r := newRecipe(t)
+	u, _ := url.Parse(r.dsn)
+	execAs(t, r.admin, fmt.Sprintf(`GRANT CREATE ON DATABASE %s TO %s`, strings.TrimPrefix(u.Path, "/"), r.nothing))
+	schema := pgx.Identifier{r.sidecarRole}.Sanitize()
+	execAs(t, r.nobody, `CREATE SCHEMA `+schema,
+		`CREATE TABLE `+schema+`.bucket (id serial PRIMARY KEY, name text, region text, versioning boolean, created_at timestamptz)`,
+		`GRANT USAGE ON SCHEMA `+schema+` TO PUBLIC`, `GRANT ALL ON `+schema+`.bucket TO PUBLIC`)
+	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('hijack-not')`, `CALL iasql_commit()`)
+	if n := count(t, r.app, `SELECT count(*) FROM public.bucket WHERE name = 'hijack-not' AND created_at IS NOT NULL`); n != 1 {
+		t.Error("the commit did not enact the application's bucket")
+	}
+	if n := count(t, r.admin, `SELECT count(*) FROM `+schema+`.bucket`); n != 0 {
+		t.Errorf("the sidecar wrote %d rows into the look-alike table", n)
+	}
+	if n := count(t, r.admin, `SELECT count(*) FROM pg_proc p
+		WHERE p.prosecdef AND p.pronamespace IN ('public'::regnamespace, 'iasql_private'::regnamespace)
+		  AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%')`); n != 0 {
+		t.Errorf("%d SECURITY DEFINER functions lack a fixed search_path", n)
+	}
+}
+
+// TestSquattersDoNotStallStart: another role holding, outside any
+// transaction, the install lock and the publication lock (which would
+// stall a sidecar's start for ever) and the capture lock: a restarted
+// sidecar ends its session and starts.
+func TestSquattersDoNotStallStart(t *testing.T) {
+	t.Parallel()
+	r := newRecipe(t)
+	r.env.Stop()
+	squatter := pgtest.Connect(t, asRole(t, r.dsn, r.nothing))
+	execAs(t, squatter, `SELECT pg_advisory_lock(1767994225)`, `SELECT pg_advisory_lock(1767994225, 3)`, `SELECT pg_advisory_lock(1767994225, 1)`)
+	r.env.StartSidecar(true)
+	if err := squatter.Ping(context.Background()); err == nil {
+		t.Error("the session squatting the sidecar's locks is still alive")
+	}
+	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('after-squat')`, `CALL iasql_commit()`)
+}
