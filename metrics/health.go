@@ -84,6 +84,9 @@ type Health struct {
 	// RecordsError is why iasql_status could not be read by this role
 	// (it reads the module tables with the caller's privileges).
 	RecordsError string `json:"records_error,omitempty"`
+	// CycleError is why the last cycle could not be read by this role
+	// (the audit trail is for iasql_reader); LastCycle is nil then.
+	CycleError string `json:"cycle_error,omitempty"`
 }
 
 // CaptureProblem says what makes capture unhealthy, or "".
@@ -119,7 +122,10 @@ func (h *Health) Warnings() []string {
 		out = append(out, fmt.Sprintf("slot %s is about to lose WAL (wal_status = unreserved, max_slot_wal_keep_size %s): the next checkpoint may remove WAL it needs, and the slot becomes lost", h.Slot.Name, h.MaxSlotWALKeepSize))
 	}
 	if h.RecordsError != "" {
-		out = append(out, "cannot count the records not in sync (iasql_status: "+h.RecordsError+"): the role running status needs SELECT on the module tables")
+		out = append(out, "cannot count the records not in sync (iasql_status: "+h.RecordsError+"): the role running status needs iasql_reader (GRANT iasql_reader TO it)")
+	}
+	if h.CycleError != "" {
+		out = append(out, "cannot read the last cycle (iasql_audit_log: "+h.CycleError+"): the role running status needs iasql_reader (GRANT iasql_reader TO it)")
 	}
 	for _, s := range h.OtherSlots {
 		if !s.Active && s.RetainedBytes != nil {
@@ -216,8 +222,12 @@ func ReadHealth(ctx context.Context, q Querier, slot string) (*Health, error) {
 		  FROM (SELECT id, ts, message::jsonb AS m FROM public.iasql_audit_log
 		         WHERE table_name IS NULL AND record_id IS NULL AND change_type = 'CYCLE_END'
 		         ORDER BY id DESC LIMIT 1) e`).Scan(&c.Cycle, &c.Reason, &c.Ended, &c.Outcome, &c.Summary, &c.Error, &started)
+	var pe *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
+	case errors.As(err, &pe) && pe.Code == "42501":
+		// The audit trail is iasql_reader's: a role without it learns the rest.
+		h.CycleError = pe.Message
 	case err != nil:
 		return nil, fmt.Errorf("read the last cycle: %w", err)
 	default:
@@ -227,7 +237,6 @@ func ReadHealth(ctx context.Context, q Querier, slot string) (*Health, error) {
 		h.LastCycle = &c
 	}
 	if err := readRecords(ctx, q, h.Records); err != nil {
-		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "42501" {
 			return nil, err
 		}

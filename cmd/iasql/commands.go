@@ -369,6 +369,9 @@ func printStatus(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engine *
 	}
 	if in.Version != "" {
 		cycle := "none yet"
+		if h.CycleError != "" {
+			cycle = "unknown"
+		}
 		if c := h.LastCycle; c != nil {
 			cycle = fmt.Sprintf("%s (%s) %s", c.Ended.UTC().Format(time.RFC3339), ago(now, c.Ended), c.Outcome)
 			if c.Duration > 0 {
@@ -395,6 +398,8 @@ func printStatus(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engine *
 		switch {
 		case sync != "":
 			sh = "NOT HEALTHY"
+		case h.CycleError != "":
+			sh = "unknown: the last cycle cannot be read"
 		case h.Records == nil:
 			sh = "unknown: the last cycle is fine, the records cannot be read"
 		}

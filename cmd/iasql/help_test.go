@@ -86,7 +86,7 @@ func TestReadmeFlagsMatchHelp(t *testing.T) {
 	notFlags := map[string]bool{"ol-s3": true, "x-s3": true, "table-s3": true}
 	used := regexp.MustCompile("(?:^|[\\s`(])--([a-z][a-z0-9-]*)")
 	// Lines that run PostgreSQL's own tools (the backup recipe) name their flags.
-	other := regexp.MustCompile(`\b(pg_dump|pg_restore|createdb|psql|pgbench|pg_recvlogical|pg_ctl|initdb)\b`)
+	other := regexp.MustCompile(`\b(pg_dump|pg_dumpall|pg_restore|createdb|psql|pgbench|pg_recvlogical|pg_ctl|initdb)\b`)
 	var ours []string
 	for _, line := range strings.Split(string(readme), "\n") {
 		if !other.MatchString(line) {

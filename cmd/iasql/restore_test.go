@@ -114,7 +114,7 @@ func TestBackupAndRestore(t *testing.T) {
 					continue // the test's server and DSN stand in for them
 				}
 				server := to // the restore's lines name the server restored on
-				if strings.HasPrefix(line, "pg_dump ") {
+				if strings.HasPrefix(line, "pg_dump ") || strings.HasPrefix(line, "pg_dumpall ") {
 					server = c
 				}
 				cmd := exec.Command("sh", "-c", line)
