@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,6 +46,7 @@ const (
 
 // ccService emulates Cloud Control.
 type ccService struct {
+	jsonProto
 	account string
 	delay   time.Duration
 	schemas map[string]*cfnSchema
@@ -78,6 +78,7 @@ type ccRequest struct {
 
 func newCloudControl(opts Options) *ccService {
 	return &ccService{
+		jsonProto: jsonProto{"application/x-amz-json-1.0"},
 		account:   opts.accountID(),
 		delay:     opts.CloudControlDelay,
 		schemas:   loadCFNSchemas(),
@@ -137,24 +138,15 @@ func (s *ccService) operation(r *http.Request) string {
 }
 
 func (s *ccService) serve(w http.ResponseWriter, r *http.Request, op string) {
-	if r.Method != http.MethodPost {
-		s.writeError(w, r, http.StatusBadRequest, "UnknownOperationException", "Requests must be POSTs.")
-		return
-	}
 	handler, ok := ccOps[op]
 	if !ok {
 		s.writeError(w, r, http.StatusBadRequest, "UnknownOperationException",
 			fmt.Sprintf("The emulator does not implement Cloud Control operation %q.", r.Header.Get("X-Amz-Target")))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<20))
-	if err != nil {
-		s.writeError(w, r, http.StatusBadRequest, "SerializationException", err.Error())
+	body, region, ok := s.read(w, r)
+	if !ok {
 		return
-	}
-	region, _ := credentialScope(r)
-	if region == "" {
-		region = defaultRegion
 	}
 	failWith, _ := r.Context().Value(handlerFailureKey{}).(string)
 	s.mu.Lock()
@@ -163,35 +155,10 @@ func (s *ccService) serve(w http.ResponseWriter, r *http.Request, op string) {
 	out, e := handler(s, ccCall{region: region, body: body, failWith: failWith, now: now})
 	s.mu.Unlock()
 	if e != nil {
-		s.writeError(w, r, e.status, e.code, e.msg)
+		s.answer(w, r, nil, e.status, e.code, e.msg)
 		return
 	}
-	resp, err := json.Marshal(out)
-	if err != nil {
-		s.writeError(w, r, http.StatusInternalServerError, "ServiceInternalErrorException", err.Error())
-		return
-	}
-	writeJSON10(w, http.StatusOK, resp)
-}
-
-func (s *ccService) throttle() (int, string) { return http.StatusBadRequest, "ThrottlingException" }
-
-func (s *ccService) denied() (int, string, string) {
-	return http.StatusBadRequest, "UnrecognizedClientException", "The security token included in the request is invalid."
-}
-
-func (s *ccService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	body, _ := json.Marshal(map[string]string{"__type": code, "Message": message})
-	w.Header().Set("X-Amzn-ErrorType", code)
-	writeJSON10(w, status, body)
-}
-
-// writeJSON10 answers with status and a JSON 1.0 body.
-func writeJSON10(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-	w.Header().Set("x-amzn-RequestId", newRequestID())
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	s.answer(w, r, out, 0, "", "")
 }
 
 // handlerFailureKey carries an injected HandlerFailure fault's error code
@@ -336,8 +303,7 @@ func (s *ccService) begin(c ccCall, clientToken, typeName, op, id, fingerprint s
 	}
 	bk := busyKey(c.region, typeName, id)
 	if other, ok := s.busy[bk]; ok {
-		return nil, ccError("ConcurrentOperationException",
-			"Another resource operation (request %s, %s) is in progress on resource of type '%s' with identifier '%s'.", other.token, other.op, typeName, id)
+		return nil, concurrent(other)
 	}
 	r := &ccRequest{
 		seq: len(s.order), token: newRequestID(), region: c.region, typeName: typeName, identifier: id, op: op,
@@ -432,6 +398,13 @@ func (s *ccService) getResource(c ccCall) (any, *ccErr) {
 		return nil, notFound(in.TypeName, in.Identifier)
 	}
 	return map[string]any{"TypeName": in.TypeName, "ResourceDescription": describe(sc, in.Identifier, m)}, nil
+}
+
+// concurrent is the error of an operation on a resource with request
+// other in progress.
+func concurrent(other *ccRequest) *ccErr {
+	return ccError("ConcurrentOperationException",
+		"Another resource operation (request %s, %s) is in progress on resource of type '%s' with identifier '%s'.", other.token, other.op, other.typeName, other.identifier)
 }
 
 func notFound(typeName, id string) *ccErr {
@@ -537,8 +510,7 @@ func (s *ccService) updateResource(c ccCall) (any, *ccErr) {
 		return nil, notFound(in.TypeName, in.Identifier)
 	}
 	if other, ok := s.busy[busyKey(c.region, in.TypeName, in.Identifier)]; ok {
-		return nil, ccError("ConcurrentOperationException",
-			"Another resource operation (request %s, %s) is in progress on resource of type '%s' with identifier '%s'.", other.token, other.op, in.TypeName, in.Identifier)
+		return nil, concurrent(other)
 	}
 	ops, err := parsePatch(in.PatchDocument)
 	if err != nil {
@@ -611,20 +583,21 @@ func (s *ccService) deleteResource(c ccCall) (any, *ccErr) {
 	return s.begin(c, in.ClientToken, in.TypeName, "DELETE", in.Identifier, in.Identifier, nil)
 }
 
-func (s *ccService) request(token string) (*ccRequest, *ccErr) {
-	r, ok := s.requests[token]
+// request is the request the call's RequestToken names.
+func (s *ccService) request(c ccCall) (*ccRequest, *ccErr) {
+	var in struct{ RequestToken string }
+	if e := c.decode(&in); e != nil {
+		return nil, e
+	}
+	r, ok := s.requests[in.RequestToken]
 	if !ok {
-		return nil, ccError("RequestTokenNotFoundException", "Request with token %s was not found.", token)
+		return nil, ccError("RequestTokenNotFoundException", "Request with token %s was not found.", in.RequestToken)
 	}
 	return r, nil
 }
 
 func (s *ccService) getResourceRequestStatus(c ccCall) (any, *ccErr) {
-	var in struct{ RequestToken string }
-	if e := c.decode(&in); e != nil {
-		return nil, e
-	}
-	r, e := s.request(in.RequestToken)
+	r, e := s.request(c)
 	if e != nil {
 		return nil, e
 	}
@@ -632,11 +605,7 @@ func (s *ccService) getResourceRequestStatus(c ccCall) (any, *ccErr) {
 }
 
 func (s *ccService) cancelResourceRequest(c ccCall) (any, *ccErr) {
-	var in struct{ RequestToken string }
-	if e := c.decode(&in); e != nil {
-		return nil, e
-	}
-	r, e := s.request(in.RequestToken)
+	r, e := s.request(c)
 	if e != nil {
 		return nil, e
 	}

@@ -40,29 +40,12 @@ var ccHooks = map[string]ccTypeHooks{
 		},
 	},
 	"AWS::SQS::Queue": {generate: func(m map[string]any, region, account string) {
-		suffix := ""
-		if fifo, _ := m["FifoQueue"].(bool); fifo {
-			suffix = ".fifo"
-		}
-		name, ok := m["QueueName"].(string)
-		if !ok {
-			name = ccName("Queue") + suffix
-			m["QueueName"] = name
-		}
+		name := fifoName(m, "QueueName", "FifoQueue", "Queue")
 		m["QueueUrl"] = "https://sqs." + region + ".amazonaws.com/" + account + "/" + name
 		m["Arn"] = "arn:aws:sqs:" + region + ":" + account + ":" + name
 	}},
 	"AWS::SNS::Topic": {generate: func(m map[string]any, region, account string) {
-		suffix := ""
-		if fifo, _ := m["FifoTopic"].(bool); fifo {
-			suffix = ".fifo"
-		}
-		name, ok := m["TopicName"].(string)
-		if !ok {
-			name = ccName("Topic") + suffix
-			m["TopicName"] = name
-		}
-		m["TopicArn"] = "arn:aws:sns:" + region + ":" + account + ":" + name
+		m["TopicArn"] = "arn:aws:sns:" + region + ":" + account + ":" + fifoName(m, "TopicName", "FifoTopic", "Topic")
 	}},
 	"AWS::DynamoDB::Table": {
 		generate: func(m map[string]any, region, account string) {
@@ -106,16 +89,24 @@ func nameOr(m map[string]any, prop, prefix string) string {
 	return name
 }
 
+// fifoName is nameOr for SQS queues and SNS topics, whose generated names
+// end in .fifo when they are FIFO (fifoProp true).
+func fifoName(m map[string]any, prop, fifoProp, prefix string) string {
+	if name, ok := m[prop].(string); ok && name != "" {
+		return name
+	}
+	name := ccName(prefix)
+	if fifo, _ := m[fifoProp].(bool); fifo {
+		name += ".fifo"
+	}
+	m[prop] = name
+	return name
+}
+
 // ccName is a generated physical name: prefix, "-", 12 uppercase letters
 // and digits.
 func ccName(prefix string) string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return prefix + "-" + string(b[:])
+	return prefix + "-" + randomString("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 12)
 }
 
 func randomHex(n int) string {
