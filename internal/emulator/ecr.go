@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ const ecrTargetPrefix = "AmazonEC2ContainerRegistry_V20150921."
 
 // ecrService emulates ECR private repositories.
 type ecrService struct {
+	jsonProto
 	account string
 
 	mu    sync.Mutex
@@ -43,7 +43,7 @@ type ecrTag struct {
 }
 
 func newECR(opts Options) *ecrService {
-	return &ecrService{account: opts.accountID(), repos: map[string]map[string]*ecrRepo{}}
+	return &ecrService{jsonProto: jsonProto{"application/x-amz-json-1.1"}, account: opts.accountID(), repos: map[string]map[string]*ecrRepo{}}
 }
 
 // ecrErr is an ECR error response.
@@ -99,60 +99,24 @@ func (s *ecrService) operation(r *http.Request) string {
 }
 
 func (s *ecrService) serve(w http.ResponseWriter, r *http.Request, op string) {
-	if r.Method != http.MethodPost {
-		s.writeError(w, r, http.StatusBadRequest, "UnknownOperationException", "Requests must be POSTs.")
-		return
-	}
 	handler, ok := ecrOps[op]
 	if !ok {
 		s.writeError(w, r, http.StatusBadRequest, "UnknownOperationException",
 			fmt.Sprintf("The emulator does not implement ECR operation %q.", r.Header.Get("X-Amz-Target")))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<20))
-	if err != nil {
-		s.writeError(w, r, http.StatusBadRequest, "SerializationException", err.Error())
+	body, region, ok := s.read(w, r)
+	if !ok {
 		return
-	}
-	region, _ := credentialScope(r)
-	if region == "" {
-		region = defaultRegion
 	}
 	s.mu.Lock()
 	out, e := handler(s, ecrCall{region: region, body: body})
 	s.mu.Unlock()
 	if e != nil {
-		s.writeError(w, r, e.status, e.code, e.msg)
+		s.answer(w, r, nil, e.status, e.code, e.msg)
 		return
 	}
-	resp, err := json.Marshal(out)
-	if err != nil {
-		s.writeError(w, r, http.StatusInternalServerError, "ServerException", err.Error())
-		return
-	}
-	writeECR(w, http.StatusOK, resp)
-}
-
-func (s *ecrService) throttle() (int, string) { return http.StatusBadRequest, "ThrottlingException" }
-
-// denied is what AWS's JSON services answer to credentials they do not
-// accept, as in a region the account has not enabled.
-func (s *ecrService) denied() (int, string, string) {
-	return http.StatusBadRequest, "UnrecognizedClientException", "The security token included in the request is invalid."
-}
-
-func (s *ecrService) writeError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	body, _ := json.Marshal(map[string]string{"__type": code, "message": message})
-	w.Header().Set("X-Amzn-ErrorType", code)
-	writeECR(w, status, body)
-}
-
-// writeECR answers with status and a JSON body.
-func writeECR(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("x-amzn-RequestId", newRequestID())
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	s.answer(w, r, out, 0, "", "")
 }
 
 // ecrEpoch is a timestamp as the JSON protocols write it: epoch seconds.

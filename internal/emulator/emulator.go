@@ -56,6 +56,11 @@ type Options struct {
 	// one of them fails as AWS fails it, with the service's authentication
 	// error (EC2 AuthFailure, HTTP 401; see service.denied).
 	DisabledRegions []string
+	// CloudControlDelay is how long a Cloud Control request (create,
+	// update, delete) stays IN_PROGRESS before it completes; 0 completes
+	// it at the first look after the call that made it (whose answer is
+	// still IN_PROGRESS, as AWS's is).
+	CloudControlDelay time.Duration
 }
 
 // service emulates one AWS service behind the shared endpoint.
@@ -96,6 +101,7 @@ func New(opts Options) *Emulator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	cc := newCloudControl(opts)
 	return &Emulator{
 		log: log,
 		services: map[string]service{
@@ -104,6 +110,9 @@ func New(opts Options) *Emulator {
 			"ecr": newECR(opts),
 			"ec2": newEC2(opts),
 			"sts": newSTS(opts),
+			// Cloud Control signs as cloudcontrolapi.
+			"cloudcontrolapi": cc,
+			"cloudformation":  newCloudFormation(cc),
 		},
 		calls:    map[string]int{},
 		disabled: opts.disabled(),
@@ -140,8 +149,12 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		svc.writeError(rec, r, status, code, msg)
 		return
 	}
-	if f := e.takeFault(name+":"+op, region); f != nil && e.applyFault(rec, r, svc, op, f) {
-		return
+	if f := e.takeFault(name+":"+op, region); f != nil {
+		if f.Kind == HandlerFailure {
+			r = withHandlerFailure(r, f.ErrorCode)
+		} else if e.applyFault(rec, r, svc, op, f) {
+			return
+		}
 	}
 	svc.serve(rec, r, op)
 }

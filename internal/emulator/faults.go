@@ -29,6 +29,11 @@ const (
 	// request, as AWS answers for a region the account has not enabled;
 	// the SDK does not retry it.
 	Denied
+	// HandlerFailure lets a Cloud Control create, update or delete be
+	// accepted (IN_PROGRESS) and makes it end FAILED with the fault's
+	// ErrorCode (NotStabilized when empty), as when a resource handler
+	// fails; other requests are served normally.
+	HandlerFailure
 )
 
 // Fault is a failure injected into matching requests, for reliability
@@ -44,6 +49,9 @@ type Fault struct {
 	Kind   FaultKind
 	Times  int           // how many matching requests it affects; 0 means until ClearFaults
 	Delay  time.Duration // for Latency
+	// ErrorCode is a HandlerFailure's handler error code (NotStabilized,
+	// Throttling, ServiceInternalError, InvalidRequest, ...).
+	ErrorCode string
 }
 
 func (f *Fault) matches(op, region string) bool {
@@ -134,15 +142,16 @@ func (d *discardWriter) WriteHeader(int)             {}
 // FaultsPath is where the emulator takes faults over HTTP, for tests that
 // run it as a separate process (iasql emulator): POST a JSON fault
 // {"op": "ec2:CreateSecurityGroup", "kind": "throttle", "times": 3,
-// "delay_ms": 0, "region": ""} to add one (kinds: throttle, server_error,
-// server_error_after, latency, denied; region optional), DELETE to clear
+// "delay_ms": 0, "region": "", "error_code": ""} to add one (kinds: throttle,
+// server_error, server_error_after, latency, denied, handler_failure;
+// region and error_code optional), DELETE to clear
 // them all. No AWS request has this path: S3 bucket names cannot start
 // with "_".
 const FaultsPath = "/_iasql/faults"
 
 var faultKinds = map[string]FaultKind{
 	"throttle": Throttle, "server_error": ServerError, "server_error_after": ServerErrorAfter, "latency": Latency,
-	"denied": Denied,
+	"denied": Denied, "handler_failure": HandlerFailure,
 }
 
 // serveFaults answers requests to FaultsPath.
@@ -158,6 +167,7 @@ func (e *Emulator) serveFaults(w http.ResponseWriter, r *http.Request) {
 			Times   int    `json:"times"`
 			DelayMS int    `json:"delay_ms"`
 			Region  string `json:"region"`
+			Code    string `json:"error_code"`
 		}
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
@@ -167,10 +177,10 @@ func (e *Emulator) serveFaults(w http.ResponseWriter, r *http.Request) {
 		}
 		kind, ok := faultKinds[in.Kind]
 		if !ok || in.Op == "" || in.Times < 0 || in.DelayMS < 0 {
-			http.Error(w, `bad fault: give "op" (e.g. ec2:CreateVpc, ec2:* or *), "kind" (throttle, server_error, server_error_after, latency or denied), "times" >= 0 and "delay_ms" >= 0 (and "region" to limit it to one)`, http.StatusBadRequest)
+			http.Error(w, `bad fault: give "op" (e.g. ec2:CreateVpc, ec2:* or *), "kind" (throttle, server_error, server_error_after, latency, denied or handler_failure), "times" >= 0 and "delay_ms" >= 0 (and "region" to limit it to one)`, http.StatusBadRequest)
 			return
 		}
-		e.Inject(Fault{Op: in.Op, Region: in.Region, Kind: kind, Times: in.Times, Delay: time.Duration(in.DelayMS) * time.Millisecond})
+		e.Inject(Fault{Op: in.Op, Region: in.Region, Kind: kind, Times: in.Times, Delay: time.Duration(in.DelayMS) * time.Millisecond, ErrorCode: in.Code})
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		w.Header().Set("Allow", "POST, DELETE")

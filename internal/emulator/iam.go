@@ -200,13 +200,17 @@ func writeQuery(w http.ResponseWriter, namespace string, status int, id, root, c
 // iamUniqueID is an IAM unique id: a 4-letter prefix (AROA for roles) and
 // 17 uppercase letters and digits.
 func iamUniqueID(prefix string) string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-	var b [17]byte
-	_, _ = rand.Read(b[:])
+	return prefix + randomString("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 17)
+}
+
+// randomString is n random characters of alphabet.
+func randomString(alphabet string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
 	for i := range b {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
-	return prefix + string(b[:])
+	return string(b)
 }
 
 // iamXML builds the XML of a result; text is escaped.

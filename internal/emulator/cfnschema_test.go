@@ -1,0 +1,56 @@
+package emulator
+
+import "testing"
+
+func TestTouches(t *testing.T) {
+	for _, tc := range []struct {
+		patch, schema string
+		want          bool
+	}{
+		{"/A", "/properties/A", true},
+		{"/A/B", "/properties/A", true},    // inside a create-only object
+		{"/A", "/properties/A/B", true},    // replaces a create-only member's parent
+		{"/A/C", "/properties/A/B", false}, // a sibling of a create-only member
+		{"/AB", "/properties/A", false},
+		{"/A/0/K", "/properties/A/*/K", true},
+		{"/A/0/V", "/properties/A/*/K", false},
+	} {
+		if got := touches(tc.patch, tc.schema); got != tc.want {
+			t.Errorf("touches(%q, %q) = %v", tc.patch, tc.schema, got)
+		}
+	}
+}
+
+// Every embedded schema loads, names a primary identifier made of its
+// properties, and its create-only, read-only and write-only paths name
+// properties it has.
+func TestCFNSchemas(t *testing.T) {
+	schemas := loadCFNSchemas()
+	if len(schemas) < 7 {
+		t.Fatalf("%d schemas", len(schemas))
+	}
+	for name, s := range schemas {
+		if len(s.PrimaryIdentifier) == 0 {
+			t.Errorf("%s: no primary identifier", name)
+		}
+		for _, list := range [][]string{s.PrimaryIdentifier, s.CreateOnly, s.ReadOnly, s.WriteOnly, s.Required} {
+			for _, p := range list {
+				prop := propName(p)
+				if prop == "" {
+					prop = p
+				}
+				if _, ok := s.Properties[prop]; !ok {
+					t.Errorf("%s: %s names no property", name, p)
+				}
+			}
+		}
+		for _, h := range []string{"create", "read", "update", "delete", "list"} {
+			if _, ok := s.Handlers[h]; !ok {
+				t.Errorf("%s: no %s handler", name, h)
+			}
+		}
+		if _, ok := ccHooks[name]; !ok {
+			t.Errorf("%s: no handler hooks", name)
+		}
+	}
+}
