@@ -141,7 +141,11 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 				return err
 			}
 			a.ID = id
-			return upsertRecord(ctx, tx, ts.spec.Name, id, a.CloudID, ts.seen[id])
+			// Enacted up to the read: the row did not exist in it, so any
+			// user change to this id the read saw is older than the row
+			// (another incarnation of the id: before an uninstall, or a
+			// delete this import undoes); later changes come after it.
+			return upsertRecord(ctx, tx, ts.spec.Name, id, a.CloudID, max(ts.seen[id], c.snap.lsn))
 		})
 	case dbUpdate, dbFeedback:
 		rec, err := toDB(ts.spec, a.cloud, c.snap)
