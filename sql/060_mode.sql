@@ -121,20 +121,24 @@ END $$;
 COMMENT ON FUNCTION public.iasql_track_guard() IS
   'Row trigger on module tables: refuses a user INSERT, UPDATE or DELETE of a record in TRACK mode, naming the rule; the running cycle''s writes pass.';
 
--- Each module table gets the guard when it is registered (install).
-CREATE FUNCTION public.iasql_tables_track_guard() RETURNS trigger
+-- Each module table gets a guard trigger when it is registered (install):
+-- the trigger named by the arguments (name, events, FOR EACH level, the
+-- function, its comment). The TRACK guard is one; the transaction owner's
+-- guard (065_transaction_owner.sql) another.
+CREATE FUNCTION public.iasql_tables_add_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   IF NEW.module IS NOT NULL THEN
-    EXECUTE pg_catalog.format('CREATE OR REPLACE TRIGGER iasql_track_guard BEFORE INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION public.iasql_track_guard()',
-      public.iasql_table_regclass(NEW.table_name));
-    EXECUTE pg_catalog.format('COMMENT ON TRIGGER iasql_track_guard ON %s IS %L',
-      public.iasql_table_regclass(NEW.table_name), 'Refuses user writes to records in TRACK mode (iasql_track_guard()).');
+    EXECUTE pg_catalog.format('CREATE OR REPLACE TRIGGER %I BEFORE %s ON %s FOR EACH %s EXECUTE FUNCTION %s()',
+      TG_ARGV[0], TG_ARGV[1], public.iasql_table_regclass(NEW.table_name), TG_ARGV[2], TG_ARGV[3]::regproc);
+    EXECUTE pg_catalog.format('COMMENT ON TRIGGER %I ON %s IS %L',
+      TG_ARGV[0], public.iasql_table_regclass(NEW.table_name), TG_ARGV[4]);
   END IF;
   RETURN NULL;
 END $$;
-COMMENT ON FUNCTION public.iasql_tables_track_guard() IS
-  'Trigger function: gives a registered module table the iasql_track_guard trigger.';
+COMMENT ON FUNCTION public.iasql_tables_add_guard() IS
+  'Trigger function on iasql_tables: gives a registered module table the guard trigger its arguments describe (name, events, level, function, comment).';
 CREATE TRIGGER iasql_tables_track_guard AFTER INSERT OR UPDATE ON public.iasql_tables
-  FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_track_guard();
+  FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_add_guard('iasql_track_guard', 'INSERT OR UPDATE OR DELETE', 'ROW',
+    'public.iasql_track_guard', 'Refuses user writes to records in TRACK mode (iasql_track_guard()).');
 COMMENT ON TRIGGER iasql_tables_track_guard ON public.iasql_tables IS 'Puts the TRACK guard on each registered module table.';

@@ -36,19 +36,7 @@ COMMENT ON FUNCTION public.iasql_transaction_write_guard() IS
   'Statement trigger on module tables: while an iasql transaction is open, refuses writes from any session but its owner''s (the running cycle''s pass).';
 
 -- Each module table gets the guard when it is registered (install).
-CREATE FUNCTION public.iasql_tables_transaction_guard() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-  IF NEW.module IS NOT NULL THEN
-    EXECUTE pg_catalog.format('CREATE OR REPLACE TRIGGER iasql_transaction_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_transaction_write_guard()',
-      public.iasql_table_regclass(NEW.table_name));
-    EXECUTE pg_catalog.format('COMMENT ON TRIGGER iasql_transaction_guard ON %s IS %L',
-      public.iasql_table_regclass(NEW.table_name), 'While an iasql transaction is open, only its owner''s session writes (iasql_transaction_write_guard()).');
-  END IF;
-  RETURN NULL;
-END $$;
-COMMENT ON FUNCTION public.iasql_tables_transaction_guard() IS
-  'Trigger function: gives a registered module table the iasql_transaction_guard trigger.';
 CREATE TRIGGER iasql_tables_transaction_guard AFTER INSERT OR UPDATE ON public.iasql_tables
-  FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_transaction_guard();
+  FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_add_guard('iasql_transaction_guard', 'INSERT OR UPDATE OR DELETE OR TRUNCATE', 'STATEMENT',
+    'public.iasql_transaction_write_guard', 'While an iasql transaction is open, only its owner''s session writes (iasql_transaction_write_guard()).');
 COMMENT ON TRIGGER iasql_tables_transaction_guard ON public.iasql_tables IS 'Puts the transaction owner''s guard on each registered module table.';
