@@ -1,10 +1,8 @@
 package bridge_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/iasql/iasql/internal/enginetest"
@@ -12,30 +10,12 @@ import (
 	"github.com/iasql/iasql/modules/module"
 )
 
-// syncBuffer is a bytes.Buffer a logger and a test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDebugLogSaysWhatACycleDid: at debug level the sidecar logs what
 // each pass read (whole or by record), each action it planned, and what it
 // executed.
 func TestDebugLogSaysWhatACycleDid(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf lockedBuffer // requests_liveness_test.go
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := enginetest.New(t, srv, enginetest.Options{Modules: []module.Module{aws_s3.Module()}, Install: []string{"aws_s3"}, Logger: log})
 	e.Exec(`CALL iasql_begin()`, `INSERT INTO bucket (name) VALUES ('logged')`)

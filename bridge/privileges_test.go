@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,24 +21,6 @@ import (
 	"github.com/iasql/iasql/modules/module"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
-
-// logBuffer collects a sidecar's log for tests that wait for a line.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) has(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Contains(l.b.String(), s)
-}
 
 // asRole is dsn with its user replaced (the test cluster trusts local
 // connections, so no password is needed).
@@ -62,7 +42,7 @@ type recipe struct {
 	dsn                           string // as the administrator
 	admin, app, reader, nobody    *pgx.Conn
 	sidecarRole, appRole, nothing string
-	log                           *logBuffer
+	log                           *lockedBuffer
 	env                           *enginetest.Env
 }
 
@@ -71,7 +51,7 @@ func newRecipe(t *testing.T) *recipe {
 	dsn := srv.NewDB(t)
 	u, _ := url.Parse(dsn)
 	p := strings.TrimPrefix(u.Path, "/") // unique per test: roles are cluster-wide
-	r := &recipe{dsn: dsn, sidecarRole: p + "_sidecar", appRole: p + "_app", nothing: p + "_nobody", log: &logBuffer{}}
+	r := &recipe{dsn: dsn, sidecarRole: p + "_sidecar", appRole: p + "_app", nothing: p + "_nobody", log: &lockedBuffer{}}
 	ctx := context.Background()
 	pgtest.Exec(t, dsn, fmt.Sprintf(`CREATE ROLE %s LOGIN REPLICATION`, r.sidecarRole))
 	admin := pgtest.Connect(t, dsn)
@@ -237,7 +217,7 @@ func TestRequestsCannotBeForged(t *testing.T) {
 		t.Fatalf("emit a forged request: %v", err)
 	}
 	enginetest.WaitUntil(t, 10*time.Second, "the sidecar to drop the forged request", func() bool {
-		return r.log.has("ignoring a request whose sender cannot be verified") && r.log.has("00000000-0000-4000-8000-000000000001")
+		return strings.Contains(r.log.String(), "ignoring a request whose sender cannot be verified") && strings.Contains(r.log.String(), "00000000-0000-4000-8000-000000000001")
 	})
 	if n := count(t, r.admin, `SELECT count(*) FROM iasql_requests WHERE id = '00000000-0000-4000-8000-000000000001'`); n != 0 {
 		t.Error("the forged request was recorded")
@@ -289,7 +269,7 @@ func TestRequestsCannotBeForged(t *testing.T) {
 		t.Fatal(err)
 	}
 	enginetest.WaitUntil(t, 10*time.Second, "the sidecar to drop the large message", func() bool {
-		return r.log.has("ignoring a request larger than the limit")
+		return strings.Contains(r.log.String(), "ignoring a request larger than the limit")
 	})
 }
 
@@ -357,7 +337,7 @@ func TestGuardsNeedTheSidecarsRole(t *testing.T) {
 	if err := squatter.Ping(ctx); err == nil {
 		t.Error("the session holding the sidecar's cycle lock is still alive")
 	}
-	if !r.log.has("ended a session of another role that held one of the sidecar's advisory locks") {
+	if !strings.Contains(r.log.String(), "ended a session of another role that held one of the sidecar's advisory locks") {
 		t.Error("the sidecar did not log that it ended the squatting session")
 	}
 	if n := count(t, r.admin, `SELECT count(*) FROM iasql_audit_log a WHERE table_name = 'bucket' AND origin = 'engine' AND new_row->>'name' = 'guard-marked'

@@ -198,7 +198,7 @@ func (c *cycle) logRead(ctx context.Context, pass int) {
 	parts := make([]string, 0, len(c.snap.tables))
 	for _, ts := range c.snap.tables {
 		how := "whole"
-		if c.snap.reading.rowsOf(ts.spec.Name) != nil {
+		if c.snap.reading.byRecord(ts.spec.Name) {
 			how = "by record"
 		}
 		parts = append(parts, fmt.Sprintf("%s %s (%d rows, %d resources)", ts.spec.Name, how, len(ts.rows), len(ts.cloud)))
@@ -281,7 +281,7 @@ func (ts *tableState) gone(snap *snapshot, id string) bool {
 	if _, ok := ts.ops[id]; ok {
 		return false
 	}
-	return snap.reading.rowsOf(ts.spec.Name) == nil || snap.reading.acting[ts.spec.Name][id]
+	return !snap.reading.byRecord(ts.spec.Name) || snap.reading.acting[ts.spec.Name][id]
 }
 
 // CycleError lists the records a cycle could not bring in sync.

@@ -25,6 +25,8 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pglogrepl"
@@ -41,10 +43,13 @@ type readScope struct {
 	context map[string]map[string]bool
 }
 
-// rowsOf reports whether table is read whole (nil) or which row ids it
-// reads (acting and context).
+// byRecord reports whether table is read by record, not whole.
+func (s *readScope) byRecord(table string) bool { return s != nil && !s.whole[table] }
+
+// rowsOf returns the row ids a table read by record reads (acting and
+// context); nil for a table read whole.
 func (s *readScope) rowsOf(table string) []string {
-	if s == nil || s.whole[table] {
+	if !s.byRecord(table) {
 		return nil
 	}
 	ids := make([]string, 0, len(s.acting[table])+len(s.context[table]))
@@ -167,11 +172,7 @@ func readScoped(ctx context.Context, tx pgx.Tx, spec module.Table, s *readScope)
 		if len(s.acting[parent]) == 0 {
 			continue
 		}
-		ids := make([]string, 0, len(s.acting[parent]))
-		for id := range s.acting[parent] {
-			ids = append(ids, id)
-		}
-		args = append(args, ids)
+		args = append(args, slices.Collect(maps.Keys(s.acting[parent])))
 		conds = append(conds, fmt.Sprintf("t.%s::text = ANY($%d)", pgx.Identifier{col}.Sanitize(), len(args)))
 	}
 	q := `SELECT id::text, xmin::text, pg_catalog.to_jsonb(t)::text FROM ` + pgx.Identifier{"public", spec.Name}.Sanitize() + ` t WHERE ` + strings.Join(conds, " OR ")
@@ -202,7 +203,7 @@ func (s *readScope) addContext(table, id string) {
 // isContext reports whether a row was read for reference only: the cycle
 // plans nothing for it.
 func (s *readScope) isContext(table, id string) bool {
-	return s != nil && !s.whole[table] && !s.acting[table][id]
+	return s.byRecord(table) && !s.acting[table][id]
 }
 
 // getCloud reads the resources of a record-scoped table's acting records:

@@ -138,7 +138,7 @@ func (c *cycle) read(ctx context.Context) error {
 	// table read by record is asked for the identities its rows have in
 	// cloud form.
 	for _, ts := range snap.tables {
-		byRecord := reading.rowsOf(ts.spec.Name) != nil
+		byRecord := reading.byRecord(ts.spec.Name)
 		if !ts.spec.ReadOnly && !byRecord {
 			if err := c.readCloud(c.freshness(ctx, snap, ts, fresh), ts); err != nil {
 				return err
@@ -466,20 +466,26 @@ type snapshot struct {
 // errNoParent means a reference could not be translated yet.
 var errNoParent = errors.New("referenced record not found")
 
+// parent is the table that spec's reference column col points at.
+func (snap *snapshot) parent(spec module.Table, col string) (*tableState, error) {
+	p := snap.byName[spec.Refs[col]]
+	if p == nil {
+		return nil, fmt.Errorf("%s.%s references %s, which is not installed", spec.Name, col, spec.Refs[col])
+	}
+	return p, nil
+}
+
 // toCloud translates a row's refs from ids to the referenced resources'
 // cloud ids.
 func toCloud(spec module.Table, r module.Record, snap *snapshot) (module.Record, error) {
-	out := make(module.Record, len(r))
-	for k, v := range r {
-		out[k] = v
-	}
+	out := maps.Clone(r)
 	for col, parent := range spec.Refs {
 		if r[col] == nil {
 			continue
 		}
-		p := snap.byName[parent]
-		if p == nil {
-			return nil, fmt.Errorf("%s.%s references %s, which is not installed", spec.Name, col, parent)
+		p, err := snap.parent(spec, col)
+		if err != nil {
+			return nil, err
 		}
 		pr := p.rows[r.String(col)]
 		if pr == nil || pr.cloudID == "" {
@@ -502,9 +508,9 @@ func toDB(spec module.Table, c module.Record, snap *snapshot) (module.Record, er
 		if c[col] == nil {
 			continue
 		}
-		p := snap.byName[parent]
-		if p == nil {
-			return nil, fmt.Errorf("%s.%s references %s, which is not installed", spec.Name, col, parent)
+		p, err := snap.parent(spec, col)
+		if err != nil {
+			return nil, err
 		}
 		pr := p.byCloud[c.String(col)]
 		if pr == nil {

@@ -173,7 +173,7 @@ func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *readSc
 		// Whole tables, then the tables read by record, children first (a
 		// child's rows name the parent rows read for reference).
 		for _, t := range specs {
-			if s.rowsOf(t.Name) == nil {
+			if !s.byRecord(t.Name) {
 				m, err := scanRows(ctx, tx, t, `SELECT id::text, xmin::text, pg_catalog.to_jsonb(t)::text FROM `+pgx.Identifier{"public", t.Name}.Sanitize()+` t`)
 				if err != nil {
 					return err
@@ -182,7 +182,7 @@ func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *readSc
 			}
 		}
 		for i := len(specs) - 1; i >= 0; i-- {
-			if t := specs[i]; s.rowsOf(t.Name) != nil {
+			if t := specs[i]; s.byRecord(t.Name) {
 				m, err := readScoped(ctx, tx, t, s)
 				if err != nil {
 					return err
