@@ -22,7 +22,7 @@ func TestDirectionTable(t *testing.T) {
 		mode   string // "" for no rule (NORMAL)
 		intent bool
 	}
-	columns := []column{{"", true}, {"", false}, {modeEnforce, false}, {modeEnforce, true}, {modeTrack, false}, {modeTrack, true}}
+	columns := []column{{"", true}, {"", false}, {ModeEnforce, false}, {ModeEnforce, true}, {ModeTrack, false}, {ModeTrack, true}}
 	want := map[string][]string{
 		onlyRow:   {"create cloud", "delete database", "create cloud", "create cloud", "delete database", "delete database"},
 		onlyCloud: {"delete cloud", "create database", "delete cloud", "delete cloud", "create database", "create database"},
@@ -36,38 +36,38 @@ func TestDirectionTable(t *testing.T) {
 				name += ", with intent"
 			}
 			t.Run(name, func(t *testing.T) {
-				snap := &snapshot{byName: map[string]*tableState{}, modes: modeRules{tables: map[string]resolved{}, records: map[string]resolved{}}}
+				snap := &Snapshot{ByName: map[string]*Table{}, Modes: Modes{Tables: map[string]Resolved{}, Records: map[string]Resolved{}}}
 				if col.mode != "" {
-					snap.modes.tables["thing"] = resolved{col.mode, "table rule 1 (thing)"}
+					snap.Modes.Tables["thing"] = Resolved{col.mode, "table rule 1 (thing)"}
 				}
-				ts := &tableState{spec: spec, mapper: fakeMapper{spec.Declarative}, rows: map[string]*row{}, byCloud: map[string]*row{},
-					cloud: map[string]module.Record{}, records: map[string]record{"7": {cloudID: "x", enacted: 1}}, recBy: map[string]string{"x": "7"},
-					intent: map[string]pglogrepl.LSN{}, seen: map[string]pglogrepl.LSN{}, repl: map[string]*replacement{}, retired: map[string]*replacement{},
-					forced: map[string]bool{}, ops: map[string]op{}, byToken: map[string][]string{}, strays: map[string]string{}}
-				snap.tables, snap.byName["thing"] = []*tableState{ts}, ts
+				ts := &Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*Row{}, ByCloud: map[string]*Row{},
+					Cloud: map[string]module.Record{}, Records: map[string]RecordState{"7": {CloudID: "x", Enacted: 1}}, RecBy: map[string]string{"x": "7"},
+					Intent: map[string]pglogrepl.LSN{}, Seen: map[string]pglogrepl.LSN{}, Repl: map[string]*Replacement{}, Retired: map[string]*Replacement{},
+					Forced: map[string]bool{}, Ops: map[string]Op{}, ByToken: map[string][]string{}, Strays: map[string]string{}}
+				snap.Tables, snap.ByName["thing"] = []*Table{ts}, ts
 				if col.intent {
-					ts.intent["7"], ts.seen["7"] = 5, 5
+					ts.Intent["7"], ts.Seen["7"] = 5, 5
 				}
 				switch difference {
 				case onlyRow:
-					ts.rows["7"] = &row{id: "7", xmin: "1", db: module.Record{"name": "x", "size": "1"}}
+					ts.Rows["7"] = &Row{ID: "7", Xmin: "1", DB: module.Record{"name": "x", "size": "1"}}
 				case onlyCloud:
-					ts.cloud["x"] = module.Record{"name": "x", "size": "1"}
+					ts.Cloud["x"] = module.Record{"name": "x", "size": "1"}
 				case differ:
-					ts.rows["7"] = &row{id: "7", xmin: "1", db: module.Record{"name": "x", "size": "1"}}
-					ts.cloud["x"] = module.Record{"name": "x", "size": "2"}
+					ts.Rows["7"] = &Row{ID: "7", Xmin: "1", DB: module.Record{"name": "x", "size": "1"}}
+					ts.Cloud["x"] = module.Record{"name": "x", "size": "2"}
 				}
-				if err := ts.cloudForms(snap); err != nil {
+				if err := ts.CloudForms(snap); err != nil {
 					t.Fatal(err)
 				}
-				p, err := diff(snap, options{})
+				p, err := Diff(snap, Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(p.actions) != 1 {
-					t.Fatalf("planned %d actions, want 1 (%s)", len(p.actions), actions[i])
+				if len(p.Actions) != 1 {
+					t.Fatalf("planned %d actions, want 1 (%s)", len(p.Actions), actions[i])
 				}
-				if got := p.actions[0].Action + " " + p.actions[0].Direction; got != actions[i] {
+				if got := p.Actions[0].Action + " " + p.Actions[0].Direction; got != actions[i] {
 					t.Errorf("planned %q, want %q", got, actions[i])
 				}
 			})

@@ -38,7 +38,7 @@ type Engine struct {
 	aws      aws.Config
 	interval time.Duration
 	timeout  time.Duration
-	lanes    *lanes // bounds the cloud calls in flight per module and region
+	lanes    *Lanes // bounds the cloud calls in flight per module and region
 	// retention: audit rows older than this are pruned (0 keeps them all).
 	retention time.Duration
 	txTimeout time.Duration // idle owner: the iasql transaction is rolled back (requests.go)
@@ -91,7 +91,7 @@ type EngineConfig struct {
 // NewEngine returns an engine; capture must be the sidecar's capture loop.
 func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
-		interval: cfg.Interval, timeout: cfg.CycleTimeout, lanes: newLanes(cfg.CloudConcurrency), retention: cfg.AuditRetention,
+		interval: cfg.Interval, timeout: cfg.CycleTimeout, lanes: NewLanes(cfg.CloudConcurrency), retention: cfg.AuditRetention,
 		txTimeout: cfg.TransactionTimeout,
 		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
 	if e.log == nil {
@@ -507,7 +507,7 @@ func (e *Engine) automatic(ctx context.Context, reason string) time.Time {
 		// Nothing installed, nothing to sync (and no records to write).
 		return time.Time{}
 	}
-	out, err := e.runCycle(ctx, installed, reason, options{}, false)
+	out, err := e.runCycle(ctx, installed, reason, Options{}, false)
 	if err != nil && !errors.Is(err, errBusy) {
 		e.log.Warn("cycle failed", "reason", reason, "err", err)
 	}
@@ -605,7 +605,7 @@ func (e *Engine) releaseWork(conn *pgx.Conn) {
 
 // cycle runs one cycle under the cycle lock. wait says whether to wait for
 // a running cycle (a commit does; an automatic cycle does not).
-func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait bool) (*Outcome, error) {
+func (e *Engine) cycle(ctx context.Context, reason string, opt Options, wait bool) (*Outcome, error) {
 	installed, err := e.installedTables(ctx)
 	if err != nil {
 		return nil, err
@@ -614,7 +614,7 @@ func (e *Engine) cycle(ctx context.Context, reason string, opt options, wait boo
 }
 
 // runCycle is cycle over tables already read.
-func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reason string, opt options, wait bool) (*Outcome, error) {
+func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reason string, opt Options, wait bool) (*Outcome, error) {
 	if err := e.checkAccount(ctx); err != nil {
 		return nil, err
 	}
@@ -653,8 +653,8 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 		e.log.Warn("cannot record the end of a cycle", "err", err)
 	}
 	if runErr == nil {
-		e.setLow(c.snap.low)
-		if err := c.saveLow(context.WithoutCancel(ctx), c.snap.low); err != nil {
+		e.setLow(c.snap.Low)
+		if err := c.saveLow(context.WithoutCancel(ctx), c.snap.Low); err != nil {
 			e.log.Warn("cannot keep the engine's state", "err", err)
 		}
 	}

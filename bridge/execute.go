@@ -37,8 +37,8 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 	for i, t := range c.tables {
 		index[t.spec.Name] = i
 	}
-	order(actions, index)
-	deps := dependencies(actions)
+	Order(actions, index)
+	deps := Dependencies(actions)
 	pending := actions
 	var lastFailed string
 	for n := 0; ; n++ {
@@ -49,7 +49,7 @@ func (c *cycle) executeAll(ctx context.Context, actions []*Action) []string {
 		// differ on every attempt).
 		keys := make([]string, 0, len(r.failed))
 		for _, a := range r.failed {
-			keys = append(keys, actionKey(a))
+			keys = append(keys, ActionKey(a))
 		}
 		sort.Strings(keys)
 		now := strings.Join(keys, "\n")
@@ -89,7 +89,7 @@ type round struct {
 func (r *round) run(ctx context.Context, actions []*Action) {
 	var db, cloud []*Action
 	for _, a := range actions {
-		if isCloud(a) {
+		if IsCloud(a) {
 			cloud = append(cloud, a)
 		} else {
 			db = append(db, a)
@@ -99,8 +99,8 @@ func (r *round) run(ctx context.Context, actions []*Action) {
 	r.runCloud(ctx, cloud)
 }
 
-func isCloud(a *Action) bool {
-	return a.kind == cloudCreate || a.kind == cloudUpdate || a.kind == cloudDelete
+func IsCloud(a *Action) bool {
+	return a.Kind == CloudCreate || a.Kind == CloudUpdate || a.Kind == CloudDelete
 }
 
 // runDB runs database-only actions in order, batchSize to a transaction,
@@ -143,7 +143,7 @@ func (r *round) runCloud(ctx context.Context, actions []*Action) {
 	byKey := map[string][]*Action{}
 	for _, a := range actions {
 		done[a] = make(chan struct{})
-		byKey[actionKey(a)] = append(byKey[actionKey(a)], a)
+		byKey[ActionKey(a)] = append(byKey[ActionKey(a)], a)
 	}
 	var wg sync.WaitGroup
 	for _, a := range actions {
@@ -159,26 +159,26 @@ func (r *round) runCloud(ctx context.Context, actions []*Action) {
 			}
 			if run, held := r.gate(ctx, a); !run {
 				if held != "" {
-					r.c.endOp(ctx, a, opWaiting, "waiting for "+held)
+					r.c.endOp(ctx, a, OpWaiting, "waiting for "+held)
 				}
 				return
 			}
-			release, err := r.c.e.lanes.acquire(ctx, r.c.laneOf(a))
+			release, err := r.c.e.lanes.Acquire(ctx, r.c.laneOf(a))
 			if err != nil {
 				r.settle(a, err)
 				return
 			}
-			if a.retried, err = r.c.beginOp(ctx, a); err == nil {
+			if a.Retried, err = r.c.beginOp(ctx, a); err == nil {
 				err = r.c.execute(ctx, a)
 			}
 			release()
 			if p := (*module.Pending)(nil); errors.As(err, &p) {
 				if err = r.c.startOp(ctx, a, p); err == nil {
-					err = errInFlight
+					err = ErrInFlight
 				}
 			}
-			if err != nil && !errors.Is(err, errConflict) && !errors.Is(err, errInFlight) && ctx.Err() == nil {
-				r.c.endOp(ctx, a, opFailed, err.Error())
+			if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInFlight) && ctx.Err() == nil {
+				r.c.endOp(ctx, a, OpFailed, err.Error())
 			}
 			r.settle(a, err)
 		})
@@ -198,13 +198,13 @@ func (r *round) gate(ctx context.Context, a *Action) (run bool, held string) {
 		return false, ""
 	}
 	if slices.ContainsFunc(r.deps[a], func(k string) bool { return r.moved[k] }) {
-		r.moved[actionKey(a)] = true
+		r.moved[ActionKey(a)] = true
 		return false, ""
 	}
 	if blocker := heldBy(r.deps[a], r.down); blocker != "" {
-		r.errs = append(r.errs, a.failure("waiting for "+blocker))
+		r.errs = append(r.errs, a.Failure("waiting for "+blocker))
 		r.failed = append(r.failed, a)
-		r.down[actionKey(a)] = "held"
+		r.down[ActionKey(a)] = "held"
 		return false, blocker
 	}
 	return true, ""
@@ -214,23 +214,23 @@ func (r *round) gate(ctx context.Context, a *Action) (run bool, held string) {
 func (r *round) settle(a *Action, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err == nil && a.Action == "replace" && generated(a.ts.spec) {
-		r.moved[actionKey(a)] = true
+	if err == nil && a.Action == "replace" && Generated(a.Tab.Spec) {
+		r.moved[ActionKey(a)] = true
 	}
-	if err == nil && (a.kind == cloudCreate || a.kind == cloudUpdate) && (a.Action == "create" || a.Action == "update") {
-		r.c.pushed[pushKey(a)] = a.ts.seen[a.ID]
+	if err == nil && (a.Kind == CloudCreate || a.Kind == CloudUpdate) && (a.Action == "create" || a.Action == "update") {
+		r.c.pushed[PushKey(a)] = a.Tab.Seen[a.ID]
 	}
 	switch {
 	case err == nil:
-	case errors.Is(err, errConflict):
+	case errors.Is(err, ErrConflict):
 		r.c.e.log.Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
-	case errors.Is(err, errInFlight):
+	case errors.Is(err, ErrInFlight):
 		// Persisted; later passes or cycles ask about it.
 	default:
 		var term *module.TerminalError
-		r.errs = append(r.errs, a.failure(err.Error()))
-		r.down[actionKey(a)] = "failed"
-		if !errors.As(err, &term) && !a.identified {
+		r.errs = append(r.errs, a.Failure(err.Error()))
+		r.down[ActionKey(a)] = "failed"
+		if !errors.As(err, &term) && !a.Identified {
 			r.failed = append(r.failed, a)
 		}
 	}
@@ -242,21 +242,21 @@ func (r *round) settle(a *Action, err error) {
 // rowRegion, cloudRegion).
 func (c *cycle) laneOf(a *Action) string {
 	name := a.Table
-	if a.ts.mod != nil {
-		name = a.ts.mod.Name
+	if a.Tab.Module != nil {
+		name = a.Tab.Module.Name
 	}
 	region := ""
-	if a.row != nil {
-		region = c.snap.rowRegion(a.ts, a.row.db, 0)
+	if a.Row != nil {
+		region = c.snap.RowRegion(a.Tab, a.Row.DB, 0)
 	}
-	if region == "" && a.cloud != nil {
-		region = c.snap.cloudRegion(a.ts, a.cloud, 0)
+	if region == "" && a.Cloud != nil {
+		region = c.snap.CloudRegion(a.Tab, a.Cloud, 0)
 	}
 	return name + "/" + region
 }
 
 // lanes bounds the cloud calls in flight per lane.
-type lanes struct {
+type Lanes struct {
 	limit int
 	mu    sync.Mutex
 	sem   map[string]chan struct{}
@@ -268,15 +268,15 @@ type lanes struct {
 // few slow creates need to overlap.
 const DefaultCloudConcurrency = 10
 
-func newLanes(limit int) *lanes {
+func NewLanes(limit int) *Lanes {
 	if limit <= 0 {
 		limit = DefaultCloudConcurrency
 	}
-	return &lanes{limit: limit, sem: map[string]chan struct{}{}}
+	return &Lanes{limit: limit, sem: map[string]chan struct{}{}}
 }
 
 // acquire waits for room in the lane; release gives it back.
-func (l *lanes) acquire(ctx context.Context, lane string) (release func(), err error) {
+func (l *Lanes) Acquire(ctx context.Context, lane string) (release func(), err error) {
 	l.mu.Lock()
 	s := l.sem[lane]
 	if s == nil {
@@ -294,7 +294,7 @@ func (l *lanes) acquire(ctx context.Context, lane string) (release func(), err e
 
 // failure is the line a cycle reports for an action that did not happen:
 // the record, its cloud identity, the action and why.
-func (a *Action) failure(why string) string {
+func (a *Action) Failure(why string) string {
 	return fmt.Sprintf("%s %s (%s) %s %s: %s", a.Table, firstNonEmpty(a.ID, "-"), a.CloudID, a.Action, a.Direction, why)
 }
 
@@ -303,8 +303,8 @@ func (a *Action) failure(why string) string {
 // is rightly pushed again to the replacement (the cloud id differs). Where
 // the cloud generates the identity, the record alone: a create is never
 // repeated because its resource does not show.
-func pushKey(a *Action) string {
-	if generated(a.ts.spec) {
+func PushKey(a *Action) string {
+	if Generated(a.Tab.Spec) {
 		return a.Table + "\x00#" + a.ID
 	}
 	return a.Table + "\x00#" + a.ID + "\x00" + a.CloudID
@@ -316,23 +316,23 @@ func pushKey(a *Action) string {
 // the change. Pushing again would loop; pulling the cloud's state would
 // overwrite the user's row. They are failures, and the intent stays
 // pending.
-func (c *cycle) notTaken(p *plan) []string {
+func (c *cycle) notTaken(p *Plan) []string {
 	var out []string
-	kept := p.actions[:0]
-	for _, a := range p.actions {
-		if a.kind == cloudCreate || a.kind == cloudUpdate {
-			if at, ok := c.pushed[pushKey(a)]; ok && a.ts.seen[a.ID] <= at {
+	kept := p.Actions[:0]
+	for _, a := range p.Actions {
+		if a.Kind == CloudCreate || a.Kind == CloudUpdate {
+			if at, ok := c.pushed[PushKey(a)]; ok && a.Tab.Seen[a.ID] <= at {
 				what := "the cloud does not show the resource created for it; it is not created again in this cycle"
-				if a.cloud != nil {
-					what = "the cloud did not take the change: " + notTakenColumns(a.ts.spec.Declarative, a.row.cloud, a.cloud)
+				if a.Cloud != nil {
+					what = "the cloud did not take the change: " + notTakenColumns(a.Tab.Spec.Declarative, a.Row.Cloud, a.Cloud)
 				}
-				out = append(out, a.failure(what))
+				out = append(out, a.Failure(what))
 				continue
 			}
 		}
 		kept = append(kept, a)
 	}
-	p.actions = kept
+	p.Actions = kept
 	return out
 }
 
@@ -340,8 +340,8 @@ func (c *cycle) notTaken(p *plan) []string {
 // record differs from the user's.
 func notTakenColumns(cols []string, want, have module.Record) string {
 	var out []string
-	for _, col := range differing(cols, want, have) {
-		out = append(out, fmt.Sprintf("column %s wanted %s, has %s", col, show(want[col]), show(have[col])))
+	for _, col := range Differing(cols, want, have) {
+		out = append(out, fmt.Sprintf("column %s wanted %s, has %s", col, Show(want[col]), Show(have[col])))
 	}
 	if len(out) == 0 {
 		return "the resource still differs from the row"

@@ -14,43 +14,43 @@ import (
 
 // Modes, as iasql_mode spells them.
 const (
-	modeNormal  = "NORMAL"
-	modeEnforce = "ENFORCE"
-	modeTrack   = "TRACK"
+	ModeNormal  = "NORMAL"
+	ModeEnforce = "ENFORCE"
+	ModeTrack   = "TRACK"
 )
 
 // resolved is a mode and the rule that gives it, as iasql_effective_mode
 // names it.
-type resolved struct{ mode, rule string }
+type Resolved struct{ Mode, Rule string }
 
 // modeRules are the modes a cycle read, resolved by iasql_effective_mode.
-type modeRules struct {
-	tables  map[string]resolved // module table -> its mode
-	records map[string]resolved // table + "\x00" + id, for records with a rule of their own
+type Modes struct {
+	Tables  map[string]Resolved // module table -> its mode
+	Records map[string]Resolved // table + "\x00" + id, for records with a rule of their own
 }
 
 // of returns a record's mode (or a table's, id "") and the rule that gives
 // it. A table the registry does not list (none reaches a cycle) is NORMAL.
-func (m modeRules) of(table, id string) (string, string) {
+func (m Modes) Of(table, id string) (string, string) {
 	if id != "" {
-		if r, ok := m.records[table+"\x00"+id]; ok {
-			return r.mode, r.rule
+		if r, ok := m.Records[table+"\x00"+id]; ok {
+			return r.Mode, r.Rule
 		}
 	}
-	if r, ok := m.tables[table]; ok {
-		return r.mode, r.rule
+	if r, ok := m.Tables[table]; ok {
+		return r.Mode, r.Rule
 	}
-	return modeNormal, "no rule"
+	return ModeNormal, "no rule"
 }
 
 // drifty reports whether any record of the table is ENFORCE or TRACK:
 // those modes are about drift, so a scoped cycle reads such a table whole.
-func (m modeRules) drifty(table string) bool {
-	watch := func(r resolved) bool { return r.mode == modeEnforce || r.mode == modeTrack }
-	if watch(m.tables[table]) {
+func (m Modes) Drifty(table string) bool {
+	watch := func(r Resolved) bool { return r.Mode == ModeEnforce || r.Mode == ModeTrack }
+	if watch(m.Tables[table]) {
 		return true
 	}
-	for k, r := range m.records {
+	for k, r := range m.Records {
 		if len(k) > len(table) && k[:len(table)+1] == table+"\x00" && watch(r) {
 			return true
 		}
@@ -60,8 +60,8 @@ func (m modeRules) drifty(table string) bool {
 
 // readModes asks iasql_effective_mode for every module table and for every
 // record that has a rule of its own.
-func readModes(ctx context.Context, conn *pgx.Conn) (modeRules, error) {
-	m := modeRules{tables: map[string]resolved{}, records: map[string]resolved{}}
+func ReadModes(ctx context.Context, conn *pgx.Conn) (Modes, error) {
+	m := Modes{Tables: map[string]Resolved{}, Records: map[string]Resolved{}}
 	rows, err := conn.Query(ctx, `
 		SELECT t.table_name, '', e.mode::text, e.rule
 		  FROM public.iasql_tables t, public.iasql_effective_mode(t.table_name) e
@@ -76,14 +76,14 @@ func readModes(ctx context.Context, conn *pgx.Conn) (modeRules, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var table, id string
-		var r resolved
-		if err := rows.Scan(&table, &id, &r.mode, &r.rule); err != nil {
+		var r Resolved
+		if err := rows.Scan(&table, &id, &r.Mode, &r.Rule); err != nil {
 			return m, fmt.Errorf("read modes: %w", err)
 		}
 		if id == "" {
-			m.tables[table] = r
+			m.Tables[table] = r
 		} else {
-			m.records[table+"\x00"+id] = r
+			m.Records[table+"\x00"+id] = r
 		}
 	}
 	return m, rows.Err()

@@ -16,24 +16,24 @@ import (
 
 // op is a row of iasql_operations: cloud work under way or failed for one
 // record.
-type op struct {
-	action, state, token string
-	attempts             int
-	nextRetry            time.Time
-	lastError            string
-	handle               string    // a long operation's handle, while it runs
-	pollAfter            time.Time // when to ask about it
+type Op struct {
+	Action, State, Token string
+	Attempts             int
+	NextRetry            time.Time
+	LastError            string
+	Handle               string    // a long operation's handle, while it runs
+	PollAfter            time.Time // when to ask about it
 }
 
 // Operation states, as iasql_operations spells them.
 const (
-	opInProgress = "in progress"
-	opFailed     = "failed"
-	opWaiting    = "waiting"
+	OpInProgress = "in progress"
+	OpFailed     = "failed"
+	OpWaiting    = "waiting"
 )
 
 // readOps reads iasql_operations for the tables: table -> record key -> op.
-func readOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]op, error) {
+func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]Op, error) {
 	rows, err := conn.Query(ctx, `SELECT table_name, record_key, action, state, coalesce(token, ''), attempts,
 		coalesce(next_retry, 'epoch'), coalesce(handle, ''), coalesce(poll_after, 'epoch'), coalesce(last_error, '')
 		FROM public.iasql_operations WHERE table_name = ANY($1)`, tables)
@@ -41,15 +41,15 @@ func readOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]m
 		return nil, fmt.Errorf("read operations: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]map[string]op{}
+	out := map[string]map[string]Op{}
 	for rows.Next() {
 		var t, k string
-		var o op
-		if err := rows.Scan(&t, &k, &o.action, &o.state, &o.token, &o.attempts, &o.nextRetry, &o.handle, &o.pollAfter, &o.lastError); err != nil {
+		var o Op
+		if err := rows.Scan(&t, &k, &o.Action, &o.State, &o.Token, &o.Attempts, &o.NextRetry, &o.Handle, &o.PollAfter, &o.LastError); err != nil {
 			return nil, fmt.Errorf("read operations: %w", err)
 		}
 		if out[t] == nil {
-			out[t] = map[string]op{}
+			out[t] = map[string]Op{}
 		}
 		out[t][k] = o
 	}
@@ -59,8 +59,8 @@ func readOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]m
 // opKey is the record_key of what an action is about: a row by its id, a
 // resource with no row (deleted by the user, a replacement's old resource,
 // a stray) by its cloud id.
-func opKey(a *Action) string {
-	if a.row != nil {
+func OpKey(a *Action) string {
+	if a.Row != nil {
 		return a.ID
 	}
 	return "cloud " + a.CloudID
@@ -74,17 +74,17 @@ func newToken() string { return randomHex(16) }
 // attempt persisted (this cycle's or a crashed one's), else a new one. It
 // reports whether an earlier attempt may have made the resource.
 func (c *cycle) beginOp(ctx context.Context, a *Action) (retried bool, err error) {
-	prev, had := a.ts.ops[opKey(a)]
-	if (a.kind == cloudCreate || a.Action == "replace") && a.token == "" {
+	prev, had := a.Tab.Ops[OpKey(a)]
+	if (a.Kind == CloudCreate || a.Action == "replace") && a.Token == "" {
 		// A replacement creates too: its new resource carries a token.
-		if had && prev.action == a.Action && prev.token != "" {
-			a.token, a.attempts = prev.token, prev.attempts
+		if had && prev.Action == a.Action && prev.Token != "" {
+			a.Token, a.Attempts = prev.Token, prev.Attempts
 		} else {
-			a.token = newToken()
+			a.Token = newToken()
 		}
 	}
-	retried = a.token != "" && a.attempts > 0
-	a.attempts++
+	retried = a.Token != "" && a.Attempts > 0
+	a.Attempts++
 	err = c.dbTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO public.iasql_operations AS o (table_name, record_key, record_id, cloud_id, action, state, token, attempts)
@@ -94,11 +94,11 @@ func (c *cycle) beginOp(ctx context.Context, a *Action) (retried bool, err error
 			  since = CASE WHEN o.action = excluded.action THEN o.since ELSE pg_catalog.clock_timestamp() END,
 			  last_error = CASE WHEN o.action = excluded.action THEN o.last_error END,
 			  next_retry = NULL, updated_at = pg_catalog.clock_timestamp()`,
-			a.Table, opKey(a), a.ID, a.CloudID, a.Action, opInProgress, a.token, a.attempts)
+			a.Table, OpKey(a), a.ID, a.CloudID, a.Action, OpInProgress, a.Token, a.Attempts)
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("record the %s of %s %s before the cloud call: %w", a.Action, a.Table, opKey(a), err)
+		return false, fmt.Errorf("record the %s of %s %s before the cloud call: %w", a.Action, a.Table, OpKey(a), err)
 	}
 	return retried, nil
 }
@@ -117,8 +117,8 @@ func retryAfter(attempts int) time.Duration {
 // endOp records that a's cloud work failed, or waits for another record.
 func (c *cycle) endOp(ctx context.Context, a *Action, state, why string) {
 	var next any
-	if state == opFailed {
-		next = time.Now().Add(retryAfter(a.attempts))
+	if state == OpFailed {
+		next = time.Now().Add(retryAfter(a.Attempts))
 	}
 	err := c.dbTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
@@ -127,16 +127,16 @@ func (c *cycle) endOp(ctx context.Context, a *Action, state, why string) {
 			ON CONFLICT (table_name, record_key) DO UPDATE SET state = excluded.state, action = excluded.action,
 			  token = coalesce(excluded.token, o.token), attempts = greatest(o.attempts, excluded.attempts),
 			  last_error = excluded.last_error, next_retry = excluded.next_retry, updated_at = pg_catalog.clock_timestamp()`,
-			a.Table, opKey(a), a.ID, a.CloudID, a.Action, state, a.token, a.attempts, oneLine(why), next)
+			a.Table, OpKey(a), a.ID, a.CloudID, a.Action, state, a.Token, a.Attempts, oneLine(why), next)
 		return err
 	})
 	if err != nil {
-		c.e.log.Warn("cannot record the state of an action", "table", a.Table, "record", opKey(a), "state", state, "err", err)
+		c.e.log.Warn("cannot record the state of an action", "table", a.Table, "record", OpKey(a), "state", state, "err", err)
 	}
 }
 
 // forgetOps removes the operations of records now in sync, in tx.
-func forgetOps(ctx context.Context, tx pgx.Tx, tables, keys []string) error {
+func ForgetOps(ctx context.Context, tx pgx.Tx, tables, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -154,25 +154,25 @@ func forgetOps(ctx context.Context, tx pgx.Tx, tables, keys []string) error {
 // without its identity, and the resource is its own, not one to import. A
 // second resource with the same token (a create repeated by something that
 // ignored the token) is a stray of the row, deleted from the cloud.
-func (ts *tableState) adoptByToken(id string, cf module.Record) (module.Record, string) {
-	o, ok := ts.ops[id]
-	if !ok || o.token == "" {
+func (ts *Table) AdoptByToken(id string, cf module.Record) (module.Record, string) {
+	o, ok := ts.Ops[id]
+	if !ok || o.Token == "" {
 		return cf, ""
 	}
-	return ts.adopt(id, cf, ts.byToken[o.token])
+	return ts.adopt(id, cf, ts.ByToken[o.Token])
 }
 
 // adopt gives row id the first of the resources its token made (cids),
 // and marks the others strays of it.
-func (ts *tableState) adopt(id string, cf module.Record, cids []string) (module.Record, string) {
+func (ts *Table) adopt(id string, cf module.Record, cids []string) (module.Record, string) {
 	if len(cids) == 0 {
 		return cf, ""
 	}
 	cids = slices.Sorted(slices.Values(cids))
 	for _, stray := range cids[1:] {
-		ts.strays[stray] = id
+		ts.Strays[stray] = id
 	}
-	return withIdentity(ts.spec, cf, cids[0]), cids[0]
+	return WithIdentity(ts.Spec, cf, cids[0]), cids[0]
 }
 
 // adoptReplacement is adoptByToken for a row being replaced by a resource
@@ -180,14 +180,14 @@ func (ts *tableState) adopt(id string, cf module.Record, cids []string) (module.
 // when a crash (or a 500 after the cloud acted) came between the new
 // resource's create and its write-back; the resource the replacement's
 // token made is the row's, and any other it made is a stray.
-func (ts *tableState) adoptReplacement(id string, cf module.Record, rp *replacement) (module.Record, string) {
-	o, ok := ts.ops[id]
-	if !ok || o.token == "" || o.action != "replace" {
+func (ts *Table) adoptReplacement(id string, cf module.Record, rp *Replacement) (module.Record, string) {
+	o, ok := ts.Ops[id]
+	if !ok || o.Token == "" || o.Action != "replace" {
 		return cf, ""
 	}
 	var cids []string
-	for _, cid := range ts.byToken[o.token] {
-		if cid != rp.old {
+	for _, cid := range ts.ByToken[o.Token] {
+		if cid != rp.Old {
 			cids = append(cids, cid)
 		}
 	}
@@ -204,7 +204,7 @@ func (c *cycle) dueOnly(actions []*Action) []*Action {
 	now := time.Now()
 	kept := actions[:0]
 	for _, a := range actions {
-		if o, ok := a.ts.ops[opKey(a)]; ok && isCloud(a) && o.state == opFailed && o.nextRetry.After(now) {
+		if o, ok := a.Tab.Ops[OpKey(a)]; ok && IsCloud(a) && o.State == OpFailed && o.NextRetry.After(now) {
 			continue
 		}
 		kept = append(kept, a)
@@ -223,15 +223,15 @@ func (c *cycle) dueOnly(actions []*Action) []*Action {
 // later one (the engine schedules an automatic cycle for it).
 
 // errInFlight: the action's operation runs on in the cloud (persisted).
-var errInFlight = errors.New("in progress in the cloud")
+var ErrInFlight = errors.New("in progress in the cloud")
 
 // defaultPoll is when to ask about an operation the cloud gave no advice on.
 const defaultPoll = 2 * time.Second
 
 // inFlight reports whether a record has an operation running in the cloud.
-func (ts *tableState) inFlight(key string) bool {
-	o, ok := ts.ops[key]
-	return ok && o.handle != ""
+func (ts *Table) InFlight(key string) bool {
+	o, ok := ts.Ops[key]
+	return ok && o.Handle != ""
 }
 
 // startOp persists that a's operation runs on in the cloud under p's
@@ -242,17 +242,17 @@ func (c *cycle) startOp(ctx context.Context, a *Action, p *module.Pending) error
 		after = defaultPoll
 	}
 	err := c.dbTx(ctx, func(tx pgx.Tx) error {
-		if p.Record != nil && a.row != nil && a.kind == cloudCreate {
-			if err := feedbackTx(ctx, tx, a.ts.spec, a.ID, a.row.db, p.Record); err != nil {
+		if p.Record != nil && a.Row != nil && a.Kind == CloudCreate {
+			if err := FeedbackTx(ctx, tx, a.Tab.Spec, a.ID, a.Row.DB, p.Record); err != nil {
 				return err
 			}
 		}
-		return setHandle(ctx, tx, a.Table, opKey(a), p.Handle, time.Now().Add(after))
+		return SetHandle(ctx, tx, a.Table, OpKey(a), p.Handle, time.Now().Add(after))
 	})
 	if err != nil {
-		return fmt.Errorf("record the operation %s of %s %s: %w", p.Handle, a.Table, opKey(a), err)
+		return fmt.Errorf("record the operation %s of %s %s: %w", p.Handle, a.Table, OpKey(a), err)
 	}
-	c.e.log.Info("operation runs on in the cloud", "table", a.Table, "record", opKey(a), "action", a.Action, "handle", p.Handle)
+	c.e.log.Info("operation runs on in the cloud", "table", a.Table, "record", OpKey(a), "action", a.Action, "handle", p.Handle)
 	return nil
 }
 
@@ -263,16 +263,16 @@ func (c *cycle) startOp(ctx context.Context, a *Action, p *module.Pending) error
 func (c *cycle) poll(ctx context.Context) (bool, error) {
 	now := time.Now()
 	ended := false
-	for _, ts := range c.snap.tables {
-		poller, ok := ts.mapper.(module.Poller)
-		for key, o := range ts.ops {
-			if o.handle == "" || o.pollAfter.After(now) {
+	for _, ts := range c.snap.Tables {
+		poller, ok := ts.Mapper.(module.Poller)
+		for key, o := range ts.Ops {
+			if o.Handle == "" || o.PollAfter.After(now) {
 				continue
 			}
 			if !ok {
-				return false, fmt.Errorf("table %s has an operation in progress (%s) but its mapper cannot be asked about it", ts.spec.Name, o.handle)
+				return false, fmt.Errorf("table %s has an operation in progress (%s) but its mapper cannot be asked about it", ts.Spec.Name, o.Handle)
 			}
-			got, err := poller.Poll(ctx, o.handle)
+			got, err := poller.Poll(ctx, o.Handle)
 			var p *module.Pending
 			switch {
 			case errors.As(err, &p):
@@ -280,33 +280,33 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				if after <= 0 {
 					after = defaultPoll
 				}
-				handle := firstNonEmpty(p.Handle, o.handle)
+				handle := firstNonEmpty(p.Handle, o.Handle)
 				if err := c.dbTx(ctx, func(tx pgx.Tx) error {
-					return setHandle(ctx, tx, ts.spec.Name, key, handle, now.Add(after))
+					return SetHandle(ctx, tx, ts.Spec.Name, key, handle, now.Add(after))
 				}); err != nil {
-					return false, fmt.Errorf("record the progress of %s %s: %w", ts.spec.Name, key, err)
+					return false, fmt.Errorf("record the progress of %s %s: %w", ts.Spec.Name, key, err)
 				}
-				o.handle, o.pollAfter = handle, now.Add(after)
-				ts.ops[key] = o
+				o.Handle, o.PollAfter = handle, now.Add(after)
+				ts.Ops[key] = o
 			case err != nil:
-				a := &Action{Table: ts.spec.Name, ID: key, Action: o.action, token: o.token, attempts: o.attempts, ts: ts, row: ts.rows[key]}
-				if a.row == nil {
+				a := &Action{Table: ts.Spec.Name, ID: key, Action: o.Action, Token: o.Token, Attempts: o.Attempts, Tab: ts, Row: ts.Rows[key]}
+				if a.Row == nil {
 					a.ID, a.CloudID = "", strings.TrimPrefix(key, "cloud ")
 				}
 				if err := c.clearHandle(ctx, ts, key, nil); err != nil {
 					return false, err
 				}
-				c.endOp(ctx, a, opFailed, err.Error())
-				c.polledFailures = append(c.polledFailures, fmt.Sprintf("%s %s %s cloud: %v", ts.spec.Name, key, o.action, err))
+				c.endOp(ctx, a, OpFailed, err.Error())
+				c.polledFailures = append(c.polledFailures, fmt.Sprintf("%s %s %s cloud: %v", ts.Spec.Name, key, o.Action, err))
 				ended = true
-				c.touch(ts.spec.Name)
+				c.touch(ts.Spec.Name)
 			default:
 				if err := c.clearHandle(ctx, ts, key, got); err != nil {
 					return false, err
 				}
-				c.e.log.Info("operation done in the cloud", "table", ts.spec.Name, "record", key, "action", o.action)
+				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
 				ended = true
-				c.touch(ts.spec.Name)
+				c.touch(ts.Spec.Name)
 			}
 		}
 	}
@@ -315,25 +315,25 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 
 // clearHandle records that an operation ended; got, for a create, is the
 // resource it made: its feedback (identity) goes into the row.
-func (c *cycle) clearHandle(ctx context.Context, ts *tableState, key string, got module.Record) error {
+func (c *cycle) clearHandle(ctx context.Context, ts *Table, key string, got module.Record) error {
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		if r := ts.rows[key]; r != nil && got != nil {
-			if err := feedbackTx(ctx, tx, ts.spec, key, r.db, got); err != nil {
+		if r := ts.Rows[key]; r != nil && got != nil {
+			if err := FeedbackTx(ctx, tx, ts.Spec, key, r.DB, got); err != nil {
 				return err
 			}
-			if cid := module.CloudIDOf(ts.spec, got); cid != "" {
-				if err := upsertRecord(ctx, tx, ts.spec.Name, key, cid, 0); err != nil {
+			if cid := module.CloudIDOf(ts.Spec, got); cid != "" {
+				if err := UpsertRecord(ctx, tx, ts.Spec.Name, key, cid, 0); err != nil {
 					return err
 				}
 			}
 		}
-		return setHandle(ctx, tx, ts.spec.Name, key, "", time.Time{})
+		return SetHandle(ctx, tx, ts.Spec.Name, key, "", time.Time{})
 	})
 }
 
 // setHandle records the handle of a record's long operation and when to
 // ask about it next, or (handle "") that none runs any more.
-func setHandle(ctx context.Context, tx pgx.Tx, table, key, handle string, pollAfter time.Time) error {
+func SetHandle(ctx context.Context, tx pgx.Tx, table, key, handle string, pollAfter time.Time) error {
 	var at any
 	if handle != "" {
 		at = pollAfter
@@ -345,17 +345,17 @@ func setHandle(ctx context.Context, tx pgx.Tx, table, key, handle string, pollAf
 
 // nextPoll is the earliest time an operation in flight is to be asked
 // about (zero when none is in flight), and what runs.
-func (s *snapshot) nextPoll() (time.Time, []string) {
+func (s *Snapshot) NextPoll() (time.Time, []string) {
 	var at time.Time
 	var what []string
-	for _, ts := range s.tables {
-		for key, o := range ts.ops {
-			if o.handle == "" {
+	for _, ts := range s.Tables {
+		for key, o := range ts.Ops {
+			if o.Handle == "" {
 				continue
 			}
-			what = append(what, fmt.Sprintf("%s %s (%s, %s)", ts.spec.Name, key, o.action, o.handle))
-			if at.IsZero() || o.pollAfter.Before(at) {
-				at = o.pollAfter
+			what = append(what, fmt.Sprintf("%s %s (%s, %s)", ts.Spec.Name, key, o.Action, o.Handle))
+			if at.IsZero() || o.PollAfter.Before(at) {
+				at = o.PollAfter
 			}
 		}
 	}
@@ -366,16 +366,16 @@ func (s *snapshot) nextPoll() (time.Time, []string) {
 // withStatus adds to each action's description what iasql_status says of
 // its record (the same source): the failures so far and when automatic
 // cycles retry.
-func withStatus(actions []*Action) {
+func WithStatus(actions []*Action) {
 	for _, a := range actions {
-		if a.ts == nil {
+		if a.Tab == nil {
 			continue
 		}
-		o, ok := a.ts.ops[opKey(a)]
-		if !ok || o.state != opFailed {
+		o, ok := a.Tab.Ops[OpKey(a)]
+		if !ok || o.State != OpFailed {
 			continue
 		}
 		a.Description += fmt.Sprintf(" [failed %d time(s), last: %s; automatic cycles retry from %s]",
-			o.attempts, o.lastError, o.nextRetry.UTC().Format(time.RFC3339))
+			o.Attempts, o.LastError, o.NextRetry.UTC().Format(time.RFC3339))
 	}
 }

@@ -26,57 +26,57 @@ type Action struct {
 	Description string `json:"description"`
 	Mode        string `json:"mode"` // the mode that decided it, and by which rule
 
-	ts     *tableState
-	row    *row
-	cloud  module.Record // the resource as the cloud has it
-	record string        // the record a cloud-only resource belonged to, if known
-	kind   step
-	retire *replacement // a cloud delete of a replacement's old or temporary resource
-	// identified: a create whose resource's identity is written back;
+	Tab    *Table        `json:"-"`
+	Row    *Row          `json:"-"`
+	Cloud  module.Record `json:"-"` // the resource as the cloud has it
+	Record string        `json:"-"` // the record a cloud-only resource belonged to, if known
+	Kind   Step          `json:"-"`
+	Retire *Replacement  `json:"-"` // a cloud delete of a replacement's old or temporary resource
+	// Identified: a create whose resource's identity is written back;
 	// retrying the create could make a second one, so a failure after it
 	// is not retried in this pass (the next read sees the resource).
-	identified bool
-	// token: a create's idempotency token; attempts: the cloud calls made
-	// for the action so far (persisted in iasql_operations); retried: an
+	Identified bool `json:"-"`
+	// Token: a create's idempotency token; Attempts: the cloud calls made
+	// for the action so far (persisted in iasql_operations); Retried: an
 	// earlier attempt may have made the resource.
-	token    string
-	attempts int
-	retried  bool
+	Token    string `json:"-"`
+	Attempts int    `json:"-"`
+	Retried  bool   `json:"-"`
 }
 
-type step int
+type Step int
 
 const (
-	cloudCreate step = iota
-	cloudUpdate
-	cloudDelete
-	dbInsert
-	dbUpdate
-	dbDelete
-	dbFeedback
+	CloudCreate Step = iota
+	CloudUpdate
+	CloudDelete
+	DBInsert
+	DBUpdate
+	DBDelete
+	DBFeedback
 )
 
 // plan is the outcome of diffing one snapshot.
-type plan struct {
-	actions []*Action
+type Plan struct {
+	Actions []*Action
 	// enact: records in sync whose state must be recorded (first sighting,
 	// or intent satisfied without a change).
-	enact []enactment
+	Enact []Enactment
 	// promote: replacements whose old resource is gone (phase final now);
 	// finished: replacements with nothing left to delete.
-	promote, finished []*replacement
+	Promote, Finished []*Replacement
 }
 
-type enactment struct {
-	table, id, cloudID string
+type Enactment struct {
+	Table, ID, CloudID string
 }
 
 // options change how a cycle decides directions.
-type options struct {
+type Options struct {
 	// discardAfter, when set, turns user intent newer than it into "no
 	// intent" (iasql_rollback): those records are restored from the cloud.
-	discardAfter pglogrepl.LSN
-	discard      bool
+	DiscardAfter pglogrepl.LSN
+	Discard      bool
 }
 
 // towardsCloud is the direction table of DESIGN.md as data: whether a
@@ -86,202 +86,202 @@ type options struct {
 // database is created in the cloud or deleted; a resource only in the
 // cloud is deleted there or imported; both but different, updated in the
 // cloud or in the row. TestDirectionTable checks every cell.
-var towardsCloud = map[string]map[bool]bool{
-	modeNormal:  {false: false, true: true},  // pending intent wins, else the cloud's state
-	modeEnforce: {false: true, true: true},   // the database is the truth
-	modeTrack:   {false: false, true: false}, // the cloud is the truth
+var TowardsCloud = map[string]map[bool]bool{
+	ModeNormal:  {false: false, true: true},  // pending intent wins, else the cloud's state
+	ModeEnforce: {false: true, true: true},   // the database is the truth
+	ModeTrack:   {false: false, true: false}, // the cloud is the truth
 }
 
 // diff decides, for every difference between database and cloud, what to
 // do, by the direction table of DESIGN.md (every record NORMAL until modes
 // land): pending intent pushes to the cloud, its absence pulls from it.
-func diff(snap *snapshot, opt options) (*plan, error) {
-	p := &plan{}
+func Diff(snap *Snapshot, opt Options) (*Plan, error) {
+	p := &Plan{}
 	// restoring: rows (table, id) that take back the cloud identity their
 	// record had (a rename undone); claimed: the cloud ids (table, cloud
 	// id) they take back. What references either waits for the next pass.
 	restoring, claimed := map[string]bool{}, map[string]bool{}
-	for _, ts := range snap.tables {
+	for _, ts := range snap.Tables {
 		// Nothing at all is done in a part whose reads failed (unverified.go).
-		unverified := snap.unverifiedParts(ts)
+		unverified := snap.UnverifiedParts(ts)
 		intent := func(id string) bool {
-			if ts.forced[id] {
+			if ts.Forced[id] {
 				return true
 			}
-			lsn, ok := ts.intent[id]
+			lsn, ok := ts.Intent[id]
 			if !ok {
 				return false
 			}
-			return !(opt.discard && lsn > opt.discardAfter)
+			return !(opt.Discard && lsn > opt.DiscardAfter)
 		}
 		// push decides the direction of a difference by the record's mode:
 		// NORMAL follows pending intent, ENFORCE always pushes the database
 		// to the cloud, TRACK always pulls the cloud into the database.
 		push := func(id string) (toCloud bool, mode, label, note string) {
-			if ts.spec.ReadOnly {
+			if ts.Spec.ReadOnly {
 				if intent(id) {
 					note = " (the table is read-only: the cloud's state is restored)"
 				}
-				return false, modeTrack, "TRACK by the table being read-only", note
+				return false, ModeTrack, "TRACK by the table being read-only", note
 			}
-			m, rule := snap.modes.of(ts.spec.Name, id)
+			m, rule := snap.Modes.Of(ts.Spec.Name, id)
 			label = m + " by " + rule
 			has := intent(id)
-			toCloud = towardsCloud[m][has]
+			toCloud = TowardsCloud[m][has]
 			switch {
-			case m == modeEnforce && !has:
+			case m == ModeEnforce && !has:
 				note = " (ENFORCE by " + rule + ": reverting a change made in the cloud)"
-			case m == modeTrack && has:
+			case m == ModeTrack && has:
 				note = " (WARNING: TRACK by " + rule + ": the user's change is undone from the cloud)"
 			}
 			return toCloud, m, label, note
 		}
 		// Rows (in database, maybe in cloud).
-		ids := make([]string, 0, len(ts.rows))
-		for id := range ts.rows {
+		ids := make([]string, 0, len(ts.Rows))
+		for id := range ts.Rows {
 			ids = append(ids, id)
 		}
-		sort.Slice(ids, func(i, j int) bool { return numLess(ids[i], ids[j]) })
+		sort.Slice(ids, func(i, j int) bool { return NumLess(ids[i], ids[j]) })
 		for _, id := range ids {
-			r := ts.rows[id]
-			if snap.reading.isContext(ts.spec.Name, id) {
+			r := ts.Rows[id]
+			if snap.Reading.IsContext(ts.Spec.Name, id) {
 				continue // read for reference only (scope.go)
 			}
-			if ts.inFlight(id) {
+			if ts.InFlight(id) {
 				continue // its operation runs on in the cloud: asked about later
 			}
-			if r.cloud == nil || refersTo(ts.spec, r.db, restoring) {
+			if r.Cloud == nil || refersTo(ts.Spec, r.DB, restoring) {
 				// A reference that cannot be resolved yet: its parent is
 				// planned in this pass; the next pass handles the child.
 				continue
 			}
-			if unverified.row(r) {
+			if unverified.Row(r) {
 				continue
 			}
-			c, inCloud := ts.cloud[r.cloudID]
-			equal := inCloud && ts.mapper.Equal(r.cloud, c)
-			if equal && sameColumns(ts.spec.Feedback, r.cloud, c) {
+			c, inCloud := ts.Cloud[r.CloudID]
+			equal := inCloud && ts.Mapper.Equal(r.Cloud, c)
+			if equal && sameColumns(ts.Spec.Feedback, r.Cloud, c) {
 				// In sync (the common case: no mode or action is worked out).
-				if ts.standingIn(id) {
+				if ts.StandingIn(id) {
 					continue // the stand-in is in sync, not the record
 				}
-				rec, known := ts.records[id]
-				_, working := ts.ops[id]
-				if !known || rec.cloudID != r.cloudID || intent(id) || working || (opt.discard && ts.intent[id] != 0) {
-					p.enact = append(p.enact, enactment{ts.spec.Name, id, r.cloudID})
+				rec, known := ts.Records[id]
+				_, working := ts.Ops[id]
+				if !known || rec.CloudID != r.CloudID || intent(id) || working || (opt.Discard && ts.Intent[id] != 0) {
+					p.Enact = append(p.Enact, Enactment{ts.Spec.Name, id, r.CloudID})
 				}
 				continue
 			}
 			toCloud, _, label, note := push(id)
-			a := &Action{Table: ts.spec.Name, ID: id, CloudID: r.cloudID, Mode: label, ts: ts, row: r, cloud: c}
+			a := &Action{Table: ts.Spec.Name, ID: id, CloudID: r.CloudID, Mode: label, Tab: ts, Row: r, Cloud: c}
 			switch {
 			case !inCloud && toCloud:
-				a.Action, a.Direction, a.kind = "create", "cloud", cloudCreate
-				a.Description = "create " + describe(ts.spec, r.cloud) + " in the cloud" + note
+				a.Action, a.Direction, a.Kind = "create", "cloud", CloudCreate
+				a.Description = "create " + Describe(ts.Spec, r.Cloud) + " in the cloud" + note
 			case !inCloud && restorable(ts, id, r):
 				// The row's identity changed without intent (a rename rolled
 				// back, or TRACK): the row takes back the resource its record
 				// stood for, under its own id, and what references it stays.
-				old := ts.records[id].cloudID
-				a.Action, a.Direction, a.kind, a.cloud, a.CloudID = "update", "database", dbUpdate, ts.cloud[old], old
-				a.Description = "restore the row from " + describe(ts.spec, a.cloud) + ": " + r.cloudID + " is not in the cloud" + note
-				restoring[ts.spec.Name+"\x00"+id], claimed[ts.spec.Name+"\x00"+old] = true, true
+				old := ts.Records[id].CloudID
+				a.Action, a.Direction, a.Kind, a.Cloud, a.CloudID = "update", "database", DBUpdate, ts.Cloud[old], old
+				a.Description = "restore the row from " + Describe(ts.Spec, a.Cloud) + ": " + r.CloudID + " is not in the cloud" + note
+				restoring[ts.Spec.Name+"\x00"+id], claimed[ts.Spec.Name+"\x00"+old] = true, true
 			case !inCloud:
-				a.Action, a.Direction, a.kind = "delete", "database", dbDelete
-				a.Description = "delete the row: " + r.cloudID + " is not in the cloud" + note
+				a.Action, a.Direction, a.Kind = "delete", "database", DBDelete
+				a.Description = "delete the row: " + r.CloudID + " is not in the cloud" + note
 			case !equal && toCloud:
-				a.Action, a.Direction, a.kind = "update", "cloud", cloudUpdate
-				a.Description = "update " + r.cloudID + " in the cloud"
-				if why := changes(ts.spec.CreateOnly, c, r.cloud); why != "" {
+				a.Action, a.Direction, a.Kind = "update", "cloud", CloudUpdate
+				a.Description = "update " + r.CloudID + " in the cloud"
+				if why := changes(ts.Spec.CreateOnly, c, r.Cloud); why != "" {
 					a.Action = "replace"
-					a.Description = "replace " + r.cloudID + " with a new resource (create-only: " + why + ")" + dependents(snap, ts, id)
+					a.Description = "replace " + r.CloudID + " with a new resource (create-only: " + why + ")" + dependents(snap, ts, id)
 				}
 				if intent(id) {
 					a.Description += " (the user's change wins)"
 				}
-				a.Description += ": " + changes(ts.spec.Declarative, c, r.cloud) + note
+				a.Description += ": " + changes(ts.Spec.Declarative, c, r.Cloud) + note
 			case !equal:
-				a.Action, a.Direction, a.kind = "update", "database", dbUpdate
-				a.Description = "update the row from the cloud: " + changes(ts.spec.Declarative, r.cloud, c) + note
+				a.Action, a.Direction, a.Kind = "update", "database", DBUpdate
+				a.Description = "update the row from the cloud: " + changes(ts.Spec.Declarative, r.Cloud, c) + note
 			default:
-				a.Action, a.Direction, a.kind = "update", "database", dbFeedback
-				a.Description = "refresh " + strings.Join(ts.spec.Feedback, ", ") + " from the cloud"
+				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
+				a.Description = "refresh " + strings.Join(ts.Spec.Feedback, ", ") + " from the cloud"
 			}
-			p.actions = append(p.actions, a)
+			p.Actions = append(p.Actions, a)
 		}
 		// Resources only in the cloud.
-		cids := make([]string, 0, len(ts.cloud))
-		for cid := range ts.cloud {
-			if ts.byCloud[cid] == nil && !claimed[ts.spec.Name+"\x00"+cid] && !refersTo(ts.spec, ts.cloud[cid], claimed) {
+		cids := make([]string, 0, len(ts.Cloud))
+		for cid := range ts.Cloud {
+			if ts.ByCloud[cid] == nil && !claimed[ts.Spec.Name+"\x00"+cid] && !refersTo(ts.Spec, ts.Cloud[cid], claimed) {
 				cids = append(cids, cid)
 			}
 		}
 		sort.Strings(cids)
 		for _, cid := range cids {
-			c := ts.cloud[cid]
-			if unverified.cloud(c) || ts.inFlight("cloud "+cid) || ts.inFlight(ts.recBy[cid]) {
+			c := ts.Cloud[cid]
+			if unverified.Cloud(c) || ts.InFlight("cloud "+cid) || ts.InFlight(ts.RecBy[cid]) {
 				continue
 			}
-			if rp := ts.retired[cid]; rp != nil {
+			if rp := ts.Retired[cid]; rp != nil {
 				if stillReferenced(snap, ts, cid) {
 					continue // its children move first; a later pass deletes it
 				}
 				what := "the replaced"
-				if cid == rp.temp {
+				if cid == rp.Temp {
 					what = "the temporary"
 				}
-				p.actions = append(p.actions, &Action{Table: ts.spec.Name, ID: rp.record, CloudID: cid, Mode: "replacement", ts: ts, cloud: c,
-					record: rp.record, kind: cloudDelete, retire: rp, Action: "delete", Direction: "cloud",
-					Description: "delete " + what + " " + describe(ts.spec, c) + " (replacement of row " + rp.record + ")"})
+				p.Actions = append(p.Actions, &Action{Table: ts.Spec.Name, ID: rp.Record, CloudID: cid, Mode: "replacement", Tab: ts, Cloud: c,
+					Record: rp.Record, Kind: CloudDelete, Retire: rp, Action: "delete", Direction: "cloud",
+					Description: "delete " + what + " " + Describe(ts.Spec, c) + " (replacement of row " + rp.Record + ")"})
 				continue
 			}
-			if row := ts.strays[cid]; row != "" {
-				p.actions = append(p.actions, &Action{Table: ts.spec.Name, ID: row, CloudID: cid, Mode: "client token", ts: ts, cloud: c,
-					kind: cloudDelete, Action: "delete", Direction: "cloud",
-					Description: "delete " + describe(ts.spec, c) + ": a second resource made for row " + row + " by a repeated create (same client token)"})
+			if row := ts.Strays[cid]; row != "" {
+				p.Actions = append(p.Actions, &Action{Table: ts.Spec.Name, ID: row, CloudID: cid, Mode: "client token", Tab: ts, Cloud: c,
+					Kind: CloudDelete, Action: "delete", Direction: "cloud",
+					Description: "delete " + Describe(ts.Spec, c) + ": a second resource made for row " + row + " by a repeated create (same client token)"})
 				continue
 			}
-			rid := ts.recBy[cid]
+			rid := ts.RecBy[cid]
 			toCloud, mode, label, note := push(rid)
-			if rid == "" && mode == modeNormal {
+			if rid == "" && mode == ModeNormal {
 				toCloud = false // never known here: imported
 			}
-			if parent := pushedParent(snap, ts.spec, c); parent != "" {
+			if parent := pushedParent(snap, ts.Spec, c); parent != "" {
 				// Not among the rows of a parent being replaced.
 				toCloud, label, note = true, "replacement", " (not in the database for "+parent+")"
 			}
-			a := &Action{Table: ts.spec.Name, CloudID: cid, Mode: label, ts: ts, cloud: c, record: rid}
-			if !toCloud && !parentsImported(snap, ts.spec, c) {
+			a := &Action{Table: ts.Spec.Name, CloudID: cid, Mode: label, Tab: ts, Cloud: c, Record: rid}
+			if !toCloud && !parentsImported(snap, ts.Spec, c) {
 				continue // its parent is imported in this pass; it follows in the next
 			}
 			if toCloud {
 				// The user deleted the row (or moved it to another identity),
 				// or ENFORCE removes what the database does not have.
-				a.Action, a.Direction, a.kind = "delete", "cloud", cloudDelete
+				a.Action, a.Direction, a.Kind = "delete", "cloud", CloudDelete
 				a.ID = rid
-				a.Description = "delete " + describe(ts.spec, c) + " from the cloud" + note
+				a.Description = "delete " + Describe(ts.Spec, c) + " from the cloud" + note
 			} else {
-				a.Action, a.Direction, a.kind = "create", "database", dbInsert
-				a.Description = "import " + describe(ts.spec, c) + " from the cloud" + note
+				a.Action, a.Direction, a.Kind = "create", "database", DBInsert
+				a.Description = "import " + Describe(ts.Spec, c) + " from the cloud" + note
 			}
-			p.actions = append(p.actions, a)
+			p.Actions = append(p.Actions, a)
 		}
 		// Replacements: promoted by this read, or done.
-		for id, rp := range ts.repl {
-			if unverified.record(id) {
+		for id, rp := range ts.Repl {
+			if unverified.Record(id) {
 				continue // the old resource may only look gone
 			}
-			if rp.promote {
-				p.promote = append(p.promote, rp)
+			if rp.Promote {
+				p.Promote = append(p.Promote, rp)
 			}
 			left := false
-			for cid, r := range ts.retired {
-				if _, there := ts.cloud[cid]; there && r == rp {
+			for cid, r := range ts.Retired {
+				if _, there := ts.Cloud[cid]; there && r == rp {
 					left = true
 				}
 			}
-			if !left && (rp.phase == phaseFinal || ts.rows[id] == nil) {
-				p.finished = append(p.finished, rp)
+			if !left && (rp.Phase == PhaseFinal || ts.Rows[id] == nil) {
+				p.Finished = append(p.Finished, rp)
 			}
 		}
 	}
@@ -290,22 +290,22 @@ func diff(snap *snapshot, opt options) (*plan, error) {
 
 // dependents says what a replacement of row id cascades to: the rows that
 // reference it move to the new resource.
-func dependents(snap *snapshot, ts *tableState, id string) string {
+func dependents(snap *Snapshot, ts *Table, id string) string {
 	var parts []string
-	for _, cts := range snap.tables {
+	for _, cts := range snap.Tables {
 		n := 0
-		for col, parent := range cts.spec.Refs {
-			if parent != ts.spec.Name {
+		for col, parent := range cts.Spec.Refs {
+			if parent != ts.Spec.Name {
 				continue
 			}
-			for _, r := range cts.rows {
-				if r.db.String(col) == id {
+			for _, r := range cts.Rows {
+				if r.DB.String(col) == id {
 					n++
 				}
 			}
 		}
 		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, cts.spec.Name))
+			parts = append(parts, fmt.Sprintf("%d %s", n, cts.Spec.Name))
 		}
 	}
 	if len(parts) == 0 {
@@ -317,12 +317,12 @@ func dependents(snap *snapshot, ts *tableState, id string) string {
 // restorable reports whether a row whose resource is not in the cloud can
 // take back the resource its record stood for: that resource is in the
 // cloud and no other row stands for it.
-func restorable(ts *tableState, id string, r *row) bool {
-	old := ts.records[id].cloudID
-	if old == "" || old == r.cloudID || ts.byCloud[old] != nil {
+func restorable(ts *Table, id string, r *Row) bool {
+	old := ts.Records[id].CloudID
+	if old == "" || old == r.CloudID || ts.ByCloud[old] != nil {
 		return false
 	}
-	_, there := ts.cloud[old]
+	_, there := ts.Cloud[old]
 	return there
 }
 
@@ -340,9 +340,9 @@ func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
 
 // parentRetired reports whether a resource's parent is the old resource of
 // a replacement, to be deleted.
-func parentRetired(snap *snapshot, spec module.Table, c module.Record) bool {
+func ParentRetired(snap *Snapshot, spec module.Table, c module.Record) bool {
 	for col, parent := range spec.Refs {
-		if p := snap.byName[parent]; p != nil && c[col] != nil && p.retired[c.String(col)] != nil {
+		if p := snap.ByName[parent]; p != nil && c[col] != nil && p.Retired[c.String(col)] != nil {
 			return true
 		}
 	}
@@ -352,9 +352,9 @@ func parentRetired(snap *snapshot, spec module.Table, c module.Record) bool {
 // parentLeaving reports whether a resource's parent has no row: the
 // parent is being deleted from the cloud (a child of a parent that is
 // imported is imported too, never deleted).
-func parentLeaving(snap *snapshot, spec module.Table, c module.Record) bool {
+func ParentLeaving(snap *Snapshot, spec module.Table, c module.Record) bool {
 	for col, parent := range spec.Refs {
-		if p := snap.byName[parent]; p != nil && c[col] != nil && p.cloud[c.String(col)] != nil && p.byCloud[c.String(col)] == nil {
+		if p := snap.ByName[parent]; p != nil && c[col] != nil && p.Cloud[c.String(col)] != nil && p.ByCloud[c.String(col)] == nil {
 			return true
 		}
 	}
@@ -363,14 +363,14 @@ func parentLeaving(snap *snapshot, spec module.Table, c module.Record) bool {
 
 // stillReferenced reports whether a row of a child table still stands for
 // a cloud resource that references cid.
-func stillReferenced(snap *snapshot, ts *tableState, cid string) bool {
-	for _, cts := range snap.tables {
-		for col, parent := range cts.spec.Refs {
-			if parent != ts.spec.Name {
+func stillReferenced(snap *Snapshot, ts *Table, cid string) bool {
+	for _, cts := range snap.Tables {
+		for col, parent := range cts.Spec.Refs {
+			if parent != ts.Spec.Name {
 				continue
 			}
-			for ccid, cc := range cts.cloud {
-				if cc.String(col) == cid && cts.byCloud[ccid] != nil {
+			for ccid, cc := range cts.Cloud {
+				if cc.String(col) == cid && cts.ByCloud[ccid] != nil {
 					return true
 				}
 			}
@@ -381,12 +381,12 @@ func stillReferenced(snap *snapshot, ts *tableState, cid string) bool {
 
 // parentsImported reports whether every resource a cloud record
 // references is a row already (so that it can be imported).
-func parentsImported(snap *snapshot, spec module.Table, c module.Record) bool {
+func parentsImported(snap *Snapshot, spec module.Table, c module.Record) bool {
 	for col, parent := range spec.Refs {
 		if c[col] == nil {
 			continue
 		}
-		if p := snap.byName[parent]; p != nil && p.byCloud[c.String(col)] == nil {
+		if p := snap.ByName[parent]; p != nil && p.ByCloud[c.String(col)] == nil {
 			return false
 		}
 	}
@@ -399,28 +399,28 @@ func parentsImported(snap *snapshot, spec module.Table, c module.Record) bool {
 // of its own accord, like a security group's default egress rule, is
 // removed). A resource the user creates keeps what the cloud adds: it is
 // imported, for the user to keep or delete.
-func pushedParent(snap *snapshot, spec module.Table, c module.Record) string {
+func pushedParent(snap *Snapshot, spec module.Table, c module.Record) string {
 	for col, parent := range spec.Refs {
-		p := snap.byName[parent]
+		p := snap.ByName[parent]
 		if p == nil || c[col] == nil {
 			continue
 		}
-		pr := p.byCloud[c.String(col)]
-		if pr != nil && p.forced[pr.id] {
-			return parent + " " + pr.id
+		pr := p.ByCloud[c.String(col)]
+		if pr != nil && p.Forced[pr.ID] {
+			return parent + " " + pr.ID
 		}
 	}
 	return ""
 }
 
-func numLess(a, b string) bool {
+func NumLess(a, b string) bool {
 	if len(a) != len(b) {
 		return len(a) < len(b)
 	}
 	return a < b
 }
 
-func describe(spec module.Table, r module.Record) string {
+func Describe(spec module.Table, r module.Record) string {
 	return strings.TrimSuffix(spec.Name, "s") + " " + module.CloudIDOf(spec, r)
 }
 
@@ -436,14 +436,14 @@ func sameColumns(cols []string, a, b module.Record) bool {
 // changes describes the columns in which to differs from from.
 func changes(cols []string, from, to module.Record) string {
 	var out []string
-	for _, c := range differing(cols, from, to) {
-		out = append(out, fmt.Sprintf("%s %s -> %s", c, show(from[c]), show(to[c])))
+	for _, c := range Differing(cols, from, to) {
+		out = append(out, fmt.Sprintf("%s %s -> %s", c, Show(from[c]), Show(to[c])))
 	}
 	return strings.Join(out, ", ")
 }
 
 // differing are the columns of cols in which a and b differ.
-func differing(cols []string, a, b module.Record) []string {
+func Differing(cols []string, a, b module.Record) []string {
 	var out []string
 	for _, c := range cols {
 		if !module.Same(a[c], b[c]) {
@@ -453,7 +453,7 @@ func differing(cols []string, a, b module.Record) []string {
 	return out
 }
 
-func show(v any) string {
+func Show(v any) string {
 	if v == nil {
 		return "NULL"
 	}
@@ -463,7 +463,7 @@ func show(v any) string {
 
 // order sorts actions for execution: creates and updates parents first,
 // deletes children first.
-func order(actions []*Action, tableIndex map[string]int) {
+func Order(actions []*Action, tableIndex map[string]int) {
 	sort.SliceStable(actions, func(i, j int) bool {
 		di, dj := isDelete(actions[i]), isDelete(actions[j])
 		if di != dj {
@@ -477,12 +477,12 @@ func order(actions []*Action, tableIndex map[string]int) {
 	})
 }
 
-func isDelete(a *Action) bool { return a.kind == cloudDelete || a.kind == dbDelete }
+func isDelete(a *Action) bool { return a.Kind == CloudDelete || a.Kind == DBDelete }
 
 // actionKey names what an action acts on: a row by its id, a resource only
 // in the cloud by its cloud id.
-func actionKey(a *Action) string {
-	if a.row != nil {
+func ActionKey(a *Action) string {
+	if a.Row != nil {
 		return a.Table + "\x00#" + a.ID
 	}
 	return a.Table + "\x00" + a.CloudID
@@ -491,23 +491,23 @@ func actionKey(a *Action) string {
 // dependencies maps each action to the keys of the actions it must wait
 // for: a create or update waits for its parents' creates and updates; a
 // delete of a parent waits for the deletes of its children.
-func dependencies(actions []*Action) map[*Action][]string {
+func Dependencies(actions []*Action) map[*Action][]string {
 	byKey := map[string]*Action{}
 	for _, a := range actions {
-		byKey[actionKey(a)] = a
+		byKey[ActionKey(a)] = a
 	}
 	out := map[*Action][]string{}
 	for _, a := range actions {
-		for col, parent := range a.ts.spec.Refs {
+		for col, parent := range a.Tab.Spec.Refs {
 			switch {
-			case a.row != nil && !isDelete(a) && a.row.db[col] != nil:
-				if k := parent + "\x00#" + a.row.db.String(col); byKey[k] != nil {
+			case a.Row != nil && !isDelete(a) && a.Row.DB[col] != nil:
+				if k := parent + "\x00#" + a.Row.DB.String(col); byKey[k] != nil {
 					out[a] = append(out[a], k)
 				}
-			case a.row == nil && a.cloud != nil && a.cloud[col] != nil:
+			case a.Row == nil && a.Cloud != nil && a.Cloud[col] != nil:
 				// A child's delete: the parent's delete waits for it.
-				if p := byKey[parent+"\x00"+a.cloud.String(col)]; p != nil && isDelete(p) {
-					out[p] = append(out[p], actionKey(a))
+				if p := byKey[parent+"\x00"+a.Cloud.String(col)]; p != nil && isDelete(p) {
+					out[p] = append(out[p], ActionKey(a))
 				}
 			}
 		}

@@ -25,26 +25,26 @@ import (
 // replacement is recorded (iasql_replacements) before anything is created,
 // so that a restart finishes it. Other resources are deleted, then created.
 func (c *cycle) replace(ctx context.Context, a *Action) error {
-	ts := a.ts
-	tm, unique := ts.mapper.(module.Temporary)
-	if !unique && !generated(ts.spec) {
-		if err := ts.mapper.Delete(ctx, a.cloud); err != nil {
+	ts := a.Tab
+	tm, unique := ts.Mapper.(module.Temporary)
+	if !unique && !Generated(ts.Spec) {
+		if err := ts.Mapper.Delete(ctx, a.Cloud); err != nil {
 			return fmt.Errorf("replace: delete the old resource: %w", err)
 		}
-		got, err := ts.mapper.Create(ctx, a.row.cloud)
+		got, err := ts.Mapper.Create(ctx, a.Row.Cloud)
 		if err != nil {
 			return fmt.Errorf("replace: create the new resource: %w", err)
 		}
 		return c.writeBack(ctx, a, got)
 	}
-	rp := &replacement{table: ts.spec.Name, record: a.ID, old: a.CloudID, phase: phaseFinal}
-	want := a.row.cloud
+	rp := &Replacement{Table: ts.Spec.Name, Record: a.ID, Old: a.CloudID, Phase: PhaseFinal}
+	want := a.Row.Cloud
 	if unique {
-		want = tm.Temporary(a.row.cloud, a.CloudID)
-		rp.temp, rp.phase = module.CloudIDOf(ts.spec, want), phaseTemporary
+		want = tm.Temporary(a.Row.Cloud, a.CloudID)
+		rp.Temp, rp.Phase = module.CloudIDOf(ts.Spec, want), PhaseTemporary
 	} else {
 		want = maps.Clone(want)
-		want[ts.spec.CloudID[0]] = nil
+		want[ts.Spec.CloudID[0]] = nil
 	}
 	if err := c.e.service(ctx, func(conn *pgx.Conn) error {
 		_, err := conn.Exec(ctx, `
@@ -52,7 +52,7 @@ func (c *cycle) replace(ctx context.Context, a *Action) error {
 			VALUES ($1, $2, $3, nullif($4, ''), $5)
 			ON CONFLICT (table_name, record_id) DO UPDATE SET old_cloud_id = excluded.old_cloud_id,
 			  temp_cloud_id = excluded.temp_cloud_id, phase = excluded.phase, started_at = pg_catalog.clock_timestamp()`,
-			rp.table, rp.record, rp.old, rp.temp, rp.phase)
+			rp.Table, rp.Record, rp.Old, rp.Temp, rp.Phase)
 		return err
 	}); err != nil {
 		return fmt.Errorf("replace: record the replacement: %w", err)
@@ -61,12 +61,12 @@ func (c *cycle) replace(ctx context.Context, a *Action) error {
 	var err error
 	if unique {
 		// A retried create finds the stand-in by its derived name.
-		got, err = ts.mapper.Create(ctx, want)
+		got, err = ts.Mapper.Create(ctx, want)
 	} else {
 		// The cloud generates the new identity: the create carries a client
 		// token, persisted first (adoptReplacement finds what it made).
-		if a.token == "" {
-			if a.retried, err = c.beginOp(ctx, a); err != nil {
+		if a.Token == "" {
+			if a.Retried, err = c.beginOp(ctx, a); err != nil {
 				return err
 			}
 		}
@@ -76,79 +76,79 @@ func (c *cycle) replace(ctx context.Context, a *Action) error {
 		return fmt.Errorf("replace: create the new resource: %w", err)
 	}
 	if unique {
-		a.Description += " (through a temporary " + rp.temp + ")"
+		a.Description += " (through a temporary " + rp.Temp + ")"
 		return c.writeFeedback(ctx, a, got)
 	}
 	return c.writeBack(ctx, a, got)
 }
 
-func setPhase(ctx context.Context, tx pgx.Tx, rp *replacement, phase string) error {
-	_, err := tx.Exec(ctx, `UPDATE public.iasql_replacements SET phase = $3 WHERE table_name = $1 AND record_id = $2`, rp.table, rp.record, phase)
+func SetPhase(ctx context.Context, tx pgx.Tx, rp *Replacement, phase string) error {
+	_, err := tx.Exec(ctx, `UPDATE public.iasql_replacements SET phase = $3 WHERE table_name = $1 AND record_id = $2`, rp.Table, rp.Record, phase)
 	if err != nil {
-		return fmt.Errorf("record the replacement of %s %s as %s: %w", rp.table, rp.record, phase, err)
+		return fmt.Errorf("record the replacement of %s %s as %s: %w", rp.Table, rp.Record, phase, err)
 	}
 	return nil
 }
 
 // settle records what the read found of replacements in progress: old
 // resources gone (the final phase begins) and replacements finished.
-func (c *cycle) settle(ctx context.Context, p *plan) error {
-	if len(p.promote) == 0 && len(p.finished) == 0 {
+func (c *cycle) settle(ctx context.Context, p *Plan) error {
+	if len(p.Promote) == 0 && len(p.Finished) == 0 {
 		return nil
 	}
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		for _, rp := range p.promote {
-			if err := setPhase(ctx, tx, rp, phaseFinal); err != nil {
+		for _, rp := range p.Promote {
+			if err := SetPhase(ctx, tx, rp, PhaseFinal); err != nil {
 				return err
 			}
 		}
-		for _, rp := range p.finished {
-			if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_replacements WHERE table_name = $1 AND record_id = $2`, rp.table, rp.record); err != nil {
-				return fmt.Errorf("finish the replacement of %s %s: %w", rp.table, rp.record, err)
+		for _, rp := range p.Finished {
+			if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_replacements WHERE table_name = $1 AND record_id = $2`, rp.Table, rp.Record); err != nil {
+				return fmt.Errorf("finish the replacement of %s %s: %w", rp.Table, rp.Record, err)
 			}
-			c.e.log.Info("replacement finished", "table", rp.table, "id", rp.record)
+			c.e.log.Info("replacement finished", "table", rp.Table, "id", rp.Record)
 		}
 		return nil
 	})
 }
 
 // replacement is a row of iasql_replacements.
-type replacement struct {
-	table, record string
-	old, temp     string // cloud ids; temp "" when there is none
-	phase         string // phaseTemporary or phaseFinal
-	promote       bool   // the read found the old resource gone: record phase final
+type Replacement struct {
+	Table, Record string
+	Old, Temp     string // cloud ids; temp "" when there is none
+	Phase         string // phaseTemporary or phaseFinal
+	Promote       bool   // the read found the old resource gone: record phase final
 }
 
 const (
-	phaseTemporary = "temporary"
-	phaseFinal     = "final"
+	PhaseTemporary = "temporary"
+	PhaseFinal     = "final"
 )
 
 // standingIn reports whether the row stands for the temporary stand-in of
 // its replacement (cloudForms keeps the phase temporary only while it does).
-func (ts *tableState) standingIn(id string) bool {
-	rp := ts.repl[id]
-	return rp != nil && rp.phase == phaseTemporary
+func (ts *Table) StandingIn(id string) bool {
+	rp := ts.Repl[id]
+	return rp != nil && rp.Phase == PhaseTemporary
 }
 
 // readReplacements reads iasql_replacements for the tables.
-func readReplacements(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]*replacement, error) {
+func ReadReplacements(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]*Replacement, error) {
 	rows, err := conn.Query(ctx, `SELECT table_name, record_id, old_cloud_id, coalesce(temp_cloud_id, ''), phase FROM public.iasql_replacements WHERE table_name = ANY($1)`, tables)
 	if err != nil {
 		return nil, fmt.Errorf("read replacements in progress: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]map[string]*replacement{}
+	out := map[string]map[string]*Replacement{}
 	for rows.Next() {
-		rp := &replacement{}
-		if err := rows.Scan(&rp.table, &rp.record, &rp.old, &rp.temp, &rp.phase); err != nil {
+		rp := &Replacement{}
+		if err := rows.Scan(&rp.Table, &rp.Record, &rp.Old, &rp.Temp, &rp.Phase); err != nil {
 			return nil, fmt.Errorf("read replacements in progress: %w", err)
 		}
-		if out[rp.table] == nil {
-			out[rp.table] = map[string]*replacement{}
+		if out[rp.Table] == nil {
+			out[rp.Table] = map[string]*Replacement{}
 		}
-		out[rp.table][rp.record] = rp
+		out[rp.Table][rp.Record] = rp
 	}
 	return out, rows.Err()
 }

@@ -50,7 +50,7 @@ func (e *Engine) handle(ctx context.Context, r request) {
 			reason = "refresh" // a full read (cycle.fullRead)
 		}
 		var out *Outcome
-		out, err = e.cycle(ctx, reason, options{}, true)
+		out, err = e.cycle(ctx, reason, Options{}, true)
 		result = out
 	default:
 		err = fmt.Errorf("unknown request %q: this sidecar is older than the SQL objects; upgrade it", r.Kind)
@@ -174,7 +174,7 @@ func (e *Engine) commit(ctx context.Context, r request) (any, error) {
 	if err := e.mayEnd(ctx, t, r, "commit"); err != nil {
 		return nil, err
 	}
-	out, err := e.cycle(ctx, "commit", options{}, true)
+	out, err := e.cycle(ctx, "commit", Options{}, true)
 	if t != nil {
 		if cerr := e.closeTransaction(ctx); cerr != nil && err == nil {
 			err = cerr
@@ -202,7 +202,7 @@ func (e *Engine) rollback(ctx context.Context, r request) (any, error) {
 }
 
 func (e *Engine) rollbackSince(ctx context.Context, t *txInfo, reason string) (any, error) {
-	out, err := e.cycle(ctx, reason, options{discard: true, discardAfter: lsnOf(t.BeginLSN)}, true)
+	out, err := e.cycle(ctx, reason, Options{Discard: true, DiscardAfter: lsnOf(t.BeginLSN)}, true)
 	if err != nil {
 		return out, err
 	}
@@ -256,13 +256,13 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 	if err := c.read(ctx); err != nil {
 		return nil, err
 	}
-	p, err := diff(c.snap, options{})
+	p, err := Diff(c.snap, Options{})
 	if err != nil {
 		return nil, err
 	}
-	withStatus(p.actions)
-	actions := make([]Action, 0, len(p.actions))
-	for _, a := range p.actions {
+	WithStatus(p.Actions)
+	actions := make([]Action, 0, len(p.Actions))
+	for _, a := range p.Actions {
 		actions = append(actions, *a)
 	}
 	return map[string]any{"actions": actions}, nil
@@ -340,7 +340,7 @@ func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) 
 		return nil, err
 	}
 	// Import what already exists in the cloud.
-	if _, err := e.cycle(ctx, "install", options{}, true); err != nil {
+	if _, err := e.cycle(ctx, "install", Options{}, true); err != nil {
 		return nil, fmt.Errorf("installed %s, but importing from the cloud failed: %w", strings.Join(names, ", "), err)
 	}
 	return map[string]any{"modules": results}, nil

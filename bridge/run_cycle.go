@@ -23,8 +23,8 @@ type cycle struct {
 	conn   *pgx.Conn
 	id     string
 	reason string
-	opt    options
-	snap   *snapshot
+	opt    Options
+	snap   *Snapshot
 	tables []installedTable
 
 	// batch, while open, holds the database writes of database-only
@@ -45,7 +45,7 @@ type cycle struct {
 	// tables this cycle changed in the cloud since (and their children,
 	// which the cloud may change with them). The next pass reads only the
 	// touched tables again.
-	reads   map[string]*tableState
+	reads   map[string]*Table
 	touched map[string]bool
 	// changed: the tables this cycle changed in the cloud (in any pass).
 	changed map[string]bool
@@ -99,12 +99,12 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			}
 		}
 		c.logRead(ctx, pass)
-		p, err := diff(c.snap, c.opt)
+		p, err := Diff(c.snap, c.opt)
 		if err != nil {
 			return out, err
 		}
 		c.logPlan(ctx, pass, p)
-		if err := c.enact(ctx, p.enact); err != nil {
+		if err := c.enact(ctx, p.Enact); err != nil {
 			return out, err
 		}
 		if err := c.settle(ctx, p); err != nil {
@@ -115,7 +115,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if failures, err = c.noteUnverified(ctx, out, failures); err != nil {
 			return out, err
 		}
-		p.actions = c.dueOnly(p.actions)
+		p.Actions = c.dueOnly(p.Actions)
 		if len(out.Failures) > 0 {
 			// The read after a failed pass: it enacted what the cloud shows.
 			for _, f := range failures {
@@ -126,8 +126,8 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			out.Summary = summarize(out)
 			return out, &CycleError{Failures: out.Failures}
 		}
-		if len(p.actions) == 0 && len(failures) == 0 {
-			at, what := c.snap.nextPoll()
+		if len(p.Actions) == 0 && len(failures) == 0 {
+			at, what := c.snap.NextPoll()
 			if !at.IsZero() && c.waited() {
 				// Someone waits for this cycle: it returns once what it
 				// started has settled (or at its timeout).
@@ -148,7 +148,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			}
 			return out, nil
 		}
-		sig := signature(p.actions)
+		sig := signature(p.Actions)
 		if sig == lastSig {
 			repeats++
 		} else {
@@ -162,29 +162,29 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			// enacts what it saw, and what they write meanwhile is left,
 			// pending, to the next cycle. Not a loop, not a failure.
 			c.keepPending(p)
-			out.Summary = summarize(out) + fmt.Sprintf("; %d change(s) left for the next cycle: their records kept changing while it ran", len(p.actions))
+			out.Summary = summarize(out) + fmt.Sprintf("; %d change(s) left for the next cycle: their records kept changing while it ran", len(p.Actions))
 			return out, nil
 		}
 		lastSig, lastSeen = sig, c.seenOf(p)
-		done := c.executeAll(c.snap.scope(ctx), p.actions)
-		c.e.log.DebugContext(ctx, "cycle executed", "cycle", c.id, "pass", pass, "actions", len(p.actions), "failures", len(done))
+		done := c.executeAll(c.snap.Scope(ctx), p.Actions)
+		c.e.log.DebugContext(ctx, "cycle executed", "cycle", c.id, "pass", pass, "actions", len(p.Actions), "failures", len(done))
 		failures = append(failures, done...)
-		for _, a := range p.actions {
+		for _, a := range p.Actions {
 			out.Actions = append(out.Actions, *a)
-			if isCloud(a) {
+			if IsCloud(a) {
 				c.touch(a.Table)
 			}
 		}
 		if len(failures) > 0 {
 			out.Failures = failures
-			if len(p.actions) == 0 {
+			if len(p.Actions) == 0 {
 				out.Summary = summarize(out)
 				return out, &CycleError{Failures: failures}
 			}
 		}
-		if c.opt.discard {
+		if c.opt.Discard {
 			// A rollback restores once; the next pass runs as usual.
-			c.opt.discard = false
+			c.opt.Discard = false
 		}
 	}
 }
@@ -195,28 +195,28 @@ func (c *cycle) logRead(ctx context.Context, pass int) {
 	if !c.e.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
-	parts := make([]string, 0, len(c.snap.tables))
-	for _, ts := range c.snap.tables {
+	parts := make([]string, 0, len(c.snap.Tables))
+	for _, ts := range c.snap.Tables {
 		how := "whole"
-		if c.snap.reading.byRecord(ts.spec.Name) {
+		if c.snap.Reading.ByRecord(ts.Spec.Name) {
 			how = "by record"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%d rows, %d resources)", ts.spec.Name, how, len(ts.rows), len(ts.cloud)))
+		parts = append(parts, fmt.Sprintf("%s %s (%d rows, %d resources)", ts.Spec.Name, how, len(ts.Rows), len(ts.Cloud)))
 	}
 	c.e.log.DebugContext(ctx, "cycle read", "cycle", c.id, "reason", c.reason, "pass", pass, "tables", strings.Join(parts, "; "))
 }
 
 // logPlan says, at debug level, each action a pass planned and the
 // records it enacts.
-func (c *cycle) logPlan(ctx context.Context, pass int, p *plan) {
+func (c *cycle) logPlan(ctx context.Context, pass int, p *Plan) {
 	if !c.e.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
-	for _, a := range p.actions {
+	for _, a := range p.Actions {
 		c.e.log.DebugContext(ctx, "cycle plans", "cycle", c.id, "pass", pass, "action", a.Action, "direction", a.Direction,
 			"table", a.Table, "id", a.ID, "cloud_id", a.CloudID, "mode", a.Mode, "description", a.Description)
 	}
-	c.e.log.DebugContext(ctx, "cycle planned", "cycle", c.id, "pass", pass, "actions", len(p.actions), "enacted", len(p.enact))
+	c.e.log.DebugContext(ctx, "cycle planned", "cycle", c.id, "pass", pass, "actions", len(p.Actions), "enacted", len(p.Enact))
 }
 
 // touch records that this pass changed the table in the cloud: the next
@@ -251,15 +251,15 @@ func (c *cycle) touch(table string) {
 // pending: a failed action whose retry is not due yet, a child whose parent
 // it waits for. Enacted or not, every record the final pass read with
 // intent and did not enact keeps its newest change in view.
-func (c *cycle) keepPending(p *plan) {
+func (c *cycle) keepPending(p *Plan) {
 	enacted := map[string]bool{}
-	for _, e := range p.enact {
-		enacted[e.table+"\x00"+e.id] = true
+	for _, e := range p.Enact {
+		enacted[e.Table+"\x00"+e.ID] = true
 	}
-	for _, ts := range c.snap.tables {
-		for id, lsn := range ts.intent {
-			if !enacted[ts.spec.Name+"\x00"+id] && !ts.gone(c.snap, id) && lsn < c.snap.low {
-				c.snap.low = lsn
+	for _, ts := range c.snap.Tables {
+		for id, lsn := range ts.Intent {
+			if !enacted[ts.Spec.Name+"\x00"+id] && !ts.Gone(c.snap, id) && lsn < c.snap.Low {
+				c.snap.Low = lsn
 			}
 		}
 	}
@@ -271,17 +271,17 @@ func (c *cycle) keepPending(p *plan) {
 // Its changes need nothing more (a row deleted before it was ever created,
 // or a resource deleted and forgotten), so they do not hold the intent
 // query back.
-func (ts *tableState) gone(snap *snapshot, id string) bool {
-	if ts.rows[id] != nil || ts.repl[id] != nil {
+func (ts *Table) Gone(snap *Snapshot, id string) bool {
+	if ts.Rows[id] != nil || ts.Repl[id] != nil {
 		return false
 	}
-	if _, ok := ts.records[id]; ok {
+	if _, ok := ts.Records[id]; ok {
 		return false
 	}
-	if _, ok := ts.ops[id]; ok {
+	if _, ok := ts.Ops[id]; ok {
 		return false
 	}
-	return !snap.reading.byRecord(ts.spec.Name) || snap.reading.acting[ts.spec.Name][id]
+	return !snap.Reading.ByRecord(ts.Spec.Name) || snap.Reading.Acting[ts.Spec.Name][id]
 }
 
 // CycleError lists the records a cycle could not bring in sync.
@@ -318,7 +318,7 @@ func signature(actions []*Action) string {
 	parts := make([]string, 0, len(actions))
 	for _, a := range actions {
 		part := fmt.Sprintf("%s %s %s %s", a.Action, a.Direction, a.Table, firstNonEmpty(a.ID, a.CloudID))
-		if lsn := a.ts.seen[a.ID]; a.ID != "" && lsn != 0 {
+		if lsn := a.Tab.Seen[a.ID]; a.ID != "" && lsn != 0 {
 			part += " @" + lsn.String()
 		}
 		parts = append(parts, part)
@@ -328,11 +328,11 @@ func signature(actions []*Action) string {
 }
 
 // seenOf is the newest user change the pass saw for each record it acts on.
-func (c *cycle) seenOf(p *plan) map[string]pglogrepl.LSN {
+func (c *cycle) seenOf(p *Plan) map[string]pglogrepl.LSN {
 	out := map[string]pglogrepl.LSN{}
-	for _, a := range p.actions {
+	for _, a := range p.Actions {
 		if a.ID != "" {
-			out[actionKey(a)] = a.ts.seen[a.ID]
+			out[ActionKey(a)] = a.Tab.Seen[a.ID]
 		}
 	}
 	return out
@@ -340,7 +340,7 @@ func (c *cycle) seenOf(p *plan) map[string]pglogrepl.LSN {
 
 // userWrites reports whether users changed, since the previous pass, a
 // record this pass acts on.
-func (c *cycle) userWrites(p *plan, before map[string]pglogrepl.LSN) bool {
+func (c *cycle) userWrites(p *Plan, before map[string]pglogrepl.LSN) bool {
 	for k, lsn := range c.seenOf(p) {
 		if old, ok := before[k]; ok && lsn > old {
 			return true
@@ -371,7 +371,7 @@ func heldBy(keys []string, down map[string]string) string {
 
 // enact records records that are in sync: first sightings and intent that
 // needed no change.
-func (c *cycle) enact(ctx context.Context, es []enactment) error {
+func (c *cycle) enact(ctx context.Context, es []Enactment) error {
 	if len(es) == 0 {
 		return nil
 	}
@@ -379,11 +379,11 @@ func (c *cycle) enact(ctx context.Context, es []enactment) error {
 		tables, ids, cids, lsns := make([]string, len(es)), make([]string, len(es)), make([]string, len(es)), make([]string, len(es))
 		var opTables, opKeys []string // the records in sync that had work recorded
 		for i, e := range es {
-			tables[i], ids[i], cids[i] = e.table, e.id, e.cloudID
-			ts := c.snap.byName[e.table]
-			lsns[i] = ts.seen[e.id].String()
-			if _, ok := ts.ops[e.id]; ok {
-				opTables, opKeys = append(opTables, e.table), append(opKeys, e.id)
+			tables[i], ids[i], cids[i] = e.Table, e.ID, e.CloudID
+			ts := c.snap.ByName[e.Table]
+			lsns[i] = ts.Seen[e.ID].String()
+			if _, ok := ts.Ops[e.ID]; ok {
+				opTables, opKeys = append(opTables, e.Table), append(opKeys, e.ID)
 			}
 		}
 		_, err := tx.Exec(ctx, `
@@ -395,7 +395,7 @@ func (c *cycle) enact(ctx context.Context, es []enactment) error {
 		if err != nil {
 			return fmt.Errorf("record %d records in sync: %w", len(es), err)
 		}
-		return forgetOps(ctx, tx, opTables, opKeys)
+		return ForgetOps(ctx, tx, opTables, opKeys)
 	})
 }
 

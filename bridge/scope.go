@@ -37,27 +37,27 @@ import (
 
 // readScope says how a cycle reads each table: whole, or only the records
 // in ids (acting) and context (read for reference, never planned).
-type readScope struct {
-	whole   map[string]bool
-	acting  map[string]map[string]bool
-	context map[string]map[string]bool
+type Scope struct {
+	Whole   map[string]bool
+	Acting  map[string]map[string]bool
+	Context map[string]map[string]bool
 }
 
 // byRecord reports whether table is read by record, not whole.
-func (s *readScope) byRecord(table string) bool { return s != nil && !s.whole[table] }
+func (s *Scope) ByRecord(table string) bool { return s != nil && !s.Whole[table] }
 
 // rowsOf returns the row ids a table read by record reads (acting and
 // context); nil for a table read whole.
-func (s *readScope) rowsOf(table string) []string {
-	if !s.byRecord(table) {
+func (s *Scope) RowsOf(table string) []string {
+	if !s.ByRecord(table) {
 		return nil
 	}
-	ids := make([]string, 0, len(s.acting[table])+len(s.context[table]))
-	for id := range s.acting[table] {
+	ids := make([]string, 0, len(s.Acting[table])+len(s.Context[table]))
+	for id := range s.Acting[table] {
 		ids = append(ids, id)
 	}
-	for id := range s.context[table] {
-		if !s.acting[table][id] {
+	for id := range s.Context[table] {
+		if !s.Acting[table][id] {
 			ids = append(ids, id)
 		}
 	}
@@ -67,22 +67,22 @@ func (s *readScope) rowsOf(table string) []string {
 // actingSet is what the engine's state says a cycle acts on, by table:
 // records with user changes newer than their enactment, operations and
 // replacements; and which tables need a whole read for it.
-type actingSet struct {
-	ids       map[string]map[string]bool
-	truncated map[string]bool // a TRUNCATE is pending
-	noRow     map[string]bool // an operation on a resource that has no row
-	replacing map[string]bool // a replacement in progress
+type ActingSet struct {
+	IDs       map[string]map[string]bool
+	Truncated map[string]bool // a TRUNCATE is pending
+	NoRow     map[string]bool // an operation on a resource that has no row
+	Replacing map[string]bool // a replacement in progress
 	// unverified: the last read of the table failed somewhere; a whole
 	// read tells whether it still does (iasql_status says what it finds).
-	unverified map[string]bool
+	Unverified map[string]bool
 }
 
 // readActing reads the acting set from low on. Called once capture has
 // recorded every change committed before the cycle began, it holds every
 // record a change committed before then made pending.
-func readActing(ctx context.Context, conn *pgx.Conn, tables []string, low pglogrepl.LSN) (actingSet, error) {
-	s := actingSet{ids: map[string]map[string]bool{}, truncated: map[string]bool{}, noRow: map[string]bool{},
-		replacing: map[string]bool{}, unverified: map[string]bool{}}
+func ReadActing(ctx context.Context, conn *pgx.Conn, tables []string, low pglogrepl.LSN) (ActingSet, error) {
+	s := ActingSet{IDs: map[string]map[string]bool{}, Truncated: map[string]bool{}, NoRow: map[string]bool{},
+		Replacing: map[string]bool{}, Unverified: map[string]bool{}}
 	rows, err := conn.Query(ctx, `
 		SELECT a.table_name, coalesce(a.record_id, ''), 'intent'
 		  FROM public.iasql_audit_log a
@@ -108,27 +108,27 @@ func readActing(ctx context.Context, conn *pgx.Conn, tables []string, low pglogr
 		}
 		switch {
 		case why == "replacement":
-			s.replacing[t] = true
+			s.Replacing[t] = true
 		case why == "unverified":
-			s.unverified[t] = true
+			s.Unverified[t] = true
 		case id == "" && why == "intent":
-			s.truncated[t] = true
+			s.Truncated[t] = true
 		case id == "":
-			s.noRow[t] = true
+			s.NoRow[t] = true
 		}
 		if id != "" {
-			if s.ids[t] == nil {
-				s.ids[t] = map[string]bool{}
+			if s.IDs[t] == nil {
+				s.IDs[t] = map[string]bool{}
 			}
-			s.ids[t][id] = true
+			s.IDs[t][id] = true
 		}
 	}
 	return s, rows.Err()
 }
 
 // scopeFor decides how each table is read (see the comment at the top).
-func (c *cycle) scopeFor(acting actingSet, modes modeRules) *readScope {
-	s := &readScope{whole: map[string]bool{}, acting: acting.ids, context: map[string]map[string]bool{}}
+func (c *cycle) scopeFor(acting ActingSet, modes Modes) *Scope {
+	s := &Scope{Whole: map[string]bool{}, Acting: acting.IDs, Context: map[string]map[string]bool{}}
 	// below: tables under one this cycle changed in the cloud, or under a
 	// replacement in progress (the cloud changes children with their
 	// parents; a replacement moves what references it).
@@ -136,24 +136,24 @@ func (c *cycle) scopeFor(acting actingSet, modes modeRules) *readScope {
 	for _, t := range c.tables { // in dependency order: parents first
 		name := t.spec.Name
 		for _, parent := range t.spec.Refs {
-			if acting.replacing[parent] || below[parent] || (t.spec.MadeByCloud && c.changed[parent]) {
+			if acting.Replacing[parent] || below[parent] || (t.spec.MadeByCloud && c.changed[parent]) {
 				below[name] = true
 			}
 		}
 		_, gets := t.mapper.(module.Getter)
-		byRecord := gets && !generated(t.spec) && len(t.spec.Refs) == 0
-		if t.spec.ReadOnly || modes.drifty(name) || acting.truncated[name] || acting.noRow[name] || acting.replacing[name] || acting.unverified[name] ||
-			below[name] || (len(acting.ids[name]) > 0 && !byRecord) {
-			s.whole[name] = true
+		byRecord := gets && !Generated(t.spec) && len(t.spec.Refs) == 0
+		if t.spec.ReadOnly || modes.Drifty(name) || acting.Truncated[name] || acting.NoRow[name] || acting.Replacing[name] || acting.Unverified[name] ||
+			below[name] || (len(acting.IDs[name]) > 0 && !byRecord) {
+			s.Whole[name] = true
 		}
 	}
 	// A table read whole imports what the cloud has, naming parents by
 	// cloud identity: the tables it references are read whole too
 	// (children before parents: one sweep backwards).
 	for i := len(c.tables) - 1; i >= 0; i-- {
-		if t := c.tables[i]; s.whole[t.spec.Name] {
+		if t := c.tables[i]; s.Whole[t.spec.Name] {
 			for _, parent := range t.spec.Refs {
-				s.whole[parent] = true
+				s.Whole[parent] = true
 			}
 		}
 	}
@@ -164,15 +164,15 @@ func (c *cycle) scopeFor(acting actingSet, modes modeRules) *readScope {
 // scope reads by record: the acting rows, the rows that reference them
 // (what a replacement would move, for preview) and then, as the caller
 // walks the tables children first, the rows they reference.
-func readScoped(ctx context.Context, tx pgx.Tx, spec module.Table, s *readScope) (map[string]*row, error) {
+func ReadScoped(ctx context.Context, tx pgx.Tx, spec module.Table, s *Scope) (map[string]*Row, error) {
 	var conds []string
-	args := []any{s.rowsOf(spec.Name)}
+	args := []any{s.RowsOf(spec.Name)}
 	conds = append(conds, "t.id::text = ANY($1)")
 	for col, parent := range spec.Refs {
-		if len(s.acting[parent]) == 0 {
+		if len(s.Acting[parent]) == 0 {
 			continue
 		}
-		args = append(args, slices.Collect(maps.Keys(s.acting[parent])))
+		args = append(args, slices.Collect(maps.Keys(s.Acting[parent])))
 		conds = append(conds, fmt.Sprintf("t.%s::text = ANY($%d)", pgx.Identifier{col}.Sanitize(), len(args)))
 	}
 	q := `SELECT id::text, xmin::text, pg_catalog.to_jsonb(t)::text FROM ` + pgx.Identifier{"public", spec.Name}.Sanitize() + ` t WHERE ` + strings.Join(conds, " OR ")
@@ -181,34 +181,34 @@ func readScoped(ctx context.Context, tx pgx.Tx, spec module.Table, s *readScope)
 		return nil, err
 	}
 	for id, r := range m {
-		if !s.acting[spec.Name][id] {
-			s.addContext(spec.Name, id)
+		if !s.Acting[spec.Name][id] {
+			s.AddContext(spec.Name, id)
 		}
 		for col, parent := range spec.Refs {
-			if v := r.db.String(col); v != "" && !s.whole[parent] {
-				s.addContext(parent, v)
+			if v := r.DB.String(col); v != "" && !s.Whole[parent] {
+				s.AddContext(parent, v)
 			}
 		}
 	}
 	return m, nil
 }
 
-func (s *readScope) addContext(table, id string) {
-	if s.context[table] == nil {
-		s.context[table] = map[string]bool{}
+func (s *Scope) AddContext(table, id string) {
+	if s.Context[table] == nil {
+		s.Context[table] = map[string]bool{}
 	}
-	s.context[table][id] = true
+	s.Context[table][id] = true
 }
 
 // isContext reports whether a row was read for reference only: the cycle
 // plans nothing for it.
-func (s *readScope) isContext(table, id string) bool {
-	return s.byRecord(table) && !s.acting[table][id]
+func (s *Scope) IsContext(table, id string) bool {
+	return s.ByRecord(table) && !s.Acting[table][id]
 }
 
 // getCloud reads the resources of a record-scoped table's acting records:
 // the identities their rows have now and those their records last knew.
-func (ts *tableState) getCloud(ctx context.Context, s *readScope) error {
+func (ts *Table) GetCloud(ctx context.Context, s *Scope) error {
 	var ids []string
 	seen := map[string]bool{}
 	add := func(cid string) {
@@ -217,21 +217,21 @@ func (ts *tableState) getCloud(ctx context.Context, s *readScope) error {
 			ids = append(ids, cid)
 		}
 	}
-	for id := range s.acting[ts.spec.Name] {
-		add(ts.records[id].cloudID)
-		if r := ts.rows[id]; r != nil && r.cloudID != "" {
-			add(r.cloudID)
+	for id := range s.Acting[ts.Spec.Name] {
+		add(ts.Records[id].CloudID)
+		if r := ts.Rows[id]; r != nil && r.CloudID != "" {
+			add(r.CloudID)
 		}
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	recs, err := ts.mapper.(module.Getter).Get(module.WithFreshRead(ctx), ids)
+	recs, err := ts.Mapper.(module.Getter).Get(module.WithFreshRead(ctx), ids)
 	if err != nil {
 		if recs, err = ts.readFailed(ctx, nil, err); err != nil {
-			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
+			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 		}
 	}
-	ts.addCloud(recs)
+	ts.AddCloud(recs)
 	return nil
 }

@@ -27,10 +27,10 @@ func (c *cycle) read(ctx context.Context) error {
 		specs[i], names[i] = t.spec, t.spec.Name
 	}
 	var lsn pglogrepl.LSN
-	var vis visibility
-	var rows map[string]map[string]*row
-	var modes modeRules
-	var reading *readScope
+	var vis Visibility
+	var rows map[string]map[string]*Row
+	var modes Modes
+	var reading *Scope
 	if c.scoped() {
 		// What to read by record is known from the engine's state once
 		// every change committed before now is in the audit trail.
@@ -46,11 +46,11 @@ func (c *cycle) read(ctx context.Context) error {
 			return err
 		}
 		if err := c.withConn(func() (err error) {
-			acting, err := readActing(ctx, c.conn, names, c.e.intentLow())
+			acting, err := ReadActing(ctx, c.conn, names, c.e.intentLow())
 			if err != nil {
 				return err
 			}
-			if modes, err = readModes(ctx, c.conn); err != nil {
+			if modes, err = ReadModes(ctx, c.conn); err != nil {
 				return err
 			}
 			reading = c.scopeFor(acting, modes)
@@ -60,7 +60,7 @@ func (c *cycle) read(ctx context.Context) error {
 		}
 	}
 	if err := c.withConn(func() (err error) {
-		lsn, vis, rows, err = readDB(ctx, c.conn, specs, reading)
+		lsn, vis, rows, err = ReadDB(ctx, c.conn, specs, reading)
 		return err
 	}); err != nil {
 		return err
@@ -69,104 +69,104 @@ func (c *cycle) read(ctx context.Context) error {
 		return err
 	}
 	var (
-		recs         map[string]map[string]record
+		recs         map[string]map[string]RecordState
 		intent, seen map[string]map[string]pglogrepl.LSN
 		next         pglogrepl.LSN
-		repls        map[string]map[string]*replacement
-		ops          map[string]map[string]op
+		repls        map[string]map[string]*Replacement
+		ops          map[string]map[string]Op
 	)
 	if err := c.withConn(func() (err error) {
-		if recs, err = readRecords(ctx, c.conn, names, reading); err != nil {
+		if recs, err = ReadRecords(ctx, c.conn, names, reading); err != nil {
 			return err
 		}
-		if intent, seen, next, err = readIntent(ctx, c.conn, names, c.e.intentLow(), lsn, vis, recs); err != nil {
+		if intent, seen, next, err = ReadIntent(ctx, c.conn, names, c.e.intentLow(), lsn, vis, recs); err != nil {
 			return err
 		}
 		if reading == nil {
-			if modes, err = readModes(ctx, c.conn); err != nil {
+			if modes, err = ReadModes(ctx, c.conn); err != nil {
 				return err
 			}
 		}
-		if repls, err = readReplacements(ctx, c.conn, names); err != nil {
+		if repls, err = ReadReplacements(ctx, c.conn, names); err != nil {
 			return err
 		}
-		ops, err = readOps(ctx, c.conn, names)
+		ops, err = ReadOps(ctx, c.conn, names)
 		return err
 	}); err != nil {
 		return err
 	}
-	snap := &snapshot{lsn: lsn, vis: vis, low: next, modes: modes, reading: reading, byName: map[string]*tableState{}}
+	snap := &Snapshot{LSN: lsn, Vis: vis, Low: next, Modes: modes, Reading: reading, ByName: map[string]*Table{}}
 	for _, t := range c.tables {
-		ts := &tableState{spec: t.spec, mapper: t.mapper, mod: t.mod, rows: rows[t.spec.Name], byCloud: map[string]*row{},
-			records: recs[t.spec.Name], recBy: map[string]string{}, intent: intent[t.spec.Name], seen: seen[t.spec.Name],
-			cloud: map[string]module.Record{}, repl: repls[t.spec.Name], retired: map[string]*replacement{}, forced: map[string]bool{},
-			ops: ops[t.spec.Name], byToken: map[string][]string{}, strays: map[string]string{}}
-		if ts.records == nil {
-			ts.records = map[string]record{}
+		ts := &Table{Spec: t.spec, Mapper: t.mapper, Module: t.mod, Rows: rows[t.spec.Name], ByCloud: map[string]*Row{},
+			Records: recs[t.spec.Name], RecBy: map[string]string{}, Intent: intent[t.spec.Name], Seen: seen[t.spec.Name],
+			Cloud: map[string]module.Record{}, Repl: repls[t.spec.Name], Retired: map[string]*Replacement{}, Forced: map[string]bool{},
+			Ops: ops[t.spec.Name], ByToken: map[string][]string{}, Strays: map[string]string{}}
+		if ts.Records == nil {
+			ts.Records = map[string]RecordState{}
 		}
-		if ts.repl == nil {
-			ts.repl = map[string]*replacement{}
+		if ts.Repl == nil {
+			ts.Repl = map[string]*Replacement{}
 		}
-		for id, r := range ts.records {
-			if r.cloudID != "" {
-				ts.recBy[r.cloudID] = id
+		for id, r := range ts.Records {
+			if r.CloudID != "" {
+				ts.RecBy[r.CloudID] = id
 			}
 		}
-		snap.tables = append(snap.tables, ts)
-		snap.byName[t.spec.Name] = ts
+		snap.Tables = append(snap.Tables, ts)
+		snap.ByName[t.spec.Name] = ts
 	}
 	var fresh map[string]bool
 	if c.scoped() {
-		fresh = freshNames(snap)
+		fresh = FreshNames(snap)
 	}
 	// Read-only tables first: what modules derive from their tables (the
 	// regions in scope) comes from them, and a row a user deleted from one
 	// is restored from the cloud in this cycle, so it counts meanwhile.
-	for _, ts := range snap.tables {
-		if ts.spec.ReadOnly {
+	for _, ts := range snap.Tables {
+		if ts.Spec.ReadOnly {
 			if err := c.readCloud(c.freshness(ctx, snap, ts, fresh), ts); err != nil {
 				return err
 			}
 		}
 	}
-	snap.context = contextRecords(snap)
-	ctx = snap.scope(ctx)
+	snap.Context = ContextRecords(snap)
+	ctx = snap.Scope(ctx)
 	// The rest of the cloud, one mapper at a time (each may page and fan
 	// out itself), with every mapper call of this snapshot in that scope;
 	// and the rows in cloud form, parents before children (a child's
 	// references are its parents' cloud ids, as the parents stand now). A
 	// table read by record is asked for the identities its rows have in
 	// cloud form.
-	for _, ts := range snap.tables {
-		byRecord := reading.byRecord(ts.spec.Name)
-		if !ts.spec.ReadOnly && !byRecord {
+	for _, ts := range snap.Tables {
+		byRecord := reading.ByRecord(ts.Spec.Name)
+		if !ts.Spec.ReadOnly && !byRecord {
 			if err := c.readCloud(c.freshness(ctx, snap, ts, fresh), ts); err != nil {
 				return err
 			}
 		}
-		if err := ts.cloudForms(snap); err != nil {
+		if err := ts.CloudForms(snap); err != nil {
 			return err
 		}
 		if byRecord {
-			if err := ts.getCloud(ctx, reading); err != nil {
+			if err := ts.GetCloud(ctx, reading); err != nil {
 				return err
 			}
 		}
 	}
 	c.snap = snap
-	c.reads, c.touched = snap.byName, nil
+	c.reads, c.touched = snap.ByName, nil
 	return nil
 }
 
 // readCloud reads a table's cloud, or takes it from the previous pass of
 // this cycle when the cycle has not changed it in the cloud since (touch).
-func (c *cycle) readCloud(ctx context.Context, ts *tableState) error {
-	if prev := c.reads[ts.spec.Name]; prev != nil && !c.touched[ts.spec.Name] && prev.cloudWhole {
-		ts.cloud, ts.byToken, ts.unverified, ts.cloudWhole = prev.cloud, prev.byToken, prev.unverified, true
+func (c *cycle) readCloud(ctx context.Context, ts *Table) error {
+	if prev := c.reads[ts.Spec.Name]; prev != nil && !c.touched[ts.Spec.Name] && prev.CloudWhole {
+		ts.Cloud, ts.ByToken, ts.Unverified, ts.CloudWhole = prev.Cloud, prev.ByToken, prev.Unverified, true
 		return nil
 	}
-	ts.cloudWhole = true
-	return ts.readCloud(ctx)
+	ts.CloudWhole = true
+	return ts.ReadCloud(ctx)
 }
 
 // cloudForms puts the table's rows in cloud form and works out its
@@ -174,55 +174,55 @@ func (c *cycle) readCloud(ctx context.Context, ts *tableState) error {
 // temporary stand-in exists, the row stands for the temporary resource (so
 // that what references it moves there); the old and temporary resources
 // are retired (deleted) once the row no longer stands for them.
-func (ts *tableState) cloudForms(snap *snapshot) error {
-	for id, r := range ts.rows {
-		cf, err := toCloud(ts.spec, r.db, snap)
+func (ts *Table) CloudForms(snap *Snapshot) error {
+	for id, r := range ts.Rows {
+		cf, err := ToCloud(ts.Spec, r.DB, snap)
 		if err != nil {
-			if errors.Is(err, errNoParent) {
+			if errors.Is(err, ErrNoParent) {
 				continue
 			}
 			return err
 		}
-		cid := module.CloudIDOf(ts.spec, cf)
-		if generated(ts.spec) && cf[ts.spec.CloudID[0]] == nil {
+		cid := module.CloudIDOf(ts.Spec, cf)
+		if Generated(ts.Spec) && cf[ts.Spec.CloudID[0]] == nil {
 			// To be created (the cloud gives it its identity), unless an
 			// earlier create made it and its identity was never written back.
-			cf, cid = ts.adoptByToken(id, cf)
+			cf, cid = ts.AdoptByToken(id, cf)
 		}
-		if rp := ts.repl[id]; rp != nil && generated(ts.spec) && cid == rp.old {
+		if rp := ts.Repl[id]; rp != nil && Generated(ts.Spec) && cid == rp.Old {
 			// The new resource was made, its identity not written back.
 			if acf, acid := ts.adoptReplacement(id, cf, rp); acid != "" {
 				cf, cid = acf, acid
 			}
 		}
-		if rp := ts.repl[id]; rp != nil && rp.phase == phaseTemporary {
-			if _, oldThere := ts.cloud[rp.old]; oldThere && rp.temp != "" {
-				cf, cid = withIdentity(ts.spec, cf, rp.temp), rp.temp
+		if rp := ts.Repl[id]; rp != nil && rp.Phase == PhaseTemporary {
+			if _, oldThere := ts.Cloud[rp.Old]; oldThere && rp.Temp != "" {
+				cf, cid = WithIdentity(ts.Spec, cf, rp.Temp), rp.Temp
 			} else {
-				rp.phase, rp.promote = phaseFinal, true
+				rp.Phase, rp.Promote = PhaseFinal, true
 			}
 		}
-		r.cloud, r.cloudID = cf, cid
+		r.Cloud, r.CloudID = cf, cid
 		if cid != "" {
-			ts.byCloud[cid] = r
+			ts.ByCloud[cid] = r
 		}
-		if ts.repl[id] != nil {
-			ts.forced[id] = true
+		if ts.Repl[id] != nil {
+			ts.Forced[id] = true
 		}
-		for col, parent := range ts.spec.Refs {
-			if p := snap.byName[parent]; p != nil && r.db[col] != nil && p.forced[r.db.String(col)] {
-				ts.forced[id] = true
+		for col, parent := range ts.Spec.Refs {
+			if p := snap.ByName[parent]; p != nil && r.DB[col] != nil && p.Forced[r.DB.String(col)] {
+				ts.Forced[id] = true
 			}
 		}
 	}
-	for id, rp := range ts.repl {
+	for id, rp := range ts.Repl {
 		current := ""
-		if r := ts.rows[id]; r != nil {
-			current = r.cloudID
+		if r := ts.Rows[id]; r != nil {
+			current = r.CloudID
 		}
-		for _, cid := range []string{rp.old, rp.temp} {
+		for _, cid := range []string{rp.Old, rp.Temp} {
 			if cid != "" && cid != current {
-				ts.retired[cid] = rp
+				ts.Retired[cid] = rp
 			}
 		}
 	}
@@ -230,26 +230,26 @@ func (ts *tableState) cloudForms(snap *snapshot) error {
 }
 
 // readCloud reads the table's resources from the cloud, by identity.
-func (ts *tableState) readCloud(ctx context.Context) error {
-	recs, err := ts.mapper.Read(ctx)
+func (ts *Table) ReadCloud(ctx context.Context) error {
+	recs, err := ts.Mapper.Read(ctx)
 	if err != nil {
 		// What cannot be read is unverified; the rest goes on (unverified.go).
 		if recs, err = ts.readFailed(ctx, recs, err); err != nil {
-			return fmt.Errorf("read %s from the cloud: %w", ts.spec.Name, err)
+			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 		}
 	}
-	ts.addCloud(recs)
+	ts.AddCloud(recs)
 	return nil
 }
 
 // addCloud records resources read from the cloud, by identity (and by
 // client token).
-func (ts *tableState) addCloud(recs []module.Record) {
+func (ts *Table) AddCloud(recs []module.Record) {
 	for _, r := range recs {
-		if cid := module.CloudIDOf(ts.spec, r); cid != "" {
-			ts.cloud[cid] = r
+		if cid := module.CloudIDOf(ts.Spec, r); cid != "" {
+			ts.Cloud[cid] = r
 			if tok := r.String(module.TokenTag); tok != "" {
-				ts.byToken[tok] = append(ts.byToken[tok], cid)
+				ts.ByToken[tok] = append(ts.ByToken[tok], cid)
 			}
 		}
 	}
@@ -259,9 +259,9 @@ func (ts *tableState) addCloud(recs []module.Record) {
 // cycle fresh for what it acts on (names), unless an ENFORCE or TRACK rule
 // covers the table (those modes are about drift: the whole table is read
 // as the cloud has it now); automatic cycles may reuse recent reads.
-func (c *cycle) freshness(ctx context.Context, snap *snapshot, ts *tableState, names map[string]bool) context.Context {
+func (c *cycle) freshness(ctx context.Context, snap *Snapshot, ts *Table, names map[string]bool) context.Context {
 	switch {
-	case c.fullRead() || (c.scoped() && snap.modes.drifty(ts.spec.Name)):
+	case c.fullRead() || (c.scoped() && snap.Modes.Drifty(ts.Spec.Name)):
 		return module.WithFreshRead(ctx)
 	case c.scoped():
 		return module.WithFreshOnly(ctx, names)
@@ -273,7 +273,7 @@ func (c *cycle) freshness(ctx context.Context, snap *snapshot, ts *tableState, n
 // those with pending intent, work in progress or a replacement, as their
 // rows say and as their records last knew them, and their parents'. A
 // scoped read is fresh for them (module.WithFreshOnly).
-func freshNames(snap *snapshot) map[string]bool {
+func FreshNames(snap *Snapshot) map[string]bool {
 	names := map[string]bool{}
 	addCID := func(cid string) {
 		if cid == "" {
@@ -287,22 +287,22 @@ func freshNames(snap *snapshot) map[string]bool {
 			}
 		}
 	}
-	addRow := func(spec module.Table, r *row) {
+	addRow := func(spec module.Table, r *Row) {
 		for _, col := range spec.CloudID {
-			if v := r.db.String(col); v != "" {
+			if v := r.DB.String(col); v != "" {
 				names[v] = true
 			}
 		}
 	}
-	for _, ts := range snap.tables {
+	for _, ts := range snap.Tables {
 		acting := map[string]bool{}
-		for id := range ts.intent {
+		for id := range ts.Intent {
 			acting[id] = true
 		}
-		for key := range ts.ops {
+		for key := range ts.Ops {
 			acting[key] = true
 		}
-		for id := range ts.repl {
+		for id := range ts.Repl {
 			acting[id] = true
 		}
 		for id := range acting {
@@ -310,17 +310,17 @@ func freshNames(snap *snapshot) map[string]bool {
 				addCID(cid)
 				continue
 			}
-			addCID(ts.records[id].cloudID)
-			r := ts.rows[id]
+			addCID(ts.Records[id].CloudID)
+			r := ts.Rows[id]
 			if r == nil {
 				continue
 			}
-			addRow(ts.spec, r)
-			for col, parent := range ts.spec.Refs {
-				if p := snap.byName[parent]; p != nil && r.db[col] != nil {
-					if pr := p.rows[r.db.String(col)]; pr != nil {
-						addRow(p.spec, pr)
-						addCID(p.records[pr.id].cloudID)
+			addRow(ts.Spec, r)
+			for col, parent := range ts.Spec.Refs {
+				if p := snap.ByName[parent]; p != nil && r.DB[col] != nil {
+					if pr := p.Rows[r.DB.String(col)]; pr != nil {
+						addRow(p.Spec, pr)
+						addCID(p.Records[pr.ID].CloudID)
 					}
 				}
 			}
@@ -333,39 +333,39 @@ func freshNames(snap *snapshot) map[string]bool {
 // of the modules that have one: the rows as read and, for a read-only
 // table, the cloud's resources the database lacks (they are restored by
 // this cycle).
-func contextRecords(snap *snapshot) map[string][]module.Record {
+func ContextRecords(snap *Snapshot) map[string][]module.Record {
 	out := map[string][]module.Record{}
-	for _, ts := range snap.tables {
-		if ts.mod == nil || ts.mod.Context == nil {
+	for _, ts := range snap.Tables {
+		if ts.Module == nil || ts.Module.Context == nil {
 			continue
 		}
-		recs := make([]module.Record, 0, len(ts.rows))
+		recs := make([]module.Record, 0, len(ts.Rows))
 		have := map[string]bool{}
-		for _, r := range ts.rows {
-			recs = append(recs, r.db)
-			have[module.CloudIDOf(ts.spec, r.db)] = true
+		for _, r := range ts.Rows {
+			recs = append(recs, r.DB)
+			have[module.CloudIDOf(ts.Spec, r.DB)] = true
 		}
-		if ts.spec.ReadOnly {
-			for cid, c := range ts.cloud {
+		if ts.Spec.ReadOnly {
+			for cid, c := range ts.Cloud {
 				if !have[cid] {
 					recs = append(recs, c)
 				}
 			}
 		}
-		out[ts.spec.Name] = recs
+		out[ts.Spec.Name] = recs
 	}
 	return out
 }
 
 // scope adds what modules derive from their tables as read (module.Module
 // Context: aws_account's regions in scope) to a context for mapper calls.
-func (s *snapshot) scope(ctx context.Context) context.Context {
+func (s *Snapshot) Scope(ctx context.Context) context.Context {
 	var done []*module.Module
-	for _, ts := range s.tables {
-		if m := ts.mod; m != nil && m.Context != nil && !slices.Contains(done, m) {
+	for _, ts := range s.Tables {
+		if m := ts.Module; m != nil && m.Context != nil && !slices.Contains(done, m) {
 			byTable := map[string][]module.Record{}
 			for _, t := range m.Tables {
-				byTable[t.Name] = s.context[t.Name]
+				byTable[t.Name] = s.Context[t.Name]
 			}
 			ctx = m.Context(ctx, byTable)
 			done = append(done, m)
@@ -375,64 +375,64 @@ func (s *snapshot) scope(ctx context.Context) context.Context {
 }
 
 // row is a module-table row as the cycle read it.
-type row struct {
-	id      string
-	xmin    string        // the row version the read saw: writes are conditional on it
-	db      module.Record // as stored (refs are ids)
-	cloud   module.Record // in cloud form (refs are the referenced resources' cloud ids)
-	cloudID string
+type Row struct {
+	ID      string
+	Xmin    string        // the row version the read saw: writes are conditional on it
+	DB      module.Record // as stored (refs are ids)
+	Cloud   module.Record // in cloud form (refs are the referenced resources' cloud ids)
+	CloudID string
 }
 
 // record is what iasql_records says of one record.
-type record struct {
-	cloudID string
-	enacted pglogrepl.LSN
+type RecordState struct {
+	CloudID string
+	Enacted pglogrepl.LSN
 }
 
 // tableState is everything a cycle knows of one table.
-type tableState struct {
-	spec    module.Table
-	mapper  module.Mapper
-	mod     *module.Module           // the module the table belongs to
-	rows    map[string]*row          // by id
-	byCloud map[string]*row          // by cloud id
-	cloud   map[string]module.Record // by cloud id
-	records map[string]record        // by record id
-	recBy   map[string]string        // cloud id -> record id
-	intent  map[string]pglogrepl.LSN // record id -> newest pending user change
+type Table struct {
+	Spec    module.Table
+	Mapper  module.Mapper
+	Module  *module.Module           // the module the table belongs to
+	Rows    map[string]*Row          // by id
+	ByCloud map[string]*Row          // by cloud id
+	Cloud   map[string]module.Record // by cloud id
+	Records map[string]RecordState   // by record id
+	RecBy   map[string]string        // cloud id -> record id
+	Intent  map[string]pglogrepl.LSN // record id -> newest pending user change
 	// seen: record id -> the newest user change the read's snapshot sees;
 	// acting on the record enacts it up to there, and no further.
-	seen map[string]pglogrepl.LSN
+	Seen map[string]pglogrepl.LSN
 	// repl: record id -> its replacement in progress; retired: cloud id ->
 	// the replacement whose old or temporary resource it is (to delete).
-	repl    map[string]*replacement
-	retired map[string]*replacement
+	Repl    map[string]*Replacement
+	Retired map[string]*Replacement
 	// forced: records pushed to the cloud whatever their intent: those
 	// being replaced and those that reference them.
-	forced map[string]bool
+	Forced map[string]bool
 	// ops: record key -> the engine's work under way or failed for it;
 	// byToken: client token -> the cloud ids of resources tagged with it;
 	// strays: cloud id -> the row whose retried create made it a second time.
-	ops     map[string]op
-	byToken map[string][]string
-	strays  map[string]string
+	Ops     map[string]Op
+	ByToken map[string][]string
+	Strays  map[string]string
 	// unverified: region ("" for the whole table) -> why the table's read
 	// failed there (unverified.go).
-	unverified map[string]error
+	Unverified map[string]error
 	// cloudWhole: cloud holds the whole table's resources (not only those
 	// of the records a scoped read asked for), so a later pass may reuse it.
-	cloudWhole bool
+	CloudWhole bool
 }
 
 // generated reports whether the table's identity is generated by the cloud
 // (a feedback column), so that a row without it is yet to be created.
-func generated(spec module.Table) bool {
+func Generated(spec module.Table) bool {
 	return len(spec.CloudID) == 1 && slices.Contains(spec.Feedback, spec.CloudID[0])
 }
 
 // withIdentity returns r with its identity columns set from cid (the form
 // cloudID renders).
-func withIdentity(spec module.Table, r module.Record, cid string) module.Record {
+func WithIdentity(spec module.Table, r module.Record, cid string) module.Record {
 	out := maps.Clone(r)
 	if len(spec.CloudID) == 1 {
 		out[spec.CloudID[0]] = cid
@@ -449,26 +449,26 @@ func withIdentity(spec module.Table, r module.Record, cid string) module.Record 
 }
 
 // snapshot is the state of every installed table at one point.
-type snapshot struct {
-	lsn   pglogrepl.LSN // every change the read saw committed before it
-	vis   visibility    // which transactions the read saw
-	low   pglogrepl.LSN // where the next cycle's intent query may start
-	modes modeRules
+type Snapshot struct {
+	LSN   pglogrepl.LSN // every change the read saw committed before it
+	Vis   Visibility    // which transactions the read saw
+	Low   pglogrepl.LSN // where the next cycle's intent query may start
+	Modes Modes
 	// reading: which tables were read by record, and which rows were read
 	// for reference only (nil: every table read whole).
-	reading *readScope
+	Reading *Scope
 	// context: the records modules' Context hooks see, by table (see scope).
-	context map[string][]module.Record
-	tables  []*tableState // in dependency order
-	byName  map[string]*tableState
+	Context map[string][]module.Record
+	Tables  []*Table // in dependency order
+	ByName  map[string]*Table
 }
 
 // errNoParent means a reference could not be translated yet.
-var errNoParent = errors.New("referenced record not found")
+var ErrNoParent = errors.New("referenced record not found")
 
 // parent is the table that spec's reference column col points at.
-func (snap *snapshot) parent(spec module.Table, col string) (*tableState, error) {
-	p := snap.byName[spec.Refs[col]]
+func (snap *Snapshot) Parent(spec module.Table, col string) (*Table, error) {
+	p := snap.ByName[spec.Refs[col]]
 	if p == nil {
 		return nil, fmt.Errorf("%s.%s references %s, which is not installed", spec.Name, col, spec.Refs[col])
 	}
@@ -477,29 +477,29 @@ func (snap *snapshot) parent(spec module.Table, col string) (*tableState, error)
 
 // toCloud translates a row's refs from ids to the referenced resources'
 // cloud ids.
-func toCloud(spec module.Table, r module.Record, snap *snapshot) (module.Record, error) {
+func ToCloud(spec module.Table, r module.Record, snap *Snapshot) (module.Record, error) {
 	out := maps.Clone(r)
 	for col, parent := range spec.Refs {
 		if r[col] == nil {
 			continue
 		}
-		p, err := snap.parent(spec, col)
+		p, err := snap.Parent(spec, col)
 		if err != nil {
 			return nil, err
 		}
-		pr := p.rows[r.String(col)]
-		if pr == nil || pr.cloudID == "" {
+		pr := p.Rows[r.String(col)]
+		if pr == nil || pr.CloudID == "" {
 			// Missing, or not created yet (its identity comes from the cloud).
-			return nil, fmt.Errorf("%s.%s = %s: %w in %s", spec.Name, col, r.String(col), errNoParent, parent)
+			return nil, fmt.Errorf("%s.%s = %s: %w in %s", spec.Name, col, r.String(col), ErrNoParent, parent)
 		}
-		out[col] = pr.cloudID
+		out[col] = pr.CloudID
 	}
 	return out, nil
 }
 
 // toDB translates a cloud record's refs to ids and keeps only the columns
 // the engine writes (declarative and feedback).
-func toDB(spec module.Table, c module.Record, snap *snapshot) (module.Record, error) {
+func ToDB(spec module.Table, c module.Record, snap *Snapshot) (module.Record, error) {
 	out := module.Record{}
 	for _, col := range append(append([]string{}, spec.Declarative...), spec.Feedback...) {
 		out[col] = c[col]
@@ -508,15 +508,15 @@ func toDB(spec module.Table, c module.Record, snap *snapshot) (module.Record, er
 		if c[col] == nil {
 			continue
 		}
-		p, err := snap.parent(spec, col)
+		p, err := snap.Parent(spec, col)
 		if err != nil {
 			return nil, err
 		}
-		pr := p.byCloud[c.String(col)]
+		pr := p.ByCloud[c.String(col)]
 		if pr == nil {
-			return nil, fmt.Errorf("%s %s: %w (%s %s)", spec.Name, module.CloudIDOf(spec, c), errNoParent, parent, c.String(col))
+			return nil, fmt.Errorf("%s %s: %w (%s %s)", spec.Name, module.CloudIDOf(spec, c), ErrNoParent, parent, c.String(col))
 		}
-		out[col] = json.Number(pr.id)
+		out[col] = json.Number(pr.ID)
 	}
 	return out, nil
 }

@@ -23,24 +23,24 @@ import (
 // so a user's concurrent change to other columns does not stop the write
 // (a generated identity written back must never be lost: the resource would
 // be created again). A user's change to a feedback column wins.
-func feedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, was, got module.Record) error {
+func FeedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, was, got module.Record) error {
 	if len(spec.Feedback) == 0 || sameColumns(spec.Feedback, was, got) {
 		return nil
 	}
-	rec := only(got, spec.Feedback)
-	cols := columnList(rec)
+	rec := Only(got, spec.Feedback)
+	cols := ColumnList(rec)
 	_, err := updateColumns(ctx, tx, spec.Name, id, rec,
 		`ROW(`+cols+`) IS NOT DISTINCT FROM (SELECT ROW(`+cols+`) FROM pg_catalog.jsonb_populate_record(NULL::`+pgx.Identifier{"public", spec.Name}.Sanitize()+`, $3::jsonb))`,
-		string(encodeRecord(only(was, spec.Feedback))))
+		string(EncodeRecord(Only(was, spec.Feedback))))
 	return err
 }
 
 // updateRowTx writes rec's columns into the row, on condition that it is
 // the version the cycle read (xmin); errConflict when it is not.
-func updateRowTx(ctx context.Context, tx pgx.Tx, table, id, xmin string, rec module.Record) error {
+func UpdateRowTx(ctx context.Context, tx pgx.Tx, table, id, xmin string, rec module.Record) error {
 	ok, err := updateColumns(ctx, tx, table, id, rec, `xmin = $3::text::xid`, xmin)
 	if err == nil && !ok {
-		return errConflict
+		return ErrConflict
 	}
 	return err
 }
@@ -48,17 +48,17 @@ func updateRowTx(ctx context.Context, tx pgx.Tx, table, id, xmin string, rec mod
 // updateColumns sets rec's columns of row id where cond (an SQL condition
 // on the row whose parameter is $3) holds, and reports whether it did.
 func updateColumns(ctx context.Context, tx pgx.Tx, table, id string, rec module.Record, cond string, arg any) (bool, error) {
-	cols := columnList(rec)
+	cols := ColumnList(rec)
 	t := pgx.Identifier{"public", table}.Sanitize()
 	tag, err := tx.Exec(ctx, `UPDATE `+t+` SET (`+cols+`) = (SELECT `+cols+` FROM pg_catalog.jsonb_populate_record(NULL::`+t+`, $1::jsonb))
-		WHERE id = $2 AND `+cond, string(encodeRecord(rec)), id, arg)
+		WHERE id = $2 AND `+cond, string(EncodeRecord(rec)), id, arg)
 	if err != nil {
 		return false, err
 	}
 	return tag.RowsAffected() > 0, nil
 }
 
-func upsertRecord(ctx context.Context, tx pgx.Tx, table, id, cid string, lsn pglogrepl.LSN) error {
+func UpsertRecord(ctx context.Context, tx pgx.Tx, table, id, cid string, lsn pglogrepl.LSN) error {
 	_, err := tx.Exec(ctx, `
 		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
 		VALUES ($1, $2, $3, $4::text::pg_lsn)
@@ -68,7 +68,7 @@ func upsertRecord(ctx context.Context, tx pgx.Tx, table, id, cid string, lsn pgl
 	return err
 }
 
-func only(r module.Record, cols []string) module.Record {
+func Only(r module.Record, cols []string) module.Record {
 	out := module.Record{}
 	for _, c := range cols {
 		out[c] = r[c]
@@ -76,7 +76,7 @@ func only(r module.Record, cols []string) module.Record {
 	return out
 }
 
-func columnList(r module.Record) string {
+func ColumnList(r module.Record) string {
 	cols := make([]string, 0, len(r))
 	for c := range r {
 		cols = append(cols, c)
@@ -152,10 +152,10 @@ func (c *cycle) record(ctx context.Context, kind string, msg map[string]any) err
 
 // readDB reads the rows of every table in one REPEATABLE READ snapshot and
 // the WAL position that covers every commit the snapshot sees.
-func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *readScope) (pglogrepl.LSN, visibility, map[string]map[string]*row, error) {
+func ReadDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *Scope) (pglogrepl.LSN, Visibility, map[string]map[string]*Row, error) {
 	var lsn pglogrepl.LSN
-	var vis visibility
-	out := map[string]map[string]*row{}
+	var vis Visibility
+	out := map[string]map[string]*Row{}
 	err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		// The first statement takes the snapshot: every commit it sees was
 		// inserted in the WAL before this position. (The converse does not
@@ -167,13 +167,13 @@ func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *readSc
 			return fmt.Errorf("read WAL position: %w", err)
 		}
 		var err error
-		if vis, err = parseSnapshot(snap); err != nil {
+		if vis, err = ParseVisibility(snap); err != nil {
 			return err
 		}
 		// Whole tables, then the tables read by record, children first (a
 		// child's rows name the parent rows read for reference).
 		for _, t := range specs {
-			if !s.byRecord(t.Name) {
+			if !s.ByRecord(t.Name) {
 				m, err := scanRows(ctx, tx, t, `SELECT id::text, xmin::text, pg_catalog.to_jsonb(t)::text FROM `+pgx.Identifier{"public", t.Name}.Sanitize()+` t`)
 				if err != nil {
 					return err
@@ -182,8 +182,8 @@ func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *readSc
 			}
 		}
 		for i := len(specs) - 1; i >= 0; i-- {
-			if t := specs[i]; s.byRecord(t.Name) {
-				m, err := readScoped(ctx, tx, t, s)
+			if t := specs[i]; s.ByRecord(t.Name) {
+				m, err := ReadScoped(ctx, tx, t, s)
 				if err != nil {
 					return err
 				}
@@ -196,23 +196,23 @@ func readDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *readSc
 }
 
 // scanRows reads a module table's rows by q (id, xmin, the row as JSON).
-func scanRows(ctx context.Context, tx pgx.Tx, t module.Table, q string, args ...any) (map[string]*row, error) {
+func scanRows(ctx context.Context, tx pgx.Tx, t module.Table, q string, args ...any) (map[string]*Row, error) {
 	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read table %s: %w", t.Name, err)
 	}
 	defer rows.Close()
-	m := map[string]*row{}
+	m := map[string]*Row{}
 	for rows.Next() {
 		var id, xmin, js string
 		if err := rows.Scan(&id, &xmin, &js); err != nil {
 			return nil, fmt.Errorf("read table %s: %w", t.Name, err)
 		}
-		rec, err := decodeRecord(js)
+		rec, err := DecodeRecord(js)
 		if err != nil {
 			return nil, fmt.Errorf("decode row %s of %s: %w", id, t.Name, err)
 		}
-		m[id] = &row{id: id, xmin: xmin, db: rec}
+		m[id] = &Row{ID: id, Xmin: xmin, DB: rec}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read table %s: %w", t.Name, err)
@@ -221,13 +221,13 @@ func scanRows(ctx context.Context, tx pgx.Tx, t module.Table, q string, args ...
 }
 
 // visibility is a pg_snapshot: which transactions a read saw.
-type visibility struct {
+type Visibility struct {
 	xmin, xmax uint64
 	inProgress map[uint64]bool
 }
 
-func parseSnapshot(s string) (visibility, error) {
-	v := visibility{inProgress: map[uint64]bool{}}
+func ParseVisibility(s string) (Visibility, error) {
+	v := Visibility{inProgress: map[uint64]bool{}}
 	parts := strings.SplitN(s, ":", 3)
 	if len(parts) != 3 {
 		return v, fmt.Errorf("unexpected snapshot %q", s)
@@ -253,7 +253,7 @@ func parseSnapshot(s string) (visibility, error) {
 
 // sees reports whether a committed transaction, by its 32-bit id (as
 // logical decoding gives it), is visible to the snapshot.
-func (v visibility) sees(xid32 uint32) bool {
+func (v Visibility) Sees(xid32 uint32) bool {
 	// Widen to 64 bits as the id nearest xmax (transaction ids compare
 	// modulo 2^32 within half the space, as PostgreSQL's own do).
 	full := uint64(int64(v.xmax) + int64(int32(xid32-uint32(v.xmax))))
@@ -263,7 +263,7 @@ func (v visibility) sees(xid32 uint32) bool {
 	return full < v.xmin || !v.inProgress[full]
 }
 
-func decodeRecord(js string) (module.Record, error) {
+func DecodeRecord(js string) (module.Record, error) {
 	d := json.NewDecoder(strings.NewReader(js))
 	d.UseNumber()
 	var rec module.Record
@@ -273,7 +273,7 @@ func decodeRecord(js string) (module.Record, error) {
 	return rec, nil
 }
 
-func encodeRecord(r module.Record) []byte {
+func EncodeRecord(r module.Record) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -283,10 +283,10 @@ func encodeRecord(r module.Record) []byte {
 
 // readRecords reads iasql_records for the tables: every record of a table
 // read whole, the records of the rows read of the others.
-func readRecords(ctx context.Context, conn *pgx.Conn, tables []string, s *readScope) (map[string]map[string]record, error) {
+func ReadRecords(ctx context.Context, conn *pgx.Conn, tables []string, s *Scope) (map[string]map[string]RecordState, error) {
 	var whole, pt, pid []string
 	for _, t := range tables {
-		ids := s.rowsOf(t)
+		ids := s.RowsOf(t)
 		if ids == nil {
 			whole = append(whole, t)
 			continue
@@ -305,7 +305,7 @@ func readRecords(ctx context.Context, conn *pgx.Conn, tables []string, s *readSc
 		return nil, fmt.Errorf("read record state: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]map[string]record{}
+	out := map[string]map[string]RecordState{}
 	for rows.Next() {
 		var t, id, cid string
 		var lsn pglogrepl.LSN
@@ -313,9 +313,9 @@ func readRecords(ctx context.Context, conn *pgx.Conn, tables []string, s *readSc
 			return nil, fmt.Errorf("read record state: %w", err)
 		}
 		if out[t] == nil {
-			out[t] = map[string]record{}
+			out[t] = map[string]RecordState{}
 		}
-		out[t][id] = record{cloudID: cid, enacted: lsn}
+		out[t][id] = RecordState{CloudID: cid, Enacted: lsn}
 	}
 	return out, rows.Err()
 }
@@ -325,8 +325,8 @@ func readRecords(ctx context.Context, conn *pgx.Conn, tables []string, s *readSc
 // newer than the record's enacted LSN, the pending intent. A TRUNCATE is a
 // change to every record the table had. It also returns where the next
 // cycle's query may start: below it every change is seen or enacted.
-func readIntent(ctx context.Context, conn *pgx.Conn, tables []string, low, upto pglogrepl.LSN, vis visibility,
-	recs map[string]map[string]record) (intent, seen map[string]map[string]pglogrepl.LSN, next pglogrepl.LSN, err error) {
+func ReadIntent(ctx context.Context, conn *pgx.Conn, tables []string, low, upto pglogrepl.LSN, vis Visibility,
+	recs map[string]map[string]RecordState) (intent, seen map[string]map[string]pglogrepl.LSN, next pglogrepl.LSN, err error) {
 	rows, err := conn.Query(ctx, `
 		SELECT table_name, coalesce(record_id, ''), lsn::text, xid
 		  FROM public.iasql_audit_log
@@ -349,7 +349,7 @@ func readIntent(ctx context.Context, conn *pgx.Conn, tables []string, low, upto 
 	}
 	add := func(t, id string, lsn pglogrepl.LSN) {
 		note(seen, t, id, lsn)
-		if r, ok := recs[t][id]; !ok || r.enacted < lsn {
+		if r, ok := recs[t][id]; !ok || r.Enacted < lsn {
 			note(intent, t, id, lsn)
 		}
 	}
@@ -363,7 +363,7 @@ func readIntent(ctx context.Context, conn *pgx.Conn, tables []string, low, upto 
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("parse LSN %q: %w", lsnText, err)
 		}
-		if !vis.sees(uint32(xid)) {
+		if !vis.Sees(uint32(xid)) {
 			// Committed after the read: the next cycle's. Its LSN may be
 			// below the read's position, so the next query starts there.
 			if lsn < next {

@@ -31,29 +31,29 @@ import (
 
 // wholeTable is the key of tableState.unverified when a table's whole read
 // failed.
-const wholeTable = ""
+const WholeTable = ""
 
 // readFailed takes the failed Read of the table: a cycle whose context
 // ended fails; otherwise the failed regions (or the whole table) are
 // unverified and the records of the regions that were read are kept.
-func (ts *tableState) readFailed(ctx context.Context, recs []module.Record, err error) ([]module.Record, error) {
+func (ts *Table) readFailed(ctx context.Context, recs []module.Record, err error) ([]module.Record, error) {
 	if ctx.Err() != nil {
 		return nil, err
 	}
-	if ts.unverified == nil {
-		ts.unverified = map[string]error{}
+	if ts.Unverified == nil {
+		ts.Unverified = map[string]error{}
 	}
 	failed, partial := module.FailedRegions(err)
 	if !partial {
-		ts.unverified[wholeTable] = err
+		ts.Unverified[WholeTable] = err
 		return nil, nil
 	}
 	for region, rerr := range failed {
-		ts.unverified[region] = rerr
+		ts.Unverified[region] = rerr
 	}
 	kept := recs[:0:0]
 	for _, r := range recs {
-		if _, bad := failed[r.String(ts.spec.Region)]; !bad || ts.spec.Region == "" {
+		if _, bad := failed[r.String(ts.Spec.Region)]; !bad || ts.Spec.Region == "" {
 			kept = append(kept, r)
 		}
 	}
@@ -62,12 +62,12 @@ func (ts *tableState) readFailed(ctx context.Context, recs []module.Record, err 
 
 // lineageFailed reports whether the table, or a table it references
 // (recursively), has an unverified part.
-func (s *snapshot) lineageFailed(ts *tableState, seen ...string) bool {
-	if len(ts.unverified) > 0 {
+func (s *Snapshot) lineageFailed(ts *Table, seen ...string) bool {
+	if len(ts.Unverified) > 0 {
 		return true
 	}
-	for _, parent := range ts.spec.Refs {
-		if p := s.byName[parent]; p != nil && !slices.Contains(seen, parent) && s.lineageFailed(p, append(seen, ts.spec.Name)...) {
+	for _, parent := range ts.Spec.Refs {
+		if p := s.ByName[parent]; p != nil && !slices.Contains(seen, parent) && s.lineageFailed(p, append(seen, ts.Spec.Name)...) {
 			return true
 		}
 	}
@@ -77,20 +77,20 @@ func (s *snapshot) lineageFailed(ts *tableState, seen ...string) bool {
 // unverifiedIn returns why the table is unverified in region (its own
 // read's failure or a parent table's), nil when it is not. An unknown
 // region ("") is unverified where any part of the lineage is.
-func (s *snapshot) unverifiedIn(ts *tableState, region string, seen ...string) error {
-	if err := ts.unverified[wholeTable]; err != nil {
+func (s *Snapshot) unverifiedIn(ts *Table, region string, seen ...string) error {
+	if err := ts.Unverified[WholeTable]; err != nil {
 		return err
 	}
 	if region == "" {
-		for _, r := range slices.Sorted(maps.Keys(ts.unverified)) {
-			return ts.unverified[r]
+		for _, r := range slices.Sorted(maps.Keys(ts.Unverified)) {
+			return ts.Unverified[r]
 		}
-	} else if err := ts.unverified[region]; err != nil {
+	} else if err := ts.Unverified[region]; err != nil {
 		return err
 	}
-	for _, parent := range sortedRefTables(ts.spec) {
-		if p := s.byName[parent]; p != nil && !slices.Contains(seen, parent) {
-			if err := s.unverifiedIn(p, region, append(seen, ts.spec.Name)...); err != nil {
+	for _, parent := range sortedRefTables(ts.Spec) {
+		if p := s.ByName[parent]; p != nil && !slices.Contains(seen, parent) {
+			if err := s.unverifiedIn(p, region, append(seen, ts.Spec.Name)...); err != nil {
 				return err
 			}
 		}
@@ -100,17 +100,17 @@ func (s *snapshot) unverifiedIn(ts *tableState, region string, seen ...string) e
 
 // rowRegion is the region of a row (database form: refs are ids): its
 // Region column, else its parent row's.
-func (s *snapshot) rowRegion(ts *tableState, r module.Record, depth int) string {
-	if v := r.String(ts.spec.Region); ts.spec.Region != "" && v != "" {
+func (s *Snapshot) RowRegion(ts *Table, r module.Record, depth int) string {
+	if v := r.String(ts.Spec.Region); ts.Spec.Region != "" && v != "" {
 		return v
 	}
-	for _, col := range sortedRefCols(ts.spec) {
-		p := s.byName[ts.spec.Refs[col]]
+	for _, col := range sortedRefCols(ts.Spec) {
+		p := s.ByName[ts.Spec.Refs[col]]
 		if p == nil || r[col] == nil || depth > 8 {
 			continue
 		}
-		if pr := p.rows[r.String(col)]; pr != nil {
-			if region := s.rowRegion(p, pr.db, depth+1); region != "" {
+		if pr := p.Rows[r.String(col)]; pr != nil {
+			if region := s.RowRegion(p, pr.DB, depth+1); region != "" {
 				return region
 			}
 		}
@@ -120,22 +120,22 @@ func (s *snapshot) rowRegion(ts *tableState, r module.Record, depth int) string 
 
 // cloudRegion is the region of a cloud record (refs are cloud ids): its
 // Region key, else its parent's (as a row, or as the cloud has it).
-func (s *snapshot) cloudRegion(ts *tableState, c module.Record, depth int) string {
-	if v := c.String(ts.spec.Region); ts.spec.Region != "" && v != "" {
+func (s *Snapshot) CloudRegion(ts *Table, c module.Record, depth int) string {
+	if v := c.String(ts.Spec.Region); ts.Spec.Region != "" && v != "" {
 		return v
 	}
-	for _, col := range sortedRefCols(ts.spec) {
-		p := s.byName[ts.spec.Refs[col]]
+	for _, col := range sortedRefCols(ts.Spec) {
+		p := s.ByName[ts.Spec.Refs[col]]
 		if p == nil || c[col] == nil || depth > 8 {
 			continue
 		}
-		if pr := p.byCloud[c.String(col)]; pr != nil {
-			if region := s.rowRegion(p, pr.db, depth+1); region != "" {
+		if pr := p.ByCloud[c.String(col)]; pr != nil {
+			if region := s.RowRegion(p, pr.DB, depth+1); region != "" {
 				return region
 			}
 		}
-		if pc, ok := p.cloud[c.String(col)]; ok {
-			if region := s.cloudRegion(p, pc, depth+1); region != "" {
+		if pc, ok := p.Cloud[c.String(col)]; ok {
+			if region := s.CloudRegion(p, pc, depth+1); region != "" {
 				return region
 			}
 		}
@@ -146,39 +146,39 @@ func (s *snapshot) cloudRegion(ts *tableState, c module.Record, depth int) strin
 // unverifiedFilter tells, in diff, the rows and resources of one table that
 // are in an unverified part. A nil filter (the common case: nothing in the
 // table's lineage is unverified) passes everything.
-type unverifiedFilter struct {
-	s  *snapshot
-	ts *tableState
+type UnverifiedFilter struct {
+	s  *Snapshot
+	ts *Table
 }
 
 // unverifiedParts returns the filter of a table's unverified parts, nil
 // when it has none.
-func (s *snapshot) unverifiedParts(ts *tableState) *unverifiedFilter {
+func (s *Snapshot) UnverifiedParts(ts *Table) *UnverifiedFilter {
 	if !s.lineageFailed(ts) {
 		return nil
 	}
-	return &unverifiedFilter{s: s, ts: ts}
+	return &UnverifiedFilter{s: s, ts: ts}
 }
 
 // row reports whether a row is in an unverified part.
-func (f *unverifiedFilter) row(r *row) bool {
-	return f != nil && f.s.unverifiedIn(f.ts, f.s.rowRegion(f.ts, r.db, 0)) != nil
+func (f *UnverifiedFilter) Row(r *Row) bool {
+	return f != nil && f.s.unverifiedIn(f.ts, f.s.RowRegion(f.ts, r.DB, 0)) != nil
 }
 
 // cloud reports whether a resource (as the cloud has it) is in an
 // unverified part.
-func (f *unverifiedFilter) cloud(c module.Record) bool {
-	return f != nil && f.s.unverifiedIn(f.ts, f.s.cloudRegion(f.ts, c, 0)) != nil
+func (f *UnverifiedFilter) Cloud(c module.Record) bool {
+	return f != nil && f.s.unverifiedIn(f.ts, f.s.CloudRegion(f.ts, c, 0)) != nil
 }
 
 // record reports whether a record is in an unverified part: by its row, or
 // (without one) as a record whose region cannot be told.
-func (f *unverifiedFilter) record(id string) bool {
+func (f *UnverifiedFilter) Record(id string) bool {
 	if f == nil {
 		return false
 	}
-	if r := f.ts.rows[id]; r != nil {
-		return f.row(r)
+	if r := f.ts.Rows[id]; r != nil {
+		return f.Row(r)
 	}
 	return f.s.unverifiedIn(f.ts, "") != nil
 }
@@ -186,11 +186,11 @@ func (f *unverifiedFilter) record(id string) bool {
 // unverifiedLines are the snapshot's unverified parts, one line each
 // ("vpc in eu-central-1: <why>", "iam_role: <why>" for a whole table), in
 // table order then region order.
-func (s *snapshot) unverifiedLines() []string {
+func (s *Snapshot) UnverifiedLines() []string {
 	var out []string
-	for _, ts := range s.tables {
-		for _, region := range slices.Sorted(maps.Keys(ts.unverified)) {
-			out = append(out, unverifiedPart(ts.spec.Name, region)+": "+oneLine(ts.unverified[region].Error()))
+	for _, ts := range s.Tables {
+		for _, region := range slices.Sorted(maps.Keys(ts.Unverified)) {
+			out = append(out, unverifiedPart(ts.Spec.Name, region)+": "+oneLine(ts.Unverified[region].Error()))
 		}
 	}
 	return out
@@ -198,7 +198,7 @@ func (s *snapshot) unverifiedLines() []string {
 
 // unverifiedPart names a table's unverified part.
 func unverifiedPart(table, region string) string {
-	if region == wholeTable {
+	if region == WholeTable {
 		return table + " (every region)"
 	}
 	return table + " in " + region
@@ -209,28 +209,28 @@ func unverifiedPart(table, region string) string {
 // caller who waits for them (iasql_commit, iasql_rollback,
 // iasql_wait_for_all) is told, one line each naming the record, the part
 // and the error. Unverified parts that hold no intent are not failures.
-func (s *snapshot) held() []string {
+func (s *Snapshot) Held() []string {
 	var out []string
-	for _, ts := range s.tables {
-		f := s.unverifiedParts(ts)
-		if f == nil || len(ts.intent) == 0 {
+	for _, ts := range s.Tables {
+		f := s.UnverifiedParts(ts)
+		if f == nil || len(ts.Intent) == 0 {
 			continue
 		}
-		ids := make([]string, 0, len(ts.intent))
-		for id := range ts.intent {
+		ids := make([]string, 0, len(ts.Intent))
+		for id := range ts.Intent {
 			ids = append(ids, id)
 		}
-		sort.Slice(ids, func(i, j int) bool { return numLess(ids[i], ids[j]) })
+		sort.Slice(ids, func(i, j int) bool { return NumLess(ids[i], ids[j]) })
 		for _, id := range ids {
 			var region, cid string
-			if r := ts.rows[id]; r != nil && r.cloud != nil {
-				region, cid = s.rowRegion(ts, r.db, 0), r.cloudID
-			} else if rec, ok := ts.records[id]; ok && r == nil {
-				c, there := ts.cloud[rec.cloudID]
+			if r := ts.Rows[id]; r != nil && r.Cloud != nil {
+				region, cid = s.RowRegion(ts, r.DB, 0), r.CloudID
+			} else if rec, ok := ts.Records[id]; ok && r == nil {
+				c, there := ts.Cloud[rec.CloudID]
 				if !there {
 					continue // gone from both sides, or not seen: nothing to hold
 				}
-				region, cid = s.cloudRegion(ts, c, 0), rec.cloudID
+				region, cid = s.CloudRegion(ts, c, 0), rec.CloudID
 			} else {
 				continue
 			}
@@ -242,7 +242,7 @@ func (s *snapshot) held() []string {
 			if region == "" {
 				where = "its table"
 			}
-			what := ts.spec.Name + " " + id
+			what := ts.Spec.Name + " " + id
 			if cid != "" {
 				what += " (" + cid + ")"
 			}
@@ -258,7 +258,7 @@ func (s *snapshot) held() []string {
 // iasql_status). It returns failures with those of the records it holds
 // (held) added.
 func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []string) ([]string, error) {
-	lines := c.snap.unverifiedLines()
+	lines := c.snap.UnverifiedLines()
 	for _, l := range lines {
 		part, _, _ := strings.Cut(l, ": ")
 		i := slices.IndexFunc(out.Unverified, func(o string) bool { return strings.HasPrefix(o, part+": ") })
@@ -270,21 +270,21 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 		}
 	}
 	var tables, regions, errs, installed []string
-	for _, ts := range c.snap.tables {
-		if ts.cloudWhole {
+	for _, ts := range c.snap.Tables {
+		if ts.CloudWhole {
 			// Only a whole read says what is verified now; a table read by
 			// record (scope.go) keeps what the last whole read found.
-			installed = append(installed, ts.spec.Name)
+			installed = append(installed, ts.Spec.Name)
 		}
-		for _, region := range slices.Sorted(maps.Keys(ts.unverified)) {
-			tables, regions, errs = append(tables, ts.spec.Name), append(regions, region), append(errs, oneLine(ts.unverified[region].Error()))
+		for _, region := range slices.Sorted(maps.Keys(ts.Unverified)) {
+			tables, regions, errs = append(tables, ts.Spec.Name), append(regions, region), append(errs, oneLine(ts.Unverified[region].Error()))
 		}
 	}
 	// One statement (iasql_unverified is not captured: no engine marker),
 	// on the cycle's session under its mutex; none when the table is known
 	// empty and nothing is unverified (every pass of every cycle, as a rule).
 	if len(tables) == 0 && c.e.unverifiedClear {
-		return append(failures, c.snap.held()...), nil
+		return append(failures, c.snap.Held()...), nil
 	}
 	err := c.withConn(func() error {
 		_, err := c.conn.Exec(ctx, `
@@ -303,7 +303,7 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 		return nil, fmt.Errorf("record the unverified parts of the cloud: %w", err)
 	}
 	c.e.unverifiedClear = len(tables) == 0
-	return append(failures, c.snap.held()...), nil
+	return append(failures, c.snap.Held()...), nil
 }
 
 // unverifiedSummary is what a cycle's summary says of its unverified parts

@@ -42,7 +42,7 @@ var (
 // without a row, a sub row not in the cloud and a sub in the cloud without
 // a row; net row 5 in r2 and net row 6 in r1 have pending intent (to
 // create). unverified sets what the reads left unverified, by table.
-func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *snapshot {
+func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *Snapshot {
 	t.Helper()
 	rec := func(kv ...string) module.Record {
 		r := module.Record{}
@@ -51,41 +51,41 @@ func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *snaps
 		}
 		return r
 	}
-	snap := &snapshot{byName: map[string]*tableState{}, modes: modeRules{tables: map[string]resolved{}, records: map[string]resolved{}}}
+	snap := &Snapshot{ByName: map[string]*Table{}, Modes: Modes{Tables: map[string]Resolved{}, Records: map[string]Resolved{}}}
 	for _, spec := range []module.Table{netSpec, subSpec} {
-		ts := &tableState{spec: spec, mapper: fakeMapper{spec.Declarative}, rows: map[string]*row{}, byCloud: map[string]*row{},
-			cloud: map[string]module.Record{}, records: map[string]record{}, recBy: map[string]string{}, intent: map[string]pglogrepl.LSN{},
-			seen: map[string]pglogrepl.LSN{}, repl: map[string]*replacement{}, retired: map[string]*replacement{}, forced: map[string]bool{},
-			ops: map[string]op{}, byToken: map[string][]string{}, strays: map[string]string{}, unverified: unverified[spec.Name]}
-		snap.tables = append(snap.tables, ts)
-		snap.byName[spec.Name] = ts
+		ts := &Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*Row{}, ByCloud: map[string]*Row{},
+			Cloud: map[string]module.Record{}, Records: map[string]RecordState{}, RecBy: map[string]string{}, Intent: map[string]pglogrepl.LSN{},
+			Seen: map[string]pglogrepl.LSN{}, Repl: map[string]*Replacement{}, Retired: map[string]*Replacement{}, Forced: map[string]bool{},
+			Ops: map[string]Op{}, ByToken: map[string][]string{}, Strays: map[string]string{}, Unverified: unverified[spec.Name]}
+		snap.Tables = append(snap.Tables, ts)
+		snap.ByName[spec.Name] = ts
 	}
-	net, sub := snap.byName["net"], snap.byName["sub"]
-	addRow := func(ts *tableState, id string, db module.Record, known bool) {
-		ts.rows[id] = &row{id: id, xmin: "1", db: db}
+	net, sub := snap.ByName["net"], snap.ByName["sub"]
+	addRow := func(ts *Table, id string, db module.Record, known bool) {
+		ts.Rows[id] = &Row{ID: id, Xmin: "1", DB: db}
 		if known {
-			ts.records[id] = record{cloudID: module.CloudIDOf(ts.spec, db), enacted: 1}
+			ts.Records[id] = RecordState{CloudID: module.CloudIDOf(ts.Spec, db), Enacted: 1}
 		}
 	}
 	// Rows in sync (their parents of sub rows), both regions.
 	addRow(net, "1", rec("name", "n1", "region", "r1"), true)
 	addRow(net, "2", rec("name", "n2", "region", "r2"), true)
-	net.cloud["n1"], net.cloud["n2"] = rec("name", "n1", "region", "r1"), rec("name", "n2", "region", "r2")
+	net.Cloud["n1"], net.Cloud["n2"] = rec("name", "n1", "region", "r1"), rec("name", "n2", "region", "r2")
 	// Deleted from the cloud by others (rows 3, 4); to create (5, 6).
 	addRow(net, "3", rec("name", "n3", "region", "r1"), true)
 	addRow(net, "4", rec("name", "n4", "region", "r2"), true)
 	addRow(net, "5", rec("name", "n5", "region", "r2"), false)
 	addRow(net, "6", rec("name", "n6", "region", "r1"), false)
-	net.intent["5"], net.intent["6"] = 10, 10
+	net.Intent["5"], net.Intent["6"] = 10, 10
 	// Made in the cloud by others.
-	net.cloud["m1"], net.cloud["m2"] = rec("name", "m1", "region", "r1"), rec("name", "m2", "region", "r2")
+	net.Cloud["m1"], net.Cloud["m2"] = rec("name", "m1", "region", "r1"), rec("name", "m2", "region", "r2")
 	// Children: rows whose resource is gone, resources without a row.
 	addRow(sub, "1", module.Record{"net_id": "1", "name": "s1"}, true)
 	addRow(sub, "2", module.Record{"net_id": "2", "name": "s2"}, true)
-	sub.cloud[`["n1","t1"]`] = rec("net_id", "n1", "name", "t1", "region", "r1")
-	sub.cloud[`["n2","t2"]`] = rec("net_id", "n2", "name", "t2", "region", "r2")
-	for _, ts := range snap.tables {
-		if err := ts.cloudForms(snap); err != nil {
+	sub.Cloud[`["n1","t1"]`] = rec("net_id", "n1", "name", "t1", "region", "r1")
+	sub.Cloud[`["n2","t2"]`] = rec("net_id", "n2", "name", "t2", "region", "r2")
+	for _, ts := range snap.Tables {
+		if err := ts.CloudForms(snap); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,19 +118,19 @@ func TestDiffUnverified(t *testing.T) {
 		{"a region of the parent table", map[string]map[string]error{"net": {"r2": denied}}, r2, []string{"net 5"}},
 		{"the same region of the child table only", map[string]map[string]error{"sub": {"r2": denied}},
 			without("delete database sub 2", `create database sub ["n2","t2"]`), nil},
-		{"the whole parent table", map[string]map[string]error{"net": {wholeTable: denied}}, nil, []string{"net 5", "net 6"}},
-		{"the whole child table", map[string]map[string]error{"sub": {wholeTable: denied}},
+		{"the whole parent table", map[string]map[string]error{"net": {WholeTable: denied}}, nil, []string{"net 5", "net 6"}},
+		{"the whole child table", map[string]map[string]error{"sub": {WholeTable: denied}},
 			without("delete database sub 1", "delete database sub 2", `create database sub ["n1","t1"]`, `create database sub ["n2","t2"]`), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := outageSnapshot(t, tc.unverified)
-			p, err := diff(snap, options{})
+			p, err := Diff(snap, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, a := range p.actions {
+			for _, a := range p.Actions {
 				got = append(got, a.Action+" "+a.Direction+" "+a.Table+" "+firstNonEmpty(a.ID, a.CloudID))
 			}
 			slices.Sort(got)
@@ -138,12 +138,12 @@ func TestDiffUnverified(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("actions:\n got %q\nwant %q", got, want)
 			}
-			for _, e := range p.enact {
-				if e.table == "net" && e.id == "2" && tc.unverified["net"] != nil {
+			for _, e := range p.Enact {
+				if e.Table == "net" && e.ID == "2" && tc.unverified["net"] != nil {
 					t.Errorf("enacted net 2 in an unverified part")
 				}
 			}
-			held := snap.held()
+			held := snap.Held()
 			if len(held) != len(tc.held) {
 				t.Fatalf("held %q, want %v", held, tc.held)
 			}
@@ -173,17 +173,17 @@ func TestReadFailed(t *testing.T) {
 		unverified []string
 	}{
 		{"partial", context.Background(), module.Partial(map[string]error{"r2": denied}), false, 1, []string{"r2"}},
-		{"whole", context.Background(), denied, false, 0, []string{wholeTable}},
+		{"whole", context.Background(), denied, false, 0, []string{WholeTable}},
 		{"cancelled", cancelled, context.Canceled, true, 0, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := &tableState{spec: netSpec}
+			ts := &Table{Spec: netSpec}
 			got, err := ts.readFailed(tc.ctx, slices.Clone(recs), tc.err)
 			if (err != nil) != tc.fails || len(got) != tc.kept {
 				t.Errorf("readFailed: %d records, %v; want %d, failing %v", len(got), err, tc.kept, tc.fails)
 			}
-			if regions := slices.Sorted(maps.Keys(ts.unverified)); !slices.Equal(regions, tc.unverified) {
+			if regions := slices.Sorted(maps.Keys(ts.Unverified)); !slices.Equal(regions, tc.unverified) {
 				t.Errorf("unverified %q, want %q", regions, tc.unverified)
 			}
 		})

@@ -22,11 +22,11 @@ func TestSnapshotVisibility(t *testing.T) {
 		{"4294967390:4294967400:", 110, false},                              // 2^32+110 >= xmax
 	}
 	for _, tc := range tests {
-		v, err := parseSnapshot(tc.snap)
+		v, err := ParseVisibility(tc.snap)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := v.sees(tc.xid); got != tc.want {
+		if got := v.Sees(tc.xid); got != tc.want {
 			t.Errorf("snapshot %s sees %d: %v, want %v", tc.snap, tc.xid, got, tc.want)
 		}
 	}
