@@ -11,19 +11,18 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/bridge/plan"
+	"github.com/iasql/iasql/bridge/snapshot"
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/modules/module"
 )
 
-// errConflict means a conditional write found the row changed since the
-// cycle read it: the user's change wins and the record is planned again.
-var ErrConflict = errors.New("row changed since it was read")
-
 // execute performs one action; writes to the database are conditional on
 // the row being as read, and carry the engine marker.
-func (c *cycle) execute(ctx context.Context, a *Action) error {
+func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 	ts := a.Tab
 	switch a.Kind {
-	case CloudCreate:
+	case plan.CloudCreate:
 		want := a.Row.Cloud
 		got, err := c.create(ctx, a, want)
 		if err != nil {
@@ -35,7 +34,7 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 		if err := c.writeBack(ctx, a, got); err != nil {
 			return err
 		}
-		a.Identified = Generated(ts.Spec)
+		a.Identified = snapshot.Generated(ts.Spec)
 		if ts.Mapper.Equal(want, got) {
 			return nil
 		}
@@ -43,8 +42,8 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 		// found the one an earlier attempt half made (its later steps,
 		// attach or tag, failed), or the cloud chose otherwise. Finish it
 		// with an update; the next read says whether the cloud took it.
-		if Generated(ts.Spec) {
-			want = WithIdentity(ts.Spec, want, module.CloudIDOf(ts.Spec, got))
+		if snapshot.Generated(ts.Spec) {
+			want = snapshot.WithIdentity(ts.Spec, want, module.CloudIDOf(ts.Spec, got))
 		}
 		fixed, err := ts.Mapper.Update(ctx, want, got)
 		if errors.Is(err, module.ErrReplace) {
@@ -53,7 +52,7 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 			return fmt.Errorf("the resource was created, but finishing it failed: %w", err)
 		}
 		return c.writeBack(ctx, a, fixed)
-	case CloudUpdate:
+	case plan.CloudUpdate:
 		got, err := ts.Mapper.Update(ctx, a.Row.Cloud, a.Cloud)
 		if errors.Is(err, module.ErrReplace) {
 			a.Action = "replace"
@@ -62,82 +61,65 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 			return err
 		}
 		return c.writeBack(ctx, a, got)
-	case CloudDelete:
+	case plan.CloudDelete:
 		if a.Retire != nil {
 			if err := ts.Mapper.Delete(ctx, a.Cloud); err != nil {
 				return err
 			}
 			return c.dbTx(ctx, func(tx pgx.Tx) error {
-				if err := ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{OpKey(a)}); err != nil {
+				if err := store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{plan.OpKey(a)}); err != nil {
 					return err
 				}
-				if a.CloudID != a.Retire.Old || a.Retire.Phase != PhaseTemporary {
-					return nil
+				// The old resource gone, the record's own new resource comes next.
+				if next, moved := a.Retire.Deleted(a.CloudID); moved {
+					return store.SetPhase(ctx, tx, a.Retire, next)
 				}
-				// The old resource is gone: the record's own new resource comes next.
-				return SetPhase(ctx, tx, a.Retire, PhaseFinal)
+				return nil
 			})
 		}
-		if err := ts.Mapper.Delete(ctx, a.Cloud); errors.Is(err, module.ErrKeep) && (ParentRetired(c.snap, ts.Spec, a.Cloud) || ParentLeaving(c.snap, ts.Spec, a.Cloud)) {
+		if err := ts.Mapper.Delete(ctx, a.Cloud); errors.Is(err, module.ErrKeep) && (plan.ParentRetired(c.snap, ts.Spec, a.Cloud) || plan.ParentLeaving(c.snap, ts.Spec, a.Cloud)) {
 			// It goes with its parent (the old resource of a replacement, or
 			// a resource whose row was deleted): AWS deletes a VPC's default
 			// security group with the VPC.
 			return nil
 		} else if errors.Is(err, module.ErrKeep) {
 			// The cloud keeps it: the row comes back instead.
-			a.Action, a.Direction, a.Kind = "create", "database", DBInsert
-			a.Description = "import " + Describe(ts.Spec, a.Cloud) + " back: " + err.Error()
+			a.Action, a.Direction, a.Kind = "create", "database", plan.DBInsert
+			a.Description = "import " + plan.Describe(ts.Spec, a.Cloud) + " back: " + err.Error()
 			return c.execute(ctx, a)
 		} else if err != nil {
 			return err
 		}
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1 AND record_id = $2 AND cloud_id = $3`, ts.Spec.Name, a.Record, a.CloudID)
-			if err != nil {
+			if err := store.ForgetResource(ctx, tx, ts.Spec.Name, a.Record, a.CloudID); err != nil {
 				return err
 			}
 			// The row may still exist under another identity: its intent
 			// is enacted only once its own resource is created.
-			return ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{OpKey(a)})
+			return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{plan.OpKey(a)})
 		})
-	case DBDelete:
+	case plan.DBDelete:
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{"public", ts.Spec.Name}.Sanitize()+` WHERE id = $1 AND xmin = $2::text::xid`, a.ID, a.Row.Xmin)
-			if err != nil {
+			if err := store.DeleteRow(ctx, tx, ts.Spec.Name, a.ID, a.Row.Xmin); err != nil {
 				return err
 			}
-			if tag.RowsAffected() == 0 {
-				return ErrConflict
-			}
-			_, err = tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1 AND record_id = $2`, ts.Spec.Name, a.ID)
-			if err != nil {
-				return err
-			}
-			return ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{a.ID})
+			return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{a.ID})
 		})
-	case DBInsert:
-		rec, err := ToDB(ts.Spec, a.Cloud, c.snap)
+	case plan.DBInsert:
+		rec, err := snapshot.ToDB(ts.Spec, a.Cloud, c.snap)
 		if err != nil {
 			return err
 		}
 		for _, col := range ts.Spec.Initial {
 			rec[col] = a.Cloud[col]
 		}
-		onConflict := ""
 		if a.Record != "" && ts.Rows[a.Record] == nil {
 			// Restore the record under the id it had, if it is still free.
 			rec["id"] = json.Number(a.Record)
-			onConflict = " ON CONFLICT (id) DO NOTHING"
 		}
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			cols, t := ColumnList(rec), pgx.Identifier{"public", ts.Spec.Name}.Sanitize()
-			q := `INSERT INTO ` + t + ` (` + cols + `) SELECT ` + cols + ` FROM pg_catalog.jsonb_populate_record(NULL::` + t + `, $1::jsonb)` +
-				onConflict + ` RETURNING id::text`
-			var id string
-			if err := tx.QueryRow(ctx, q, string(EncodeRecord(rec))).Scan(&id); err != nil {
-				if errors.Is(err, pgx.ErrNoRows) {
-					return ErrConflict
-				}
+			id, err := store.InsertRow(ctx, tx, ts.Spec.Name, rec)
+			if err != nil {
 				return err
 			}
 			a.ID = id
@@ -145,15 +127,15 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 			// user change to this id the read saw is older than the row
 			// (another incarnation of the id: before an uninstall, or a
 			// delete this import undoes); later changes come after it.
-			return UpsertRecord(ctx, tx, ts.Spec.Name, id, a.CloudID, max(ts.Seen[id], c.snap.LSN))
+			return store.UpsertRecord(ctx, tx, ts.Spec.Name, id, a.CloudID, max(ts.Seen[id], c.snap.LSN))
 		})
-	case DBUpdate, DBFeedback:
-		rec, err := ToDB(ts.Spec, a.Cloud, c.snap)
+	case plan.DBUpdate, plan.DBFeedback:
+		rec, err := snapshot.ToDB(ts.Spec, a.Cloud, c.snap)
 		if err != nil {
 			return err
 		}
-		if a.Kind == DBFeedback {
-			rec = Only(rec, ts.Spec.Feedback)
+		if a.Kind == plan.DBFeedback {
+			rec = store.Only(rec, ts.Spec.Feedback)
 		}
 		return c.updateRow(ctx, a, rec)
 	}
@@ -164,7 +146,7 @@ func (c *cycle) execute(ctx context.Context, a *Action) error {
 // client token. When an earlier attempt may have made it (a failed call,
 // or a crash before the write-back) and the mapper can look a token up,
 // the resource that attempt made is adopted instead of making another.
-func (c *cycle) create(ctx context.Context, a *Action, want module.Record) (module.Record, error) {
+func (c *cycle) create(ctx context.Context, a *plan.Action, want module.Record) (module.Record, error) {
 	mapper := a.Tab.Mapper
 	if f, ok := mapper.(module.Finder); ok && a.Retried {
 		got, err := f.Find(ctx, want, a.Token)
@@ -184,32 +166,32 @@ func (c *cycle) create(ctx context.Context, a *Action, want module.Record) (modu
 // record's state. It does not enact the intent: only a later read that
 // shows the user's values does (the cloud may have said yes and not taken
 // the change).
-func (c *cycle) writeBack(ctx context.Context, a *Action, got module.Record) error {
+func (c *cycle) writeBack(ctx context.Context, a *plan.Action, got module.Record) error {
 	ts := a.Tab
 	cid := a.Row.CloudID
-	if cid == "" || Generated(ts.Spec) {
+	if cid == "" || snapshot.Generated(ts.Spec) {
 		cid = module.CloudIDOf(ts.Spec, got) // the identity the cloud gave it
 	}
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		if err := FeedbackTx(ctx, tx, ts.Spec, a.ID, a.Row.DB, got); err != nil {
+		if err := store.FeedbackTx(ctx, tx, ts.Spec, a.ID, a.Row.DB, got); err != nil {
 			return err
 		}
-		return UpsertRecord(ctx, tx, ts.Spec.Name, a.ID, cid, 0)
+		return store.UpsertRecord(ctx, tx, ts.Spec.Name, a.ID, cid, 0)
 	})
 }
 
 // writeFeedback stores the feedback columns only.
-func (c *cycle) writeFeedback(ctx context.Context, a *Action, got module.Record) error {
+func (c *cycle) writeFeedback(ctx context.Context, a *plan.Action, got module.Record) error {
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		return FeedbackTx(ctx, tx, a.Tab.Spec, a.ID, a.Row.DB, got)
+		return store.FeedbackTx(ctx, tx, a.Tab.Spec, a.ID, a.Row.DB, got)
 	})
 }
 
-func (c *cycle) updateRow(ctx context.Context, a *Action, rec module.Record) error {
+func (c *cycle) updateRow(ctx context.Context, a *plan.Action, rec module.Record) error {
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		if err := UpdateRowTx(ctx, tx, a.Tab.Spec.Name, a.ID, a.Row.Xmin, rec); err != nil {
+		if err := store.UpdateRowTx(ctx, tx, a.Tab.Spec.Name, a.ID, a.Row.Xmin, rec); err != nil {
 			return err
 		}
-		return UpsertRecord(ctx, tx, a.Tab.Spec.Name, a.ID, a.CloudID, a.Tab.Seen[a.ID])
+		return store.UpsertRecord(ctx, tx, a.Tab.Spec.Name, a.ID, a.CloudID, a.Tab.Seen[a.ID])
 	})
 }

@@ -18,6 +18,9 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/bridge/execute"
+	"github.com/iasql/iasql/bridge/plan"
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -38,11 +41,11 @@ type Engine struct {
 	aws      aws.Config
 	interval time.Duration
 	timeout  time.Duration
-	lanes    *Lanes // bounds the cloud calls in flight per module and region
+	exec     *execute.Executor // runs plans; bounds the cloud calls in flight per module and region
 	// retention: audit rows older than this are pruned (0 keeps them all).
 	retention time.Duration
-	txTimeout time.Duration // idle owner: the iasql transaction is rolled back (requests.go)
-	kept      engineState   // iasql_engine_state as this leadership knows it (retention.go)
+	txTimeout time.Duration     // idle owner: the iasql transaction is rolled back (requests.go)
+	kept      store.EngineState // iasql_engine_state as this leadership knows it (retention.go)
 	// unverifiedClear: this leadership left iasql_unverified empty, so a
 	// cycle with nothing unverified need not write it (unverified.go).
 	unverifiedClear bool
@@ -78,7 +81,7 @@ type EngineConfig struct {
 	Interval     time.Duration // automatic cycles; default 2 minutes
 	CycleTimeout time.Duration // default 45 minutes
 	// CloudConcurrency bounds the cloud actions in flight per module and
-	// region; default DefaultCloudConcurrency.
+	// region; default execute.DefaultCloudConcurrency.
 	CloudConcurrency int
 	// AuditRetention: audit rows older than this (and enacted) are
 	// deleted; 0 keeps them all.
@@ -91,7 +94,7 @@ type EngineConfig struct {
 // NewEngine returns an engine; capture must be the sidecar's capture loop.
 func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
-		interval: cfg.Interval, timeout: cfg.CycleTimeout, lanes: NewLanes(cfg.CloudConcurrency), retention: cfg.AuditRetention,
+		interval: cfg.Interval, timeout: cfg.CycleTimeout, exec: execute.New(cfg.CloudConcurrency), retention: cfg.AuditRetention,
 		txTimeout: cfg.TransactionTimeout,
 		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
 	if e.log == nil {
@@ -507,7 +510,7 @@ func (e *Engine) automatic(ctx context.Context, reason string) time.Time {
 		// Nothing installed, nothing to sync (and no records to write).
 		return time.Time{}
 	}
-	out, err := e.runCycle(ctx, installed, reason, Options{}, false)
+	out, err := e.runCycle(ctx, installed, reason, plan.Options{}, false)
 	if err != nil && !errors.Is(err, errBusy) {
 		e.log.Warn("cycle failed", "reason", reason, "err", err)
 	}
@@ -605,7 +608,7 @@ func (e *Engine) releaseWork(conn *pgx.Conn) {
 
 // cycle runs one cycle under the cycle lock. wait says whether to wait for
 // a running cycle (a commit does; an automatic cycle does not).
-func (e *Engine) cycle(ctx context.Context, reason string, opt Options, wait bool) (*Outcome, error) {
+func (e *Engine) cycle(ctx context.Context, reason string, opt plan.Options, wait bool) (*Outcome, error) {
 	installed, err := e.installedTables(ctx)
 	if err != nil {
 		return nil, err
@@ -614,7 +617,7 @@ func (e *Engine) cycle(ctx context.Context, reason string, opt Options, wait boo
 }
 
 // runCycle is cycle over tables already read.
-func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reason string, opt Options, wait bool) (*Outcome, error) {
+func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reason string, opt plan.Options, wait bool) (*Outcome, error) {
 	if err := e.checkAccount(ctx); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/bridge/plan"
 	"github.com/iasql/iasql/logical"
 )
 
@@ -50,7 +51,7 @@ func (e *Engine) handle(ctx context.Context, r request) {
 			reason = "refresh" // a full read (cycle.fullRead)
 		}
 		var out *Outcome
-		out, err = e.cycle(ctx, reason, Options{}, true)
+		out, err = e.cycle(ctx, reason, plan.Options{}, true)
 		result = out
 	default:
 		err = fmt.Errorf("unknown request %q: this sidecar is older than the SQL objects; upgrade it", r.Kind)
@@ -174,7 +175,7 @@ func (e *Engine) commit(ctx context.Context, r request) (any, error) {
 	if err := e.mayEnd(ctx, t, r, "commit"); err != nil {
 		return nil, err
 	}
-	out, err := e.cycle(ctx, "commit", Options{}, true)
+	out, err := e.cycle(ctx, "commit", plan.Options{}, true)
 	if t != nil {
 		if cerr := e.closeTransaction(ctx); cerr != nil && err == nil {
 			err = cerr
@@ -202,7 +203,7 @@ func (e *Engine) rollback(ctx context.Context, r request) (any, error) {
 }
 
 func (e *Engine) rollbackSince(ctx context.Context, t *txInfo, reason string) (any, error) {
-	out, err := e.cycle(ctx, reason, Options{Discard: true, DiscardAfter: lsnOf(t.BeginLSN)}, true)
+	out, err := e.cycle(ctx, reason, plan.Options{Discard: true, DiscardAfter: lsnOf(t.BeginLSN)}, true)
 	if err != nil {
 		return out, err
 	}
@@ -256,12 +257,12 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 	if err := c.read(ctx); err != nil {
 		return nil, err
 	}
-	p, err := Diff(c.snap, Options{})
+	p, err := plan.Diff(c.snap, plan.Options{})
 	if err != nil {
 		return nil, err
 	}
-	WithStatus(p.Actions)
-	actions := make([]Action, 0, len(p.Actions))
+	plan.WithStatus(p.Actions)
+	actions := make([]plan.Action, 0, len(p.Actions))
 	for _, a := range p.Actions {
 		actions = append(actions, *a)
 	}
@@ -340,7 +341,7 @@ func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) 
 		return nil, err
 	}
 	// Import what already exists in the cloud.
-	if _, err := e.cycle(ctx, "install", Options{}, true); err != nil {
+	if _, err := e.cycle(ctx, "install", plan.Options{}, true); err != nil {
 		return nil, fmt.Errorf("installed %s, but importing from the cloud failed: %w", strings.Join(names, ", "), err)
 	}
 	return map[string]any{"modules": results}, nil

@@ -2,10 +2,9 @@ package bridge
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 )
@@ -31,25 +30,16 @@ const pruneEvery = time.Hour
 // pruneBatch is how many audit rows one statement deletes.
 const pruneBatch = 10000
 
-// engineState is iasql_engine_state as this leadership last read or wrote
-// it (the loop goroutine's): cycles write it only when it changes.
-type engineState struct {
-	low      pglogrepl.LSN
-	prunedAt time.Time
-}
-
 // loadLow reads the persisted intent watermark and the last pruning.
 func (e *Engine) loadLow(ctx context.Context, c *pgx.Conn) error {
-	e.kept = engineState{}
-	err := c.QueryRow(ctx, `SELECT intent_low::text, coalesce(pruned_at, 'epoch') FROM public.iasql_engine_state`).
-		Scan(&e.kept.low, &e.kept.prunedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
+	kept, err := store.LoadEngineState(ctx, c)
 	if err != nil {
-		return fmt.Errorf("read the engine's state: %w", err)
+		return err
 	}
-	e.setLow(e.kept.low)
+	e.kept = kept
+	if kept.Low != 0 {
+		e.setLow(kept.Low)
+	}
 	return nil
 }
 
@@ -57,26 +47,19 @@ func (e *Engine) loadLow(ctx context.Context, c *pgx.Conn) error {
 // audit trail when its time has come. conn holds the cycle lock.
 func (c *cycle) saveLow(ctx context.Context, low pglogrepl.LSN) error {
 	kept := &c.e.kept
-	if low > kept.low {
-		err := c.withConn(func() error {
-			_, err := c.conn.Exec(ctx, `
-				INSERT INTO public.iasql_engine_state AS s (intent_low) VALUES ($1::text::pg_lsn)
-				ON CONFLICT (singleton) DO UPDATE SET intent_low = greatest(s.intent_low, excluded.intent_low), updated_at = pg_catalog.clock_timestamp()`,
-				low.String())
+	if low > kept.Low {
+		if err := c.withConn(func() error { return store.SaveLow(ctx, c.conn, low) }); err != nil {
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("persist the intent watermark: %w", err)
 		}
-		kept.low = low
+		kept.Low = low
 	}
-	if c.e.retention <= 0 || time.Since(kept.prunedAt) < min(pruneEvery, c.e.retention) {
+	if c.e.retention <= 0 || time.Since(kept.PrunedAt) < min(pruneEvery, c.e.retention) {
 		return nil
 	}
 	if err := c.prune(ctx, low); err != nil {
 		return err
 	}
-	kept.prunedAt = time.Now()
+	kept.PrunedAt = time.Now()
 	return nil
 }
 
@@ -86,27 +69,20 @@ func (c *cycle) prune(ctx context.Context, low pglogrepl.LSN) error {
 	total := int64(0)
 	for {
 		var n int64
-		err := c.withConn(func() error {
-			tag, err := c.conn.Exec(ctx, `DELETE FROM public.iasql_audit_log WHERE id IN (
-				SELECT id FROM public.iasql_audit_log WHERE ts < $1 AND (lsn IS NULL OR lsn < $2::text::pg_lsn) LIMIT $3)`,
-				cutoff, low.String(), pruneBatch)
-			n = tag.RowsAffected()
+		err := c.withConn(func() (err error) {
+			n, err = store.PruneAudit(ctx, c.conn, cutoff, low, pruneBatch)
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("prune the audit trail: %w", err)
+			return err
 		}
 		total += n
 		if n < pruneBatch {
 			break
 		}
 	}
-	err := c.withConn(func() error {
-		_, err := c.conn.Exec(ctx, `UPDATE public.iasql_engine_state SET pruned_at = pg_catalog.clock_timestamp()`)
+	if err := c.withConn(func() error { return store.MarkPruned(ctx, c.conn) }); err != nil {
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("record the audit trail's pruning: %w", err)
 	}
 	if total > 0 {
 		c.e.log.Info("pruned the audit trail", "rows", total, "older_than", cutoff.Format(time.RFC3339))

@@ -13,6 +13,9 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/bridge/plan"
+	"github.com/iasql/iasql/bridge/snapshot"
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -23,15 +26,14 @@ type cycle struct {
 	conn   *pgx.Conn
 	id     string
 	reason string
-	opt    Options
-	snap   *Snapshot
+	opt    plan.Options
+	snap   *snapshot.Snapshot
 	tables []installedTable
 
 	// batch, while open, holds the database writes of database-only
-	// actions: one transaction per batchSize actions, a savepoint each.
+	// actions: one transaction per execute.BatchSize actions, a savepoint each.
 	// It is never open across a cloud call.
-	batch   pgx.Tx
-	inBatch []*Action
+	batch pgx.Tx
 	// dbMu is held by every use of conn (Engine.workMu): the write-backs of
 	// concurrent cloud actions and the session's keep-alive share it.
 	dbMu *sync.Mutex
@@ -45,13 +47,11 @@ type cycle struct {
 	// tables this cycle changed in the cloud since (and their children,
 	// which the cloud may change with them). The next pass reads only the
 	// touched tables again.
-	reads   map[string]*Table
+	reads   map[string]*snapshot.Table
 	touched map[string]bool
 	// changed: the tables this cycle changed in the cloud (in any pass).
 	changed map[string]bool
 }
-
-const batchSize = 200
 
 type installedTable struct {
 	spec   module.Table
@@ -61,10 +61,10 @@ type installedTable struct {
 
 // Outcome is how a cycle ended.
 type Outcome struct {
-	Cycle    string   `json:"cycle"`
-	Actions  []Action `json:"actions"`
-	Failures []string `json:"failures,omitempty"`
-	Summary  string   `json:"summary"`
+	Cycle    string        `json:"cycle"`
+	Actions  []plan.Action `json:"actions"`
+	Failures []string      `json:"failures,omitempty"`
+	Summary  string        `json:"summary"`
 	// Unverified: the parts of the cloud whose reads failed, one line each
 	// (table, region, error); nothing was done there (unverified.go).
 	Unverified []string `json:"unverified,omitempty"`
@@ -99,7 +99,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			}
 		}
 		c.logRead(ctx, pass)
-		p, err := Diff(c.snap, c.opt)
+		p, err := plan.Diff(c.snap, c.opt)
 		if err != nil {
 			return out, err
 		}
@@ -171,7 +171,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		failures = append(failures, done...)
 		for _, a := range p.Actions {
 			out.Actions = append(out.Actions, *a)
-			if IsCloud(a) {
+			if plan.IsCloud(a) {
 				c.touch(a.Table)
 			}
 		}
@@ -208,7 +208,7 @@ func (c *cycle) logRead(ctx context.Context, pass int) {
 
 // logPlan says, at debug level, each action a pass planned and the
 // records it enacts.
-func (c *cycle) logPlan(ctx context.Context, pass int, p *Plan) {
+func (c *cycle) logPlan(ctx context.Context, pass int, p *plan.Plan) {
 	if !c.e.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
@@ -251,7 +251,7 @@ func (c *cycle) touch(table string) {
 // pending: a failed action whose retry is not due yet, a child whose parent
 // it waits for. Enacted or not, every record the final pass read with
 // intent and did not enact keeps its newest change in view.
-func (c *cycle) keepPending(p *Plan) {
+func (c *cycle) keepPending(p *plan.Plan) {
 	enacted := map[string]bool{}
 	for _, e := range p.Enact {
 		enacted[e.Table+"\x00"+e.ID] = true
@@ -263,25 +263,6 @@ func (c *cycle) keepPending(p *Plan) {
 			}
 		}
 	}
-}
-
-// gone reports whether a record is gone from both sides for good: the
-// read looked for it (it was read whole, or it was among the records read)
-// and found no row, no engine state, no work under way and no replacement.
-// Its changes need nothing more (a row deleted before it was ever created,
-// or a resource deleted and forgotten), so they do not hold the intent
-// query back.
-func (ts *Table) Gone(snap *Snapshot, id string) bool {
-	if ts.Rows[id] != nil || ts.Repl[id] != nil {
-		return false
-	}
-	if _, ok := ts.Records[id]; ok {
-		return false
-	}
-	if _, ok := ts.Ops[id]; ok {
-		return false
-	}
-	return !snap.Reading.ByRecord(ts.Spec.Name) || snap.Reading.Acting[ts.Spec.Name][id]
 }
 
 // CycleError lists the records a cycle could not bring in sync.
@@ -314,7 +295,7 @@ func summarize(o *Outcome) string {
 // signature names a pass's work: the actions, and for each record the
 // newest user change the pass saw (a record a user changed again is new
 // work, not a repeat).
-func signature(actions []*Action) string {
+func signature(actions []*plan.Action) string {
 	parts := make([]string, 0, len(actions))
 	for _, a := range actions {
 		part := fmt.Sprintf("%s %s %s %s", a.Action, a.Direction, a.Table, firstNonEmpty(a.ID, a.CloudID))
@@ -328,11 +309,11 @@ func signature(actions []*Action) string {
 }
 
 // seenOf is the newest user change the pass saw for each record it acts on.
-func (c *cycle) seenOf(p *Plan) map[string]pglogrepl.LSN {
+func (c *cycle) seenOf(p *plan.Plan) map[string]pglogrepl.LSN {
 	out := map[string]pglogrepl.LSN{}
 	for _, a := range p.Actions {
 		if a.ID != "" {
-			out[ActionKey(a)] = a.Tab.Seen[a.ID]
+			out[plan.ActionKey(a)] = a.Tab.Seen[a.ID]
 		}
 	}
 	return out
@@ -340,7 +321,7 @@ func (c *cycle) seenOf(p *Plan) map[string]pglogrepl.LSN {
 
 // userWrites reports whether users changed, since the previous pass, a
 // record this pass acts on.
-func (c *cycle) userWrites(p *Plan, before map[string]pglogrepl.LSN) bool {
+func (c *cycle) userWrites(p *plan.Plan, before map[string]pglogrepl.LSN) bool {
 	for k, lsn := range c.seenOf(p) {
 		if old, ok := before[k]; ok && lsn > old {
 			return true
@@ -358,20 +339,9 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// heldBy returns the first of keys that did not happen ("" when none).
-func heldBy(keys []string, down map[string]string) string {
-	for _, k := range keys {
-		if why, ok := down[k]; ok {
-			table, id, _ := strings.Cut(k, "\x00")
-			return table + " " + strings.TrimPrefix(id, "#") + " (" + why + ")"
-		}
-	}
-	return ""
-}
-
 // enact records records that are in sync: first sightings and intent that
 // needed no change.
-func (c *cycle) enact(ctx context.Context, es []Enactment) error {
+func (c *cycle) enact(ctx context.Context, es []plan.Enactment) error {
 	if len(es) == 0 {
 		return nil
 	}
@@ -386,16 +356,10 @@ func (c *cycle) enact(ctx context.Context, es []Enactment) error {
 				opTables, opKeys = append(opTables, e.Table), append(opKeys, e.ID)
 			}
 		}
-		_, err := tx.Exec(ctx, `
-			INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
-			SELECT t, i, c, l::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(t, i, c, l)
-			ON CONFLICT (table_name, record_id) DO UPDATE SET cloud_id = excluded.cloud_id,
-			  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
-			tables, ids, cids, lsns)
-		if err != nil {
-			return fmt.Errorf("record %d records in sync: %w", len(es), err)
+		if err := store.Enact(ctx, tx, tables, ids, cids, lsns); err != nil {
+			return err
 		}
-		return ForgetOps(ctx, tx, opTables, opKeys)
+		return store.ForgetOps(ctx, tx, opTables, opKeys)
 	})
 }
 
@@ -415,6 +379,6 @@ func (c *cycle) fullRead() bool { return c.reason == "install" || c.reason == "r
 
 // scoped reports whether the cycle's reads are fresh for the records it
 // acts on (pending intent, work in progress, replacements, and their
-// parents: freshNames) and may reuse recent reads of the rest: the cycles
+// parents: FreshNames) and may reuse recent reads of the rest: the cycles
 // someone waits for (commit, rollback, preview) but full reads.
 func (c *cycle) scoped() bool { return c.waited() && !c.fullRead() }

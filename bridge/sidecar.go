@@ -33,7 +33,7 @@ type Config struct {
 	Interval     time.Duration // automatic cycles; default 2 minutes
 	CycleTimeout time.Duration // default 45 minutes
 	// CloudConcurrency bounds the cloud actions in flight per module and
-	// region; default DefaultCloudConcurrency.
+	// region; default execute.DefaultCloudConcurrency.
 	CloudConcurrency int
 	// LeaderTimeout: a sidecar that stops making progress (frozen,
 	// partitioned) loses capture and engine leadership within it; default

@@ -1,6 +1,10 @@
 package bridge
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/iasql/iasql/bridge/snapshot"
+)
 
 // TestSnapshotVisibility: which 32-bit transaction ids a pg_snapshot sees,
 // across an epoch boundary too.
@@ -22,7 +26,7 @@ func TestSnapshotVisibility(t *testing.T) {
 		{"4294967390:4294967400:", 110, false},                              // 2^32+110 >= xmax
 	}
 	for _, tc := range tests {
-		v, err := ParseVisibility(tc.snap)
+		v, err := snapshot.ParseVisibility(tc.snap)
 		if err != nil {
 			t.Fatal(err)
 		}

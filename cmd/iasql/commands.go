@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/bridge/execute"
 	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/metrics"
 	"github.com/iasql/iasql/modules"
@@ -29,7 +30,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
 	timeout := f.String("cycle-timeout", "IASQL_CYCLE_TIMEOUT", "45m", "a cycle running longer is cancelled and recorded as timed out")
-	concurrency := f.String("cloud-concurrency", "IASQL_CLOUD_CONCURRENCY", fmt.Sprint(bridge.DefaultCloudConcurrency), "cloud changes in flight at once per module and region")
+	concurrency := f.String("cloud-concurrency", "IASQL_CLOUD_CONCURRENCY", fmt.Sprint(execute.DefaultCloudConcurrency), "cloud changes in flight at once per module and region")
 	txTimeout := f.String("transaction-timeout", "IASQL_TRANSACTION_TIMEOUT", bridge.DefaultTransactionTimeout.String(), "an iasql transaction (iasql_begin) whose session ends, or stays idle this long, is rolled back")
 	retention := f.String("audit-retention", "IASQL_AUDIT_RETENTION", bridge.DefaultAuditRetention.String(), "how long iasql_audit_log keeps history: older rows, once enacted, are deleted hourly (0 keeps everything)")
 	leader := f.String("leader-timeout", "IASQL_LEADER_TIMEOUT", logical.DefaultLeaderTimeout.String(), "a sidecar silent this long (frozen, cut off) loses leadership to a standby; its sessions are ended by PostgreSQL")

@@ -1,19 +1,22 @@
-package bridge
-
-// Planning: a pure function of a snapshot. diff decides, for every
-// difference between database and cloud, what to do, by the direction table
-// of DESIGN.md (tested as data without PostgreSQL: direction_internal_test.go),
-// and the dependencies between the actions it plans.
+// Package plan decides what a cycle does: Diff is a pure function of a
+// snapshot (bridge/snapshot) that settles every difference between the
+// database and the cloud by the direction table of DESIGN.md
+// (TowardsCloud, tested as data without PostgreSQL), and Dependencies
+// orders the actions it plans over the per-object dependency graph.
+package plan
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
-	"github.com/jackc/pglogrepl"
-
+	"github.com/iasql/iasql/bridge/replace"
+	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/iasql/iasql/modules/module"
+	"github.com/jackc/pglogrepl"
 )
 
 // Action is one planned step of a cycle, as iasql_preview shows it.
@@ -26,12 +29,12 @@ type Action struct {
 	Description string `json:"description"`
 	Mode        string `json:"mode"` // the mode that decided it, and by which rule
 
-	Tab    *Table        `json:"-"`
-	Row    *Row          `json:"-"`
-	Cloud  module.Record `json:"-"` // the resource as the cloud has it
-	Record string        `json:"-"` // the record a cloud-only resource belonged to, if known
-	Kind   Step          `json:"-"`
-	Retire *Replacement  `json:"-"` // a cloud delete of a replacement's old or temporary resource
+	Tab    *snapshot.Table      `json:"-"`
+	Row    *snapshot.Row        `json:"-"`
+	Cloud  module.Record        `json:"-"` // the resource as the cloud has it
+	Record string               `json:"-"` // the record a cloud-only resource belonged to, if known
+	Kind   Step                 `json:"-"`
+	Retire *replace.Replacement `json:"-"` // a cloud delete of a replacement's old or temporary resource
 	// Identified: a create whose resource's identity is written back;
 	// retrying the create could make a second one, so a failure after it
 	// is not retried in this pass (the next read sees the resource).
@@ -46,17 +49,7 @@ type Action struct {
 
 type Step int
 
-const (
-	CloudCreate Step = iota
-	CloudUpdate
-	CloudDelete
-	DBInsert
-	DBUpdate
-	DBDelete
-	DBFeedback
-)
-
-// plan is the outcome of diffing one snapshot.
+// Plan is the outcome of diffing one snapshot.
 type Plan struct {
 	Actions []*Action
 	// enact: records in sync whose state must be recorded (first sighting,
@@ -64,22 +57,22 @@ type Plan struct {
 	Enact []Enactment
 	// promote: replacements whose old resource is gone (phase final now);
 	// finished: replacements with nothing left to delete.
-	Promote, Finished []*Replacement
+	Promote, Finished []*replace.Replacement
 }
 
 type Enactment struct {
 	Table, ID, CloudID string
 }
 
-// options change how a cycle decides directions.
+// Options change how a cycle decides directions.
 type Options struct {
-	// discardAfter, when set, turns user intent newer than it into "no
+	// DiscardAfter, when set, turns user intent newer than it into "no
 	// intent" (iasql_rollback): those records are restored from the cloud.
 	DiscardAfter pglogrepl.LSN
 	Discard      bool
 }
 
-// towardsCloud is the direction table of DESIGN.md as data: whether a
+// TowardsCloud is the direction table of DESIGN.md as data: whether a
 // difference is settled in the cloud (true) or in the database, by the
 // record's mode and whether it has pending user intent. Each kind of
 // difference then has its action in that direction: a row only in the
@@ -87,15 +80,15 @@ type Options struct {
 // cloud is deleted there or imported; both but different, updated in the
 // cloud or in the row. TestDirectionTable checks every cell.
 var TowardsCloud = map[string]map[bool]bool{
-	ModeNormal:  {false: false, true: true},  // pending intent wins, else the cloud's state
-	ModeEnforce: {false: true, true: true},   // the database is the truth
-	ModeTrack:   {false: false, true: false}, // the cloud is the truth
+	snapshot.ModeNormal:  {false: false, true: true},  // pending intent wins, else the cloud's state
+	snapshot.ModeEnforce: {false: true, true: true},   // the database is the truth
+	snapshot.ModeTrack:   {false: false, true: false}, // the cloud is the truth
 }
 
-// diff decides, for every difference between database and cloud, what to
+// Diff decides, for every difference between database and cloud, what to
 // do, by the direction table of DESIGN.md (every record NORMAL until modes
 // land): pending intent pushes to the cloud, its absence pulls from it.
-func Diff(snap *Snapshot, opt Options) (*Plan, error) {
+func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 	p := &Plan{}
 	// restoring: rows (table, id) that take back the cloud identity their
 	// record had (a rename undone); claimed: the cloud ids (table, cloud
@@ -122,16 +115,16 @@ func Diff(snap *Snapshot, opt Options) (*Plan, error) {
 				if intent(id) {
 					note = " (the table is read-only: the cloud's state is restored)"
 				}
-				return false, ModeTrack, "TRACK by the table being read-only", note
+				return false, snapshot.ModeTrack, "TRACK by the table being read-only", note
 			}
 			m, rule := snap.Modes.Of(ts.Spec.Name, id)
 			label = m + " by " + rule
 			has := intent(id)
 			toCloud = TowardsCloud[m][has]
 			switch {
-			case m == ModeEnforce && !has:
+			case m == snapshot.ModeEnforce && !has:
 				note = " (ENFORCE by " + rule + ": reverting a change made in the cloud)"
-			case m == ModeTrack && has:
+			case m == snapshot.ModeTrack && has:
 				note = " (WARNING: TRACK by " + rule + ": the user's change is undone from the cloud)"
 			}
 			return toCloud, m, label, note
@@ -141,7 +134,7 @@ func Diff(snap *Snapshot, opt Options) (*Plan, error) {
 		for id := range ts.Rows {
 			ids = append(ids, id)
 		}
-		sort.Slice(ids, func(i, j int) bool { return NumLess(ids[i], ids[j]) })
+		sort.Slice(ids, func(i, j int) bool { return snapshot.NumLess(ids[i], ids[j]) })
 		for _, id := range ids {
 			r := ts.Rows[id]
 			if snap.Reading.IsContext(ts.Spec.Name, id) {
@@ -160,7 +153,7 @@ func Diff(snap *Snapshot, opt Options) (*Plan, error) {
 			}
 			c, inCloud := ts.Cloud[r.CloudID]
 			equal := inCloud && ts.Mapper.Equal(r.Cloud, c)
-			if equal && sameColumns(ts.Spec.Feedback, r.Cloud, c) {
+			if equal && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) {
 				// In sync (the common case: no mode or action is worked out).
 				if ts.StandingIn(id) {
 					continue // the stand-in is in sync, not the record
@@ -243,7 +236,7 @@ func Diff(snap *Snapshot, opt Options) (*Plan, error) {
 			}
 			rid := ts.RecBy[cid]
 			toCloud, mode, label, note := push(rid)
-			if rid == "" && mode == ModeNormal {
+			if rid == "" && mode == snapshot.ModeNormal {
 				toCloud = false // never known here: imported
 			}
 			if parent := pushedParent(snap, ts.Spec, c); parent != "" {
@@ -280,7 +273,7 @@ func Diff(snap *Snapshot, opt Options) (*Plan, error) {
 					left = true
 				}
 			}
-			if !left && (rp.Phase == PhaseFinal || ts.Rows[id] == nil) {
+			if rp.Done(left, ts.Rows[id] == nil) {
 				p.Finished = append(p.Finished, rp)
 			}
 		}
@@ -290,7 +283,7 @@ func Diff(snap *Snapshot, opt Options) (*Plan, error) {
 
 // dependents says what a replacement of row id cascades to: the rows that
 // reference it move to the new resource.
-func dependents(snap *Snapshot, ts *Table, id string) string {
+func dependents(snap *snapshot.Snapshot, ts *snapshot.Table, id string) string {
 	var parts []string
 	for _, cts := range snap.Tables {
 		n := 0
@@ -317,7 +310,7 @@ func dependents(snap *Snapshot, ts *Table, id string) string {
 // restorable reports whether a row whose resource is not in the cloud can
 // take back the resource its record stood for: that resource is in the
 // cloud and no other row stands for it.
-func restorable(ts *Table, id string, r *Row) bool {
+func restorable(ts *snapshot.Table, id string, r *snapshot.Row) bool {
 	old := ts.Records[id].CloudID
 	if old == "" || old == r.CloudID || ts.ByCloud[old] != nil {
 		return false
@@ -338,9 +331,9 @@ func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
 	return false
 }
 
-// parentRetired reports whether a resource's parent is the old resource of
+// ParentRetired reports whether a resource's parent is the old resource of
 // a replacement, to be deleted.
-func ParentRetired(snap *Snapshot, spec module.Table, c module.Record) bool {
+func ParentRetired(snap *snapshot.Snapshot, spec module.Table, c module.Record) bool {
 	for col, parent := range spec.Refs {
 		if p := snap.ByName[parent]; p != nil && c[col] != nil && p.Retired[c.String(col)] != nil {
 			return true
@@ -349,10 +342,10 @@ func ParentRetired(snap *Snapshot, spec module.Table, c module.Record) bool {
 	return false
 }
 
-// parentLeaving reports whether a resource's parent has no row: the
+// ParentLeaving reports whether a resource's parent has no row: the
 // parent is being deleted from the cloud (a child of a parent that is
 // imported is imported too, never deleted).
-func ParentLeaving(snap *Snapshot, spec module.Table, c module.Record) bool {
+func ParentLeaving(snap *snapshot.Snapshot, spec module.Table, c module.Record) bool {
 	for col, parent := range spec.Refs {
 		if p := snap.ByName[parent]; p != nil && c[col] != nil && p.Cloud[c.String(col)] != nil && p.ByCloud[c.String(col)] == nil {
 			return true
@@ -363,7 +356,7 @@ func ParentLeaving(snap *Snapshot, spec module.Table, c module.Record) bool {
 
 // stillReferenced reports whether a row of a child table still stands for
 // a cloud resource that references cid.
-func stillReferenced(snap *Snapshot, ts *Table, cid string) bool {
+func stillReferenced(snap *snapshot.Snapshot, ts *snapshot.Table, cid string) bool {
 	for _, cts := range snap.Tables {
 		for col, parent := range cts.Spec.Refs {
 			if parent != ts.Spec.Name {
@@ -381,7 +374,7 @@ func stillReferenced(snap *Snapshot, ts *Table, cid string) bool {
 
 // parentsImported reports whether every resource a cloud record
 // references is a row already (so that it can be imported).
-func parentsImported(snap *Snapshot, spec module.Table, c module.Record) bool {
+func parentsImported(snap *snapshot.Snapshot, spec module.Table, c module.Record) bool {
 	for col, parent := range spec.Refs {
 		if c[col] == nil {
 			continue
@@ -399,7 +392,7 @@ func parentsImported(snap *Snapshot, spec module.Table, c module.Record) bool {
 // of its own accord, like a security group's default egress rule, is
 // removed). A resource the user creates keeps what the cloud adds: it is
 // imported, for the user to keep or delete.
-func pushedParent(snap *Snapshot, spec module.Table, c module.Record) string {
+func pushedParent(snap *snapshot.Snapshot, spec module.Table, c module.Record) string {
 	for col, parent := range spec.Refs {
 		p := snap.ByName[parent]
 		if p == nil || c[col] == nil {
@@ -413,24 +406,8 @@ func pushedParent(snap *Snapshot, spec module.Table, c module.Record) string {
 	return ""
 }
 
-func NumLess(a, b string) bool {
-	if len(a) != len(b) {
-		return len(a) < len(b)
-	}
-	return a < b
-}
-
 func Describe(spec module.Table, r module.Record) string {
 	return strings.TrimSuffix(spec.Name, "s") + " " + module.CloudIDOf(spec, r)
-}
-
-func sameColumns(cols []string, a, b module.Record) bool {
-	for _, c := range cols {
-		if !module.Same(a[c], b[c]) {
-			return false
-		}
-	}
-	return true
 }
 
 // changes describes the columns in which to differs from from.
@@ -442,7 +419,7 @@ func changes(cols []string, from, to module.Record) string {
 	return strings.Join(out, ", ")
 }
 
-// differing are the columns of cols in which a and b differ.
+// Differing are the columns of cols in which a and b differ.
 func Differing(cols []string, a, b module.Record) []string {
 	var out []string
 	for _, c := range cols {
@@ -461,7 +438,7 @@ func Show(v any) string {
 	return string(js)
 }
 
-// order sorts actions for execution: creates and updates parents first,
+// Order sorts actions for execution: creates and updates parents first,
 // deletes children first.
 func Order(actions []*Action, tableIndex map[string]int) {
 	sort.SliceStable(actions, func(i, j int) bool {
@@ -479,7 +456,7 @@ func Order(actions []*Action, tableIndex map[string]int) {
 
 func isDelete(a *Action) bool { return a.Kind == CloudDelete || a.Kind == DBDelete }
 
-// actionKey names what an action acts on: a row by its id, a resource only
+// ActionKey names what an action acts on: a row by its id, a resource only
 // in the cloud by its cloud id.
 func ActionKey(a *Action) string {
 	if a.Row != nil {
@@ -488,7 +465,7 @@ func ActionKey(a *Action) string {
 	return a.Table + "\x00" + a.CloudID
 }
 
-// dependencies maps each action to the keys of the actions it must wait
+// Dependencies maps each action to the keys of the actions it must wait
 // for: a create or update waits for its parents' creates and updates; a
 // delete of a parent waits for the deletes of its children.
 func Dependencies(actions []*Action) map[*Action][]string {
@@ -514,3 +491,62 @@ func Dependencies(actions []*Action) map[*Action][]string {
 	}
 	return out
 }
+
+// OpKey is the record_key of what an action is about: a row by its id, a
+// resource with no row (deleted by the user, a replacement's old resource,
+// a stray) by its cloud id.
+func OpKey(a *Action) string {
+	if a.Row != nil {
+		return a.ID
+	}
+	return "cloud " + a.CloudID
+}
+
+// WithStatus adds to each action's description what iasql_status says of
+// its record (the same source): the failures so far and when automatic
+// cycles retry.
+func WithStatus(actions []*Action) {
+	for _, a := range actions {
+		if a.Tab == nil {
+			continue
+		}
+		o, ok := a.Tab.Ops[OpKey(a)]
+		if !ok || o.State != snapshot.OpFailed {
+			continue
+		}
+		a.Description += fmt.Sprintf(" [failed %d time(s), last: %s; automatic cycles retry from %s]",
+			o.Attempts, o.LastError, o.NextRetry.UTC().Format(time.RFC3339))
+	}
+}
+
+func IsCloud(a *Action) bool {
+	return a.Kind == CloudCreate || a.Kind == CloudUpdate || a.Kind == CloudDelete
+}
+
+// Failure is the line a cycle reports for an action that did not happen:
+// the record, its cloud identity, the action and why.
+func (a *Action) Failure(why string) string {
+	return fmt.Sprintf("%s %s (%s) %s %s: %s", a.Table, cmp.Or(a.ID, "-"), a.CloudID, a.Action, a.Direction, why)
+}
+
+// PushKey names a record whose declarative state a cycle pushed, and the
+// resource it pushed it to: a record that references one being replaced
+// is rightly pushed again to the replacement (the cloud id differs). Where
+// the cloud generates the identity, the record alone: a create is never
+// repeated because its resource does not show.
+func PushKey(a *Action) string {
+	if snapshot.Generated(a.Tab.Spec) {
+		return a.Table + "\x00#" + a.ID
+	}
+	return a.Table + "\x00#" + a.ID + "\x00" + a.CloudID
+}
+
+const (
+	CloudCreate Step = iota
+	CloudUpdate
+	CloudDelete
+	DBInsert
+	DBUpdate
+	DBDelete
+	DBFeedback
+)

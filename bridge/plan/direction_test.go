@@ -1,10 +1,13 @@
-package bridge
+package plan_test
 
 import (
 	"testing"
 
 	"github.com/jackc/pglogrepl"
 
+	"github.com/iasql/iasql/bridge/plan"
+	"github.com/iasql/iasql/bridge/replace"
+	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -22,7 +25,7 @@ func TestDirectionTable(t *testing.T) {
 		mode   string // "" for no rule (NORMAL)
 		intent bool
 	}
-	columns := []column{{"", true}, {"", false}, {ModeEnforce, false}, {ModeEnforce, true}, {ModeTrack, false}, {ModeTrack, true}}
+	columns := []column{{"", true}, {"", false}, {snapshot.ModeEnforce, false}, {snapshot.ModeEnforce, true}, {snapshot.ModeTrack, false}, {snapshot.ModeTrack, true}}
 	want := map[string][]string{
 		onlyRow:   {"create cloud", "delete database", "create cloud", "create cloud", "delete database", "delete database"},
 		onlyCloud: {"delete cloud", "create database", "delete cloud", "delete cloud", "create database", "create database"},
@@ -36,31 +39,31 @@ func TestDirectionTable(t *testing.T) {
 				name += ", with intent"
 			}
 			t.Run(name, func(t *testing.T) {
-				snap := &Snapshot{ByName: map[string]*Table{}, Modes: Modes{Tables: map[string]Resolved{}, Records: map[string]Resolved{}}}
+				snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
 				if col.mode != "" {
-					snap.Modes.Tables["thing"] = Resolved{col.mode, "table rule 1 (thing)"}
+					snap.Modes.Tables["thing"] = snapshot.Resolved{Mode: col.mode, Rule: "table rule 1 (thing)"}
 				}
-				ts := &Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*Row{}, ByCloud: map[string]*Row{},
-					Cloud: map[string]module.Record{}, Records: map[string]RecordState{"7": {CloudID: "x", Enacted: 1}}, RecBy: map[string]string{"x": "7"},
-					Intent: map[string]pglogrepl.LSN{}, Seen: map[string]pglogrepl.LSN{}, Repl: map[string]*Replacement{}, Retired: map[string]*Replacement{},
-					Forced: map[string]bool{}, Ops: map[string]Op{}, ByToken: map[string][]string{}, Strays: map[string]string{}}
-				snap.Tables, snap.ByName["thing"] = []*Table{ts}, ts
+				ts := &snapshot.Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*snapshot.Row{}, ByCloud: map[string]*snapshot.Row{},
+					Cloud: map[string]module.Record{}, Records: map[string]snapshot.RecordState{"7": {CloudID: "x", Enacted: 1}}, RecBy: map[string]string{"x": "7"},
+					Intent: map[string]pglogrepl.LSN{}, Seen: map[string]pglogrepl.LSN{}, Repl: map[string]*replace.Replacement{}, Retired: map[string]*replace.Replacement{},
+					Forced: map[string]bool{}, Ops: map[string]snapshot.Op{}, ByToken: map[string][]string{}, Strays: map[string]string{}}
+				snap.Tables, snap.ByName["thing"] = []*snapshot.Table{ts}, ts
 				if col.intent {
 					ts.Intent["7"], ts.Seen["7"] = 5, 5
 				}
 				switch difference {
 				case onlyRow:
-					ts.Rows["7"] = &Row{ID: "7", Xmin: "1", DB: module.Record{"name": "x", "size": "1"}}
+					ts.Rows["7"] = &snapshot.Row{ID: "7", Xmin: "1", DB: module.Record{"name": "x", "size": "1"}}
 				case onlyCloud:
 					ts.Cloud["x"] = module.Record{"name": "x", "size": "1"}
 				case differ:
-					ts.Rows["7"] = &Row{ID: "7", Xmin: "1", DB: module.Record{"name": "x", "size": "1"}}
+					ts.Rows["7"] = &snapshot.Row{ID: "7", Xmin: "1", DB: module.Record{"name": "x", "size": "1"}}
 					ts.Cloud["x"] = module.Record{"name": "x", "size": "2"}
 				}
 				if err := ts.CloudForms(snap); err != nil {
 					t.Fatal(err)
 				}
-				p, err := Diff(snap, Options{})
+				p, err := plan.Diff(snap, plan.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,15 +1,18 @@
-package bridge
+package plan_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pglogrepl"
 
+	"github.com/iasql/iasql/bridge/plan"
+	"github.com/iasql/iasql/bridge/replace"
+	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -42,7 +45,7 @@ var (
 // without a row, a sub row not in the cloud and a sub in the cloud without
 // a row; net row 5 in r2 and net row 6 in r1 have pending intent (to
 // create). unverified sets what the reads left unverified, by table.
-func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *Snapshot {
+func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *snapshot.Snapshot {
 	t.Helper()
 	rec := func(kv ...string) module.Record {
 		r := module.Record{}
@@ -51,20 +54,20 @@ func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *Snaps
 		}
 		return r
 	}
-	snap := &Snapshot{ByName: map[string]*Table{}, Modes: Modes{Tables: map[string]Resolved{}, Records: map[string]Resolved{}}}
+	snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
 	for _, spec := range []module.Table{netSpec, subSpec} {
-		ts := &Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*Row{}, ByCloud: map[string]*Row{},
-			Cloud: map[string]module.Record{}, Records: map[string]RecordState{}, RecBy: map[string]string{}, Intent: map[string]pglogrepl.LSN{},
-			Seen: map[string]pglogrepl.LSN{}, Repl: map[string]*Replacement{}, Retired: map[string]*Replacement{}, Forced: map[string]bool{},
-			Ops: map[string]Op{}, ByToken: map[string][]string{}, Strays: map[string]string{}, Unverified: unverified[spec.Name]}
+		ts := &snapshot.Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*snapshot.Row{}, ByCloud: map[string]*snapshot.Row{},
+			Cloud: map[string]module.Record{}, Records: map[string]snapshot.RecordState{}, RecBy: map[string]string{}, Intent: map[string]pglogrepl.LSN{},
+			Seen: map[string]pglogrepl.LSN{}, Repl: map[string]*replace.Replacement{}, Retired: map[string]*replace.Replacement{}, Forced: map[string]bool{},
+			Ops: map[string]snapshot.Op{}, ByToken: map[string][]string{}, Strays: map[string]string{}, Unverified: unverified[spec.Name]}
 		snap.Tables = append(snap.Tables, ts)
 		snap.ByName[spec.Name] = ts
 	}
 	net, sub := snap.ByName["net"], snap.ByName["sub"]
-	addRow := func(ts *Table, id string, db module.Record, known bool) {
-		ts.Rows[id] = &Row{ID: id, Xmin: "1", DB: db}
+	addRow := func(ts *snapshot.Table, id string, db module.Record, known bool) {
+		ts.Rows[id] = &snapshot.Row{ID: id, Xmin: "1", DB: db}
 		if known {
-			ts.Records[id] = RecordState{CloudID: module.CloudIDOf(ts.Spec, db), Enacted: 1}
+			ts.Records[id] = snapshot.RecordState{CloudID: module.CloudIDOf(ts.Spec, db), Enacted: 1}
 		}
 	}
 	// Rows in sync (their parents of sub rows), both regions.
@@ -118,20 +121,20 @@ func TestDiffUnverified(t *testing.T) {
 		{"a region of the parent table", map[string]map[string]error{"net": {"r2": denied}}, r2, []string{"net 5"}},
 		{"the same region of the child table only", map[string]map[string]error{"sub": {"r2": denied}},
 			without("delete database sub 2", `create database sub ["n2","t2"]`), nil},
-		{"the whole parent table", map[string]map[string]error{"net": {WholeTable: denied}}, nil, []string{"net 5", "net 6"}},
-		{"the whole child table", map[string]map[string]error{"sub": {WholeTable: denied}},
+		{"the whole parent table", map[string]map[string]error{"net": {snapshot.WholeTable: denied}}, nil, []string{"net 5", "net 6"}},
+		{"the whole child table", map[string]map[string]error{"sub": {snapshot.WholeTable: denied}},
 			without("delete database sub 1", "delete database sub 2", `create database sub ["n1","t1"]`, `create database sub ["n2","t2"]`), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := outageSnapshot(t, tc.unverified)
-			p, err := Diff(snap, Options{})
+			p, err := plan.Diff(snap, plan.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
 			for _, a := range p.Actions {
-				got = append(got, a.Action+" "+a.Direction+" "+a.Table+" "+firstNonEmpty(a.ID, a.CloudID))
+				got = append(got, a.Action+" "+a.Direction+" "+a.Table+" "+cmp.Or(a.ID, a.CloudID))
 			}
 			slices.Sort(got)
 			want := slices.Sorted(slices.Values(tc.want))
@@ -151,40 +154,6 @@ func TestDiffUnverified(t *testing.T) {
 				if !strings.HasPrefix(h, tc.held[i]+" ") || !strings.Contains(h, "AuthFailure") {
 					t.Errorf("held %q, want %s with its error", h, tc.held[i])
 				}
-			}
-		})
-	}
-}
-
-// TestReadFailed: a cancelled read fails the cycle; a partial read keeps
-// the records of the regions that worked; any other failure leaves the
-// whole table unverified.
-func TestReadFailed(t *testing.T) {
-	denied := errors.New("AuthFailure")
-	recs := []module.Record{{"name": "a", "region": "r1"}, {"name": "b", "region": "r2"}}
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	cases := []struct {
-		name       string
-		ctx        context.Context
-		err        error
-		fails      bool
-		kept       int
-		unverified []string
-	}{
-		{"partial", context.Background(), module.Partial(map[string]error{"r2": denied}), false, 1, []string{"r2"}},
-		{"whole", context.Background(), denied, false, 0, []string{WholeTable}},
-		{"cancelled", cancelled, context.Canceled, true, 0, nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ts := &Table{Spec: netSpec}
-			got, err := ts.readFailed(tc.ctx, slices.Clone(recs), tc.err)
-			if (err != nil) != tc.fails || len(got) != tc.kept {
-				t.Errorf("readFailed: %d records, %v; want %d, failing %v", len(got), err, tc.kept, tc.fails)
-			}
-			if regions := slices.Sorted(maps.Keys(ts.Unverified)); !slices.Equal(regions, tc.unverified) {
-				t.Errorf("unverified %q, want %q", regions, tc.unverified)
 			}
 		})
 	}

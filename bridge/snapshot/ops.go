@@ -1,0 +1,101 @@
+package snapshot
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/iasql/iasql/bridge/replace"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// Op is a row of iasql_operations: cloud work under way or failed for one
+// record.
+type Op struct {
+	Action, State, Token string
+	Attempts             int
+	NextRetry            time.Time
+	LastError            string
+	Handle               string    // a long operation's handle, while it runs
+	PollAfter            time.Time // when to ask about it
+}
+
+// Operation states, as iasql_operations spells them.
+const (
+	OpInProgress = "in progress"
+	OpFailed     = "failed"
+	OpWaiting    = "waiting"
+)
+
+// AdoptByToken matches rows yet to be created, whose create has a persisted
+// client token, with the resources that token made (module.TokenTag): a
+// crash after the cloud acted and before the write-back leaves the row
+// without its identity, and the resource is its own, not one to import. A
+// second resource with the same token (a create repeated by something that
+// ignored the token) is a stray of the row, deleted from the cloud.
+func (ts *Table) AdoptByToken(id string, cf module.Record) (module.Record, string) {
+	o, ok := ts.Ops[id]
+	if !ok || o.Token == "" {
+		return cf, ""
+	}
+	return ts.adopt(id, cf, ts.ByToken[o.Token])
+}
+
+// adopt gives row id the first of the resources its token made (cids),
+// and marks the others strays of it.
+func (ts *Table) adopt(id string, cf module.Record, cids []string) (module.Record, string) {
+	if len(cids) == 0 {
+		return cf, ""
+	}
+	cids = slices.Sorted(slices.Values(cids))
+	for _, stray := range cids[1:] {
+		ts.Strays[stray] = id
+	}
+	return WithIdentity(ts.Spec, cf, cids[0]), cids[0]
+}
+
+// adoptReplacement is AdoptByToken for a row being replaced by a resource
+// whose identity the cloud generates: the row still names the old resource
+// when a crash (or a 500 after the cloud acted) came between the new
+// resource's create and its write-back; the resource the replacement's
+// token made is the row's, and any other it made is a stray.
+func (ts *Table) adoptReplacement(id string, cf module.Record, rp *replace.Replacement) (module.Record, string) {
+	o, ok := ts.Ops[id]
+	if !ok || o.Token == "" || o.Action != "replace" {
+		return cf, ""
+	}
+	var cids []string
+	for _, cid := range ts.ByToken[o.Token] {
+		if cid != rp.Old {
+			cids = append(cids, cid)
+		}
+	}
+	return ts.adopt(id, cf, cids)
+}
+
+// InFlight reports whether a record has an operation running in the cloud.
+func (ts *Table) InFlight(key string) bool {
+	o, ok := ts.Ops[key]
+	return ok && o.Handle != ""
+}
+
+// NextPoll is the earliest time an operation in flight is to be asked
+// about (zero when none is in flight), and what runs.
+func (s *Snapshot) NextPoll() (time.Time, []string) {
+	var at time.Time
+	var what []string
+	for _, ts := range s.Tables {
+		for key, o := range ts.Ops {
+			if o.Handle == "" {
+				continue
+			}
+			what = append(what, fmt.Sprintf("%s %s (%s, %s)", ts.Spec.Name, key, o.Action, o.Handle))
+			if at.IsZero() || o.PollAfter.Before(at) {
+				at = o.PollAfter
+			}
+		}
+	}
+	sort.Strings(what)
+	return at, what
+}

@@ -1,0 +1,93 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// Scope says how a cycle reads each table: whole, or only the records
+// in ids (acting) and context (read for reference, never planned).
+type Scope struct {
+	Whole   map[string]bool
+	Acting  map[string]map[string]bool
+	Context map[string]map[string]bool
+}
+
+// ByRecord reports whether table is read by record, not whole.
+func (s *Scope) ByRecord(table string) bool { return s != nil && !s.Whole[table] }
+
+// RowsOf returns the row ids a table read by record reads (acting and
+// context); nil for a table read whole.
+func (s *Scope) RowsOf(table string) []string {
+	if !s.ByRecord(table) {
+		return nil
+	}
+	ids := make([]string, 0, len(s.Acting[table])+len(s.Context[table]))
+	for id := range s.Acting[table] {
+		ids = append(ids, id)
+	}
+	for id := range s.Context[table] {
+		if !s.Acting[table][id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// ActingSet is what the engine's state says a cycle acts on, by table:
+// records with user changes newer than their enactment, operations and
+// replacements; and which tables need a whole read for it.
+type ActingSet struct {
+	IDs       map[string]map[string]bool
+	Truncated map[string]bool // a TRUNCATE is pending
+	NoRow     map[string]bool // an operation on a resource that has no row
+	Replacing map[string]bool // a replacement in progress
+	// unverified: the last read of the table failed somewhere; a whole
+	// read tells whether it still does (iasql_status says what it finds).
+	Unverified map[string]bool
+}
+
+func (s *Scope) AddContext(table, id string) {
+	if s.Context[table] == nil {
+		s.Context[table] = map[string]bool{}
+	}
+	s.Context[table][id] = true
+}
+
+// IsContext reports whether a row was read for reference only: the cycle
+// plans nothing for it.
+func (s *Scope) IsContext(table, id string) bool {
+	return s.ByRecord(table) && !s.Acting[table][id]
+}
+
+// GetCloud reads the resources of a record-scoped table's acting records:
+// the identities their rows have now and those their records last knew.
+func (ts *Table) GetCloud(ctx context.Context, s *Scope) error {
+	var ids []string
+	seen := map[string]bool{}
+	add := func(cid string) {
+		if cid != "" && !seen[cid] {
+			seen[cid] = true
+			ids = append(ids, cid)
+		}
+	}
+	for id := range s.Acting[ts.Spec.Name] {
+		add(ts.Records[id].CloudID)
+		if r := ts.Rows[id]; r != nil && r.CloudID != "" {
+			add(r.CloudID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	recs, err := ts.Mapper.(module.Getter).Get(module.WithFreshRead(ctx), ids)
+	if err != nil {
+		if recs, err = ts.readFailed(ctx, nil, err); err != nil {
+			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
+		}
+	}
+	ts.AddCloud(recs)
+	return nil
+}

@@ -1,0 +1,400 @@
+// Package snapshot is what one cycle read of both sides: the module rows
+// (as stored and in cloud form), the engine's state of each record
+// (iasql_records, iasql_operations, iasql_replacements), the modes, and
+// the cloud's resources. Its methods derive what follows from the read
+// alone (a create's resource adopted by its client token, a replacement's
+// stand-in, the parts a failed read leaves unverified); the cloud is read
+// through the tables' mappers, and nothing here writes the database.
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/iasql/iasql/bridge/replace"
+	"github.com/iasql/iasql/modules/module"
+	"github.com/jackc/pglogrepl"
+)
+
+// CloudForms puts the table's rows in cloud form and works out its
+// replacements in progress: while the old resource of a replacement with a
+// temporary stand-in exists, the row stands for the temporary resource (so
+// that what references it moves there); the old and temporary resources
+// are retired (deleted) once the row no longer stands for them.
+func (ts *Table) CloudForms(snap *Snapshot) error {
+	for id, r := range ts.Rows {
+		cf, err := ToCloud(ts.Spec, r.DB, snap)
+		if err != nil {
+			if errors.Is(err, ErrNoParent) {
+				continue
+			}
+			return err
+		}
+		cid := module.CloudIDOf(ts.Spec, cf)
+		if Generated(ts.Spec) && cf[ts.Spec.CloudID[0]] == nil {
+			// To be created (the cloud gives it its identity), unless an
+			// earlier create made it and its identity was never written back.
+			cf, cid = ts.AdoptByToken(id, cf)
+		}
+		if rp := ts.Repl[id]; rp != nil && Generated(ts.Spec) && cid == rp.Old {
+			// The new resource was made, its identity not written back.
+			if acf, acid := ts.adoptReplacement(id, cf, rp); acid != "" {
+				cf, cid = acf, acid
+			}
+		}
+		if rp := ts.Repl[id]; rp != nil {
+			_, oldThere := ts.Cloud[rp.Old]
+			if stand := rp.Observe(oldThere); stand != "" {
+				cf, cid = WithIdentity(ts.Spec, cf, stand), stand
+			}
+		}
+		r.Cloud, r.CloudID = cf, cid
+		if cid != "" {
+			ts.ByCloud[cid] = r
+		}
+		if ts.Repl[id] != nil {
+			ts.Forced[id] = true
+		}
+		for col, parent := range ts.Spec.Refs {
+			if p := snap.ByName[parent]; p != nil && r.DB[col] != nil && p.Forced[r.DB.String(col)] {
+				ts.Forced[id] = true
+			}
+		}
+	}
+	for id, rp := range ts.Repl {
+		current := ""
+		if r := ts.Rows[id]; r != nil {
+			current = r.CloudID
+		}
+		for _, cid := range rp.Retiring(current) {
+			ts.Retired[cid] = rp
+		}
+	}
+	return nil
+}
+
+// ReadCloud reads the table's resources from the cloud, by identity.
+func (ts *Table) ReadCloud(ctx context.Context) error {
+	recs, err := ts.Mapper.Read(ctx)
+	if err != nil {
+		// What cannot be read is unverified; the rest goes on (unverified.go).
+		if recs, err = ts.readFailed(ctx, recs, err); err != nil {
+			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
+		}
+	}
+	ts.AddCloud(recs)
+	return nil
+}
+
+// AddCloud records resources read from the cloud, by identity (and by
+// client token).
+func (ts *Table) AddCloud(recs []module.Record) {
+	for _, r := range recs {
+		if cid := module.CloudIDOf(ts.Spec, r); cid != "" {
+			ts.Cloud[cid] = r
+			if tok := r.String(module.TokenTag); tok != "" {
+				ts.ByToken[tok] = append(ts.ByToken[tok], cid)
+			}
+		}
+	}
+}
+
+// FreshNames are the identity values of the records a cycle acts on:
+// those with pending intent, work in progress or a replacement, as their
+// rows say and as their records last knew them, and their parents'. A
+// scoped read is fresh for them (module.WithFreshOnly).
+func FreshNames(snap *Snapshot) map[string]bool {
+	names := map[string]bool{}
+	addCID := func(cid string) {
+		if cid == "" {
+			return
+		}
+		names[cid] = true
+		var parts []string
+		if json.Unmarshal([]byte(cid), &parts) == nil {
+			for _, p := range parts {
+				names[p] = true
+			}
+		}
+	}
+	addRow := func(spec module.Table, r *Row) {
+		for _, col := range spec.CloudID {
+			if v := r.DB.String(col); v != "" {
+				names[v] = true
+			}
+		}
+	}
+	for _, ts := range snap.Tables {
+		acting := map[string]bool{}
+		for id := range ts.Intent {
+			acting[id] = true
+		}
+		for key := range ts.Ops {
+			acting[key] = true
+		}
+		for id := range ts.Repl {
+			acting[id] = true
+		}
+		for id := range acting {
+			if cid, ok := strings.CutPrefix(id, "cloud "); ok {
+				addCID(cid)
+				continue
+			}
+			addCID(ts.Records[id].CloudID)
+			r := ts.Rows[id]
+			if r == nil {
+				continue
+			}
+			addRow(ts.Spec, r)
+			for col, parent := range ts.Spec.Refs {
+				if p := snap.ByName[parent]; p != nil && r.DB[col] != nil {
+					if pr := p.Rows[r.DB.String(col)]; pr != nil {
+						addRow(p.Spec, pr)
+						addCID(p.Records[pr.ID].CloudID)
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// ContextRecords are the records each module's Context hook sees, by table
+// of the modules that have one: the rows as read and, for a read-only
+// table, the cloud's resources the database lacks (they are restored by
+// this cycle).
+func ContextRecords(snap *Snapshot) map[string][]module.Record {
+	out := map[string][]module.Record{}
+	for _, ts := range snap.Tables {
+		if ts.Module == nil || ts.Module.Context == nil {
+			continue
+		}
+		recs := make([]module.Record, 0, len(ts.Rows))
+		have := map[string]bool{}
+		for _, r := range ts.Rows {
+			recs = append(recs, r.DB)
+			have[module.CloudIDOf(ts.Spec, r.DB)] = true
+		}
+		if ts.Spec.ReadOnly {
+			for cid, c := range ts.Cloud {
+				if !have[cid] {
+					recs = append(recs, c)
+				}
+			}
+		}
+		out[ts.Spec.Name] = recs
+	}
+	return out
+}
+
+// Scope adds what modules derive from their tables as read (module.Module
+// Context: aws_account's regions in scope) to a context for mapper calls.
+func (s *Snapshot) Scope(ctx context.Context) context.Context {
+	var done []*module.Module
+	for _, ts := range s.Tables {
+		if m := ts.Module; m != nil && m.Context != nil && !slices.Contains(done, m) {
+			byTable := map[string][]module.Record{}
+			for _, t := range m.Tables {
+				byTable[t.Name] = s.Context[t.Name]
+			}
+			ctx = m.Context(ctx, byTable)
+			done = append(done, m)
+		}
+	}
+	return ctx
+}
+
+// Row is a module-table row as the cycle read it.
+type Row struct {
+	ID      string
+	Xmin    string        // the row version the read saw: writes are conditional on it
+	DB      module.Record // as stored (refs are ids)
+	Cloud   module.Record // in cloud form (refs are the referenced resources' cloud ids)
+	CloudID string
+}
+
+// RecordState is what iasql_records says of one record.
+type RecordState struct {
+	CloudID string
+	Enacted pglogrepl.LSN
+}
+
+// Table is everything a cycle knows of one table.
+type Table struct {
+	Spec    module.Table
+	Mapper  module.Mapper
+	Module  *module.Module           // the module the table belongs to
+	Rows    map[string]*Row          // by id
+	ByCloud map[string]*Row          // by cloud id
+	Cloud   map[string]module.Record // by cloud id
+	Records map[string]RecordState   // by record id
+	RecBy   map[string]string        // cloud id -> record id
+	Intent  map[string]pglogrepl.LSN // record id -> newest pending user change
+	// seen: record id -> the newest user change the read's snapshot sees;
+	// acting on the record enacts it up to there, and no further.
+	Seen map[string]pglogrepl.LSN
+	// repl: record id -> its replacement in progress; retired: cloud id ->
+	// the replacement whose old or temporary resource it is (to delete).
+	Repl    map[string]*replace.Replacement
+	Retired map[string]*replace.Replacement
+	// forced: records pushed to the cloud whatever their intent: those
+	// being replaced and those that reference them.
+	Forced map[string]bool
+	// ops: record key -> the engine's work under way or failed for it;
+	// ByToken: client token -> the cloud ids of resources tagged with it;
+	// strays: cloud id -> the row whose retried create made it a second time.
+	Ops     map[string]Op
+	ByToken map[string][]string
+	Strays  map[string]string
+	// unverified: region ("" for the whole table) -> why the table's read
+	// failed there (unverified.go).
+	Unverified map[string]error
+	// CloudWhole: cloud holds the whole table's resources (not only those
+	// of the records a scoped read asked for), so a later pass may reuse it.
+	CloudWhole bool
+}
+
+// Generated reports whether the table's identity is generated by the cloud
+// (a feedback column), so that a row without it is yet to be created.
+func Generated(spec module.Table) bool {
+	return len(spec.CloudID) == 1 && slices.Contains(spec.Feedback, spec.CloudID[0])
+}
+
+// WithIdentity returns r with its identity columns set from cid (the form
+// CloudID renders).
+func WithIdentity(spec module.Table, r module.Record, cid string) module.Record {
+	out := maps.Clone(r)
+	if len(spec.CloudID) == 1 {
+		out[spec.CloudID[0]] = cid
+		return out
+	}
+	var parts []string
+	if err := json.Unmarshal([]byte(cid), &parts); err != nil || len(parts) != len(spec.CloudID) {
+		return out
+	}
+	for i, c := range spec.CloudID {
+		out[c] = parts[i]
+	}
+	return out
+}
+
+// Snapshot is the state of every installed table at one point.
+type Snapshot struct {
+	LSN   pglogrepl.LSN // every change the read saw committed before it
+	Vis   Visibility    // which transactions the read saw
+	Low   pglogrepl.LSN // where the next cycle's intent query may start
+	Modes Modes
+	// reading: which tables were read by record, and which rows were read
+	// for reference only (nil: every table read whole).
+	Reading *Scope
+	// context: the records modules' Context hooks see, by table (see scope).
+	Context map[string][]module.Record
+	Tables  []*Table // in dependency order
+	ByName  map[string]*Table
+}
+
+// ErrNoParent means a reference could not be translated yet.
+var ErrNoParent = errors.New("referenced record not found")
+
+// Parent is the table that spec's reference column col points at.
+func (snap *Snapshot) Parent(spec module.Table, col string) (*Table, error) {
+	p := snap.ByName[spec.Refs[col]]
+	if p == nil {
+		return nil, fmt.Errorf("%s.%s references %s, which is not installed", spec.Name, col, spec.Refs[col])
+	}
+	return p, nil
+}
+
+// ToCloud translates a row's refs from ids to the referenced resources'
+// cloud ids.
+func ToCloud(spec module.Table, r module.Record, snap *Snapshot) (module.Record, error) {
+	out := maps.Clone(r)
+	for col, parent := range spec.Refs {
+		if r[col] == nil {
+			continue
+		}
+		p, err := snap.Parent(spec, col)
+		if err != nil {
+			return nil, err
+		}
+		pr := p.Rows[r.String(col)]
+		if pr == nil || pr.CloudID == "" {
+			// Missing, or not created yet (its identity comes from the cloud).
+			return nil, fmt.Errorf("%s.%s = %s: %w in %s", spec.Name, col, r.String(col), ErrNoParent, parent)
+		}
+		out[col] = pr.CloudID
+	}
+	return out, nil
+}
+
+// ToDB translates a cloud record's refs to ids and keeps only the columns
+// the engine writes (declarative and feedback).
+func ToDB(spec module.Table, c module.Record, snap *Snapshot) (module.Record, error) {
+	out := module.Record{}
+	for _, col := range append(append([]string{}, spec.Declarative...), spec.Feedback...) {
+		out[col] = c[col]
+	}
+	for col, parent := range spec.Refs {
+		if c[col] == nil {
+			continue
+		}
+		p, err := snap.Parent(spec, col)
+		if err != nil {
+			return nil, err
+		}
+		pr := p.ByCloud[c.String(col)]
+		if pr == nil {
+			return nil, fmt.Errorf("%s %s: %w (%s %s)", spec.Name, module.CloudIDOf(spec, c), ErrNoParent, parent, c.String(col))
+		}
+		out[col] = json.Number(pr.ID)
+	}
+	return out, nil
+}
+
+// Gone reports whether a record is gone from both sides for good: the
+// read looked for it (it was read whole, or it was among the records read)
+// and found no row, no engine state, no work under way and no replacement.
+// Its changes need nothing more (a row deleted before it was ever created,
+// or a resource deleted and forgotten), so they do not hold the intent
+// query back.
+func (ts *Table) Gone(snap *Snapshot, id string) bool {
+	if ts.Rows[id] != nil || ts.Repl[id] != nil {
+		return false
+	}
+	if _, ok := ts.Records[id]; ok {
+		return false
+	}
+	if _, ok := ts.Ops[id]; ok {
+		return false
+	}
+	return !snap.Reading.ByRecord(ts.Spec.Name) || snap.Reading.Acting[ts.Spec.Name][id]
+}
+
+// StandingIn reports whether the row stands for the temporary stand-in of
+// its replacement (CloudForms keeps the phase temporary only while it does).
+func (ts *Table) StandingIn(id string) bool {
+	rp := ts.Repl[id]
+	return rp.StandingIn()
+}
+
+func NumLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// SameColumns reports whether a and b agree on cols.
+func SameColumns(cols []string, a, b module.Record) bool {
+	for _, c := range cols {
+		if !module.Same(a[c], b[c]) {
+			return false
+		}
+	}
+	return true
+}

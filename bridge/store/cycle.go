@@ -1,0 +1,229 @@
+package store
+
+// The writes a cycle makes besides the conditional row writes of store.go:
+// operations, record state, rows imported or deleted, unverified parts, the
+// cycle's records, the intent watermark and the audit trail's pruning.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+)
+
+// Querier runs statements and queries: a transaction or a connection.
+type Querier interface {
+	Execer
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// MarkEngine marks the transaction as the engine's (iasql_engine_mark), so
+// that capture records its changes as the engine's, never as intent.
+func MarkEngine(ctx context.Context, tx pgx.Tx, label string) error {
+	if _, err := tx.Exec(ctx, `SELECT public.iasql_engine_mark($1)`, label); err != nil {
+		return fmt.Errorf("mark engine transaction: %w", err)
+	}
+	return nil
+}
+
+// WALInsertLSN is the server's current WAL insert position.
+func WALInsertLSN(ctx context.Context, db Querier) (pglogrepl.LSN, error) {
+	var lsn pglogrepl.LSN
+	if err := db.QueryRow(ctx, `SELECT pg_catalog.pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+		return 0, fmt.Errorf("read WAL position: %w", err)
+	}
+	return lsn, nil
+}
+
+// OpRow is what a cycle writes of one record's work in iasql_operations.
+type OpRow struct {
+	Table, Key, RecordID, CloudID, Action, State, Token string
+	Attempts                                            int
+	LastError                                           string
+	NextRetry                                           time.Time // zero: none
+}
+
+// BeginOp records, before a cloud call, that it is being made: the
+// record's action, its client token and attempts; a new action starts its
+// history over (since, last error).
+func BeginOp(ctx context.Context, db Execer, o OpRow) error {
+	_, err := db.Exec(ctx, `
+		INSERT INTO public.iasql_operations AS o (table_name, record_key, record_id, cloud_id, action, state, token, attempts)
+		VALUES ($1, $2, nullif($3, ''), nullif($4, ''), $5, $6, nullif($7, ''), $8)
+		ON CONFLICT (table_name, record_key) DO UPDATE SET record_id = excluded.record_id, cloud_id = excluded.cloud_id,
+		  action = excluded.action, state = excluded.state, token = excluded.token, attempts = excluded.attempts,
+		  since = CASE WHEN o.action = excluded.action THEN o.since ELSE pg_catalog.clock_timestamp() END,
+		  last_error = CASE WHEN o.action = excluded.action THEN o.last_error END,
+		  next_retry = NULL, updated_at = pg_catalog.clock_timestamp()`,
+		o.Table, o.Key, o.RecordID, o.CloudID, o.Action, o.State, o.Token, o.Attempts)
+	if err != nil {
+		return fmt.Errorf("record the %s of %s %s before the cloud call: %w", o.Action, o.Table, o.Key, err)
+	}
+	return nil
+}
+
+// EndOp records how a record's work ended short of done: failed (with the
+// error and the next retry) or waiting for another record.
+func EndOp(ctx context.Context, db Execer, o OpRow) error {
+	var next any
+	if !o.NextRetry.IsZero() {
+		next = o.NextRetry
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO public.iasql_operations AS o (table_name, record_key, record_id, cloud_id, action, state, token, attempts, last_error, next_retry)
+		VALUES ($1, $2, nullif($3, ''), nullif($4, ''), $5, $6, nullif($7, ''), $8, $9, $10)
+		ON CONFLICT (table_name, record_key) DO UPDATE SET state = excluded.state, action = excluded.action,
+		  token = coalesce(excluded.token, o.token), attempts = greatest(o.attempts, excluded.attempts),
+		  last_error = excluded.last_error, next_retry = excluded.next_retry, updated_at = pg_catalog.clock_timestamp()`,
+		o.Table, o.Key, o.RecordID, o.CloudID, o.Action, o.State, o.Token, o.Attempts, o.LastError, next)
+	if err != nil {
+		return fmt.Errorf("record the state of %s %s: %w", o.Table, o.Key, err)
+	}
+	return nil
+}
+
+// Enact records records in sync (iasql_records): their cloud identity,
+// and their intent enacted up to lsns (never moving back).
+func Enact(ctx context.Context, db Execer, tables, ids, cloudIDs, lsns []string) error {
+	_, err := db.Exec(ctx, `
+		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
+		SELECT t, i, c, l::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(t, i, c, l)
+		ON CONFLICT (table_name, record_id) DO UPDATE SET cloud_id = excluded.cloud_id,
+		  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
+		tables, ids, cloudIDs, lsns)
+	if err != nil {
+		return fmt.Errorf("record %d records in sync: %w", len(tables), err)
+	}
+	return nil
+}
+
+// ForgetResource forgets that record stood for the resource cloudID (it
+// was deleted from the cloud).
+func ForgetResource(ctx context.Context, db Execer, table, record, cloudID string) error {
+	_, err := db.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1 AND record_id = $2 AND cloud_id = $3`, table, record, cloudID)
+	if err != nil {
+		return fmt.Errorf("forget %s %s's resource %s: %w", table, record, cloudID, err)
+	}
+	return nil
+}
+
+// DeleteRow deletes a module row on condition that it is the version the
+// cycle read (ErrConflict when it is not), and forgets its record.
+func DeleteRow(ctx context.Context, tx pgx.Tx, table, id, xmin string) error {
+	tag, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{"public", table}.Sanitize()+` WHERE id = $1 AND xmin = $2::text::xid`, id, xmin)
+	if err != nil {
+		return fmt.Errorf("delete %s %s: %w", table, id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrConflict
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1 AND record_id = $2`, table, id); err != nil {
+		return fmt.Errorf("forget %s %s: %w", table, id, err)
+	}
+	return nil
+}
+
+// InsertRow inserts a module row (an import) and returns its id. With
+// rec["id"] set, the row takes that id only if it is free (ErrConflict
+// otherwise).
+func InsertRow(ctx context.Context, tx pgx.Tx, table string, rec map[string]any) (string, error) {
+	cols, t := ColumnList(rec), pgx.Identifier{"public", table}.Sanitize()
+	q := `INSERT INTO ` + t + ` (` + cols + `) SELECT ` + cols + ` FROM pg_catalog.jsonb_populate_record(NULL::` + t + `, $1::jsonb)`
+	if _, ok := rec["id"]; ok {
+		q += ` ON CONFLICT (id) DO NOTHING`
+	}
+	var id string
+	if err := tx.QueryRow(ctx, q+` RETURNING id::text`, string(EncodeRecord(rec))).Scan(&id); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", ErrConflict
+		}
+		return "", fmt.Errorf("import into %s: %w", table, err)
+	}
+	return id, nil
+}
+
+// SetUnverified records the parts of the cloud whose reads failed now
+// (tables, regions, errs in step), and forgets those of the tables read
+// whole (and of uninstalled tables) that are verified again.
+func SetUnverified(ctx context.Context, db Execer, tables, regions, errs, readWhole []string) error {
+	_, err := db.Exec(ctx, `
+		WITH cur (t, r, e) AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])),
+		gone AS (
+			DELETE FROM public.iasql_unverified v
+			 WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.t = v.table_name AND cur.r = v.region)
+			   AND (v.table_name = ANY($4) OR NOT EXISTS (SELECT 1 FROM public.iasql_tables t WHERE t.table_name = v.table_name)))
+		INSERT INTO public.iasql_unverified AS v (table_name, region, error)
+		SELECT t, r, e FROM cur
+		ON CONFLICT (table_name, region) DO UPDATE SET error = excluded.error, checked_at = pg_catalog.clock_timestamp()`,
+		tables, regions, errs, readWhole)
+	if err != nil {
+		return fmt.Errorf("record the unverified parts of the cloud: %w", err)
+	}
+	return nil
+}
+
+// CycleRecord writes one of a cycle's lifecycle rows (its start and end)
+// into the audit trail.
+func CycleRecord(ctx context.Context, db Execer, kind string, message []byte) error {
+	_, err := db.Exec(ctx, `INSERT INTO public.iasql_audit_log (ts, change_type, origin, message) VALUES (pg_catalog.clock_timestamp(), $1, 'engine', $2)`, kind, string(message))
+	if err != nil {
+		return fmt.Errorf("write %s record: %w", kind, err)
+	}
+	return nil
+}
+
+// EngineState is iasql_engine_state: the persisted intent watermark and
+// when the audit trail was last pruned.
+type EngineState struct {
+	Low      pglogrepl.LSN
+	PrunedAt time.Time
+}
+
+// LoadEngineState reads iasql_engine_state (the zero state when it has no
+// row yet).
+func LoadEngineState(ctx context.Context, db Querier) (EngineState, error) {
+	var s EngineState
+	err := db.QueryRow(ctx, `SELECT intent_low::text, coalesce(pruned_at, 'epoch') FROM public.iasql_engine_state`).Scan(&s.Low, &s.PrunedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return EngineState{}, nil
+	}
+	if err != nil {
+		return EngineState{}, fmt.Errorf("read the engine's state: %w", err)
+	}
+	return s, nil
+}
+
+// SaveLow persists the intent watermark (never moving it back).
+func SaveLow(ctx context.Context, db Execer, low pglogrepl.LSN) error {
+	_, err := db.Exec(ctx, `
+		INSERT INTO public.iasql_engine_state AS s (intent_low) VALUES ($1::text::pg_lsn)
+		ON CONFLICT (singleton) DO UPDATE SET intent_low = greatest(s.intent_low, excluded.intent_low), updated_at = pg_catalog.clock_timestamp()`,
+		low.String())
+	if err != nil {
+		return fmt.Errorf("persist the intent watermark: %w", err)
+	}
+	return nil
+}
+
+// PruneAudit deletes at most limit audit rows older than cutoff and below
+// low (so never a change still needed as intent), and says how many.
+func PruneAudit(ctx context.Context, db Execer, cutoff time.Time, low pglogrepl.LSN, limit int) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM public.iasql_audit_log WHERE id IN (
+		SELECT id FROM public.iasql_audit_log WHERE ts < $1 AND (lsn IS NULL OR lsn < $2::text::pg_lsn) LIMIT $3)`,
+		cutoff, low.String(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune the audit trail: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// MarkPruned records that the audit trail was pruned now.
+func MarkPruned(ctx context.Context, db Execer) error {
+	if _, err := db.Exec(ctx, `UPDATE public.iasql_engine_state SET pruned_at = pg_catalog.clock_timestamp()`); err != nil {
+		return fmt.Errorf("record the audit trail's pruning: %w", err)
+	}
+	return nil
+}
