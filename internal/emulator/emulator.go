@@ -61,6 +61,19 @@ type Options struct {
 	// it at the first look after the call that made it (whose answer is
 	// still IN_PROGRESS, as AWS's is).
 	CloudControlDelay time.Duration
+	// InstanceStartDelay is how long an EC2 instance stays pending (after
+	// RunInstances or StartInstances) before it is running; 0 makes it
+	// running at the first EC2 call after the one that started it (whose
+	// answer still says pending, as AWS's does).
+	InstanceStartDelay time.Duration
+	// InstanceStopDelay is how long an EC2 instance stays stopping (after
+	// StopInstances) or shutting-down (after TerminateInstances) before it
+	// is stopped or terminated; 0 as for InstanceStartDelay.
+	InstanceStopDelay time.Duration
+	// TerminatedVisibleFor is how long DescribeInstances still lists a
+	// terminated instance; 0 means an hour, as on AWS ("usually less than
+	// one hour").
+	TerminatedVisibleFor time.Duration
 }
 
 // service emulates one AWS service behind the shared endpoint.
