@@ -288,9 +288,15 @@ func (rg *ec2Region) launchSubnet(p ec2Params) (*ec2Subnet, error) {
 }
 
 // launchGroups are the groups an instance in sn gets: SecurityGroupId.N
-// (which must be in sn's VPC) and SecurityGroup.N (names in sn's VPC), else
-// the VPC's default group.
+// (which must be in sn's VPC: InvalidParameter "... belong to different
+// networks", as AWS answers, e.g. ansible-collections/amazon.aws issue 824)
+// and SecurityGroup.N (names in the default VPC, which AWS refuses with a
+// SubnetId: InvalidParameterCombination, aws/aws-cli issue 2453), else the
+// VPC's default group.
 func (rg *ec2Region) launchGroups(p ec2Params, sn *ec2Subnet) ([]string, error) {
+	if p.Get("SubnetId") != "" && len(p.strings("SecurityGroup")) > 0 {
+		return nil, ec2Errorf("InvalidParameterCombination", "The parameter groupName cannot be used with the parameter subnet")
+	}
 	var ids []string
 	for _, id := range p.strings("SecurityGroupId") {
 		g, err := rg.groups.find(id)
@@ -471,7 +477,9 @@ func (s *ec2Service) writeInstance(rg *ec2Region, in *ec2Instance, x *ec2XML) {
 
 // describeInstances lists instances by reservation (InstanceId.N, Filter,
 // MaxResults 5..1000 counting instances, NextToken). MaxResults cannot be
-// combined with InstanceId.N, as DescribeInstances' reference says:
+// combined with InstanceId.N, as DescribeInstances' reference says (AWS's
+// answer, InvalidParameterCombination, as in aws/karpenter-provider-aws
+// pull 8642):
 // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstances.html
 func (s *ec2Service) describeInstances(rg *ec2Region, p ec2Params, x *ec2XML) error {
 	ids, err := rg.instanceIDs(p, false)
@@ -637,6 +645,9 @@ func (s *ec2Service) stopInstances(rg *ec2Region, p ec2Params, x *ec2XML) error 
 			return "stopping", nil
 		case "stopping", "stopped":
 			return in.state, nil
+		case "pending":
+			// As AWS answers it (cloud-custodian/cloud-custodian pull 6014).
+			return "", ec2Errorf("IncorrectInstanceState", "Instance '%s' cannot be stopped as it has never reached the 'running' state.", in.id)
 		}
 		return "", ec2Errorf("IncorrectInstanceState", "The instance '%s' is not in a state from which it can be stopped.", in.id)
 	})

@@ -191,6 +191,12 @@ func TestEC2RunInstances(t *testing.T) {
 			_, err := c.RunInstances(ctx, in)
 			return err
 		}, "InvalidParameter"},
+		{"group names with a subnet", func() error {
+			in := runIn(subnet, 1)
+			in.SecurityGroups = []string{"web"}
+			_, err := c.RunInstances(ctx, in)
+			return err
+		}, "InvalidParameterCombination"},
 		{"MinCount above MaxCount", func() error {
 			in := runIn(subnet, 1)
 			in.MinCount = aws.Int32(2)

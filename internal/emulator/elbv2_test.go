@@ -437,6 +437,10 @@ func TestELBTargets(t *testing.T) {
 		{"deregister an unregistered target", func() error {
 			_, err := e.elb.DeregisterTargets(ctx, &elb.DeregisterTargetsInput{TargetGroupArn: aws.String(tg), Targets: []types.TargetDescription{{Id: aws.String(ids[1])}}})
 			return err
+		}, ""},
+		{"deregister what is no instance", func() error {
+			_, err := e.elb.DeregisterTargets(ctx, &elb.DeregisterTargetsInput{TargetGroupArn: aws.String(tg), Targets: []types.TargetDescription{{Id: aws.String("i-0123456789abcdef0")}}})
+			return err
 		}, "InvalidTarget"},
 		{"register with an unknown group", func() error {
 			_, err := e.elb.RegisterTargets(ctx, &elb.RegisterTargetsInput{TargetGroupArn: aws.String(tg + "0"), Targets: []types.TargetDescription{{Id: aws.String(ids[0])}}})

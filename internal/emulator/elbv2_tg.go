@@ -431,8 +431,11 @@ func (s *elbService) registerTargets(c elbCall, x *iamXML) *elbErr {
 
 // deregisterTargets deregisters targets: they drain for the group's
 // deregistration_delay.timeout_seconds while a load balancer uses the
-// group, else go at once. A target that is not registered is
-// InvalidTarget.
+// group, else go at once. A target that is not registered (another port,
+// say) is left alone and the call succeeds, as AWS answers it (see
+// github.com/chaostoolkit-incubator/chaostoolkit-aws issue 60); an id that
+// is no instance at all is InvalidTarget.
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_DeregisterTargets.html
 func (s *elbService) deregisterTargets(c elbCall, x *iamXML) *elbErr {
 	tg, e := c.rg.tgNamed(c.p)
 	if e != nil {
@@ -442,11 +445,21 @@ func (s *elbService) deregisterTargets(c elbCall, x *iamXML) *elbErr {
 	if e != nil {
 		return e
 	}
-	for _, t := range ts {
-		if old := tg.targets[elbTargetKey(t.id, t.port)]; old == nil || !old.drainUntil.IsZero() {
-			return elbError("InvalidTarget", "The following targets are not registered in target group '%s': '%s'", tg.arn, t.id)
+	e = s.withEC2(c, func(rg *ec2Region) *elbErr {
+		for _, t := range ts {
+			if rg.instances.get(t.id) == nil && tg.targets[elbTargetKey(t.id, t.port)] == nil {
+				return elbError("InvalidTarget", "The target '%s' is not a valid instance", t.id)
+			}
 		}
+		return nil
+	})
+	if e != nil {
+		return e
 	}
+	ts = slices.DeleteFunc(ts, func(t elbTarget) bool {
+		old := tg.targets[elbTargetKey(t.id, t.port)]
+		return old == nil || !old.drainUntil.IsZero()
+	})
 	delay, _ := strconv.Atoi(tg.attrs["deregistration_delay.timeout_seconds"])
 	inUse := len(c.rg.lbsUsing(tg.arn)) > 0
 	for _, t := range ts {
