@@ -448,4 +448,19 @@ func TestEC2InstanceFaults(t *testing.T) {
 	if err != nil || len(out.Reservations) != 0 {
 		t.Errorf("a throttled run launched something: %v, %+v", err, out)
 	}
+	// A run that happened though its answer was lost: the retry with its
+	// token adopts what it made.
+	em.Inject(emulator.Fault{Op: "ec2:RunInstances", Kind: emulator.ServerErrorAfter, Times: 1})
+	in := &ec2.RunInstancesInput{ImageId: aws.String(testAMI), MinCount: aws.Int32(1), MaxCount: aws.Int32(1), ClientToken: aws.String("lost")}
+	if _, err := c.RunInstances(t.Context(), in); errCode(err) != "InternalError" {
+		t.Fatalf("run failing after acting: %v", err)
+	}
+	retried, err := c.RunInstances(t.Context(), in)
+	if err != nil {
+		t.Fatalf("retried run: %v", err)
+	}
+	out, err = c.DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{})
+	if err != nil || len(out.Reservations) != 1 || aws.ToString(out.Reservations[0].ReservationId) != aws.ToString(retried.ReservationId) {
+		t.Errorf("after a lost answer and a retry: %v, %+v", err, out)
+	}
 }

@@ -520,6 +520,14 @@ func TestELBFaultsAndProtocol(t *testing.T) {
 	if _, err := e.elb.DescribeTargetGroups(ctx, &elb.DescribeTargetGroupsInput{}); errCode(err) != "InvalidClientTokenId" {
 		t.Errorf("denied: %v, want InvalidClientTokenId", err)
 	}
+	e.em.Inject(emulator.Fault{Op: "elasticloadbalancing:CreateLoadBalancer", Kind: emulator.ServerErrorAfter, Times: 1})
+	if _, err := e.elb.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{Name: aws.String("lost"), Subnets: []string{e.subnetA, e.subnetB}, SecurityGroups: []string{e.group}}); errCode(err) != "InternalError" {
+		t.Fatalf("create failing after acting: %v", err)
+	}
+	e.mkLB(t, "lost") // the same settings: adopted
+	if out, err := e.elb.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{}); err != nil || len(out.LoadBalancers) != 1 {
+		t.Errorf("after a lost answer and a retry: %v, %+v", err, out)
+	}
 	if _, err := e.elb.DescribeRules(ctx, &elb.DescribeRulesInput{ListenerArn: aws.String("x")}); errCode(err) != "NotImplemented" {
 		t.Errorf("an operation not emulated: %v, want NotImplemented", err)
 	}
