@@ -219,8 +219,11 @@ func TestEC2RunInstances(t *testing.T) {
 }
 
 func TestEC2InstanceLifecycle(t *testing.T) {
+	// The stop delay and the visibility are long enough for the calls made
+	// while an instance is stopping, or terminated, even on a slow machine.
 	const delay = 40 * time.Millisecond
-	_, client := sdkEnvWith(t, emulator.Options{InstanceStartDelay: delay, InstanceStopDelay: delay, TerminatedVisibleFor: 3 * delay}, ec2.NewFromConfig)
+	_, client := sdkEnvWith(t, emulator.Options{InstanceStartDelay: delay, InstanceStopDelay: 300 * time.Millisecond,
+		TerminatedVisibleFor: time.Second}, ec2.NewFromConfig)
 	c := client("us-east-1")
 	ctx := t.Context()
 	vpc := mkVpc(t, c, "10.2.0.0/16")
@@ -323,7 +326,7 @@ func TestEC2InstanceLifecycle(t *testing.T) {
 		t.Errorf("delete group of a terminated instance: %v", err)
 	}
 	// Then it disappears.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 		if errCode(err) == "InvalidInstanceID.NotFound" {
