@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 const (
@@ -20,8 +21,8 @@ const (
 )
 
 // ec2Service is EC2 (query protocol: a form with Action=..., XML answers):
-// regions and zones, VPCs, subnets, security groups and their rules, and
-// tags on them. Every region of Regions exists, created on first use with
+// regions and zones, VPCs, subnets, security groups and their rules,
+// instances (ec2_instances.go), and tags on them. Every region of Regions exists, created on first use with
 // AWS's defaults (a default VPC with one default subnet per zone); each
 // VPC has its "default" security group. Resources live in the region the
 // request is signed for; ids are unique across regions.
@@ -33,13 +34,23 @@ type ec2Service struct {
 	// disabled: regions the account has not enabled (Options.DisabledRegions).
 	disabled map[string]bool
 
+	// Instance transitions (Options): pending -> running takes startDelay,
+	// stopping -> stopped and shutting-down -> terminated stopDelay; a
+	// terminated instance is listed for terminatedVisible.
+	startDelay, stopDelay, terminatedVisible time.Duration
+
 	mu      sync.Mutex
 	counter uint64                // guarded by mu; ids are derived from it
 	regions map[string]*ec2Region // guarded by mu; created on first use
 }
 
 func newEC2(opts Options) *ec2Service {
-	return &ec2Service{account: opts.accountID(), seed: rand.Uint64(), regions: map[string]*ec2Region{}, disabled: opts.disabled()}
+	visible := opts.TerminatedVisibleFor
+	if visible == 0 {
+		visible = ec2DefaultTerminatedVisibleFor
+	}
+	return &ec2Service{account: opts.accountID(), seed: rand.Uint64(), regions: map[string]*ec2Region{}, disabled: opts.disabled(),
+		startDelay: opts.InstanceStartDelay, stopDelay: opts.InstanceStopDelay, terminatedVisible: visible}
 }
 
 // ec2Handler does one action in a region and writes the elements of its
@@ -68,6 +79,13 @@ var ec2Actions = map[string]ec2Handler{
 	"ModifySecurityGroupRules":                   (*ec2Service).modifySecurityGroupRules,
 	"UpdateSecurityGroupRuleDescriptionsIngress": ec2Directed((*ec2Service).updateDescriptions, false),
 	"UpdateSecurityGroupRuleDescriptionsEgress":  ec2Directed((*ec2Service).updateDescriptions, true),
+	"RunInstances":                               (*ec2Service).runInstances,
+	"DescribeInstances":                          (*ec2Service).describeInstances,
+	"StopInstances":                              (*ec2Service).stopInstances,
+	"StartInstances":                             (*ec2Service).startInstances,
+	"TerminateInstances":                         (*ec2Service).terminateInstances,
+	"ModifyInstanceAttribute":                    (*ec2Service).modifyInstanceAttribute,
+	"DescribeInstanceAttribute":                  (*ec2Service).describeInstanceAttribute,
 	"CreateTags":                                 (*ec2Service).createTags,
 	"DeleteTags":                                 (*ec2Service).deleteTags,
 }
@@ -130,6 +148,7 @@ func (s *ec2Service) do(r *http.Request, op string, x *ec2XML) error {
 	if err != nil {
 		return err
 	}
+	s.advance(rg, time.Now())
 	p := ec2Params{r.Form}
 	if p.Get("DryRun") == "true" {
 		return &ec2Error{status: http.StatusPreconditionFailed, code: "DryRunOperation",

@@ -221,7 +221,10 @@ func (s *ec2Service) deleteSecurityGroup(rg *ec2Region, p ec2Params, x *ec2XML) 
 	if g.name == "default" {
 		return ec2Errorf("CannotDelete", "the specified group: \"%s\" name: \"default\" cannot be deleted by a user", g.id)
 	}
-	if g.refs > 0 {
+	// A group that another group's rule references, or that an instance
+	// (not terminated) or a load balancer uses, has a dependent object:
+	// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeleteSecurityGroup.html
+	if g.refs > 0 || g.lbRefs > 0 || rg.instanceUsing(g.id) != nil {
 		return ec2Errorf("DependencyViolation", "resource %s has a dependent object", g.id)
 	}
 	rg.removeGroup(g)

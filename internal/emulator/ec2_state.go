@@ -18,6 +18,9 @@ type ec2Region struct {
 	subnets ec2Table[ec2Subnet]
 	groups  ec2Table[ec2Group]
 	rules   ec2Table[ec2Rule]
+
+	instances ec2Table[ec2Instance]
+	tokens    map[string]*ec2Reservation // RunInstances' client tokens
 }
 
 type ec2Vpc struct {
@@ -33,12 +36,15 @@ type ec2Subnet struct {
 	prefix          netip.Prefix
 	defaultForAz    bool
 	tags            ec2Tags
+	used            map[netip.Addr]bool // the addresses instances hold
+	lbRefs          int                 // load balancers (ELBv2) in this subnet
 }
 
 type ec2Group struct {
 	id, name, description, vpcID string
 	rules                        []*ec2Rule // both directions, oldest first
 	refs                         int        // rules of other groups that reference this one
+	lbRefs                       int        // load balancers (ELBv2) that use this group
 	tags                         ec2Tags
 }
 
@@ -92,6 +98,9 @@ func (s *ec2Service) newRegion(r Region) *ec2Region {
 			tags: func(g *ec2Group) *ec2Tags { return &g.tags }},
 		rules: ec2Table[ec2Rule]{kind: "sgr", code: "InvalidSecurityGroupRuleId.NotFound", what: "security group rule ID",
 			tags: func(r *ec2Rule) *ec2Tags { return &r.tags }},
+		instances: ec2Table[ec2Instance]{kind: "i", code: "InvalidInstanceID.NotFound", what: "instance ID",
+			tags: func(in *ec2Instance) *ec2Tags { return &in.tags }},
+		tokens: map[string]*ec2Reservation{},
 	}
 	vpc := s.addVpc(rg, netip.MustParsePrefix("172.31.0.0/16"), "default", nil)
 	rg.defaultVpc = vpc.id

@@ -118,6 +118,8 @@ func (rg *ec2Region) tagsOf(id string) (*ec2Tags, error) {
 		return rg.groups.tagsOf(id)
 	case rg.rules.kind:
 		return rg.rules.tagsOf(id)
+	case rg.instances.kind:
+		return rg.instances.tagsOf(id)
 	}
 	return nil, ec2Errorf("InvalidID", "The ID '%s' is not valid", id)
 }

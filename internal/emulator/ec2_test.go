@@ -959,7 +959,7 @@ func TestEC2FaultsAndProtocol(t *testing.T) {
 		code                 string
 	}{
 		{"unknown action", "us-east-1", "LaunchRockets", http.StatusBadRequest, "InvalidAction"},
-		{"action not emulated", "us-east-1", "RunInstances", http.StatusNotImplemented, "NotImplemented"},
+		{"action not emulated", "us-east-1", "AllocateAddress", http.StatusNotImplemented, "NotImplemented"},
 		{"unknown region", "mars-north-1", "DescribeVpcs", http.StatusUnauthorized, "AuthFailure"},
 	} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(ec2Form(tc.action)))

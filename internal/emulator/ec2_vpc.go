@@ -300,7 +300,7 @@ func (s *ec2Service) writeSubnet(rg *ec2Region, sn *ec2Subnet, x *ec2XML, state 
 	x.str("vpcId", sn.vpcID)
 	x.str("ownerId", s.account)
 	x.str("cidrBlock", sn.prefix.String())
-	x.str("availableIpAddressCount", strconv.Itoa(1<<(32-sn.prefix.Bits())-5))
+	x.str("availableIpAddressCount", strconv.Itoa(sn.free()))
 	x.str("availabilityZone", sn.zone)
 	x.str("availabilityZoneId", ec2ZoneID(rg.name, slices.Index(rg.zones, sn.zone)))
 	x.bool("defaultForAz", sn.defaultForAz)
@@ -354,6 +354,11 @@ func (s *ec2Service) deleteSubnet(rg *ec2Region, p ec2Params, x *ec2XML) error {
 	sn, err := rg.subnets.named(p, "SubnetId")
 	if err != nil {
 		return err
+	}
+	// A subnet that holds an instance (not terminated) is in use:
+	// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeleteSubnet.html
+	if rg.instanceUsing(sn.id) != nil || sn.lbRefs > 0 {
+		return ec2Errorf("DependencyViolation", "The subnet '%s' has dependencies and cannot be deleted.", sn.id)
 	}
 	rg.subnets.remove(sn.id)
 	delete(rg.vpcs.get(sn.vpcID).subnets, sn.id)

@@ -61,6 +61,28 @@ type Options struct {
 	// it at the first look after the call that made it (whose answer is
 	// still IN_PROGRESS, as AWS's is).
 	CloudControlDelay time.Duration
+	// InstanceStartDelay is how long an EC2 instance stays pending (after
+	// RunInstances or StartInstances) before it is running; 0 makes it
+	// running at the first EC2 call after the one that started it (whose
+	// answer still says pending, as AWS's does).
+	InstanceStartDelay time.Duration
+	// InstanceStopDelay is how long an EC2 instance stays stopping (after
+	// StopInstances) or shutting-down (after TerminateInstances) before it
+	// is stopped or terminated; 0 as for InstanceStartDelay.
+	InstanceStopDelay time.Duration
+	// TerminatedVisibleFor is how long DescribeInstances still lists a
+	// terminated instance; 0 means an hour, as on AWS ("usually less than
+	// one hour").
+	TerminatedVisibleFor time.Duration
+	// LoadBalancerActiveDelay is how long an ELBv2 load balancer stays
+	// provisioning before it is active; 0 makes it active at the first
+	// call after the one that created it (whose answer says provisioning).
+	LoadBalancerActiveDelay time.Duration
+	// TargetHealthyDelay is how long an ELBv2 target stays initial (its
+	// initial health checks) once it is registered, running, and its
+	// group is forwarded to by an active load balancer, before it is
+	// healthy; 0 as for LoadBalancerActiveDelay.
+	TargetHealthyDelay time.Duration
 }
 
 // service emulates one AWS service behind the shared endpoint.
@@ -102,14 +124,18 @@ func New(opts Options) *Emulator {
 		log = slog.New(slog.DiscardHandler)
 	}
 	cc := newCloudControl(opts)
+	ec2 := newEC2(opts)
 	return &Emulator{
 		log: log,
 		services: map[string]service{
 			"s3":  newS3(opts),
 			"iam": newIAM(opts),
 			"ecr": newECR(opts),
-			"ec2": newEC2(opts),
-			"sts": newSTS(opts),
+			"ec2": ec2,
+			// ELBv2 signs as elasticloadbalancing, and reads EC2's subnets,
+			// groups and instances.
+			"elasticloadbalancing": newELBv2(opts, ec2),
+			"sts":                  newSTS(opts),
 			// Cloud Control signs as cloudcontrolapi.
 			"cloudcontrolapi": cc,
 			"cloudformation":  newCloudFormation(cc),

@@ -587,7 +587,7 @@ func TestOperationNames(t *testing.T) {
 		{"PUT", "/bkt/k?uploadId=1&partNumber=1", nil, "s3:UploadPart"},
 		{"DELETE", "/bkt/k", nil, "s3:DeleteObject"},
 		{"POST", "/", map[string]string{"Authorization": "AWS4-HMAC-SHA256 " + fmt.Sprintf(scope, "us-east-1", "ec2"),
-			"Content-Type": "application/x-www-form-urlencoded"}, "ec2:DescribeInstances"},
+			"Content-Type": "application/x-www-form-urlencoded"}, "ec2:DescribeAddresses"},
 		{"POST", "/", map[string]string{"Authorization": "AWS4-HMAC-SHA256 " + fmt.Sprintf(scope, "us-east-1", "ecr"),
 			"X-Amz-Target": "AmazonEC2ContainerRegistry_V20150921.DescribeRepositories"}, "ecr:DescribeRepositories"},
 	}
@@ -596,7 +596,7 @@ func TestOperationNames(t *testing.T) {
 			e.em.Reset()
 			var body io.Reader
 			if strings.HasPrefix(tc.want, "ec2:") {
-				body = strings.NewReader("Action=DescribeInstances&Version=2016-11-15")
+				body = strings.NewReader("Action=DescribeAddresses&Version=2016-11-15")
 			}
 			req, _ := http.NewRequest(tc.method, e.url+tc.path, body)
 			for k, v := range tc.header {

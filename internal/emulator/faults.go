@@ -12,7 +12,8 @@ type FaultKind int
 
 const (
 	// Throttle answers with the service's throttling error (S3 SlowDown,
-	// EC2 RequestLimitExceeded, IAM Throttling, ECR ThrottlingException)
+	// EC2 RequestLimitExceeded, IAM and ELBv2 Throttling, ECR
+	// ThrottlingException)
 	// without doing the request.
 	Throttle FaultKind = iota + 1
 	// ServerError answers 500 InternalError without doing the request.
@@ -24,7 +25,7 @@ const (
 	// Latency delays the request by Delay, then does it.
 	Latency
 	// Denied answers with the service's authentication failure (EC2
-	// AuthFailure, ECR UnrecognizedClientException, IAM
+	// AuthFailure, ECR UnrecognizedClientException, IAM and ELBv2
 	// InvalidClientTokenId, S3 InvalidAccessKeyId) without doing the
 	// request, as AWS answers for a region the account has not enabled;
 	// the SDK does not retry it.
