@@ -66,19 +66,19 @@ func classify(e *RequestError) error {
 // ConcurrentOperationException, ServiceInternalErrorException and
 // NetworkFailureException, are retried).
 var terminalAPI = map[string]bool{
-	"InvalidRequestException":           true,
-	"NotUpdatableException":             true,
-	"TypeNotFoundException":             true,
-	"UnsupportedActionException":        true,
-	"InvalidCredentialsException":       true,
-	"AccessDeniedException":             true,
-	"ServiceLimitExceededException":     true,
-	"GeneralServiceException":           true,
-	"PrivateTypeException":              true,
-	"AlreadyExistsException":            true,
-	"HandlerInternalFailureException":   true,
-	"UnrecognizedClientException":       true,
-	"ValidationException":               true,
+	"InvalidRequestException":         true,
+	"NotUpdatableException":           true,
+	"TypeNotFoundException":           true,
+	"UnsupportedActionException":      true,
+	"InvalidCredentialsException":     true,
+	"AccessDeniedException":           true,
+	"ServiceLimitExceededException":   true,
+	"GeneralServiceException":         true,
+	"PrivateTypeException":            true,
+	"AlreadyExistsException":          true,
+	"HandlerInternalFailureException": true,
+	"UnrecognizedClientException":     true,
+	"ValidationException":             true,
 }
 
 // apiError wraps an API call's error with what was done, terminal when

@@ -353,3 +353,56 @@ func TestRateLimitShared(t *testing.T) {
 		t.Errorf("6 calls took %v: the limiter is not shared", d)
 	}
 }
+
+func TestPartialListItems(t *testing.T) {
+	e := newEnv(t, 0)
+	m := e.mapper(t, "AWS::Logs::LogGroup", ccmapper.Options{})
+	cases := []struct {
+		name    string
+		model   map[string]any
+		partial bool
+	}{
+		{"the identifier only", map[string]any{"LogGroupName": "a"}, true},
+		{"no read-only Arn", map[string]any{"LogGroupName": "a", "RetentionInDays": json.Number("7")}, true},
+		{"the whole model", map[string]any{"LogGroupName": "a", "Arn": "arn:aws:logs:x", "LogGroupClass": "STANDARD"}, false},
+	}
+	for _, c := range cases {
+		if got := m.Partial(c.model); got != c.partial {
+			t.Errorf("%s: partial %v, want %v", c.name, got, c.partial)
+		}
+	}
+}
+
+// TestReadBackNotFound: a request that ended SUCCESS whose resource is
+// not readable yet is reported Pending again a few times (AWS is
+// eventually consistent after a write), then as a retryable failure.
+func TestReadBackNotFound(t *testing.T) {
+	e := newEnv(t, 0)
+	m := e.mapper(t, "AWS::Logs::LogGroup", ccmapper.Options{ReadBackPolls: 2})
+	_, err := m.Create(t.Context(), module.Record{"log_group_name": "gone"})
+	p := mustPending(t, err)
+	// Out of band, the group is deleted before the create is polled.
+	del, err := e.cc.DeleteResource(t.Context(), &cloudcontrol.DeleteResourceInput{TypeName: aws.String("AWS::Logs::LogGroup"), Identifier: aws.String("gone")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := e.cc.GetResourceRequestStatus(t.Context(), &cloudcontrol.GetResourceRequestStatusInput{RequestToken: del.ProgressEvent.RequestToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ProgressEvent.OperationStatus == "SUCCESS" {
+			break
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := m.Poll(t.Context(), p.Handle); mustPending(t, err).Handle != p.Handle {
+			t.Errorf("poll %d: another handle", i)
+		}
+	}
+	_, err = m.Poll(t.Context(), p.Handle)
+	var te *module.TerminalError
+	if err == nil || errors.As(err, &te) || !strings.Contains(err.Error(), "cannot be read") {
+		t.Errorf("after the read-back polls: %v, want a retryable failure", err)
+	}
+}
