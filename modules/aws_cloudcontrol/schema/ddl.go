@@ -25,13 +25,21 @@ func (t *Type) DDL() string {
 	for i, c := range ids {
 		q[i] = quoteIdent(c)
 	}
-	fmt.Fprintf(&b, ",\n  CONSTRAINT %s UNIQUE (%s)\n);\n", quoteIdent(fit(t.Table+"_identity", t.TypeName+" identity")), strings.Join(q, ", "))
+	constraint := fit(t.Table+"_identity", t.TypeName+" identity")
+	fmt.Fprintf(&b, ",\n  CONSTRAINT %s UNIQUE (%s)\n);\n", quoteIdent(constraint), strings.Join(q, ", "))
 
 	fmt.Fprintf(&b, "COMMENT ON TABLE %s IS %s;\n", tbl, quoteLiteral(t.tableComment()))
 	fmt.Fprintf(&b, "COMMENT ON COLUMN %s.%s IS %s;\n", tbl, quoteIdent(IDColumn),
 		quoteLiteral("Database identifier of the row; the cloud knows the resource by "+strings.Join(ids, ", ")+"."))
 	for _, c := range t.Columns {
 		fmt.Fprintf(&b, "COMMENT ON COLUMN %s.%s IS %s;\n", tbl, quoteIdent(c.Name), quoteLiteral(t.columnComment(c)))
+	}
+	fmt.Fprintf(&b, "COMMENT ON CONSTRAINT %s ON %s IS %s;\n", quoteIdent(constraint), tbl,
+		quoteLiteral("A resource appears once: its identity ("+strings.Join(ids, ", ")+") is unique."))
+	// serial names its sequence <table>_id_seq; PostgreSQL shortens a
+	// longer name its own way, so only a name that fits is commented.
+	if seq := t.Table + "_id_seq"; len(seq) <= maxIdent {
+		fmt.Fprintf(&b, "COMMENT ON SEQUENCE public.%s IS %s;\n", quoteIdent(seq), quoteLiteral("Generates "+t.Table+".id."))
 	}
 	return b.String()
 }
