@@ -194,6 +194,7 @@ func (m *Mapper) complete(ctx context.Context, items []cctypes.ResourceDescripti
 	}
 	var jobs []job
 	due := m.details.Due()
+	table := m.t.ModuleTable()
 	for i, it := range items {
 		model, err := schema.DecodeModel(aws.ToString(it.Properties))
 		if err != nil {
@@ -204,7 +205,7 @@ func (m *Mapper) complete(ctx context.Context, items []cctypes.ResourceDescripti
 			out[i], keep[i] = rec, true
 			continue
 		}
-		name, ver := module.CloudIDOf(m.t.ModuleTable(), rec), aws.ToString(it.Properties)
+		name, ver := module.CloudIDOf(table, rec), aws.ToString(it.Properties)
 		if got, ok := m.details.Get(ctx, name, ver, due); ok {
 			out[i], keep[i] = got, true
 			continue
@@ -232,7 +233,7 @@ func (m *Mapper) complete(ctx context.Context, items []cctypes.ResourceDescripti
 					}
 				case rec != nil: // nil: deleted since it was listed
 					out[j.i], keep[j.i] = rec, true
-					m.details.Put(module.CloudIDOf(m.t.ModuleTable(), rec), j.ver, rec)
+					m.details.Put(module.CloudIDOf(table, rec), j.ver, rec)
 				}
 			}()
 		}
