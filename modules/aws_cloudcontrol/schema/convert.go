@@ -1,0 +1,188 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// DecodeModel reads a resource model (Cloud Control's Properties or
+// ResourceModel: a JSON object), numbers as json.Number.
+func DecodeModel(doc string) (map[string]any, error) {
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode resource model: %w", err)
+	}
+	return m, nil
+}
+
+// ToRecord converts a resource model into a record of the table: each
+// property the schema knows under its column, tags as {key: value},
+// numbers as json.Number (a number the handler returned as a string too),
+// booleans as bool. Properties the schema does not know are left out.
+func (t *Type) ToRecord(model map[string]any) module.Record {
+	r := module.Record{}
+	for _, c := range t.Columns {
+		v, ok := model[c.Property]
+		if !ok || v == nil {
+			continue
+		}
+		r[c.Name] = c.toColumn(v)
+	}
+	return r
+}
+
+func (c *Column) toColumn(v any) any {
+	switch {
+	case c.Tags:
+		return TagMap(v)
+	case c.SQLType == BigInt || c.SQLType == Numeric:
+		switch x := v.(type) {
+		case string:
+			if _, err := strconv.ParseFloat(x, 64); err == nil {
+				return json.Number(x)
+			}
+		case float64:
+			return json.Number(strconv.FormatFloat(x, 'f', -1, 64))
+		case int:
+			return json.Number(strconv.Itoa(x))
+		case int64:
+			return json.Number(strconv.FormatInt(x, 10))
+		}
+	case c.SQLType == Boolean:
+		if s, ok := v.(string); ok {
+			if b, err := strconv.ParseBool(s); err == nil {
+				return b
+			}
+		}
+	case c.SQLType == Text:
+		switch x := v.(type) {
+		case string:
+			return x
+		case json.Number:
+			return x.String()
+		case bool:
+			return strconv.FormatBool(x)
+		default:
+			b, _ := json.Marshal(x)
+			return string(b)
+		}
+	}
+	return v
+}
+
+// TagMap reads tags in either shape (a list of {Key, Value} objects or a
+// map) as one map of key to value.
+func TagMap(v any) map[string]any {
+	out := map[string]any{}
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if m, ok := e.(map[string]any); ok {
+				if k, ok := m["Key"].(string); ok {
+					out[k] = m["Value"]
+				}
+			}
+		}
+	case map[string]any:
+		for k, val := range x {
+			out[k] = val
+		}
+	}
+	return out
+}
+
+// ToModel converts a record of the table into a resource model: each
+// column with a value under its property (tags in the schema's shape, a
+// list sorted by key), read-only columns left out, and the columns skip
+// names left out too.
+func (t *Type) ToModel(r module.Record, skip func(c *Column) bool) map[string]any {
+	m := map[string]any{}
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		v, ok := r[c.Name]
+		if !ok || v == nil || c.ReadOnly || (skip != nil && skip(c)) {
+			continue
+		}
+		m[c.Property] = c.ToProperty(v)
+	}
+	return m
+}
+
+// ToProperty converts a column's value into the property's value.
+func (c *Column) ToProperty(v any) any {
+	if !c.Tags {
+		return v
+	}
+	tags := TagMap(v)
+	if !c.TagList {
+		return tags
+	}
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	list := make([]any, len(keys))
+	for i, k := range keys {
+		list[i] = map[string]any{"Key": k, "Value": tags[k]}
+	}
+	return list
+}
+
+// IdentifierOf is the primary identifier of a record as Cloud Control takes
+// it: the identifier columns' values in primaryIdentifier order, joined
+// with "|" (https://docs.aws.amazon.com/cloudcontrolapi/latest/userguide/resource-identifier.html);
+// "" when one is missing.
+func (t *Type) IdentifierOf(r module.Record) string {
+	parts := make([]string, len(t.Identifier))
+	for i, p := range t.Identifier {
+		c, _ := t.Column(p)
+		s := r.String(c.Name)
+		if s == "" {
+			return ""
+		}
+		parts[i] = s
+	}
+	return strings.Join(parts, "|")
+}
+
+// IdentityRecord is the record of only the identity an identifier names
+// (its "|"-separated values under the identifier columns), nil when the
+// identifier has not as many parts.
+func (t *Type) IdentityRecord(identifier string) module.Record {
+	parts := []string{identifier}
+	if len(t.Identifier) > 1 {
+		parts = strings.Split(identifier, "|")
+	}
+	if len(parts) != len(t.Identifier) || identifier == "" {
+		return nil
+	}
+	r := module.Record{}
+	for i, p := range t.Identifier {
+		c, _ := t.Column(p)
+		r[c.Name] = c.toColumn(parts[i])
+	}
+	return r
+}
+
+// CloudIDToIdentifier converts an identity as module.CloudIDOf renders it
+// into Cloud Control's identifier; false when it is none.
+func (t *Type) CloudIDToIdentifier(id string) (string, bool) {
+	parts, ok := module.SplitCloudID(id, len(t.Identifier))
+	if !ok {
+		return "", false
+	}
+	for _, p := range parts {
+		if p == "" {
+			return "", false
+		}
+	}
+	return strings.Join(parts, "|"), true
+}
