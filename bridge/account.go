@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -34,9 +35,8 @@ type accountCheck struct {
 }
 
 // identity is an account and endpoint, as recorded or as found.
-type identity struct {
-	Account, Arn, Endpoint string // Endpoint "": AWS's own endpoints
-}
+// Endpoint "" is AWS's own endpoints.
+type identity store.Account
 
 func (i identity) String() string {
 	if i.Endpoint == "" {
@@ -91,20 +91,15 @@ func (e *Engine) checkAccount(ctx context.Context) error {
 	var bound identity
 	var found bool
 	err = e.service(ctx, func(c *pgx.Conn) error {
-		var endpoint *string
-		err := c.QueryRow(ctx, `SELECT account_id, coalesce(arn, ''), endpoint FROM public.iasql_account`).Scan(&bound.Account, &bound.Arn, &endpoint)
-		if errors.Is(err, pgx.ErrNoRows) {
-			_, err = c.Exec(ctx, `INSERT INTO public.iasql_account (account_id, arn, endpoint) VALUES ($1, $2, nullif($3, ''))`, me.Account, me.Arn, me.Endpoint)
-			if err != nil {
-				return fmt.Errorf("record the database's account: %w", err)
-			}
-			e.log.Info("database bound to the sidecar's account", "account", me.Account, "endpoint", me.Endpoint, "arn", me.Arn)
-			return nil
+		acc, ok, err := store.ReadAccount(ctx, c)
+		if err != nil || ok {
+			bound, found = identity(acc), ok
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("read the database's account: %w", err)
+		if err := store.BindAccount(ctx, c, store.Account(me)); err != nil {
+			return err
 		}
-		found, bound.Endpoint = true, aws.ToString(endpoint)
+		e.log.Info("database bound to the sidecar's account", "account", me.Account, "endpoint", me.Endpoint, "arn", me.Arn)
 		return nil
 	})
 	if err != nil {
@@ -123,10 +118,11 @@ func (e *Engine) checkAccount(ctx context.Context) error {
 // for a role that may execute iasql_rebind_account().
 func (e *Engine) rebindAccount(ctx context.Context, role string) (any, error) {
 	var allowed bool
-	if err := e.service(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT pg_catalog.has_function_privilege($1, 'public.iasql_rebind_account()', 'EXECUTE')`, role).Scan(&allowed)
+	if err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		allowed, err = store.MayExecute(ctx, c, role, "public.iasql_rebind_account()")
+		return err
 	}); err != nil {
-		return nil, fmt.Errorf("check the privileges of role %q: %w", role, err)
+		return nil, err
 	}
 	if !allowed {
 		return nil, fmt.Errorf("role %q may not rebind the database's account: it needs EXECUTE on iasql_rebind_account()", role)
@@ -138,22 +134,10 @@ func (e *Engine) rebindAccount(ctx context.Context, role string) (any, error) {
 	e.acct.mu.Lock()
 	defer e.acct.mu.Unlock()
 	var was identity
-	err = e.service(ctx, func(c *pgx.Conn) error {
-		var endpoint *string
-		err := c.QueryRow(ctx, `SELECT account_id, endpoint FROM public.iasql_account`).Scan(&was.Account, &endpoint)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("read the database's account: %w", err)
-		}
-		was.Endpoint = aws.ToString(endpoint)
-		_, err = c.Exec(ctx, `INSERT INTO public.iasql_account (account_id, arn, endpoint, previous_account_id, previous_endpoint)
-			VALUES ($1, $2, nullif($3, ''), nullif($4, ''), nullif($5, ''))
-			ON CONFLICT (singleton) DO UPDATE SET account_id = EXCLUDED.account_id, arn = EXCLUDED.arn, endpoint = EXCLUDED.endpoint,
-				bound_at = pg_catalog.clock_timestamp(), previous_account_id = EXCLUDED.previous_account_id, previous_endpoint = EXCLUDED.previous_endpoint`,
-			me.Account, me.Arn, me.Endpoint, was.Account, was.Endpoint)
-		if err != nil {
-			return fmt.Errorf("record the database's account: %w", err)
-		}
-		return nil
+	err = e.service(ctx, func(c *pgx.Conn) (err error) {
+		prev, err := store.RebindAccount(ctx, c, store.Account(me))
+		was = identity(prev)
+		return err
 	})
 	if err != nil {
 		return nil, err

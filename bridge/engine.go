@@ -25,12 +25,6 @@ import (
 	"github.com/iasql/iasql/modules/module"
 )
 
-// Lock roles (second advisory-lock key; see iasql_lock_namespace in sql/).
-const (
-	lockCycle   = 2
-	lockService = 4
-)
-
 // Engine runs cycles and answers the SQL API's requests. It works only
 // while its sidecar holds capture leadership (Lead).
 type Engine struct {
@@ -210,14 +204,11 @@ func (e *Engine) accept(r request) {
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
 		}
-		tag, err := c.Exec(ctx, `INSERT INTO public.iasql_requests (id, kind, args, requested_by, status, taken_by_pid)
-			VALUES ($1, $2, $3, $4, 'accepted', pg_catalog.pg_backend_pid()) ON CONFLICT (id) DO NOTHING`,
-			r.ID, r.Kind, string(args), r.Role)
-		if err != nil {
-			return fmt.Errorf("record request %s (%s): %w", r.ID, r.Kind, err)
-		}
 		// A replayed message after a restart is not run twice.
-		fresh = tag.RowsAffected() == 1
+		fresh, err = store.AcceptRequest(ctx, c, r.ID, r.Kind, args, r.Role)
+		if err != nil {
+			return err
+		}
 		if fresh {
 			select {
 			case e.queueOf(r) <- r:
@@ -287,14 +278,8 @@ func (e *Engine) finish(ctx context.Context, r request, result any, failure erro
 	err = e.service(wctx, func(c *pgx.Conn) error {
 		// Only while this session holds the request: a request the last
 		// session took was failed by this one's start-up (Lead).
-		tag, err := c.Exec(wctx, `UPDATE public.iasql_requests SET status = $2, result = $3, error = nullif($4, ''), finished_at = pg_catalog.clock_timestamp()
-			WHERE id = $1 AND status = 'accepted' AND taken_by_pid = pg_catalog.pg_backend_pid()`,
-			r.ID, status, string(js), msg)
-		if err != nil {
-			return fmt.Errorf("update request %s: %w", r.ID, err)
-		}
-		answered = tag.RowsAffected() == 1
-		return nil
+		answered, err = store.AnswerRequest(wctx, c, r.ID, status, js, msg)
+		return err
 	})
 	switch {
 	case err != nil:
@@ -318,20 +303,9 @@ const orphanedRequest = "the sidecar that took this request (server process %s) 
 // not asked). It also drops the requests this sidecar's previous session
 // queued and did not handle: they are among those just failed.
 func (e *Engine) failOrphans(ctx context.Context, svc *pgx.Conn) error {
-	rows, err := svc.Query(ctx, `UPDATE public.iasql_requests
-		   SET status = 'failed', finished_at = pg_catalog.clock_timestamp(), error = pg_catalog.format($1, taken_by_pid)
-		 WHERE status = 'accepted' AND taken_by_pid <> pg_catalog.pg_backend_pid()
-		RETURNING id::text, kind, taken_by_pid`, orphanedRequest)
+	failed, err := store.FailOrphans(ctx, svc, orphanedRequest)
 	if err != nil {
-		return fmt.Errorf("fail requests left by ended engine sessions: %w", err)
-	}
-	type orphan struct {
-		ID, Kind string
-		PID      int32
-	}
-	failed, err := pgx.CollectRows(rows, pgx.RowToStructByPos[orphan])
-	if err != nil {
-		return fmt.Errorf("fail requests left by ended engine sessions: %w", err)
+		return err
 	}
 	for _, o := range failed {
 		e.log.Warn("failed a request whose engine session ended before answering", "id", o.ID, "kind", o.Kind, "taken_by_pid", o.PID)
@@ -354,9 +328,7 @@ func (e *Engine) countDeprecated(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := e.service(ctx, func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `INSERT INTO public.iasql_deprecated_calls AS d (function_name, calls, last_called) VALUES ($1, 1, pg_catalog.clock_timestamp())
-			ON CONFLICT (function_name) DO UPDATE SET calls = d.calls + 1, last_called = excluded.last_called`, name)
-		return err
+		return store.CountDeprecated(ctx, c, name)
 	})
 	if err != nil {
 		e.log.Warn("cannot count a deprecated call", "function", name, "err", err)
@@ -381,7 +353,7 @@ func (e *Engine) Lead(ctx context.Context) {
 		return
 	}
 	defer svc.Close(context.Background())
-	if _, err := svc.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockService); err != nil {
+	if err := store.Lock(ctx, svc, store.LockService); err != nil {
 		e.log.Error("engine cannot take its lock", "err", err)
 		return
 	}
@@ -492,8 +464,9 @@ func (e *Engine) Lead(ctx context.Context) {
 // cloud are to be asked about (zero when none).
 func (e *Engine) automatic(ctx context.Context, reason string) time.Time {
 	var open bool
-	if err := e.service(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM public.iasql_transaction)`).Scan(&open)
+	if err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		open, err = store.TransactionIsOpen(ctx, c)
+		return err
 	}); err != nil {
 		e.log.Warn("cannot check for an open iasql transaction", "err", err)
 		return time.Time{}
@@ -570,21 +543,19 @@ func (e *Engine) lockCycles(ctx context.Context, wait bool) (*pgx.Conn, error) {
 		return nil, err
 	}
 	if wait {
-		if err := e.withWork(func() error {
-			_, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle)
-			return err
-		}); err != nil {
+		if err := e.withWork(func() error { return store.Lock(ctx, conn, store.LockCycle) }); err != nil {
 			e.releaseWork(conn)
 			return nil, fmt.Errorf("wait for the running cycle: %w", err)
 		}
 		return conn, nil
 	}
 	var ok bool
-	if err := e.withWork(func() error {
-		return conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), $1)`, lockCycle).Scan(&ok)
+	if err := e.withWork(func() (err error) {
+		ok, err = store.TryLock(ctx, conn, store.LockCycle)
+		return err
 	}); err != nil {
 		e.releaseWork(conn)
-		return nil, fmt.Errorf("take the cycle lock: %w", err)
+		return nil, err
 	}
 	if !ok {
 		e.releaseWork(conn)
@@ -598,10 +569,7 @@ func (e *Engine) lockCycles(ctx context.Context, wait bool) (*pgx.Conn, error) {
 func (e *Engine) releaseWork(conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.withWork(func() error {
-		_, err := conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_unlock_all()`)
-		return err
-	}); err != nil && e.work == conn {
+	if err := e.withWork(func() error { return store.UnlockAll(ctx, conn) }); err != nil && e.work == conn {
 		e.closeWork()
 	}
 }
@@ -702,15 +670,11 @@ func (e *Engine) setLow(l pglogrepl.LSN) {
 // order, with their mappers.
 func (e *Engine) installedTables(ctx context.Context) ([]installedTable, error) {
 	var names []string
-	if err := e.service(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, `SELECT name FROM public.iasql_modules WHERE installed_at IS NOT NULL ORDER BY installed_at, name`)
-		if err != nil {
-			return err
-		}
-		names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		names, err = store.InstalledModules(ctx, c)
 		return err
 	}); err != nil {
-		return nil, fmt.Errorf("read installed modules: %w", err)
+		return nil, err
 	}
 	var out []installedTable
 	for _, n := range e.dependencyOrder(names) {
@@ -777,10 +741,8 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 			tables[i] = t.Name
 		}
 		deps := append([]string{}, m.DependsOn...)
-		if _, err := c.Exec(ctx, `INSERT INTO public.iasql_modules (name, version, depends_on, tables) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (name) DO UPDATE SET version = excluded.version, depends_on = excluded.depends_on, tables = excluded.tables`,
-			m.Name, m.Version, deps, tables); err != nil {
-			return fmt.Errorf("register module %s: %w", m.Name, err)
+		if err := store.RegisterModule(ctx, c, m.Name, m.Version, deps, tables); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -791,8 +753,7 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 // granularity): a job iasql_cycle calls iasql_cycle_tick(). It reports
 // whether pg_cron drives them; otherwise the sidecar's timer does.
 func (e *Engine) scheduleWithCron(ctx context.Context, c *pgx.Conn) bool {
-	var has bool
-	if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'cron' AND p.proname = 'schedule')`).Scan(&has); err != nil || !has {
+	if !store.HasCron(ctx, c) {
 		return false
 	}
 	minutes := int(e.interval / time.Minute)
@@ -804,7 +765,7 @@ func (e *Engine) scheduleWithCron(ctx context.Context, c *pgx.Conn) bool {
 	if minutes == 1 {
 		spec = "* * * * *"
 	}
-	if _, err := c.Exec(ctx, `SELECT cron.schedule('iasql_cycle', $1, 'SELECT public.iasql_cycle_tick()')`, spec); err != nil {
+	if err := store.ScheduleCron(ctx, c, spec); err != nil {
 		e.log.Warn("cannot schedule the pg_cron job; the sidecar's timer drives automatic cycles", "err", err)
 		return false
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -158,22 +158,12 @@ func (e *Engine) authorize(ctx context.Context, c *pgx.Conn, r *request) (refusa
 	}
 	classid, objid := senderLock(r.raw)
 	needs := neededRole(r.Kind)
-	var role string
-	var member bool
-	err = c.QueryRow(ctx, `
-		SELECT r.rolname, pg_catalog.pg_has_role(a.usesysid, $4::text::name, 'MEMBER')
-		  FROM pg_catalog.pg_stat_activity a JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
-		 WHERE a.pid = $1 AND a.datname = pg_catalog.current_database()
-		   AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
-		                WHERE l.locktype = 'advisory' AND l.pid = a.pid AND l.granted AND l.objsubid = 1
-		                  AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
-		                  AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid)`,
-		r.PID, int64(classid), int64(objid), needs).Scan(&role, &member)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", errForged{r.PID}
-	}
+	role, member, found, err := store.RequestSender(ctx, c, r.PID, classid, objid, needs)
 	if err != nil {
-		return "", fmt.Errorf("check who sent request %s: %w", r.ID, err)
+		return "", fmt.Errorf("request %s: %w", r.ID, err)
+	}
+	if !found {
+		return "", errForged{r.PID}
 	}
 	r.Role = role
 	if !member {
@@ -187,24 +177,17 @@ func (e *Engine) authorize(ctx context.Context, c *pgx.Conn, r *request) (refusa
 
 // refuse records request r as failed with msg, so its caller hears at once.
 func refuse(ctx context.Context, c *pgx.Conn, r request, msg string) error {
-	_, err := c.Exec(ctx, `INSERT INTO public.iasql_requests (id, kind, requested_by, status, error, finished_at, taken_by_pid)
-		VALUES ($1, $2, $3, 'failed', $4, pg_catalog.clock_timestamp(), pg_catalog.pg_backend_pid()) ON CONFLICT (id) DO NOTHING`,
-		r.ID, r.Kind, r.Role, msg)
-	if err != nil {
-		return fmt.Errorf("refuse request %s (%s): %w", r.ID, r.Kind, err)
-	}
-	return nil
+	return store.RefuseRequest(ctx, c, r.ID, r.Kind, r.Role, msg)
 }
 
 // expireRequests deletes answered requests older than requestRetention.
 func (e *Engine) expireRequests(ctx context.Context, c *pgx.Conn) {
-	tag, err := c.Exec(ctx, `DELETE FROM public.iasql_requests
-		WHERE status <> 'accepted' AND finished_at < pg_catalog.clock_timestamp() - pg_catalog.make_interval(secs => $1)`, requestRetention.Seconds())
+	n, err := store.ExpireRequests(ctx, c, requestRetention)
 	if err != nil {
 		e.log.Warn("cannot expire old requests", "err", err)
 		return
 	}
-	if n := tag.RowsAffected(); n > 0 {
+	if n > 0 {
 		e.log.Info("expired answered requests", "count", n, "older_than", requestRetention.String())
 	}
 }

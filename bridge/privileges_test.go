@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_s3"
@@ -366,7 +366,7 @@ func TestRunPreflightNamesMissingGrant(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close(ctx)
-		_, err = bridge.Prepare(ctx, c, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
+		_, err = sidecar.Prepare(ctx, c, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
 		return err
 	}
 	err := run()

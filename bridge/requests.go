@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge/plan"
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/logical"
 )
 
@@ -69,31 +70,14 @@ const DefaultTransactionTimeout = 30 * time.Minute
 // or rolls it back. It is rolled back when its session ends or stays idle
 // longer than the transaction timeout: like a PostgreSQL transaction whose
 // session is gone, what it did not commit does not reach the cloud.
-type txInfo struct {
-	OpenedBy     string    `json:"opened_by"`
-	OpenedAt     time.Time `json:"opened_at"`
-	BeginLSN     string    `json:"begin_lsn"`
-	OwnerPID     int32     `json:"owner_pid"`
-	OwnerStarted time.Time `json:"-"`
-}
 
-func (e *Engine) openTransaction(ctx context.Context) (*txInfo, error) {
-	var t txInfo
-	err := e.service(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT opened_by, opened_at, begin_lsn::text, owner_pid, owner_started FROM public.iasql_transaction`).
-			Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN, &t.OwnerPID, &t.OwnerStarted)
+func (e *Engine) openTransaction(ctx context.Context) (*store.Transaction, error) {
+	var t *store.Transaction
+	err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		t, err = store.ReadTransaction(ctx, c)
+		return err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the iasql transaction: %w", err)
-	}
-	return &t, nil
-}
-
-func (t *txInfo) String() string {
-	return fmt.Sprintf("opened by %s in session %d at %s", t.OpenedBy, t.OwnerPID, t.OpenedAt.UTC().Format(time.RFC3339))
+	return t, err
 }
 
 // begin waits for a running cycle to end, then opens the transaction,
@@ -119,36 +103,27 @@ func (e *Engine) begin(ctx context.Context, r request) (any, error) {
 	if err := json.Unmarshal(r.Args, &args); err != nil || args.BackendStart.IsZero() || r.PID == 0 {
 		return nil, errors.New("iasql_begin did not say which session it runs in: the SQL objects are older than this sidecar; upgrade them (iasql install)")
 	}
-	var t txInfo
-	err = e.service(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `INSERT INTO public.iasql_transaction (opened_by, opened_at, begin_lsn, owner_pid, owner_started)
-			VALUES ($1, pg_catalog.clock_timestamp(), pg_catalog.pg_current_wal_insert_lsn(), $2, $3)
-			RETURNING opened_by, opened_at, begin_lsn::text, owner_pid, owner_started`, r.Role, r.PID, args.BackendStart).
-			Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN, &t.OwnerPID, &t.OwnerStarted)
+	var t store.Transaction
+	err = e.service(ctx, func(c *pgx.Conn) (err error) {
+		t, err = store.OpenTransaction(ctx, c, r.Role, r.PID, args.BackendStart)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open the iasql transaction: %w", err)
+		return nil, err
 	}
 	return map[string]any{"summary": "iasql transaction open; automatic cycles are paused", "transaction": t}, nil
 }
 
 // mayEnd refuses a commit or rollback of an open transaction from anyone but
 // its owning session or an iasql_admin.
-func (e *Engine) mayEnd(ctx context.Context, t *txInfo, r request, what string) error {
+func (e *Engine) mayEnd(ctx context.Context, t *store.Transaction, r request, what string) error {
 	if t == nil {
 		return nil
 	}
 	var owner, admin bool
-	err := e.service(ctx, func(c *pgx.Conn) error {
-		// backend_start is NULL where the sidecar may not see the session's
-		// details (no pg_read_all_stats): then the sender's pid, which the
-		// request proves, is all there is to go by.
-		return c.QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_get_activity($1) a WHERE a.backend_start IS NULL OR a.backend_start = $2),
-			       coalesce((SELECT r.rolsuper OR (pg_catalog.to_regrole('iasql_admin') IS NOT NULL
-			                   AND pg_catalog.pg_has_role(r.oid, 'iasql_admin', 'MEMBER'))
-			                   FROM pg_catalog.pg_roles r WHERE r.rolname = $3), false)`,
-			r.PID, t.OwnerStarted, r.Role).Scan(&owner, &admin)
+	err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		owner, admin, err = store.OwnerOrAdmin(ctx, c, r.PID, t.OwnerStarted, r.Role)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("check who may %s the iasql transaction: %w", what, err)
@@ -160,10 +135,7 @@ func (e *Engine) mayEnd(ctx context.Context, t *txInfo, r request, what string) 
 }
 
 func (e *Engine) closeTransaction(ctx context.Context) error {
-	return e.service(ctx, func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `DELETE FROM public.iasql_transaction`)
-		return err
-	})
+	return e.service(ctx, func(c *pgx.Conn) error { return store.CloseTransaction(ctx, c) })
 }
 
 // commit runs a cycle now and returns when it has ended.
@@ -202,7 +174,7 @@ func (e *Engine) rollback(ctx context.Context, r request) (any, error) {
 	return e.rollbackSince(ctx, t, "rollback")
 }
 
-func (e *Engine) rollbackSince(ctx context.Context, t *txInfo, reason string) (any, error) {
+func (e *Engine) rollbackSince(ctx context.Context, t *store.Transaction, reason string) (any, error) {
 	out, err := e.cycle(ctx, reason, plan.Options{Discard: true, DiscardAfter: lsnOf(t.BeginLSN)}, true)
 	if err != nil {
 		return out, err
@@ -220,15 +192,9 @@ func (e *Engine) expireTransaction(ctx context.Context) {
 		return
 	}
 	var why string
-	err = e.service(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `
-			SELECT CASE WHEN a.pid IS NULL OR a.backend_start <> $2 THEN 'its session ended'
-			            WHEN a.state <> 'active' AND pg_catalog.clock_timestamp() - a.state_change > $3 * interval '1 millisecond'
-			              THEN 'its session was idle for ' || pg_catalog.date_trunc('second', pg_catalog.clock_timestamp() - a.state_change)
-			            ELSE '' END -- running, or not visible (state NULL without pg_read_all_stats)
-			  FROM (SELECT 1) one
-			  LEFT JOIN pg_catalog.pg_stat_get_activity($1) a ON true`,
-			t.OwnerPID, t.OwnerStarted, e.txTimeout.Milliseconds()).Scan(&why)
+	err = e.service(ctx, func(c *pgx.Conn) (err error) {
+		why, err = store.TransactionExpired(ctx, c, t.OwnerPID, t.OwnerStarted, e.txTimeout)
+		return err
 	})
 	if err != nil || why == "" {
 		return
@@ -309,24 +275,20 @@ func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) 
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			for _, n := range e.dependencyOrder(names) {
 				m := e.modules[n]
-				var installed bool
-				if err := tx.QueryRow(ctx, `SELECT installed_at IS NOT NULL FROM public.iasql_modules WHERE name = $1`, n).Scan(&installed); err != nil {
-					return fmt.Errorf("read module %s: %w", n, err)
+				installed, err := store.ModuleInstalled(ctx, tx, n)
+				if err != nil {
+					return err
 				}
 				if installed {
 					results = append(results, moduleResult{n, true, "already installed"})
 					continue
 				}
-				if _, err := tx.Exec(ctx, m.SQL); err != nil {
-					return fmt.Errorf("create the tables of %s: %w", n, err)
+				tables := make([]string, len(m.Tables))
+				for i, t := range m.Tables {
+					tables[i] = t.Name
 				}
-				for _, t := range m.Tables {
-					if _, err := tx.Exec(ctx, `INSERT INTO public.iasql_tables (table_name, module) VALUES ($1, $2)`, t.Name, n); err != nil {
-						return fmt.Errorf("register table %s: %w", t.Name, err)
-					}
-				}
-				if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = pg_catalog.clock_timestamp() WHERE name = $1`, n); err != nil {
-					return fmt.Errorf("mark %s installed: %w", n, err)
+				if err := store.InstallModule(ctx, tx, n, m.SQL, tables); err != nil {
+					return err
 				}
 				note := "installed"
 				if !asked[n] {
@@ -370,30 +332,19 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 	e.workMu.Lock()
 	defer e.workMu.Unlock()
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT name, depends_on FROM public.iasql_modules WHERE installed_at IS NOT NULL`)
+		all, err := store.InstalledWithDeps(ctx, tx)
 		if err != nil {
 			return err
 		}
-		type inst struct {
-			name string
-			deps []string
-		}
-		all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (inst, error) {
-			var i inst
-			return i, r.Scan(&i.name, &i.deps)
-		})
-		if err != nil {
-			return fmt.Errorf("read installed modules: %w", err)
-		}
 		installed := map[string]bool{}
 		for _, i := range all {
-			installed[i.name] = true
-			if leaving[i.name] {
+			installed[i.Name] = true
+			if leaving[i.Name] {
 				continue
 			}
-			for _, d := range i.deps {
+			for _, d := range i.DependsOn {
 				if leaving[d] {
-					return fmt.Errorf("cannot uninstall %s: the installed module %s depends on it; uninstall %s first (or both together)", d, i.name, i.name)
+					return fmt.Errorf("cannot uninstall %s: the installed module %s depends on it; uninstall %s first (or both together)", d, i.Name, i.Name)
 				}
 			}
 		}
@@ -408,25 +359,11 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 				continue
 			}
 			m := e.modules[n]
+			tables := make([]string, 0, len(m.Tables))
 			for j := len(m.Tables) - 1; j >= 0; j-- {
-				t := m.Tables[j].Name
-				if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_tables WHERE table_name = $1`, t); err != nil {
-					return fmt.Errorf("unregister %s: %w", t, err)
-				}
-				if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{"public", t}.Sanitize()); err != nil {
-					return fmt.Errorf("drop %s: %w", t, err)
-				}
-				if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_records WHERE table_name = $1`, t); err != nil {
-					return fmt.Errorf("forget records of %s: %w", t, err)
-				}
-				if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_replacements WHERE table_name = $1`, t); err != nil {
-					return fmt.Errorf("forget replacements of %s: %w", t, err)
-				}
-				if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_operations WHERE table_name = $1`, t); err != nil {
-					return fmt.Errorf("forget operations of %s: %w", t, err)
-				}
+				tables = append(tables, m.Tables[j].Name)
 			}
-			if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = NULL WHERE name = $1`, n); err != nil {
+			if err := store.UninstallModule(ctx, tx, n, tables); err != nil {
 				return err
 			}
 			results = append(results, moduleResult{n, false, "uninstalled; nothing in the cloud was touched"})
@@ -454,8 +391,7 @@ func (c *cycle) progress(ctx context.Context, what string) {
 		return
 	}
 	if err := c.e.service(ctx, func(conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, `UPDATE public.iasql_requests SET progress = $2 WHERE id = $1`, id, what)
-		return err
+		return store.SetProgress(ctx, conn, id, what)
 	}); err != nil {
 		c.e.log.Warn("cannot report a request's progress", "id", id, "err", err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iasql/iasql/bridge"
+	iasqlsidecar "github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/logical"
 )
@@ -33,7 +33,7 @@ func startCapture(t *testing.T, dsn string, tune func(*logical.Config)) (stop fu
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	conn := pgtest.Connect(t, dsn)
-	slot, err := bridge.Prepare(ctx, conn, "", quietLogger())
+	slot, err := iasqlsidecar.Prepare(ctx, conn, "", quietLogger())
 	if err != nil {
 		t.Fatalf("prepare: %v", err)
 	}

@@ -86,7 +86,7 @@ func (m *Metrics) Close() { m.pool.Close() }
 // in a test).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// SetLeader records that this sidecar took leadership (bridge.Config.OnReady).
+// SetLeader records that this sidecar took leadership (sidecar.Config.OnReady).
 func (m *Metrics) SetLeader() { m.leader.Store(true) }
 
 // Instrument adds to cfg the middleware that counts every cloud call made

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -89,9 +90,18 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 	deps := plan.Dependencies(actions)
 	pending := actions
 	var lastFailed string
+	// given up: actions that failed for good (terminal, or a create whose
+	// resource exists), not retried: what depends on them stays held in
+	// every later round, and their failures are reported whatever the
+	// last round brings.
+	givenUp, final := map[string]string{}, []string{}
 	for n := 0; ; n++ {
-		r := &round{x: x, do: do, deps: deps, down: map[string]string{}, moved: map[string]bool{}}
+		r := &round{x: x, do: do, deps: deps, down: maps.Clone(givenUp), moved: map[string]bool{}}
 		r.run(ctx, pending)
+		for _, k := range r.gaveUp {
+			givenUp[k] = "failed"
+		}
+		final = append(final, r.final...)
 		sort.Strings(r.errs)
 		// Which tasks failed (not how: messages carry request ids that
 		// differ on every attempt).
@@ -102,7 +112,9 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 		sort.Strings(keys)
 		now := strings.Join(keys, "\n")
 		if len(r.failed) == 0 || now == lastFailed || n+1 >= maxRounds || ctx.Err() != nil {
-			return r.errs
+			out := append(final, r.errs...)
+			sort.Strings(out)
+			return out
 		}
 		lastFailed = now
 		pending = r.failed
@@ -124,7 +136,9 @@ type round struct {
 	down   map[string]string // action key -> why it did not happen
 	moved  map[string]bool   // parents replaced under a new generated identity, and what waits for them
 	failed []*plan.Action    // to retry in the next round
-	errs   []string
+	errs   []string          // the failures of what is retried
+	gaveUp []string          // keys of actions that failed for good
+	final  []string          // their failures
 }
 
 func (r *round) run(ctx context.Context, actions []*plan.Action) {
@@ -257,11 +271,14 @@ func (r *round) settle(a *plan.Action, err error) {
 		// Done; planned again in the next pass; or asked about later.
 	default:
 		var term *module.TerminalError
-		r.errs = append(r.errs, a.Failure(err.Error()))
 		r.down[plan.ActionKey(a)] = "failed"
-		if !errors.As(err, &term) && !a.Identified {
-			r.failed = append(r.failed, a)
+		if errors.As(err, &term) || a.Identified {
+			r.final = append(r.final, a.Failure(err.Error()))
+			r.gaveUp = append(r.gaveUp, plan.ActionKey(a))
+			return
 		}
+		r.errs = append(r.errs, a.Failure(err.Error()))
+		r.failed = append(r.failed, a)
 	}
 }
 

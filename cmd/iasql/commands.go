@@ -15,6 +15,7 @@ import (
 
 	"github.com/iasql/iasql/bridge"
 	"github.com/iasql/iasql/bridge/execute"
+	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/metrics"
 	"github.com/iasql/iasql/modules"
@@ -82,31 +83,31 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		defer listener.Close()
 	}
-	// The SDK's standard chain, as bridge.Run would load it, with a debug
+	// The SDK's standard chain, as sidecar.Run would load it, with a debug
 	// line per cloud call (and, with metrics, their count).
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("load AWS configuration (AWS_REGION, credentials, AWS_ENDPOINT_URL): %w", err)
 	}
 	metrics.LogCalls(&awsCfg, log)
-	cfg := bridge.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret,
+	cfg := sidecar.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret,
 		TransactionTimeout: tt, Modules: modules.All(), AWS: &awsCfg}
 	if listener == nil {
-		return bridge.Run(ctx, cfg)
+		return sidecar.Run(ctx, cfg)
 	}
 	return runWithMetrics(ctx, cfg, listener)
 }
 
 // runWithMetrics runs the sidecar and serves its metrics on l until ctx
 // ends or the sidecar stops; it returns once both have.
-func runWithMetrics(ctx context.Context, cfg bridge.Config, l net.Listener) error {
+func runWithMetrics(ctx context.Context, cfg sidecar.Config, l net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	name := cfg.Slot
 	if name == "" {
 		pc, err := pgx.ParseConfig(cfg.DSN)
 		if err != nil {
-			return bridge.Run(ctx, cfg) // says what is wrong with the DSN
+			return sidecar.Run(ctx, cfg) // says what is wrong with the DSN
 		}
 		name = logical.SlotName(pc.Database)
 	}
@@ -126,7 +127,7 @@ func runWithMetrics(ctx context.Context, cfg bridge.Config, l net.Listener) erro
 		served <- err
 	}()
 	cfg.Logger.Info("serving metrics", "addr", l.Addr().String())
-	err = bridge.Run(ctx, cfg)
+	err = sidecar.Run(ctx, cfg)
 	cancel()
 	if serr := <-served; err == nil && serr != nil {
 		err = serr
@@ -147,7 +148,7 @@ func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	conn, err := bridge.Connect(ctx, dsn)
+	conn, err := sidecar.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ Exit status: 0 healthy; 1 capture is not healthy (no slot, slot lost, or no cons
 	if err != nil {
 		return err
 	}
-	conn, err := bridge.Connect(ctx, dsn)
+	conn, err := sidecar.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/modules"
@@ -50,7 +50,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer c.Destroy()
-	admin, err := bridge.Connect(ctx, c.DSN("postgres"))
+	admin, err := sidecar.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	errc := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		errc <- bridge.Run(ctx, bridge.Config{DSN: dsn, Logger: log, AWS: &awsCfg, Modules: modules.All(), OnReady: func() { once.Do(func() { close(ready) }) }})
+		errc <- sidecar.Run(ctx, sidecar.Config{DSN: dsn, Logger: log, AWS: &awsCfg, Modules: modules.All(), OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
 	select {
 	case err := <-errc:

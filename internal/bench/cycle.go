@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iasql/iasql/bridge"
+	iasqlsidecar "github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
@@ -157,7 +157,7 @@ func (b *bench) runEngine(ctx context.Context, conn *pgx.Conn, db string, cfg aw
 	done := make(chan error, 1)
 	var once sync.Once
 	go func() {
-		done <- bridge.Run(sctx, bridge.Config{DSN: b.cluster.DSN(db), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		done <- iasqlsidecar.Run(sctx, iasqlsidecar.Config{DSN: b.cluster.DSN(db), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Interval: interval, AWS: &cfg, Modules: mods,
 			OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iasql/iasql/bridge"
+	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/module"
@@ -101,7 +101,7 @@ func (e *Env) StartSidecar(leader bool) (stop func()) {
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		done <- bridge.Run(ctx, bridge.Config{DSN: e.DSN, Logger: e.opt.Logger,
+		done <- sidecar.Run(ctx, sidecar.Config{DSN: e.DSN, Logger: e.opt.Logger,
 			Interval: e.opt.Interval, CycleTimeout: e.opt.CycleTimeout, AuditRetention: e.opt.AuditRetention, TransactionTimeout: e.opt.TransactionTimeout,
 			AWS: &e.AWS, Modules: e.opt.Modules,
 			OnReady: func() { once.Do(func() { close(ready) }) }})

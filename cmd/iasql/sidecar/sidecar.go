@@ -1,8 +1,10 @@
-// Package bridge is the engine that bridges the database and the cloud. It
-// starts the sidecar's parts against one database: it checks the server,
-// installs or upgrades the SQL objects, and runs capture (and, as the later
-// parts land, the reconcile cycle and the requests of the SQL procedures).
-package bridge
+// Package sidecar composes the sidecar the binary runs: against one
+// database it checks the server, installs or upgrades the SQL objects, and
+// runs capture (package logical) with the engine (package bridge) leading
+// while this sidecar holds capture leadership. Which modules it offers and
+// which cloud configuration it uses are the caller's (cmd/iasql passes
+// every module of its build).
+package sidecar
 
 import (
 	"context"
@@ -20,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/iasql/iasql/bridge"
 	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/modules/module"
 	iasqlsql "github.com/iasql/iasql/sql"
@@ -76,7 +79,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("load AWS configuration (AWS_REGION, credentials, AWS_ENDPOINT_URL): %w", err)
 	}
 	mods := cfg.Modules
-	var engine *Engine
+	var engine *bridge.Engine
 	capture := logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger, LeaderTimeout: cfg.LeaderTimeout,
 		OnLeader: func(ctx context.Context) {
 			if cfg.OnReady != nil {
@@ -95,7 +98,7 @@ func Run(ctx context.Context, cfg Config) error {
 		OnMessage: func(prefix string, content []byte, lsn pglogrepl.LSN) { engine.Message(prefix, content, lsn) },
 		OnIntent:  func() { engine.Intent() },
 	})
-	engine = NewEngine(EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, AWS: awsCfg,
+	engine = bridge.NewEngine(bridge.EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, AWS: awsCfg,
 		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency, AuditRetention: cfg.AuditRetention,
 		TransactionTimeout: cfg.TransactionTimeout}, capture)
 	return capture.Run(ctx)

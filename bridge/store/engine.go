@@ -1,0 +1,233 @@
+package store
+
+// The engine's SQL outside a cycle: its locks, the module registry and
+// the tables modules install, and scheduling.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Lock roles (the second advisory-lock key; iasql_lock_namespace() is the
+// first, see sql/).
+const (
+	LockCycle   = 2 // held for each cycle
+	LockService = 4 // held by the engine's service session
+)
+
+// Lock takes the engine's advisory lock of role, waiting for it.
+func Lock(ctx context.Context, db Execer, role int) error {
+	if _, err := db.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, role); err != nil {
+		return fmt.Errorf("take lock %d: %w", role, err)
+	}
+	return nil
+}
+
+// TryLock takes the engine's advisory lock of role if it is free.
+func TryLock(ctx context.Context, db Querier, role int) (bool, error) {
+	var ok bool
+	if err := db.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), $1)`, role).Scan(&ok); err != nil {
+		return false, fmt.Errorf("take lock %d: %w", role, err)
+	}
+	return ok, nil
+}
+
+// UnlockAll releases every advisory lock the session holds.
+func UnlockAll(ctx context.Context, db Execer) error {
+	_, err := db.Exec(ctx, `SELECT pg_catalog.pg_advisory_unlock_all()`)
+	return err
+}
+
+// TransactionIsOpen reports whether an iasql transaction is open.
+func TransactionIsOpen(ctx context.Context, db Querier) (bool, error) {
+	var open bool
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM public.iasql_transaction)`).Scan(&open); err != nil {
+		return false, fmt.Errorf("check for an open iasql transaction: %w", err)
+	}
+	return open, nil
+}
+
+// InstalledModules are the names of the installed modules, in the order
+// they were installed.
+func InstalledModules(ctx context.Context, db *pgx.Conn) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT name FROM public.iasql_modules WHERE installed_at IS NOT NULL ORDER BY installed_at, name`)
+	if err != nil {
+		return nil, fmt.Errorf("read installed modules: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read installed modules: %w", err)
+	}
+	return names, nil
+}
+
+// InstalledModule is an installed module and the modules it depends on.
+type InstalledModule struct {
+	Name      string
+	DependsOn []string
+}
+
+// InstalledWithDeps are the installed modules with their dependencies.
+func InstalledWithDeps(ctx context.Context, tx pgx.Tx) ([]InstalledModule, error) {
+	rows, err := tx.Query(ctx, `SELECT name, depends_on FROM public.iasql_modules WHERE installed_at IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("read installed modules: %w", err)
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (InstalledModule, error) {
+		var m InstalledModule
+		return m, r.Scan(&m.Name, &m.DependsOn)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read installed modules: %w", err)
+	}
+	return all, nil
+}
+
+// RegisterModule offers a module in iasql_modules (its version, what it
+// depends on and its tables), installed or not.
+func RegisterModule(ctx context.Context, db Execer, name, version string, dependsOn, tables []string) error {
+	if _, err := db.Exec(ctx, `INSERT INTO public.iasql_modules (name, version, depends_on, tables) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (name) DO UPDATE SET version = excluded.version, depends_on = excluded.depends_on, tables = excluded.tables`,
+		name, version, dependsOn, tables); err != nil {
+		return fmt.Errorf("register module %s: %w", name, err)
+	}
+	return nil
+}
+
+// ModuleInstalled reports whether a module is installed.
+func ModuleInstalled(ctx context.Context, tx pgx.Tx, name string) (bool, error) {
+	var installed bool
+	if err := tx.QueryRow(ctx, `SELECT installed_at IS NOT NULL FROM public.iasql_modules WHERE name = $1`, name).Scan(&installed); err != nil {
+		return false, fmt.Errorf("read module %s: %w", name, err)
+	}
+	return installed, nil
+}
+
+// InstallModule runs a module's SQL (its tables, in tx), registers its
+// tables for capture and marks it installed.
+func InstallModule(ctx context.Context, tx pgx.Tx, name, sql string, tables []string) error {
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("create the tables of %s: %w", name, err)
+	}
+	for _, t := range tables {
+		if _, err := tx.Exec(ctx, `INSERT INTO public.iasql_tables (table_name, module) VALUES ($1, $2)`, t, name); err != nil {
+			return fmt.Errorf("register table %s: %w", t, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = pg_catalog.clock_timestamp() WHERE name = $1`, name); err != nil {
+		return fmt.Errorf("mark %s installed: %w", name, err)
+	}
+	return nil
+}
+
+// UninstallModule drops a module's tables (tables in reverse dependency
+// order), forgets the engine's state of their records and marks it not
+// installed. The cloud is not touched.
+func UninstallModule(ctx context.Context, tx pgx.Tx, name string, tables []string) error {
+	for _, t := range tables {
+		if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_tables WHERE table_name = $1`, t); err != nil {
+			return fmt.Errorf("unregister %s: %w", t, err)
+		}
+		if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{"public", t}.Sanitize()); err != nil {
+			return fmt.Errorf("drop %s: %w", t, err)
+		}
+		for _, state := range []string{"iasql_records", "iasql_replacements", "iasql_operations"} {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{"public", state}.Sanitize()+` WHERE table_name = $1`, t); err != nil {
+				return fmt.Errorf("forget %s of %s: %w", state, t, err)
+			}
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = NULL WHERE name = $1`, name); err != nil {
+		return fmt.Errorf("mark %s uninstalled: %w", name, err)
+	}
+	return nil
+}
+
+// HasCron reports whether pg_cron is installed in the database.
+func HasCron(ctx context.Context, db Querier) bool {
+	var has bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = 'cron' AND p.proname = 'schedule')`).Scan(&has)
+	return err == nil && has
+}
+
+// ScheduleCron makes pg_cron call iasql_cycle_tick() on schedule (a cron
+// spec), as the job iasql_cycle.
+func ScheduleCron(ctx context.Context, db Execer, schedule string) error {
+	if _, err := db.Exec(ctx, `SELECT cron.schedule('iasql_cycle', $1, 'SELECT public.iasql_cycle_tick()')`, schedule); err != nil {
+		return fmt.Errorf("schedule the pg_cron job: %w", err)
+	}
+	return nil
+}
+
+// Account is the cloud account a database is bound to (iasql_account).
+type Account struct {
+	Account, Arn, Endpoint string
+}
+
+// ReadAccount reads the database's account binding (false when it has
+// none yet).
+func ReadAccount(ctx context.Context, db Querier) (Account, bool, error) {
+	var a Account
+	var endpoint *string
+	err := db.QueryRow(ctx, `SELECT account_id, coalesce(arn, ''), endpoint FROM public.iasql_account`).Scan(&a.Account, &a.Arn, &endpoint)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Account{}, false, nil
+	}
+	if err != nil {
+		return Account{}, false, fmt.Errorf("read the database's account: %w", err)
+	}
+	if endpoint != nil {
+		a.Endpoint = *endpoint
+	}
+	return a, true, nil
+}
+
+// BindAccount binds a database that has no binding to an account.
+func BindAccount(ctx context.Context, db Execer, a Account) error {
+	if _, err := db.Exec(ctx, `INSERT INTO public.iasql_account (account_id, arn, endpoint) VALUES ($1, $2, nullif($3, ''))`, a.Account, a.Arn, a.Endpoint); err != nil {
+		return fmt.Errorf("record the database's account: %w", err)
+	}
+	return nil
+}
+
+// MayExecute reports whether role may execute the function (a signature
+// such as 'public.iasql_rebind_account()').
+func MayExecute(ctx context.Context, db Querier, role, function string) (bool, error) {
+	var ok bool
+	if err := db.QueryRow(ctx, `SELECT pg_catalog.has_function_privilege($1, $2, 'EXECUTE')`, role, function).Scan(&ok); err != nil {
+		return false, fmt.Errorf("check the privileges of role %q: %w", role, err)
+	}
+	return ok, nil
+}
+
+// CountDeprecated counts a call of a deprecated function.
+func CountDeprecated(ctx context.Context, db Execer, name string) error {
+	_, err := db.Exec(ctx, `INSERT INTO public.iasql_deprecated_calls AS d (function_name, calls, last_called) VALUES ($1, 1, pg_catalog.clock_timestamp())
+		ON CONFLICT (function_name) DO UPDATE SET calls = d.calls + 1, last_called = excluded.last_called`, name)
+	if err != nil {
+		return fmt.Errorf("count a call of %s: %w", name, err)
+	}
+	return nil
+}
+
+// RebindAccount binds the database to a, keeping the binding it replaces
+// as the previous one (returned, zero when there was none).
+func RebindAccount(ctx context.Context, db Querier, a Account) (Account, error) {
+	was, _, err := ReadAccount(ctx, db)
+	if err != nil {
+		return Account{}, err
+	}
+	_, err = db.Exec(ctx, `INSERT INTO public.iasql_account (account_id, arn, endpoint, previous_account_id, previous_endpoint)
+		VALUES ($1, $2, nullif($3, ''), nullif($4, ''), nullif($5, ''))
+		ON CONFLICT (singleton) DO UPDATE SET account_id = EXCLUDED.account_id, arn = EXCLUDED.arn, endpoint = EXCLUDED.endpoint,
+			bound_at = pg_catalog.clock_timestamp(), previous_account_id = EXCLUDED.previous_account_id, previous_endpoint = EXCLUDED.previous_endpoint`,
+		a.Account, a.Arn, a.Endpoint, was.Account, was.Endpoint)
+	if err != nil {
+		return Account{}, fmt.Errorf("record the database's account: %w", err)
+	}
+	return was, nil
+}

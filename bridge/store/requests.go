@@ -1,0 +1,201 @@
+package store
+
+// Requests from the SQL API (iasql_requests) and the iasql transaction
+// (iasql_transaction).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RequestSender finds the role of the session pid that sent a request,
+// proved by the transaction-scoped advisory lock (classid, objid) it holds
+// while it waits, and whether that role is a member of needs. found is
+// false when no session of this database holds that lock: the request is
+// forged or its sender gone.
+func RequestSender(ctx context.Context, db Querier, pid int32, classid, objid uint32, needs string) (role string, member, found bool, err error) {
+	err = db.QueryRow(ctx, `
+		SELECT r.rolname, pg_catalog.pg_has_role(a.usesysid, $4::text::name, 'MEMBER')
+		  FROM pg_catalog.pg_stat_activity a JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
+		 WHERE a.pid = $1 AND a.datname = pg_catalog.current_database()
+		   AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
+		                WHERE l.locktype = 'advisory' AND l.pid = a.pid AND l.granted AND l.objsubid = 1
+		                  AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+		                  AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid)`,
+		pid, int64(classid), int64(objid), needs).Scan(&role, &member)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, false, nil
+	}
+	if err != nil {
+		return "", false, false, fmt.Errorf("check who sent a request: %w", err)
+	}
+	return role, member, true, nil
+}
+
+// AcceptRequest records a request as accepted by this session, and reports
+// whether it is new (a message replayed after a restart is not).
+func AcceptRequest(ctx context.Context, db Execer, id, kind string, args []byte, role string) (fresh bool, err error) {
+	tag, err := db.Exec(ctx, `INSERT INTO public.iasql_requests (id, kind, args, requested_by, status, taken_by_pid)
+		VALUES ($1, $2, $3, $4, 'accepted', pg_catalog.pg_backend_pid()) ON CONFLICT (id) DO NOTHING`,
+		id, kind, string(args), role)
+	if err != nil {
+		return false, fmt.Errorf("record request %s (%s): %w", id, kind, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// RefuseRequest records a request as failed with msg at once.
+func RefuseRequest(ctx context.Context, db Execer, id, kind, role, msg string) error {
+	_, err := db.Exec(ctx, `INSERT INTO public.iasql_requests (id, kind, requested_by, status, error, finished_at, taken_by_pid)
+		VALUES ($1, $2, $3, 'failed', $4, pg_catalog.clock_timestamp(), pg_catalog.pg_backend_pid()) ON CONFLICT (id) DO NOTHING`,
+		id, kind, role, msg)
+	if err != nil {
+		return fmt.Errorf("refuse request %s (%s): %w", id, kind, err)
+	}
+	return nil
+}
+
+// AnswerRequest records the answer to a request, only while this session
+// holds it (status accepted, taken by this backend), and reports whether
+// it did.
+func AnswerRequest(ctx context.Context, db Execer, id, status string, result []byte, msg string) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE public.iasql_requests SET status = $2, result = $3, error = nullif($4, ''), finished_at = pg_catalog.clock_timestamp()
+		WHERE id = $1 AND status = 'accepted' AND taken_by_pid = pg_catalog.pg_backend_pid()`,
+		id, status, string(result), msg)
+	if err != nil {
+		return false, fmt.Errorf("update request %s: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Orphan is a request failed because the session that took it is gone.
+type Orphan struct {
+	ID, Kind string
+	PID      int32
+}
+
+// FailOrphans fails every request still accepted by another session, with
+// the error format (a format() string given the session's process id).
+func FailOrphans(ctx context.Context, db *pgx.Conn, format string) ([]Orphan, error) {
+	rows, err := db.Query(ctx, `UPDATE public.iasql_requests
+		   SET status = 'failed', finished_at = pg_catalog.clock_timestamp(), error = pg_catalog.format($1, taken_by_pid)
+		 WHERE status = 'accepted' AND taken_by_pid <> pg_catalog.pg_backend_pid()
+		RETURNING id::text, kind, taken_by_pid`, format)
+	if err != nil {
+		return nil, fmt.Errorf("fail requests left by ended engine sessions: %w", err)
+	}
+	failed, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Orphan])
+	if err != nil {
+		return nil, fmt.Errorf("fail requests left by ended engine sessions: %w", err)
+	}
+	return failed, nil
+}
+
+// ExpireRequests deletes answered requests older than retention.
+func ExpireRequests(ctx context.Context, db Execer, retention time.Duration) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM public.iasql_requests
+		WHERE status <> 'accepted' AND finished_at < pg_catalog.clock_timestamp() - pg_catalog.make_interval(secs => $1)`, retention.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("expire old requests: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// SetProgress records what a request waits for now (shown to its caller).
+func SetProgress(ctx context.Context, db Execer, id, what string) error {
+	if _, err := db.Exec(ctx, `UPDATE public.iasql_requests SET progress = $2 WHERE id = $1`, id, what); err != nil {
+		return fmt.Errorf("report the progress of request %s: %w", id, err)
+	}
+	return nil
+}
+
+// Transaction is the open iasql transaction (iasql_transaction): who
+// opened it, when, where intent since it starts, and the session that owns
+// it.
+type Transaction struct {
+	OpenedBy     string    `json:"opened_by"`
+	OpenedAt     time.Time `json:"opened_at"`
+	BeginLSN     string    `json:"begin_lsn"`
+	OwnerPID     int32     `json:"owner_pid"`
+	OwnerStarted time.Time `json:"-"`
+}
+
+func (t *Transaction) String() string {
+	return fmt.Sprintf("opened by %s in session %d at %s", t.OpenedBy, t.OwnerPID, t.OpenedAt.UTC().Format(time.RFC3339))
+}
+
+// ReadTransaction reads the open iasql transaction (nil when none is).
+func ReadTransaction(ctx context.Context, db Querier) (*Transaction, error) {
+	var t Transaction
+	err := db.QueryRow(ctx, `SELECT opened_by, opened_at, begin_lsn::text, owner_pid, owner_started FROM public.iasql_transaction`).
+		Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN, &t.OwnerPID, &t.OwnerStarted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the iasql transaction: %w", err)
+	}
+	return &t, nil
+}
+
+// OpenTransaction opens the iasql transaction for role, owned by the
+// session pid that started at started.
+func OpenTransaction(ctx context.Context, db Querier, role string, pid int32, started time.Time) (Transaction, error) {
+	var t Transaction
+	err := db.QueryRow(ctx, `INSERT INTO public.iasql_transaction (opened_by, opened_at, begin_lsn, owner_pid, owner_started)
+		VALUES ($1, pg_catalog.clock_timestamp(), pg_catalog.pg_current_wal_insert_lsn(), $2, $3)
+		RETURNING opened_by, opened_at, begin_lsn::text, owner_pid, owner_started`, role, pid, started).
+		Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN, &t.OwnerPID, &t.OwnerStarted)
+	if err != nil {
+		return Transaction{}, fmt.Errorf("open the iasql transaction: %w", err)
+	}
+	return t, nil
+}
+
+// CloseTransaction ends the iasql transaction.
+func CloseTransaction(ctx context.Context, db Execer) error {
+	if _, err := db.Exec(ctx, `DELETE FROM public.iasql_transaction`); err != nil {
+		return fmt.Errorf("close the iasql transaction: %w", err)
+	}
+	return nil
+}
+
+// OwnerOrAdmin reports whether session pid is the one that started at
+// started (or its start cannot be seen: without pg_read_all_stats the
+// sender's pid, which its request proves, is all there is to go by), and
+// whether role is a superuser or an iasql_admin.
+func OwnerOrAdmin(ctx context.Context, db Querier, pid int32, started time.Time, role string) (owner, admin bool, err error) {
+	err = db.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_get_activity($1) a WHERE a.backend_start IS NULL OR a.backend_start = $2),
+		       coalesce((SELECT r.rolsuper OR (pg_catalog.to_regrole('iasql_admin') IS NOT NULL
+		                   AND pg_catalog.pg_has_role(r.oid, 'iasql_admin', 'MEMBER'))
+		                   FROM pg_catalog.pg_roles r WHERE r.rolname = $3), false)`,
+		pid, started, role).Scan(&owner, &admin)
+	if err != nil {
+		return false, false, fmt.Errorf("check the session and role of a request: %w", err)
+	}
+	return owner, admin, nil
+}
+
+// TransactionExpired says why the transaction owned by session pid (that
+// started at started) has expired: its session ended, or has been idle
+// longer than timeout; "" when it has not (or its state cannot be seen).
+func TransactionExpired(ctx context.Context, db Querier, pid int32, started time.Time, timeout time.Duration) (string, error) {
+	var why string
+	err := db.QueryRow(ctx, `
+		SELECT CASE WHEN a.pid IS NULL OR a.backend_start <> $2 THEN 'its session ended'
+		            WHEN a.state <> 'active' AND pg_catalog.clock_timestamp() - a.state_change > $3 * interval '1 millisecond'
+		              THEN 'its session was idle for ' || pg_catalog.date_trunc('second', pg_catalog.clock_timestamp() - a.state_change)
+		            ELSE '' END -- running, or not visible (state NULL without pg_read_all_stats)
+		  FROM (SELECT 1) one
+		  LEFT JOIN pg_catalog.pg_stat_get_activity($1) a ON true`,
+		pid, started, timeout.Milliseconds()).Scan(&why)
+	if err != nil {
+		return "", fmt.Errorf("check the iasql transaction's session: %w", err)
+	}
+	return why, nil
+}
