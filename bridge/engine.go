@@ -31,7 +31,9 @@ type Engine struct {
 	dsn      string
 	log      *slog.Logger
 	capture  *logical.Capture
-	modules  map[string]module.Module
+	modules  map[string]module.Module // offered modules (modules.go), under modMu
+	modMu    sync.RWMutex
+	catalogs []module.Catalog // make modules on demand (modules.go)
 	aws      aws.Config
 	interval time.Duration
 	timeout  time.Duration
@@ -60,6 +62,7 @@ type Engine struct {
 	svc     *pgx.Conn // holds the service lock; answers requests
 	low     pglogrepl.LSN
 	mappers map[string]map[string]module.Mapper
+	sizes   map[string]int // resources the last whole read of each table found (scope.go)
 
 	acct accountCheck // the database's account binding, checked once per leadership (account.go)
 
@@ -71,6 +74,8 @@ type EngineConfig struct {
 	DSN          string
 	Logger       *slog.Logger
 	Modules      []module.Module
+	// Catalogs make modules on demand (a Cloud Control resource type).
+	Catalogs []module.Catalog
 	AWS          aws.Config
 	Interval     time.Duration // automatic cycles; default 2 minutes
 	CycleTimeout time.Duration // default 45 minutes
@@ -90,7 +95,7 @@ func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
 		interval: cfg.Interval, timeout: cfg.CycleTimeout, exec: execute.New(cfg.CloudConcurrency), retention: cfg.AuditRetention,
 		txTimeout: cfg.TransactionTimeout,
-		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}}
+		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}, sizes: map[string]int{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -106,6 +111,7 @@ func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	for _, m := range cfg.Modules {
 		e.modules[m.Name] = m
 	}
+	e.catalogs = cfg.Catalogs
 	return e
 }
 
@@ -405,7 +411,7 @@ func (e *Engine) Lead(ctx context.Context) {
 		driver = "pg_cron job iasql_cycle"
 		timer.Stop()
 	}
-	e.log.Info("engine running", "interval", e.interval, "schedule", driver, "modules", len(e.modules))
+	e.log.Info("engine running", "interval", e.interval, "schedule", driver, "modules", len(e.offered()))
 	e.resetAccount()
 	_ = e.checkAccount(ctx) // before the first cycle of this leadership; a mismatch is logged
 	// Previews are answered beside the loop, one at a time.
@@ -678,7 +684,7 @@ func (e *Engine) installedTables(ctx context.Context) ([]installedTable, error) 
 	}
 	var out []installedTable
 	for _, n := range e.dependencyOrder(names) {
-		m, ok := e.modules[n]
+		m, ok := e.module(n)
 		if !ok {
 			return nil, fmt.Errorf("module %s is installed but this sidecar does not offer it: run a sidecar that does", n)
 		}
@@ -721,7 +727,8 @@ func (e *Engine) dependencyOrder(names []string) []string {
 			return
 		}
 		seen[n] = true
-		for _, d := range e.modules[n].DependsOn {
+		m, _ := e.module(n)
+		for _, d := range m.DependsOn {
 			visit(d)
 		}
 		out = append(out, n)
@@ -732,20 +739,6 @@ func (e *Engine) dependencyOrder(names []string) []string {
 		visit(n)
 	}
 	return out
-}
-
-func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
-	for _, m := range e.modules {
-		tables := make([]string, len(m.Tables))
-		for i, t := range m.Tables {
-			tables[i] = t.Name
-		}
-		deps := append([]string{}, m.DependsOn...)
-		if err := store.RegisterModule(ctx, c, m.Name, m.Version, deps, tables); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // scheduleWithCron makes pg_cron drive automatic cycles where pg_cron is

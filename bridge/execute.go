@@ -104,7 +104,7 @@ func (c *cycle) notTaken(p *plan.Plan) []string {
 			if at, ok := c.pushed[plan.PushKey(a)]; ok && a.Tab.Seen[a.ID] <= at {
 				what := "the cloud does not show the resource created for it; it is not created again in this cycle"
 				if a.Cloud != nil {
-					what = "the cloud did not take the change: " + notTakenColumns(a.Tab.Spec.Declarative, a.Row.Cloud, a.Cloud)
+					what = "the cloud did not take the change: " + notTakenColumns(a.Tab, a.Row.Cloud, a.Cloud)
 				}
 				out = append(out, a.Failure(what))
 				continue
@@ -118,9 +118,13 @@ func (c *cycle) notTaken(p *plan.Plan) []string {
 
 // notTakenColumns names the declarative columns in which the cloud's
 // record differs from the user's.
-func notTakenColumns(cols []string, want, have module.Record) string {
+func notTakenColumns(ts *snapshot.Table, want, have module.Record) string {
+	cols := plan.Differing(ts.Spec.Declarative, want, have)
+	if cmp, ok := ts.Mapper.(module.Comparer); ok {
+		cols = cmp.Differing(ts.Spec.Declarative, want, have)
+	}
 	var out []string
-	for _, col := range plan.Differing(cols, want, have) {
+	for _, col := range cols {
 		out = append(out, fmt.Sprintf("column %s wanted %s, has %s", col, plan.Show(want[col]), plan.Show(have[col])))
 	}
 	if len(out) == 0 {

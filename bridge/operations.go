@@ -92,6 +92,12 @@ func (c *cycle) dueOnly(actions []*plan.Action) []*plan.Action {
 // (iasql_commit returns only when what it started has settled), else in a
 // later one (the engine schedules an automatic cycle for it).
 
+// maxPolledAttempts is how many times a cycle someone waits for makes an
+// action whose long operation failed in a way the cloud says to retry
+// before it reports the failure (automatic cycles retry later, backing
+// off: dueOnly).
+const maxPolledAttempts = 3
+
 // defaultPoll is when to ask about an operation the cloud gave no advice on.
 const defaultPoll = 2 * time.Second
 
@@ -158,7 +164,16 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 					return false, err
 				}
 				c.endOp(ctx, a, snapshot.OpFailed, err.Error())
-				c.polledFailures = append(c.polledFailures, fmt.Sprintf("%s %s %s cloud: %v", ts.Spec.Name, key, o.Action, err))
+				var term *module.TerminalError
+				if c.waited() && !errors.As(err, &term) && o.Attempts < maxPolledAttempts {
+					// The cloud says to try again (throttled, an internal
+					// error, not stabilized): someone waits, so the next
+					// pass plans the action again, at once.
+					c.e.log.Info("operation failed in the cloud; trying again", "table", ts.Spec.Name, "record", key, "action", o.Action, "attempts", o.Attempts, "err", err)
+					c.pollRetry = true
+				} else {
+					c.polledFailures = append(c.polledFailures, fmt.Sprintf("%s %s %s cloud: %v", ts.Spec.Name, key, o.Action, err))
+				}
 				ended = true
 				c.touch(ts.Spec.Name)
 			default:
@@ -166,6 +181,15 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 					return false, err
 				}
 				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
+				if cid := module.CloudIDOf(ts.Spec, got); got != nil && cid != "" {
+					if c.fresh == nil {
+						c.fresh = map[string]map[string]module.Record{}
+					}
+					if c.fresh[ts.Spec.Name] == nil {
+						c.fresh[ts.Spec.Name] = map[string]module.Record{}
+					}
+					c.fresh[ts.Spec.Name][cid] = got
+				}
 				ended = true
 				c.touch(ts.Spec.Name)
 			}

@@ -261,10 +261,8 @@ func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range names {
-		if _, ok := e.modules[n]; !ok {
-			return nil, fmt.Errorf("unknown module %q; SELECT * FROM iasql_modules_list() lists the modules", n)
-		}
+	if err := e.resolve(ctx, names); err != nil {
+		return nil, err
 	}
 	asked := map[string]bool{}
 	for _, n := range names {
@@ -274,7 +272,7 @@ func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) 
 	err = e.service(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			for _, n := range e.dependencyOrder(names) {
-				m := e.modules[n]
+				m, _ := e.module(n)
 				installed, err := store.ModuleInstalled(ctx, tx, n)
 				if err != nil {
 					return err
@@ -317,7 +315,7 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 	}
 	leaving := map[string]bool{}
 	for _, n := range names {
-		if _, ok := e.modules[n]; !ok {
+		if _, ok := e.module(n); !ok {
 			return nil, fmt.Errorf("unknown module %q", n)
 		}
 		leaving[n] = true
@@ -358,7 +356,7 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 				results = append(results, moduleResult{n, false, "was not installed"})
 				continue
 			}
-			m := e.modules[n]
+			m, _ := e.module(n)
 			tables := make([]string, 0, len(m.Tables))
 			for j := len(m.Tables) - 1; j >= 0; j-- {
 				tables = append(tables, m.Tables[j].Name)

@@ -41,8 +41,15 @@ type cycle struct {
 	// cloud (the cloud said yes), with the newest user change the push
 	// carried. Only a later read that shows it enacts the intent.
 	pushed map[string]pglogrepl.LSN
-	// polledFailures: operations that ran long and failed, found by poll.
+	// polledFailures: operations that ran long and failed, found by poll;
+	// pollRetry: one failed in a way the cloud says to retry, and is
+	// planned again (progress, not a loop).
 	polledFailures []string
+	pollRetry      bool
+	// fresh: resources read fresh by poll since the last read (an ended
+	// operation's read-back), by table and cloud id: the next read by
+	// record takes them instead of reading them again.
+	fresh map[string]map[string]module.Record
 	// reads: the cloud as the last pass read it, by table; touched: the
 	// tables this cycle changed in the cloud since (and their children,
 	// which the cloud may change with them). The next pass reads only the
@@ -97,6 +104,9 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			if err := c.read(ctx); err != nil { // the operations' results are in
 				return out, err
 			}
+		}
+		if c.pollRetry {
+			lastSig, repeats, c.pollRetry = "", 0, false
 		}
 		c.logRead(ctx, pass)
 		p, err := plan.Diff(c.snap, c.opt)

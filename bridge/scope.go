@@ -42,7 +42,7 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 			}
 		}
 		_, gets := t.mapper.(module.Getter)
-		byRecord := gets && !snapshot.Generated(t.spec) && len(t.spec.Refs) == 0
+		byRecord := gets && !snapshot.Generated(t.spec) && len(t.spec.Refs) == 0 && !c.e.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
 		if t.spec.ReadOnly || modes.Drifty(name) || acting.Truncated[name] || acting.NoRow[name] || acting.Replacing[name] || acting.Unverified[name] ||
 			below[name] || (len(acting.IDs[name]) > 0 && !byRecord) {
 			s.Whole[name] = true
@@ -59,4 +59,25 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 		}
 	}
 	return s
+}
+
+// listsCheaper reports whether listing the whole table takes fewer calls
+// than getting n records one by one: a mapper that lists in pages
+// (module.Paged), for a table whose size the last whole read told.
+func (e *Engine) listsCheaper(t installedTable, n int) bool {
+	p, ok := t.mapper.(module.Paged)
+	if !ok || p.PageSize() <= 0 {
+		return false
+	}
+	e.mu.Lock()
+	size, known := e.sizes[t.spec.Name]
+	e.mu.Unlock()
+	return known && n > size/p.PageSize()+1
+}
+
+// noteSize remembers how many resources a whole read of a table found.
+func (e *Engine) noteSize(table string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.sizes[table] = n
 }

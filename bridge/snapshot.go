@@ -143,17 +143,17 @@ func (c *cycle) read(ctx context.Context) error {
 			return err
 		}
 		if byRecord {
-			if err := ts.GetCloud(ctx, reading); err != nil {
+			if err := ts.GetCloud(ctx, reading, c.fresh[ts.Spec.Name]); err != nil {
 				return err
 			}
 		}
 	}
 	c.snap = snap
-	c.reads, c.touched = snap.ByName, nil
+	c.reads, c.touched, c.fresh = snap.ByName, nil, nil
 	return nil
 }
 
-// ReadCloud reads a table's cloud, or takes it from the previous pass of
+// readCloud reads a table's cloud, or takes it from the previous pass of
 // this cycle when the cycle has not changed it in the cloud since (touch).
 func (c *cycle) readCloud(ctx context.Context, ts *snapshot.Table) error {
 	if prev := c.reads[ts.Spec.Name]; prev != nil && !c.touched[ts.Spec.Name] && prev.CloudWhole {
@@ -161,7 +161,13 @@ func (c *cycle) readCloud(ctx context.Context, ts *snapshot.Table) error {
 		return nil
 	}
 	ts.CloudWhole = true
-	return ts.ReadCloud(ctx)
+	if err := ts.ReadCloud(ctx); err != nil {
+		return err
+	}
+	if len(ts.Unverified) == 0 {
+		c.e.noteSize(ts.Spec.Name, len(ts.Cloud))
+	}
+	return nil
 }
 
 // freshness is how a cycle reads a table: full reads all fresh; a scoped

@@ -444,7 +444,8 @@ CREATE TABLE public.iasql_modules (
   version      text NOT NULL,
   depends_on   text[] NOT NULL DEFAULT '{}',
   tables       text[] NOT NULL DEFAULT '{}',
-  installed_at timestamptz
+  installed_at timestamptz,
+  definition   jsonb
 );
 COMMENT ON TABLE public.iasql_modules IS 'Modules the sidecar offers (written by it at start), and when each was installed.';
 COMMENT ON COLUMN public.iasql_modules.name IS 'Module name, as iasql_install takes it.';
@@ -452,6 +453,7 @@ COMMENT ON COLUMN public.iasql_modules.version IS 'Module version.';
 COMMENT ON COLUMN public.iasql_modules.depends_on IS 'Modules installed before this one.';
 COMMENT ON COLUMN public.iasql_modules.tables IS 'Tables the module creates, in dependency order.';
 COMMENT ON COLUMN public.iasql_modules.installed_at IS 'When it was installed; NULL when it is not.';
+COMMENT ON COLUMN public.iasql_modules.definition IS 'For a module made from a cloud resource type (AWS::Logs::LogGroup): the type''s schema as fetched at its first install; its table, previews, restarts and reinstalls use this one. NULL for the modules built into the sidecar.';
 REVOKE ALL ON public.iasql_modules FROM PUBLIC;
 GRANT SELECT ON public.iasql_modules TO PUBLIC;
 CREATE TRIGGER iasql_modules_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_modules
@@ -822,7 +824,7 @@ LANGUAGE sql AS $$
     FROM pg_catalog.jsonb_array_elements(public.iasql_request('install', pg_catalog.jsonb_build_object('modules', modules))->'modules') m
 $$;
 COMMENT ON FUNCTION public.iasql_install(text[]) IS
-  'Installs modules (and the modules they depend on): creates their tables, registers them for capture, imports what exists in the cloud.';
+  'Installs modules (and the modules they depend on): creates their tables, registers them for capture, imports what exists in the cloud. A CloudFormation resource type name (AWS::Logs::LogGroup) installs that type as a table, through the Cloud Control API.';
 
 CREATE FUNCTION public.iasql_uninstall(VARIADIC modules text[])
 RETURNS TABLE (module text, installed boolean, note text)

@@ -4,6 +4,7 @@ package modules
 
 import (
 	"github.com/iasql/iasql/modules/aws_account"
+	"github.com/iasql/iasql/modules/aws_cloudcontrol"
 	"github.com/iasql/iasql/modules/aws_ecr"
 	"github.com/iasql/iasql/modules/aws_iam"
 	"github.com/iasql/iasql/modules/aws_s3"
@@ -21,5 +22,13 @@ func All() []module.Module {
 		aws_s3.Module(),
 		aws_security_group.Module(),
 		aws_vpc.Module(),
+	}
+}
+
+// Catalogs returns every catalog of modules made on demand this build
+// offers (each call, new ones: a catalog holds its own rate limit).
+func Catalogs() []module.Catalog {
+	return []module.Catalog{
+		aws_cloudcontrol.Catalog(),
 	}
 }

@@ -185,17 +185,17 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			case !equal && toCloud:
 				a.Action, a.Direction, a.Kind = "update", "cloud", CloudUpdate
 				a.Description = "update " + r.CloudID + " in the cloud"
-				if why := changes(ts.Spec.CreateOnly, c, r.Cloud); why != "" {
+				if why := changes(ts, ts.Spec.CreateOnly, c, r.Cloud); why != "" {
 					a.Action = "replace"
 					a.Description = "replace " + r.CloudID + " with a new resource (create-only: " + why + ")" + dependents(snap, ts, id)
 				}
 				if intent(id) {
 					a.Description += " (the user's change wins)"
 				}
-				a.Description += ": " + changes(ts.Spec.Declarative, c, r.Cloud) + note
+				a.Description += ": " + changes(ts, ts.Spec.Declarative, c, r.Cloud) + note
 			case !equal:
 				a.Action, a.Direction, a.Kind = "update", "database", DBUpdate
-				a.Description = "update the row from the cloud: " + changes(ts.Spec.Declarative, r.Cloud, c) + note
+				a.Description = "update the row from the cloud: " + changes(ts, ts.Spec.Declarative, r.Cloud, c) + note
 			default:
 				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
 				a.Description = "refresh " + strings.Join(ts.Spec.Feedback, ", ") + " from the cloud"
@@ -247,6 +247,9 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if !toCloud && !parentsImported(snap, ts.Spec, c) {
 				continue // its parent is imported in this pass; it follows in the next
 			}
+			if !toCloud && rid == "" && ts.CreateUnsettled() {
+				continue // it may be what that create made: imported once it settles
+			}
 			if toCloud {
 				// The user deleted the row (or moved it to another identity),
 				// or ENFORCE removes what the database does not have.
@@ -266,6 +269,9 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			}
 			if rp.Promote {
 				p.Promote = append(p.Promote, rp)
+			}
+			if ts.InFlight(id) {
+				continue // the new resource is still being made
 			}
 			left := false
 			for cid, r := range ts.Retired {
@@ -410,16 +416,24 @@ func Describe(spec module.Table, r module.Record) string {
 	return strings.TrimSuffix(spec.Name, "s") + " " + module.CloudIDOf(spec, r)
 }
 
-// changes describes the columns in which to differs from from.
-func changes(cols []string, from, to module.Record) string {
+// changes describes the columns of cols in which to differs from from
+// (one of them the row, the other the cloud's record), as the table's
+// mapper compares them (module.Comparer) or else by value.
+func changes(ts *snapshot.Table, cols []string, from, to module.Record) string {
+	var diff []string
+	if cmp, ok := ts.Mapper.(module.Comparer); ok {
+		diff = cmp.Differing(cols, from, to)
+	} else {
+		diff = Differing(cols, from, to)
+	}
 	var out []string
-	for _, c := range Differing(cols, from, to) {
+	for _, c := range diff {
 		out = append(out, fmt.Sprintf("%s %s -> %s", c, Show(from[c]), Show(to[c])))
 	}
 	return strings.Join(out, ", ")
 }
 
-// Differing are the columns of cols in which a and b differ.
+// Differing are the columns of cols in which a and b differ, by value.
 func Differing(cols []string, a, b module.Record) []string {
 	var out []string
 	for _, c := range cols {

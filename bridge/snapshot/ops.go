@@ -99,3 +99,28 @@ func (s *Snapshot) NextPoll() (time.Time, []string) {
 	sort.Strings(what)
 	return at, what
 }
+
+// CreateUnsettled reports whether a row of the table, whose identity the
+// cloud generates, may own a resource the read could not attribute to it:
+// its create (or its replacement's) carried a client token and is still
+// in progress (running on
+// in the cloud, or cut short by a crash before its answer was recorded),
+// and the mapper cannot find resources by token (module.Finder: a token
+// tag). A resource only
+// in the cloud may then be that row's, so it is not imported until the
+// create is retried (with the same token: Cloud Control and RunInstances
+// answer with what the first call made) and its identity written back.
+func (ts *Table) CreateUnsettled() bool {
+	if !Generated(ts.Spec) {
+		return false
+	}
+	if _, finds := ts.Mapper.(module.Finder); finds {
+		return false
+	}
+	for id, o := range ts.Ops {
+		if r := ts.Rows[id]; r != nil && (r.CloudID == "" || o.Action == "replace") && o.Token != "" && o.State == OpInProgress {
+			return true
+		}
+	}
+	return false
+}

@@ -47,6 +47,9 @@ type ActingSet struct {
 	// unverified: the last read of the table failed somewhere; a whole
 	// read tells whether it still does (iasql_status says what it finds).
 	Unverified map[string]bool
+	// InFlight: how many of the records have an operation running in the
+	// cloud (a read by record does not get them: GetCloud).
+	InFlight map[string]int
 }
 
 func (s *Scope) AddContext(table, id string) {
@@ -64,16 +67,29 @@ func (s *Scope) IsContext(table, id string) bool {
 
 // GetCloud reads the resources of a record-scoped table's acting records:
 // the identities their rows have now and those their records last knew.
-func (ts *Table) GetCloud(ctx context.Context, s *Scope) error {
+//
+// fresh holds resources the cycle read fresh since its last read (the
+// read-back of an operation that ended): they are taken as they are, not
+// read again. A record whose operation still runs in the cloud is not
+// read: nothing is planned for it meanwhile.
+func (ts *Table) GetCloud(ctx context.Context, s *Scope, fresh map[string]module.Record) error {
 	var ids []string
 	seen := map[string]bool{}
 	add := func(cid string) {
-		if cid != "" && !seen[cid] {
-			seen[cid] = true
-			ids = append(ids, cid)
+		if cid == "" || seen[cid] {
+			return
 		}
+		seen[cid] = true
+		if r, ok := fresh[cid]; ok {
+			ts.AddCloud([]module.Record{r})
+			return
+		}
+		ids = append(ids, cid)
 	}
 	for id := range s.Acting[ts.Spec.Name] {
+		if ts.InFlight(id) {
+			continue
+		}
 		add(ts.Records[id].CloudID)
 		if r := ts.Rows[id]; r != nil && r.CloudID != "" {
 			add(r.CloudID)

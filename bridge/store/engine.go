@@ -87,14 +87,57 @@ func InstalledWithDeps(ctx context.Context, tx pgx.Tx) ([]InstalledModule, error
 }
 
 // RegisterModule offers a module in iasql_modules (its version, what it
-// depends on and its tables), installed or not.
-func RegisterModule(ctx context.Context, db Execer, name, version string, dependsOn, tables []string) error {
-	if _, err := db.Exec(ctx, `INSERT INTO public.iasql_modules (name, version, depends_on, tables) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (name) DO UPDATE SET version = excluded.version, depends_on = excluded.depends_on, tables = excluded.tables`,
-		name, version, dependsOn, tables); err != nil {
+// depends on and its tables), installed or not; definition, for a module
+// made from one (a resource type's schema), is stored at its first
+// registration and kept (nil for a built-in module).
+func RegisterModule(ctx context.Context, db Execer, name, version string, dependsOn, tables []string, definition []byte) error {
+	var def any
+	if definition != nil {
+		def = string(definition)
+	}
+	if dependsOn == nil {
+		dependsOn = []string{}
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO public.iasql_modules (name, version, depends_on, tables, definition) VALUES ($1, $2, $3, $4, $5::jsonb)
+		ON CONFLICT (name) DO UPDATE SET version = excluded.version, depends_on = excluded.depends_on, tables = excluded.tables,
+		  definition = coalesce(public.iasql_modules.definition, excluded.definition)`,
+		name, version, dependsOn, tables, def); err != nil {
 		return fmt.Errorf("register module %s: %w", name, err)
 	}
 	return nil
+}
+
+// ModuleDefinition is the stored definition of a module made from one
+// (nil when none is stored).
+func ModuleDefinition(ctx context.Context, db Querier, name string) ([]byte, error) {
+	var def *string
+	err := db.QueryRow(ctx, `SELECT definition::text FROM public.iasql_modules WHERE name = $1`, name).Scan(&def)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && def == nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the definition of module %s: %w", name, err)
+	}
+	return []byte(*def), nil
+}
+
+// ModuleDefinitions are the stored definitions of the modules made from
+// one, by name.
+func ModuleDefinitions(ctx context.Context, db *pgx.Conn) (map[string][]byte, error) {
+	rows, err := db.Query(ctx, `SELECT name, definition::text FROM public.iasql_modules WHERE definition IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("read module definitions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]byte{}
+	for rows.Next() {
+		var name, def string
+		if err := rows.Scan(&name, &def); err != nil {
+			return nil, fmt.Errorf("read module definitions: %w", err)
+		}
+		out[name] = []byte(def)
+	}
+	return out, rows.Err()
 }
 
 // ModuleInstalled reports whether a module is installed.

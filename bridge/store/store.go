@@ -292,7 +292,7 @@ func ReadIntent(ctx context.Context, conn *pgx.Conn, tables []string, low, upto 
 // record a change committed before then made pending.
 func ReadActing(ctx context.Context, conn *pgx.Conn, tables []string, low pglogrepl.LSN) (snapshot.ActingSet, error) {
 	s := snapshot.ActingSet{IDs: map[string]map[string]bool{}, Truncated: map[string]bool{}, NoRow: map[string]bool{},
-		Replacing: map[string]bool{}, Unverified: map[string]bool{}}
+		Replacing: map[string]bool{}, Unverified: map[string]bool{}, InFlight: map[string]int{}}
 	rows, err := conn.Query(ctx, `
 		SELECT a.table_name, coalesce(a.record_id, ''), 'intent'
 		  FROM public.iasql_audit_log a
@@ -301,7 +301,8 @@ func ReadActing(ctx context.Context, conn *pgx.Conn, tables []string, low pglogr
 		   AND a.change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')
 		   AND (r.enacted_lsn IS NULL OR r.enacted_lsn < a.lsn)
 		UNION
-		SELECT table_name, coalesce(record_id, ''), 'operation' FROM public.iasql_operations WHERE table_name = ANY($1)
+		SELECT table_name, coalesce(record_id, ''), CASE WHEN handle IS NULL THEN 'operation' ELSE 'in flight' END
+		  FROM public.iasql_operations WHERE table_name = ANY($1)
 		UNION
 		SELECT table_name, record_id, 'replacement' FROM public.iasql_replacements WHERE table_name = ANY($1)
 		UNION
@@ -317,6 +318,8 @@ func ReadActing(ctx context.Context, conn *pgx.Conn, tables []string, low pglogr
 			return s, fmt.Errorf("read the records a cycle acts on: %w", err)
 		}
 		switch {
+		case why == "in flight" && id != "":
+			s.InFlight[t]++
 		case why == "replacement":
 			s.Replacing[t] = true
 		case why == "unverified":

@@ -91,7 +91,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	metrics.LogCalls(&awsCfg, log)
 	cfg := sidecar.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret,
-		TransactionTimeout: tt, Modules: modules.All(), AWS: &awsCfg}
+		TransactionTimeout: tt, Modules: modules.All(), Catalogs: modules.Catalogs(), AWS: &awsCfg}
 	if listener == nil {
 		return sidecar.Run(ctx, cfg)
 	}

@@ -70,7 +70,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	errc := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		errc <- sidecar.Run(ctx, sidecar.Config{DSN: dsn, Logger: log, AWS: &awsCfg, Modules: modules.All(), OnReady: func() { once.Do(func() { close(ready) }) }})
+		errc <- sidecar.Run(ctx, sidecar.Config{DSN: dsn, Logger: log, AWS: &awsCfg, Modules: modules.All(), Catalogs: modules.Catalogs(), OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
 	select {
 	case err := <-errc:

@@ -161,6 +161,7 @@ const (
   IASQL_S3_DETAIL_TTL      automatic cycles reuse S3 versioning and object listings read within it (default 5m)
   IASQL_IAM_DETAIL_TTL     automatic cycles reuse IAM role policies read within it (default 5m)
   IASQL_CC_DETAIL_TTL      automatic cycles reuse Cloud Control resource details read within it (default 5m)
+  IASQL_CC_RATE            Cloud Control requests a second, shared by every resource type's calls and polls (default 25)
   IASQL_DETAIL_BUDGET      stale details refreshed per table per automatic cycle (default 1000)
 `
 	envProfile = `  IASQL_CPUPROFILE         write a pprof CPU profile of the run to this file until exit

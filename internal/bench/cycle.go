@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -152,13 +153,23 @@ func (b *bench) nodiff(ctx context.Context, n int, parts nodiffParts) (nodiffRes
 // runEngine runs an in-process sidecar on db with the modules until stop, and waits
 // until it has registered them.
 func (b *bench) runEngine(ctx context.Context, conn *pgx.Conn, db string, cfg aws.Config, interval time.Duration, mods ...module.Module) (stop func(), err error) {
+	return b.runEngineWith(ctx, conn, db, cfg, interval, mods, nil)
+}
+
+// runEngineWith is runEngine with catalogs of modules made on demand too.
+func (b *bench) runEngineWith(ctx context.Context, conn *pgx.Conn, db string, cfg aws.Config, interval time.Duration, mods []module.Module, cats []module.Catalog) (stop func(), err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	var once sync.Once
 	go func() {
-		done <- iasqlsidecar.Run(sctx, iasqlsidecar.Config{DSN: b.cluster.DSN(db), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Interval: interval, AWS: &cfg, Modules: mods,
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		if os.Getenv("IASQL_BENCH_LOG") != "" {
+			// The in-process sidecar's debug log, for finding where a figure's time goes.
+			log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
+		done <- iasqlsidecar.Run(sctx, iasqlsidecar.Config{DSN: b.cluster.DSN(db), Logger: log,
+			Interval: interval, AWS: &cfg, Modules: mods, Catalogs: cats,
 			OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
 	stop = func() { cancel(); <-done }
@@ -172,9 +183,11 @@ func (b *bench) runEngine(ctx context.Context, conn *pgx.Conn, db string, cfg aw
 		return nil, fmt.Errorf("the sidecar did not start")
 	}
 	if err := waitFor(ctx, 30*time.Second, func() (bool, error) {
-		var k int
-		err := conn.QueryRow(ctx, `SELECT count(*) FROM iasql_modules`).Scan(&k)
-		return k > 0, err
+		var ok bool
+		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
+			WHERE l.locktype = 'advisory' AND l.granted AND l.classid = public.iasql_lock_namespace()::oid AND l.objid = 4 AND l.objsubid = 2)
+			AND (SELECT count(*) FROM public.iasql_modules) >= $1`, len(mods)).Scan(&ok)
+		return ok, err
 	}); err != nil {
 		stop()
 		return nil, fmt.Errorf("modules never registered: %w", err)
@@ -337,7 +350,12 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 // startEmulator serves a fresh AWS emulator on a free local port until
 // stop is called (or ctx ends), and returns the SDK configuration for it.
 func startEmulator(ctx context.Context) (emu *emulator.Emulator, cfg aws.Config, stop func(), err error) {
-	emu = emulator.New(emulator.Options{})
+	return startEmulatorWith(ctx, emulator.Options{})
+}
+
+// startEmulatorWith starts an in-process emulator with opts.
+func startEmulatorWith(ctx context.Context, opts emulator.Options) (emu *emulator.Emulator, cfg aws.Config, stop func(), err error) {
+	emu = emulator.New(opts)
 	ectx, cancel := context.WithCancel(ctx)
 	es, err := emu.Start(ectx, "127.0.0.1:0")
 	if err != nil {

@@ -33,6 +33,11 @@
 //     with 2 s of emulator latency per CreateBucket (goal: under 25 s), and
 //     user_write_wait_ms_p99: a user's UPDATE + COMMIT latency on other rows
 //     of the table meanwhile (goal: under 50 ms; see slowCreatesPart);
+//   - cc_cycle_nodiff_ms_1k and cc_creates_s_100: a Cloud Control resource
+//     type as a table (AWS::Logs::LogGroup): scheduled no-diff cycles over
+//     1,000 log groups (goal: list pages only), and one commit creating 100
+//     with 1 s per request in the emulator (goal: under 15 s; see
+//     cloudControlPart);
 //   - crash_duplicates and crash_orphans: over 50 SIGKILLs of a sidecar
 //     (a child process) while its commit creates buckets, VPCs, subnets,
 //     security groups and IAM roles, the copies beyond one per row and the
@@ -160,7 +165,8 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 // engine's cycles, slow creates and crashes. IASQL_BENCH_ONLY=capture,
 // =cycles, =sg, =scoped (commit_overhead_ms and
 // commit_overhead_ms_10k_scoped), =slow (slow_creates_s_100 and
-// user_write_wait_ms_p99) or =crash (crash_duplicates and crash_orphans)
+// user_write_wait_ms_p99), =cc (cc_cycle_nodiff_ms_1k and
+// cc_creates_s_100) or =crash (crash_duplicates and crash_orphans)
 // runs one part; =writers only the writer cost on the main workload, =rate
 // only the backlog rate (to try a change).
 func (b *bench) run(ctx context.Context) error {
@@ -179,6 +185,8 @@ func (b *bench) run(ctx context.Context) error {
 		return b.slowCreatesPart(ctx)
 	case "crash":
 		return b.crashPart(ctx)
+	case "cc":
+		return b.cloudControlPart(ctx)
 	case "rate":
 		return b.rate(ctx, b.work)
 	}
@@ -209,6 +217,9 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	if err := b.slowCreatesPart(ctx); err != nil {
+		return err
+	}
+	if err := b.cloudControlPart(ctx); err != nil {
 		return err
 	}
 	return b.crashPart(ctx)

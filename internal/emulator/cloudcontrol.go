@@ -669,3 +669,13 @@ func (s *ccService) listResourceRequests(c ccCall) (any, *ccErr) {
 	}
 	return out, nil
 }
+
+// SetCloudControlDelay changes Options.CloudControlDelay for the Cloud
+// Control requests made from now on (a benchmark fills the account fast,
+// then measures slow requests).
+func (e *Emulator) SetCloudControlDelay(d time.Duration) {
+	s := e.services["cloudcontrolapi"].(*ccService)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
+}

@@ -33,7 +33,10 @@ type Options struct {
 	// Modules the sidecar offers; Install, the ones installed at start
 	// (iasql_install with their dependencies, in this order).
 	Modules []module.Module
-	Install []string
+	// Catalogs make modules on demand (modules.Catalogs for Cloud Control
+	// resource types); Install may name their modules too.
+	Catalogs []module.Catalog
+	Install  []string
 	// Interval between automatic cycles; default an hour (tests drive
 	// cycles with iasql_commit).
 	Interval time.Duration
@@ -103,7 +106,7 @@ func (e *Env) StartSidecar(leader bool) (stop func()) {
 	go func() {
 		done <- sidecar.Run(ctx, sidecar.Config{DSN: e.DSN, Logger: e.opt.Logger,
 			Interval: e.opt.Interval, CycleTimeout: e.opt.CycleTimeout, AuditRetention: e.opt.AuditRetention, TransactionTimeout: e.opt.TransactionTimeout,
-			AWS: &e.AWS, Modules: e.opt.Modules,
+			AWS: &e.AWS, Modules: e.opt.Modules, Catalogs: e.opt.Catalogs,
 			OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
 	if !leader {
@@ -124,10 +127,14 @@ func (e *Env) StartSidecar(leader bool) (stop func()) {
 		}
 	}
 	conn := pgtest.Connect(e.T, e.DSN)
-	WaitUntil(e.T, 10*time.Second, "modules registered", func() bool {
-		var n int
-		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM iasql_modules`).Scan(&n)
-		return n > 0
+	// The engine runs once it holds its service lock (role 4); it then
+	// registers the modules it offers.
+	WaitUntil(e.T, 10*time.Second, "the engine running, its modules registered", func() bool {
+		var ok bool
+		_ = conn.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
+			WHERE l.locktype = 'advisory' AND l.granted AND l.classid = public.iasql_lock_namespace()::oid AND l.objid = 4 AND l.objsubid = 2)
+			AND (SELECT count(*) FROM public.iasql_modules) >= $1`, len(e.opt.Modules)).Scan(&ok)
+		return ok
 	})
 	var stopOnce sync.Once
 	stop = func() {

@@ -261,6 +261,40 @@ type Getter interface {
 	Get(ctx context.Context, ids []string) ([]Record, error)
 }
 
+// Comparer is implemented by a mapper whose columns are compared
+// otherwise than by their values alone (absent equal to a schema's
+// default, arrays as sets): it names the columns of cols in which a
+// database record and a cloud record differ, as its Equal sees them. The
+// engine asks it to tell a create-only change (a replacement) from none,
+// and to describe changes.
+type Comparer interface {
+	Differing(cols []string, db, cloud Record) []string
+}
+
+// Catalog offers modules made on demand: a name the sidecar's built-in
+// modules lack (a CloudFormation resource type such as
+// AWS::Logs::LogGroup) becomes a module from a definition the cloud
+// describes (the type's schema). The engine stores the definition at the
+// first install (iasql_modules.definition), so the table, previews,
+// restarts and reinstalls are made from the same one.
+type Catalog interface {
+	// Offers reports whether name is of the catalog's form.
+	Offers(name string) bool
+	// Describe fetches name's definition from the cloud; an error in one
+	// line for what cannot be a module (unknown, not provisionable).
+	Describe(ctx context.Context, cfg aws.Config, name string) ([]byte, error)
+	// Module builds the module of a definition Describe returned.
+	Module(name string, definition []byte) (Module, error)
+}
+
+// Paged is implemented by a Getter whose Read lists the resources in pages
+// of PageSize (Cloud Control: 25). A cycle that acts on more records than
+// listing the whole table takes pages reads the table whole instead of
+// getting them one by one.
+type Paged interface {
+	PageSize() int
+}
+
 // Pending is returned, as the error, by Create, Update or Delete when the
 // cloud has taken the request and works on it for a while (an instance in
 // pending, a Cloud Control request in progress). The engine persists the

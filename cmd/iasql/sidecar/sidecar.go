@@ -51,6 +51,9 @@ type Config struct {
 	// Modules offered. The binary composes the sidecar: it passes every
 	// module of its build (modules.All).
 	Modules []module.Module
+	// Catalogs make modules on demand (modules.Catalogs: any Cloud Control
+	// resource type).
+	Catalogs []module.Catalog
 	// AWS, when set, replaces the SDK's standard configuration chain.
 	AWS *aws.Config
 	// OnReady is called once the sidecar captures (it holds leadership).
@@ -98,7 +101,7 @@ func Run(ctx context.Context, cfg Config) error {
 		OnMessage: func(prefix string, content []byte, lsn pglogrepl.LSN) { engine.Message(prefix, content, lsn) },
 		OnIntent:  func() { engine.Intent() },
 	})
-	engine = bridge.NewEngine(bridge.EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, AWS: awsCfg,
+	engine = bridge.NewEngine(bridge.EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, Catalogs: cfg.Catalogs, AWS: awsCfg,
 		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency, AuditRetention: cfg.AuditRetention,
 		TransactionTimeout: cfg.TransactionTimeout}, capture)
 	return capture.Run(ctx)

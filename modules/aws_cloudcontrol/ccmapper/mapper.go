@@ -68,7 +68,9 @@ type Mapper struct {
 }
 
 var (
-	_ module.Mapper = (*Mapper)(nil)
+	_ module.Mapper   = (*Mapper)(nil)
+	_ module.Comparer = (*Mapper)(nil)
+	_ module.Paged    = (*Mapper)(nil)
 	_ module.Getter = (*Mapper)(nil)
 	_ module.Poller = (*Mapper)(nil)
 )
@@ -95,6 +97,27 @@ func New(client *cloudcontrol.Client, t *schema.Type, lim *ratelimit.Limiter, op
 func (m *Mapper) Type() *schema.Type { return m.t }
 
 func (m *Mapper) wait(ctx context.Context) error { return m.lim.Wait(ctx) }
+
+// PageSize is how many resources a ListResources page holds: AWS answers
+// pages of 25 whatever MaxResults asks.
+func (m *Mapper) PageSize() int { return 25 }
+
+// Differing names the columns of cols in which db and cloud differ by the
+// schema's rules (package diff: defaults, sets, JSON documents); read-only
+// and write-only columns never differ.
+func (m *Mapper) Differing(cols []string, db, cloud module.Record) []string {
+	var out []string
+	for _, name := range cols {
+		c, ok := m.t.ColumnNamed(name)
+		if !ok || c.ReadOnly || c.WriteOnly {
+			continue
+		}
+		if !diff.ColumnEqual(c, db[name], cloud[name]) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // Equal compares a database record and a cloud record by the schema's
 // rules (package diff).

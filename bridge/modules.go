@@ -1,0 +1,129 @@
+package bridge
+
+// The modules an engine offers: those built into the sidecar, and those
+// its catalogs make on demand from a definition the cloud describes (a
+// Cloud Control resource type from its schema), stored at the first
+// install in iasql_modules.definition and made again from there at every
+// start.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/bridge/store"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// module returns an offered module by name.
+func (e *Engine) module(name string) (module.Module, bool) {
+	e.modMu.RLock()
+	defer e.modMu.RUnlock()
+	m, ok := e.modules[name]
+	return m, ok
+}
+
+// offer adds a module made by a catalog.
+func (e *Engine) offer(m module.Module) {
+	e.modMu.Lock()
+	defer e.modMu.Unlock()
+	e.modules[m.Name] = m
+}
+
+// offered is every offered module.
+func (e *Engine) offered() []module.Module {
+	e.modMu.RLock()
+	defer e.modMu.RUnlock()
+	out := make([]module.Module, 0, len(e.modules))
+	for _, m := range e.modules {
+		out = append(out, m)
+	}
+	return out
+}
+
+// catalogOf is the catalog that offers name (nil when none does).
+func (e *Engine) catalogOf(name string) module.Catalog {
+	for _, c := range e.catalogs {
+		if c.Offers(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// registerModules offers the built-in modules in iasql_modules, and makes
+// again the modules stored definitions describe.
+func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
+	for _, m := range e.offered() {
+		if err := store.RegisterModule(ctx, c, m.Name, m.Version, m.DependsOn, tableNames(m), nil); err != nil {
+			return err
+		}
+	}
+	defs, err := store.ModuleDefinitions(ctx, c)
+	if err != nil {
+		return err
+	}
+	for name, def := range defs {
+		cat := e.catalogOf(name)
+		if cat == nil {
+			e.log.Warn("a module made from a definition is registered, but this sidecar has no catalog for it", "module", name)
+			continue
+		}
+		m, err := cat.Module(name, def)
+		if err != nil {
+			e.log.Warn("cannot make a module from its stored definition", "module", name, "err", err)
+			continue
+		}
+		e.offer(m)
+	}
+	return nil
+}
+
+// resolve makes sure every name is an offered module: a name a catalog
+// offers is made from its stored definition, or (at its first install)
+// from the one the cloud describes now, which is then stored.
+func (e *Engine) resolve(ctx context.Context, names []string) error {
+	for _, n := range names {
+		if _, ok := e.module(n); ok {
+			continue
+		}
+		cat := e.catalogOf(n)
+		if cat == nil {
+			return fmt.Errorf("unknown module %q; SELECT * FROM iasql_modules_list() lists the modules, and a resource type name (AWS::Logs::LogGroup) installs that type", n)
+		}
+		var def []byte
+		if err := e.service(ctx, func(c *pgx.Conn) (err error) {
+			def, err = store.ModuleDefinition(ctx, c, n)
+			return err
+		}); err != nil {
+			return err
+		}
+		if def == nil {
+			d, err := cat.Describe(ctx, e.aws, n)
+			if err != nil {
+				return fmt.Errorf("cannot install %s: %w", n, err)
+			}
+			def = d
+		}
+		m, err := cat.Module(n, def)
+		if err != nil {
+			return fmt.Errorf("cannot install %s: %w", n, err)
+		}
+		if err := e.service(ctx, func(c *pgx.Conn) error {
+			return store.RegisterModule(ctx, c, m.Name, m.Version, m.DependsOn, tableNames(m), def)
+		}); err != nil {
+			return err
+		}
+		e.offer(m)
+	}
+	return nil
+}
+
+func tableNames(m module.Module) []string {
+	out := make([]string, len(m.Tables))
+	for i, t := range m.Tables {
+		out[i] = t.Name
+	}
+	return out
+}

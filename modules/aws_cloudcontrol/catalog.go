@@ -1,0 +1,135 @@
+// Package aws_cloudcontrol makes any resource type the AWS Cloud Control
+// API can provision a table: SELECT * FROM iasql_install('AWS::Logs::LogGroup')
+// fetches the type's CloudFormation resource schema
+// (cloudformation:DescribeType), and the engine stores it, creates the
+// table the schema describes (package schema) and syncs it both ways
+// through Cloud Control (package ccmapper), with the same modes, preview,
+// commit and wait_for as the hand-written modules.
+//
+// The catalog is one per sidecar: its rate limit (IASQL_CC_RATE requests a
+// second, 25 by default: AWS publishes none, and about 25 is what other
+// tools settled on) is shared by every type's mapper and their polls.
+// A type's resources are those of the sidecar's region (AWS_REGION); a
+// type whose list needs a parent (handlers.list.handlerSchema.required, as
+// AWS::Logs::SubscriptionFilter needs a log group) is listed under the
+// parents its own rows name, so one made in the cloud under a parent no row
+// names is not imported.
+package aws_cloudcontrol
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+
+	"github.com/iasql/iasql/modules/aws_cloudcontrol/ccmapper"
+	"github.com/iasql/iasql/modules/aws_cloudcontrol/ratelimit"
+	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// typeName is the form of a CloudFormation resource type name:
+// Organization::Service::Resource (AWS's "TypeName" pattern,
+// https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DescribeType.html:
+// [A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}).
+var typeName = regexp.MustCompile(`^[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}$`)
+
+// catalog is the module.Catalog of Cloud Control resource types.
+type catalog struct {
+	lim *ratelimit.Limiter
+}
+
+// Catalog returns a catalog with a rate limit of its own (IASQL_CC_RATE
+// requests a second, ratelimit.DefaultRate when unset).
+func Catalog() module.Catalog {
+	rate := 0.0
+	if v, err := strconv.ParseFloat(os.Getenv("IASQL_CC_RATE"), 64); err == nil && v > 0 {
+		rate = v
+	}
+	return &catalog{lim: ratelimit.New(rate, 0)}
+}
+
+// Offers reports whether name is a resource type name.
+func (c *catalog) Offers(name string) bool { return typeName.MatchString(name) }
+
+// Describe fetches the type's schema, refusing in one line a type that is
+// unknown or that Cloud Control cannot provision.
+func (c *catalog) Describe(ctx context.Context, cfg aws.Config, name string) ([]byte, error) {
+	t, err := schema.Describe(ctx, cloudformation.NewFromConfig(cfg), name)
+	if err != nil {
+		return nil, err
+	}
+	return t.Raw, nil
+}
+
+// Module is the type's module: one table, made from the schema.
+func (c *catalog) Module(name string, definition []byte) (module.Module, error) {
+	t, err := schema.Parse(definition)
+	if err != nil {
+		return module.Module{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if t.TypeName != name {
+		return module.Module{}, fmt.Errorf("%s: the stored schema is of %s", name, t.TypeName)
+	}
+	spec := t.ModuleTable()
+	sum := sha256.Sum256(definition)
+	m := module.Module{
+		Name: name,
+		// The schema it was made from, as a short digest: a type's table
+		// changes only with its schema.
+		Version: "schema " + hex.EncodeToString(sum[:6]),
+		SQL:     t.DDL(),
+		Tables:  []module.Table{spec},
+	}
+	var opts ccmapper.Options
+	if len(t.ListParents) > 0 {
+		opts.Parents = func(ctx context.Context) ([]map[string]any, error) {
+			ps, _ := ctx.Value(parentsKey{spec.Name}).([]map[string]any)
+			return ps, nil
+		}
+		m.Context = func(ctx context.Context, rows map[string][]module.Record) context.Context {
+			return context.WithValue(ctx, parentsKey{spec.Name}, parentsOf(t, rows[spec.Name]))
+		}
+	}
+	m.Mappers = func(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
+		return map[string]module.Mapper{spec.Name: ccmapper.New(cloudcontrol.NewFromConfig(cfg), t, c.lim, opts)}, nil
+	}
+	return m, nil
+}
+
+// parentsKey is the context key of the parents a cycle's rows name, per
+// table.
+type parentsKey struct{ table string }
+
+// parentsOf are the distinct parents the rows name: the values of the
+// type's list-parent properties, as ListResources takes them.
+func parentsOf(t *schema.Type, rows []module.Record) []map[string]any {
+	var out []map[string]any
+	var seen []string
+	for _, r := range rows {
+		p := map[string]any{}
+		key := ""
+		for _, prop := range t.ListParents {
+			col, ok := t.Column(prop)
+			if !ok || r[col.Name] == nil {
+				p = nil
+				break
+			}
+			p[prop] = col.ToProperty(r[col.Name])
+			key += fmt.Sprint(p[prop]) + "\x00"
+		}
+		if p != nil && !slices.Contains(seen, key) {
+			seen = append(seen, key)
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package aws_cloudcontrol_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/enginetest"
+)
+
+const queue = "AWS::SQS::Queue"
+
+// queues lists the queues in the cloud, by name.
+func (c *cc) queues() map[string]string {
+	c.t.Helper()
+	out := map[string]string{}
+	p := cloudcontrol.NewListResourcesPaginator(c.client, &cloudcontrol.ListResourcesInput{TypeName: aws.String(queue)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, d := range page.ResourceDescriptions {
+			url := aws.ToString(d.Identifier)
+			out[url[strings.LastIndex(url, "/")+1:]] = url
+		}
+	}
+	return out
+}
+
+// noticeConn is a user's session that keeps the NOTICEs it receives.
+func noticeConn(t *testing.T, dsn string) (*pgx.Conn, func() []string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		defer mu.Unlock()
+		notices = append(notices, n.Message)
+	}
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string{}, notices...)
+	}
+}
+
+// TestQueueEndToEnd: a type whose identity the cloud generates (an SQS
+// queue's URL): the commit waits for the slow create with NOTICE progress
+// and returns with the URL in the row; updates in place, a create-only
+// change replaces under a new URL keeping the row's id, deletes.
+func TestQueueEndToEnd(t *testing.T) {
+	t.Parallel()
+	e, c := env(t, 1500*time.Millisecond, queue)
+	user, notices := noticeConn(t, e.DSN)
+	ctx := context.Background()
+
+	if _, err := user.Exec(ctx, `INSERT INTO aws_sqs_queue (queue_name, delay_seconds) VALUES ('jobs', 5)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := user.Exec(ctx, `CALL iasql_commit()`); err != nil {
+		t.Fatal(err)
+	}
+	url := e.String(`SELECT queue_url FROM aws_sqs_queue WHERE queue_name = 'jobs'`)
+	if url == "" || c.queues()["jobs"] != url {
+		t.Fatalf("row's queue_url %q; the cloud's queues %v", url, c.queues())
+	}
+	if n := notices(); !strings.Contains(strings.Join(n, "\n"), "waiting for 1 operation(s) in the cloud") {
+		t.Errorf("the commit said nothing while it waited: %q", n)
+	}
+	id := e.Count(`SELECT id FROM aws_sqs_queue WHERE queue_name = 'jobs'`)
+
+	// Nothing to do: no mutating call.
+	e.Emu.Reset()
+	e.Refresh()
+	if m := e.Mutations(); len(m) != 0 {
+		t.Errorf("a cycle over an unchanged queue made %v", m)
+	}
+
+	// Update in place.
+	e.Exec(`UPDATE aws_sqs_queue SET delay_seconds = 10 WHERE queue_name = 'jobs'`)
+	e.Commit()
+	if got := c.get(queue, url); got["DelaySeconds"] != float64(10) {
+		t.Errorf("jobs after the update: %v", got)
+	}
+
+	// Preview equals what commit then does; a create-only change (the
+	// name) replaces the queue under a new URL, the row keeping its id.
+	e.Exec(`CALL iasql_begin()`, `UPDATE aws_sqs_queue SET queue_name = 'jobs2' WHERE id = `+strconv.Itoa(id))
+	preview := e.String(`SELECT string_agg(action || ' ' || direction || ' ' || table_name, '; ' ORDER BY action) FROM iasql_preview()`)
+	if preview != "replace cloud aws_sqs_queue" {
+		t.Errorf("preview %q; want one replacement", preview)
+	}
+	e.Commit()
+	did := e.String(`SELECT string_agg((a->>'action') || ' ' || (a->>'direction') || ' ' || (a->>'table_name'), '; ' ORDER BY a->>'action')
+		FROM iasql_requests r, jsonb_array_elements(r.result->'actions') a
+		WHERE r.kind = 'commit' AND r.finished_at = (SELECT max(finished_at) FROM iasql_requests WHERE kind = 'commit') AND a->>'table_name' = 'aws_sqs_queue'`)
+	// What preview showed, and the replaced queue's deletion it entails.
+	if did != "delete cloud aws_sqs_queue; "+preview {
+		t.Errorf("commit did %q; preview said %q (and the old queue's delete follows)", did, preview)
+	}
+	qs := c.queues()
+	newURL := e.String(`SELECT queue_url FROM aws_sqs_queue WHERE id = $1`, id)
+	if _, old := qs["jobs"]; old || qs["jobs2"] == "" || qs["jobs2"] != newURL || newURL == url {
+		t.Errorf("after the replacement: cloud %v, row's URL %q (was %q)", qs, newURL, url)
+	}
+
+	// Delete.
+	e.Exec(`DELETE FROM aws_sqs_queue WHERE id = ` + strconv.Itoa(id))
+	e.Commit()
+	if qs := c.queues(); len(qs) != 0 {
+		t.Errorf("queues left in the cloud: %v", qs)
+	}
+}
+
+// TestCreateResumesAfterCrash: the sidecar stops while Cloud Control works
+// on a create; the next sidecar asks about the persisted request (or, if
+// the stop came before it was persisted, repeats the create with the same
+// client token) and the row gets the resource: never a second one.
+func TestCreateResumesAfterCrash(t *testing.T) {
+	t.Parallel()
+	e, c := env(t, 2*time.Second, queue)
+	e.Exec(`INSERT INTO aws_sqs_queue (queue_name) VALUES ('resume')`)
+	commit := make(chan error, 1)
+	go func() {
+		conn, _ := noticeConn(t, e.DSN)
+		_, err := conn.Exec(context.Background(), `CALL iasql_commit()`)
+		commit <- err
+	}()
+	enginetest.WaitUntil(t, 20*time.Second, "the create to reach the cloud", func() bool {
+		return e.Emu.Calls()["cloudcontrolapi:CreateResource"] > 0
+	})
+	e.Stop()
+	if err := <-commit; err == nil {
+		t.Log("the commit finished before the sidecar stopped")
+	}
+	e.StartSidecar(true)
+	e.Commit()
+	qs := c.queues()
+	if len(qs) != 1 || qs["resume"] == "" {
+		t.Fatalf("queues in the cloud: %v; want exactly the one", qs)
+	}
+	if url := e.String(`SELECT queue_url FROM aws_sqs_queue WHERE queue_name = 'resume'`); url != qs["resume"] {
+		t.Errorf("row's URL %q, the cloud's %q", url, qs["resume"])
+	}
+}
+
+// TestFailuresConverge: throttled calls and handler failures that AWS
+// says to retry converge; a terminal failure fails the commit with AWS's
+// code and message, and iasql_status shows it.
+func TestFailuresConverge(t *testing.T) {
+	t.Parallel()
+	e, c := env(t, 100*time.Millisecond, queue)
+	e.Emu.Inject(emulator.Fault{Op: "cloudcontrolapi:CreateResource", Kind: emulator.Throttle, Times: 2})
+	e.Emu.Inject(emulator.Fault{Op: "cloudcontrolapi:CreateResource", Kind: emulator.HandlerFailure, ErrorCode: "ServiceInternalError", Times: 1})
+	e.Exec(`INSERT INTO aws_sqs_queue (queue_name) VALUES ('retried')`)
+	e.Commit()
+	if qs := c.queues(); len(qs) != 1 || qs["retried"] == "" {
+		t.Fatalf("queues after retryable failures: %v; want exactly 'retried'", qs)
+	}
+
+	e.Emu.Inject(emulator.Fault{Op: "cloudcontrolapi:CreateResource", Kind: emulator.HandlerFailure, ErrorCode: "InvalidRequest", Times: 1})
+	e.Exec(`INSERT INTO aws_sqs_queue (queue_name) VALUES ('refused')`)
+	_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
+	if err == nil || !strings.Contains(err.Error(), "InvalidRequest") {
+		t.Fatalf("commit of a create the cloud refuses: %v; want it to name InvalidRequest", err)
+	}
+	status := e.String(`SELECT state || ': ' || last_error FROM iasql_status WHERE table_name = 'aws_sqs_queue'`)
+	if !strings.HasPrefix(status, "failed: ") || !strings.Contains(status, "InvalidRequest") || !strings.Contains(status, "injected by the emulator") {
+		t.Errorf("iasql_status says %q; want the failure with AWS's code and message", status)
+	}
+}
+
+// TestModes: TRACK refuses a user's write to a type's table; ENFORCE
+// reverts a change made in the cloud.
+func TestModes(t *testing.T) {
+	t.Parallel()
+	const lg = "AWS::Logs::LogGroup"
+	e, c := env(t, 0, lg)
+	e.Exec(`INSERT INTO aws_logs_log_group (log_group_name, retention_in_days) VALUES ('kept', 7)`)
+	e.Commit()
+
+	e.Exec(`INSERT INTO iasql_mode (table_name, mode) VALUES ('aws_logs_log_group', 'ENFORCE')`)
+	c.update(lg, "kept", `[{"op": "replace", "path": "/RetentionInDays", "value": 90}]`)
+	e.Refresh()
+	if got := c.get(lg, "kept"); got["RetentionInDays"] != float64(7) {
+		t.Errorf("under ENFORCE, the cloud's change stayed: %v", got)
+	}
+
+	e.Exec(`UPDATE iasql_mode SET mode = 'TRACK' WHERE table_name = 'aws_logs_log_group'`)
+	_, err := e.DB.Exec(context.Background(), `UPDATE aws_logs_log_group SET retention_in_days = 30 WHERE log_group_name = 'kept'`)
+	if err == nil || !strings.Contains(err.Error(), "TRACK") {
+		t.Errorf("a write under TRACK: %v; want it refused naming the rule", err)
+	}
+	c.update(lg, "kept", `[{"op": "replace", "path": "/RetentionInDays", "value": 90}]`)
+	e.Refresh()
+	if n := e.Count(`SELECT retention_in_days FROM aws_logs_log_group WHERE log_group_name = 'kept'`); n != 90 {
+		t.Errorf("under TRACK the row has %d; want the cloud's 90", n)
+	}
+}
