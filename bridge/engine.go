@@ -71,11 +71,11 @@ type Engine struct {
 
 // EngineConfig configures an engine.
 type EngineConfig struct {
-	DSN          string
-	Logger       *slog.Logger
-	Modules      []module.Module
+	DSN     string
+	Logger  *slog.Logger
+	Modules []module.Module
 	// Catalogs make modules on demand (a Cloud Control resource type).
-	Catalogs []module.Catalog
+	Catalogs     []module.Catalog
 	AWS          aws.Config
 	Interval     time.Duration // automatic cycles; default 2 minutes
 	CycleTimeout time.Duration // default 45 minutes

@@ -50,7 +50,7 @@ var typeCases = []typeCase{{
 	where:   `table_name = 'd1'`,
 	update:  `UPDATE aws_dynamodb_table SET table_class = 'STANDARD_INFREQUENT_ACCESS' WHERE table_name = 'd1'`,
 	replace: `UPDATE aws_dynamodb_table SET table_name = 'd1b' WHERE table_name = 'd1'`, whereReplaced: `table_name = 'd1b'`,
-	oob: `{"TableName": "d-oob", "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}], "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}], "BillingMode": "PAY_PER_REQUEST"}`,
+	oob:      `{"TableName": "d-oob", "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}], "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}], "BillingMode": "PAY_PER_REQUEST"}`,
 	oobWhere: `table_name = 'd-oob'`,
 	identity: `table_name`,
 }, {

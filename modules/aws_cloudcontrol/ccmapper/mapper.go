@@ -71,8 +71,8 @@ var (
 	_ module.Mapper   = (*Mapper)(nil)
 	_ module.Comparer = (*Mapper)(nil)
 	_ module.Paged    = (*Mapper)(nil)
-	_ module.Getter = (*Mapper)(nil)
-	_ module.Poller = (*Mapper)(nil)
+	_ module.Getter   = (*Mapper)(nil)
+	_ module.Poller   = (*Mapper)(nil)
 )
 
 // New returns the mapper of type t over client; lim is shared by every
