@@ -64,7 +64,12 @@ const (
 
 // StrategyFor is how the resources of a table (its spec and mapper) are
 // replaced; generated reports whether the cloud generates their identity.
+// A mapper that says its resources are deleted first (module.DeleteFirst)
+// is obeyed.
 func StrategyFor(mapper module.Mapper, generated bool) Strategy {
+	if d, ok := mapper.(module.DeleteFirst); ok && d.DeleteBeforeCreate() {
+		return DeleteFirst
+	}
 	switch {
 	case implementsTemporary(mapper):
 		return StandIn

@@ -83,3 +83,16 @@ func TestStrategies(t *testing.T) {
 		t.Error("done must follow what is left in the cloud")
 	}
 }
+
+// deleteFirst is a mapper whose schema says delete_then_create.
+type deleteFirst struct{ mapper }
+
+func (deleteFirst) DeleteBeforeCreate() bool { return true }
+
+// TestReplacementStrategy: a mapper that says its resources are deleted
+// first is obeyed, even where the cloud generates identities.
+func TestReplacementStrategy(t *testing.T) {
+	if s := replace.StrategyFor(deleteFirst{}, true); s != replace.DeleteFirst {
+		t.Errorf("delete_then_create with a generated identity: %v, want DeleteFirst", s)
+	}
+}

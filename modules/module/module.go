@@ -155,6 +155,14 @@ type Temporary interface {
 	Temporary(want Record, oldCloudID string) Record
 }
 
+// DeleteFirst is implemented by the mapper of a resource whose
+// replacement must delete the old resource before creating the new one
+// (a CloudFormation schema's replacementStrategy delete_then_create), where
+// the engine would otherwise create the new one first.
+type DeleteFirst interface {
+	DeleteBeforeCreate() bool
+}
+
 // ErrKeep is returned by Delete for a resource the cloud does not let
 // anyone delete (a VPC's default security group): the engine imports it
 // back into the database instead of trying again.

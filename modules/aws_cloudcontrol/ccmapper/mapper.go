@@ -68,11 +68,12 @@ type Mapper struct {
 }
 
 var (
-	_ module.Mapper   = (*Mapper)(nil)
-	_ module.Comparer = (*Mapper)(nil)
-	_ module.Paged    = (*Mapper)(nil)
-	_ module.Getter   = (*Mapper)(nil)
-	_ module.Poller   = (*Mapper)(nil)
+	_ module.Mapper      = (*Mapper)(nil)
+	_ module.Comparer    = (*Mapper)(nil)
+	_ module.Paged       = (*Mapper)(nil)
+	_ module.DeleteFirst = (*Mapper)(nil)
+	_ module.Getter      = (*Mapper)(nil)
+	_ module.Poller      = (*Mapper)(nil)
 )
 
 // New returns the mapper of type t over client; lim is shared by every
@@ -97,6 +98,11 @@ func New(client *cloudcontrol.Client, t *schema.Type, lim *ratelimit.Limiter, op
 func (m *Mapper) Type() *schema.Type { return m.t }
 
 func (m *Mapper) wait(ctx context.Context) error { return m.lim.Wait(ctx) }
+
+// DeleteBeforeCreate reports whether the schema's replacementStrategy is
+// delete_then_create: a replacement deletes the old resource first
+// (create_then_delete, the default, lets the engine create first).
+func (m *Mapper) DeleteBeforeCreate() bool { return m.t.ReplacementStrategy == "delete_then_create" }
 
 // PageSize is how many resources a ListResources page holds: AWS answers
 // pages of 25 whatever MaxResults asks.
