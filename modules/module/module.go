@@ -63,6 +63,13 @@ type Table struct {
 	// that table. In cloud records the column holds the referenced
 	// resource's cloud id (as CloudIDOf renders it) instead of the database id.
 	Refs map[string]string
+	// RefsMany maps a column that references several records of another
+	// module table to that table (an instance's security groups): the
+	// column is bigint[] of ids; in cloud records it holds a []any of the
+	// referenced resources' cloud ids (as CloudIDOf renders them), in any
+	// order (compared as a set). The engine orders, replaces and repoints
+	// through it as through Refs.
+	RefsMany map[string]string
 	// Initial columns are the database's own (not the cloud's, not
 	// compared), given a value from the cloud record when a resource is
 	// imported and left to the user afterwards: aws_regions.is_default.
