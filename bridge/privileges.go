@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/iasql/iasql/bridge/store"
+	"github.com/iasql/iasql/logical"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -40,6 +41,11 @@ const (
 // MaxRequestBytes is the largest request message the sidecar takes (as
 // iasql_request_max_bytes() in SQL).
 const MaxRequestBytes = 64 << 10
+
+// A request at the limit must get through the replication stream, which
+// cuts the content of larger logical-decoding messages before reading it
+// (logical.MaxMessageBytes): this does not compile if it would not.
+var _ [logical.MaxMessageBytes - MaxRequestBytes]struct{}
 
 // Rate of requests per role: a bucket of requestBurst, refilled at
 // requestRate a second.

@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -239,12 +240,13 @@ func (c *Capture) session(ctx context.Context) error {
 	if err := c.claimSlot(ctx, conn, slot); err != nil {
 		return err
 	}
-	rc, err := connectReplication(ctx, c.cfg.DSN, c.cfg.LeaderTimeout)
+	rc, err := connectReplication(ctx, c.cfg.DSN, c.cfg.LeaderTimeout, c.log)
 	if err != nil {
 		return err
 	}
 	defer rc.Close(context.Background())
 	err = pglogrepl.StartReplication(ctx, rc, slot, pos.recorded, pglogrepl.StartReplicationOptions{
+		// proto_version 1 without streaming: the layout msgFilter parses.
 		PluginArgs: []string{"proto_version '1'", "publication_names '" + Publication + "'", "messages 'true'"},
 	})
 	if err != nil {
@@ -373,8 +375,9 @@ func deref(s *string) string {
 }
 
 // connectReplication opens the replication connection, bounded like the
-// leader's other sessions (wal_sender_timeout above all).
-func connectReplication(ctx context.Context, dsn string, bound time.Duration) (*pgconn.PgConn, error) {
+// leader's other sessions (wal_sender_timeout above all), with the
+// logical-decoding messages it reads bounded (msgFilter).
+func connectReplication(ctx context.Context, dsn string, bound time.Duration, log *slog.Logger) (*pgconn.PgConn, error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return nil, fatalf("parse DSN: %w", err)
@@ -388,6 +391,13 @@ func connectReplication(ctx context.Context, dsn string, bound time.Duration) (*
 			return nil, err
 		}
 		return newReplConn(c, readWindow), nil
+	}
+	// Above TLS, below pgproto3 (which reads each message whole).
+	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		return pgproto3.NewFrontend(newMsgFilter(r, func(prefix string, lsn uint64, dropped int64) {
+			log.Warn("dropped the content of a logical-decoding message larger than the limit (any role can emit one; the sidecar does not read it)",
+				"prefix", prefix, "lsn", pglogrepl.LSN(lsn).String(), "bytes_cut", dropped, "limit", MaxMessageBytes)
+		}), w)
 	}
 	rc, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {

@@ -1,0 +1,84 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/pgtest"
+)
+
+// peakRSS is the peak resident set size (VmHWM) of process pid, in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("read the sidecar's status: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("VmHWM %q: %v", rest, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/<pid>/status")
+	return 0
+}
+
+// dbName is the test database's name (unique per test: roles are
+// cluster-wide, so tests name theirs after it).
+func dbName(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
+// TestForgedHugeMessageIsNotRead: a role with only LOGIN emits a 20 MB
+// iasql_request by hand while `iasql run` captures. The sidecar drops it
+// without reading it into memory (its peak RSS grows by far less than the
+// message), says so in one line naming the size, and goes on: a later
+// change is captured and a later request answered.
+func TestForgedHugeMessageIsNotRead(t *testing.T) {
+	const size = 20 << 20
+	e := newEnv(t)
+	e.Stop() // a process of its own, whose memory can be measured
+	sc := startBinarySidecar(t, e.Env)
+	// Warm up (a cycle, a request) so that what is measured is the message.
+	e.Exec(`INSERT INTO bucket (name) VALUES ('before-the-flood')`, `CALL iasql_commit()`)
+	before := peakRSS(t, sc.cmd.Process.Pid)
+
+	role := dbName(t, e.DSN) + "_login"
+	pgtest.Exec(t, e.DSN, `CREATE ROLE `+role+` LOGIN`)
+	forger := pgtest.Connect(t, asRole(t, e.DSN, role))
+	if _, err := forger.Exec(context.Background(), `SELECT pg_logical_emit_message(false, 'iasql_request', repeat('x', $1))`, size); err != nil {
+		t.Fatalf("emit a %d-byte message: %v", size, err)
+	}
+	enginetest.WaitUntil(t, 60*time.Second, "the sidecar to drop the message's content", func() bool {
+		return strings.Contains(sc.out.String(), "dropped the content of a logical-decoding message larger than the limit") &&
+			strings.Contains(sc.out.String(), fmt.Sprintf("bytes_cut=%d", size))
+	})
+	e.Exec(`INSERT INTO bucket (name) VALUES ('after-the-flood')`, `CALL iasql_commit()`)
+	if n := e.Count(`SELECT count(*) FROM iasql_audit_log WHERE origin = 'user' AND table_name = 'bucket' AND new_row->>'name' = 'after-the-flood'`); n != 1 {
+		t.Errorf("%d audit rows for the change after the message, want 1", n)
+	}
+	if !e.cloudBuckets()["after-the-flood"] {
+		t.Error("the commit after the message did not create the bucket")
+	}
+	after := peakRSS(t, sc.cmd.Process.Pid)
+	t.Logf("peak RSS %d kB before the message, %d kB after", before>>10, after>>10)
+	if grew := after - before; grew >= 10<<20 {
+		t.Errorf("the sidecar's peak RSS grew by %d MB (from %d MB) for a %d MB message", grew>>20, before>>20, size>>20)
+	}
+}
