@@ -82,3 +82,73 @@ func TestForgedHugeMessageIsNotRead(t *testing.T) {
 		t.Errorf("the sidecar's peak RSS grew by %d MB (from %d MB) for a %d MB message", grew>>20, before>>20, size>>20)
 	}
 }
+
+// TestRateLimitSurvivesFailover: a role that exhausts its request rate
+// (a burst past its bucket) finds it still exhausted after the sidecar
+// restarts (a new leader seeds the buckets from iasql_requests): its next
+// burst, within the bucket's window, is refused with the rate message, while
+// another role's request is answered.
+func TestRateLimitSurvivesFailover(t *testing.T) {
+	t.Parallel()
+	const window = 5 * time.Second // the bucket's: 50 requests, refilled at 10 a second
+	r := newRecipe(t)
+	ctx := context.Background()
+	flood := dbName(t, r.dsn) + "_flood"
+	pgtest.Exec(t, r.dsn, `CREATE ROLE `+flood+` LOGIN IN ROLE iasql_admin`)
+	f := pgtest.Connect(t, asRole(t, r.dsn, flood))
+	// send sends n requests by hand, proving the sender as iasql_request
+	// does, and waits until the sidecar has answered or refused each.
+	sent := 0
+	send := func(n int) {
+		t.Helper()
+		tx, err := f.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`DO $$
+			DECLARE m bytea;
+			BEGIN
+			  FOR i IN 1..%d LOOP
+			    m := convert_to(jsonb_build_object('id', gen_random_uuid(), 'kind', 'flood', 'pid', pg_backend_pid())::text, 'UTF8');
+			    PERFORM pg_advisory_xact_lock(iasql_request_key(m));
+			    PERFORM pg_logical_emit_message(false, 'iasql_request', m);
+			  END LOOP;
+			END $$`, n)); err != nil {
+			t.Fatalf("send requests by hand: %v", err)
+		}
+		sent += n
+		enginetest.WaitUntil(t, 30*time.Second, "the sidecar to answer or refuse every request", func() bool {
+			return count(t, r.admin, `SELECT count(*) FROM iasql_requests WHERE requested_by = '`+flood+`' AND status <> 'accepted'`) == sent
+		})
+	}
+	limited := func() int {
+		t.Helper()
+		return count(t, r.admin, `SELECT count(*) FROM iasql_requests WHERE requested_by = '`+flood+`' AND error LIKE 'role `+flood+` sent more than 50 requests at once%'`)
+	}
+
+	send(60)
+	before := limited()
+	if before == 0 {
+		t.Fatal("a burst of 60 requests was not limited")
+	}
+	var last time.Time
+	if err := r.admin.QueryRow(ctx, `SELECT max(accepted_at) FROM iasql_requests WHERE requested_by = $1`, flood).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+
+	r.env.Stop()
+	r.env.StartSidecar(true)
+	var within bool
+	if err := r.admin.QueryRow(ctx, `SELECT clock_timestamp() - $1 < $2::interval`, last, window.String()).Scan(&within); err != nil {
+		t.Fatal(err)
+	}
+	if !within {
+		t.Fatalf("the sidecar took longer than the bucket's window (%s) to restart: the test cannot tell a limit that survived", window)
+	}
+	send(50) // a full bucket's worth
+	if limited() == before {
+		t.Error("after a restart, the role's next burst was not limited: its bucket started full")
+	}
+	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('other-role')`, `CALL iasql_commit()`)
+}
