@@ -152,3 +152,61 @@ func TestRateLimitSurvivesFailover(t *testing.T) {
 	}
 	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('other-role')`, `CALL iasql_commit()`)
 }
+
+// TestStartNamesBlockingSessions: a session of another role that holds, in
+// a transaction it keeps open, a lock the sidecar's start needs (the
+// install lock Ensure takes; a lock on iasql_tables, which the publication's
+// sync reads) does not stall `iasql run` silently: within the wait, the log
+// names that session's pid; once its transaction ends, the sidecar starts
+// and works.
+func TestStartNamesBlockingSessions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		as   func(r *recipe) string // the blocking session's DSN
+		lock string
+	}{
+		{"install lock", func(r *recipe) string { return asRole(t, r.dsn, r.nothing) }, `SELECT pg_advisory_xact_lock(1767994225)`},
+		{"iasql_tables", func(r *recipe) string { return r.dsn }, `LOCK TABLE public.iasql_tables IN ACCESS EXCLUSIVE MODE`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRecipe(t)
+			r.env.Stop()
+			ctx := context.Background()
+			blocker := pgtest.Connect(t, tc.as(r))
+			var pid int32
+			if err := blocker.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			tx, err := blocker.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, tc.lock); err != nil {
+				t.Fatalf("%s: %v", tc.lock, err)
+			}
+			sc := launchBinarySidecar(t, r.env)
+			named := fmt.Sprintf("blocking_pids=%d ", pid)
+			enginetest.WaitUntil(t, 30*time.Second, "the sidecar to name the blocking session", func() bool {
+				return strings.Contains(sc.out.String(), named)
+			})
+			for _, line := range strings.Split(sc.out.String(), "\n") {
+				if strings.Contains(line, named) {
+					t.Logf("the sidecar said: %s", line)
+					break
+				}
+			}
+			if strings.Contains(sc.out.String(), "msg=capturing") {
+				t.Fatal("the sidecar captured while the lock it waits for was held")
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			sc.waitRunning(t)
+			execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('after-the-wait')`, `CALL iasql_commit()`)
+		})
+	}
+}

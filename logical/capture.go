@@ -181,7 +181,9 @@ func (c *Capture) Run(ctx context.Context) error {
 		if time.Since(started) > 30*time.Second {
 			backoff = 200 * time.Millisecond
 		}
-		c.log.Warn("capture interrupted; reconnecting", "err", err, "retry_in", backoff)
+		if lockWait := (*LockWaitError)(nil); !errors.As(err, &lockWait) { // (StartupStep said why)
+			c.log.Warn("capture interrupted; reconnecting", "err", err, "retry_in", backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -204,38 +206,22 @@ func (c *Capture) session(ctx context.Context) error {
 	if err := c.lead(ctx, conn); err != nil {
 		return err
 	}
-	// Only markers carrying this key make a transaction the engine's
-	// (iasql_engine_mark): any role can emit a message with its prefix.
-	var markKey string
-	if err := conn.QueryRow(ctx, `SELECT mark_key FROM iasql_private.iasql_engine_key`).Scan(&markKey); err != nil {
-		return fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
-	}
 	slot := c.cfg.Slot
 	if slot == "" {
 		slot = SlotName(conn.Config().Database)
 	}
-	// Nobody else may hold the publication lock outside a transaction (it
-	// would stall iasql_sync_publication for ever).
-	if err := EndLockSquatters(ctx, conn, c.log); err != nil {
-		c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
-	}
-	// A database restored from a dump carries the LSNs of another server
-	// or database: adopt it before anything reads them.
-	if err := c.adoptRestore(ctx, conn, slot); err != nil {
+	// A session holding what these statements lock, in a transaction it
+	// keeps open, would stall the start silently: they wait at most
+	// StartupLockTimeout, name the blockers, and Run tries again.
+	var markKey string
+	var pos position
+	err = StartupStep(ctx, conn, c.log, "start capture", func() error {
+		var err error
+		markKey, pos, err = c.start(ctx, conn, slot)
 		return err
-	}
-	// The publication first: a slot that decodes a change made before the
-	// publication existed cannot get past it.
-	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
-		return fatalf("sync publication %s: %w", Publication, err)
-	}
-	pos, err := prepareSlot(ctx, conn, slot)
+	})
 	if err != nil {
 		return err
-	}
-	// The progress row names the slot (the SQL API finds the sidecar by it).
-	if _, err := conn.Exec(ctx, `INSERT INTO public.iasql_capture_progress (slot_name, end_lsn) VALUES ($1, $2::text::pg_lsn) ON CONFLICT (slot_name) DO NOTHING`, slot, pos.recorded.String()); err != nil {
-		return fmt.Errorf("record capture start: %w", err)
 	}
 	if err := c.claimSlot(ctx, conn, slot); err != nil {
 		return err
@@ -295,6 +281,41 @@ func (c *Capture) session(ctx context.Context) error {
 		return &FatalError{Err: fmt.Errorf("slot %s cannot decode past a change made while publication %s did not exist (%s): recreating the publication does not help. To accept the gap, drop the slot (SELECT pg_drop_replication_slot('%s')), delete its row from iasql_capture_progress, and restart", slot, Publication, pgErr.Message, slot)}
 	}
 	return err
+}
+
+// start prepares capture through slot on conn, as the leader: the engine's
+// mark key, the restore adoption, the publication, the slot and the
+// progress row. It returns the mark key and the position to resume from.
+func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markKey string, pos position, err error) {
+	// Only markers carrying this key make a transaction the engine's
+	// (iasql_engine_mark): any role can emit a message with its prefix.
+	if err := conn.QueryRow(ctx, `SELECT mark_key FROM iasql_private.iasql_engine_key`).Scan(&markKey); err != nil {
+		return "", pos, fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
+	}
+	// Nobody else may hold the publication lock outside a transaction (it
+	// would stall iasql_sync_publication for ever).
+	if err := EndLockSquatters(ctx, conn, c.log); err != nil {
+		c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
+	}
+	// A database restored from a dump carries the LSNs of another server
+	// or database: adopt it before anything reads them.
+	if err := c.adoptRestore(ctx, conn, slot); err != nil {
+		return "", pos, err
+	}
+	// The publication first: a slot that decodes a change made before the
+	// publication existed cannot get past it.
+	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
+		return "", pos, fatalf("sync publication %s: %w", Publication, err)
+	}
+	pos, err = prepareSlot(ctx, conn, slot)
+	if err != nil {
+		return "", pos, err
+	}
+	// The progress row names the slot (the SQL API finds the sidecar by it).
+	if _, err := conn.Exec(ctx, `INSERT INTO public.iasql_capture_progress (slot_name, end_lsn) VALUES ($1, $2::text::pg_lsn) ON CONFLICT (slot_name) DO NOTHING`, slot, pos.recorded.String()); err != nil {
+		return "", pos, fmt.Errorf("record capture start: %w", err)
+	}
+	return markKey, pos, nil
 }
 
 // lead blocks until this session holds the capture leadership lock.
