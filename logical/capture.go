@@ -214,11 +214,29 @@ func (c *Capture) session(ctx context.Context) error {
 	// keeps open, would stall the start silently: they wait at most
 	// StartupLockTimeout, name the blockers, and Run tries again.
 	var markKey string
-	var pos position
 	err = StartupStep(ctx, conn, c.log, "start capture", func() error {
 		var err error
-		markKey, pos, err = c.start(ctx, conn, slot)
+		markKey, err = c.start(ctx, conn, slot)
 		return err
+	})
+	if err != nil {
+		return err
+	}
+	var pos position
+	err = StartupWait(ctx, conn, c.log, "create or check the replication slot", func() error {
+		var err error
+		pos, err = prepareSlot(ctx, conn, slot)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = StartupStep(ctx, conn, c.log, "record capture start", func() error {
+		// The progress row names the slot (the SQL API finds the sidecar by it).
+		if _, err := conn.Exec(ctx, `INSERT INTO public.iasql_capture_progress (slot_name, end_lsn) VALUES ($1, $2::text::pg_lsn) ON CONFLICT (slot_name) DO NOTHING`, slot, pos.recorded.String()); err != nil {
+			return fmt.Errorf("record capture start: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -284,13 +302,12 @@ func (c *Capture) session(ctx context.Context) error {
 }
 
 // start prepares capture through slot on conn, as the leader: the engine's
-// mark key, the restore adoption, the publication, the slot and the
-// progress row. It returns the mark key and the position to resume from.
-func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markKey string, pos position, err error) {
+// mark key (returned), the restore adoption and the publication.
+func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markKey string, err error) {
 	// Only markers carrying this key make a transaction the engine's
 	// (iasql_engine_mark): any role can emit a message with its prefix.
 	if err := conn.QueryRow(ctx, `SELECT mark_key FROM iasql_private.iasql_engine_key`).Scan(&markKey); err != nil {
-		return "", pos, fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
+		return "", fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
 	}
 	// Nobody else may hold the publication lock outside a transaction (it
 	// would stall iasql_sync_publication for ever).
@@ -300,22 +317,14 @@ func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markK
 	// A database restored from a dump carries the LSNs of another server
 	// or database: adopt it before anything reads them.
 	if err := c.adoptRestore(ctx, conn, slot); err != nil {
-		return "", pos, err
+		return "", err
 	}
 	// The publication first: a slot that decodes a change made before the
 	// publication existed cannot get past it.
 	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
-		return "", pos, fatalf("sync publication %s: %w", Publication, err)
+		return "", fatalf("sync publication %s: %w", Publication, err)
 	}
-	pos, err = prepareSlot(ctx, conn, slot)
-	if err != nil {
-		return "", pos, err
-	}
-	// The progress row names the slot (the SQL API finds the sidecar by it).
-	if _, err := conn.Exec(ctx, `INSERT INTO public.iasql_capture_progress (slot_name, end_lsn) VALUES ($1, $2::text::pg_lsn) ON CONFLICT (slot_name) DO NOTHING`, slot, pos.recorded.String()); err != nil {
-		return "", pos, fmt.Errorf("record capture start: %w", err)
-	}
-	return markKey, pos, nil
+	return markKey, nil
 }
 
 // lead blocks until this session holds the capture leadership lock.

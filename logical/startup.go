@@ -93,7 +93,7 @@ func StartupStep(ctx context.Context, conn *pgx.Conn, log *slog.Logger, step str
 	if _, err := conn.Exec(ctx, `SELECT pg_catalog.set_config('lock_timeout', $1, false)`, strconv.FormatInt(StartupLockTimeout.Milliseconds(), 10)); err != nil {
 		return fmt.Errorf("%s: set lock_timeout: %w", step, err)
 	}
-	stop := watchBlockers(ctx, conn)
+	stop := watchBlockers(ctx, conn, nil)
 	err := fn()
 	blockers := stop()
 	if _, rerr := conn.Exec(ctx, `RESET lock_timeout`); rerr != nil && err == nil {
@@ -102,12 +102,8 @@ func StartupStep(ctx context.Context, conn *pgx.Conn, log *slog.Logger, step str
 	if !lockTimedOut(err) {
 		return err
 	}
-	pids := make([]string, len(blockers))
-	for i, b := range blockers {
-		pids[i] = strconv.Itoa(int(b.PID))
-	}
 	log.Warn("start-up waits for a lock that other sessions hold in open transactions; it tries again until they end: finish those transactions (COMMIT or ROLLBACK), or end the sessions (SELECT pg_terminate_backend(pid))",
-		"step", step, "blocking_pids", strings.Join(pids, ","), "blocking", describeBlockers(blockers), "lock_timeout", StartupLockTimeout.String())
+		"step", step, "blocking_pids", pidList(blockers), "blocking", describeBlockers(blockers), "lock_timeout", StartupLockTimeout.String())
 	// Only the timeout itself: a wrapper may say the failure is fatal
 	// (FatalError), which a lock wait is not.
 	var pgErr *pgconn.PgError
@@ -115,10 +111,40 @@ func StartupStep(ctx context.Context, conn *pgx.Conn, log *slog.Logger, step str
 	return &LockWaitError{Step: step, Blockers: blockers, Err: pgErr}
 }
 
+// StartupWait runs fn, a start-up statement on conn, like StartupStep, but
+// lets its lock waits run on: creating the slot waits for every transaction
+// open when it starts, so trying again would only wait for newer ones too.
+// Once it has waited StartupLockTimeout, it logs one line naming the
+// sessions it waits for, and another whenever they change.
+func StartupWait(ctx context.Context, conn *pgx.Conn, log *slog.Logger, step string, fn func() error) error {
+	started := time.Now()
+	var said string
+	stop := watchBlockers(ctx, conn, func(bs []Blocker) {
+		if time.Since(started) < StartupLockTimeout || pidList(bs) == said {
+			return
+		}
+		said = pidList(bs)
+		log.Warn("start-up waits for other sessions' open transactions to end (creating the replication slot waits for every transaction open when it starts): finish them (COMMIT or ROLLBACK), or end the sessions (SELECT pg_terminate_backend(pid))",
+			"step", step, "blocking_pids", said, "blocking", describeBlockers(bs))
+	})
+	err := fn()
+	stop()
+	return err
+}
+
+func pidList(bs []Blocker) string {
+	pids := make([]string, len(bs))
+	for i, b := range bs {
+		pids[i] = strconv.Itoa(int(b.PID))
+	}
+	return strings.Join(pids, ",")
+}
+
 // watchBlockers asks, from a session of its own (opened only if the step
 // takes longer than blockerPoll), which sessions block conn's, until stop
-// is called; stop returns the last sessions found.
-func watchBlockers(ctx context.Context, conn *pgx.Conn) (stop func() []Blocker) {
+// is called; stop returns the last sessions found. seen, when set, is given
+// each non-empty answer (in the watching goroutine).
+func watchBlockers(ctx context.Context, conn *pgx.Conn, seen func([]Blocker)) (stop func() []Blocker) {
 	pid := conn.PgConn().PID()
 	cfg := conn.Config().Copy()
 	cfg.RuntimeParams["application_name"] = "iasql start-up probe"
@@ -150,6 +176,9 @@ func watchBlockers(ctx context.Context, conn *pgx.Conn) (stop func() []Blocker) 
 			}
 			if bs, err := readBlockers(wctx, probe, pid); err == nil && len(bs) > 0 {
 				last = bs
+				if seen != nil {
+					seen(bs)
+				}
 			}
 		}
 	}()
