@@ -62,6 +62,7 @@ func TestForgedHugeMessageIsNotRead(t *testing.T) {
 	role := dbName(t, e.DSN) + "_login"
 	pgtest.Exec(t, e.DSN, `CREATE ROLE `+role+` LOGIN`)
 	forger := pgtest.Connect(t, asRole(t, e.DSN, role))
+	logged := len(sc.out.String())
 	if _, err := forger.Exec(context.Background(), `SELECT pg_logical_emit_message(false, 'iasql_request', repeat('x', $1))`, size); err != nil {
 		t.Fatalf("emit a %d-byte message: %v", size, err)
 	}
@@ -69,6 +70,9 @@ func TestForgedHugeMessageIsNotRead(t *testing.T) {
 		return strings.Contains(sc.out.String(), "dropped the content of a logical-decoding message larger than the limit") &&
 			strings.Contains(sc.out.String(), fmt.Sprintf("bytes_cut=%d", size))
 	})
+	if n := strings.Count(sc.out.String()[logged:], "level=WARN"); n != 1 {
+		t.Errorf("%d warnings logged for the message, want 1", n)
+	}
 	e.Exec(`INSERT INTO bucket (name) VALUES ('after-the-flood')`, `CALL iasql_commit()`)
 	if n := e.Count(`SELECT count(*) FROM iasql_audit_log WHERE origin = 'user' AND table_name = 'bucket' AND new_row->>'name' = 'after-the-flood'`); n != 1 {
 		t.Errorf("%d audit rows for the change after the message, want 1", n)
