@@ -372,6 +372,7 @@ func (e *Engine) Lead(ctx context.Context) {
 		return
 	}
 	e.unverifiedClear = false // another sidecar may have left parts there
+	e.seedRates(ctx, svc)     // before any request is taken (privileges.go)
 	e.mu.Lock()
 	err = e.failOrphans(ctx, svc)
 	if err == nil {

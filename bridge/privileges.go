@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/iasql/iasql/bridge/store"
+	"github.com/iasql/iasql/logical"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -27,8 +28,10 @@ import (
 // is refused with one line naming it.
 //
 // Requests are bounded in size (MaxRequestBytes: iasql_request refuses larger
-// ones before sending, the sidecar drops them) and in rate per role, and
-// answered requests are deleted after requestRetention.
+// ones before sending, the sidecar drops them) and in rate per role (a
+// leader seeds the rates from the recent requests in iasql_requests, so they
+// survive a failover), and answered requests are deleted after
+// requestRetention.
 
 // The roles the product ships (sql/005_roles.sql); each includes the next.
 const (
@@ -40,6 +43,11 @@ const (
 // MaxRequestBytes is the largest request message the sidecar takes (as
 // iasql_request_max_bytes() in SQL).
 const MaxRequestBytes = 64 << 10
+
+// A request at the limit must get through the replication stream, which
+// cuts the content of larger logical-decoding messages before reading it
+// (logical.MaxMessageBytes): this does not compile if it would not.
+var _ [logical.MaxMessageBytes - MaxRequestBytes]struct{}
 
 // Rate of requests per role: a bucket of requestBurst, refilled at
 // requestRate a second.
@@ -121,6 +129,11 @@ func (g *requestGuard) allow(role string, now time.Time) bool {
 		b = &bucket{tokens: requestBurst, at: now}
 		g.buckets[role] = b
 	}
+	return b.take(now)
+}
+
+// take refills the bucket up to now and takes a token from it, if it has one.
+func (b *bucket) take(now time.Time) bool {
 	b.tokens = min(requestBurst, b.tokens+now.Sub(b.at).Seconds()*requestRate)
 	b.at = now
 	if b.tokens < 1 {
@@ -128,6 +141,51 @@ func (g *requestGuard) allow(role string, now time.Time) bool {
 	}
 	b.tokens--
 	return true
+}
+
+// requestWindow is how far back a bucket's state depends on what its role
+// did: from empty, it is full again after this long.
+const requestWindow = time.Duration(requestBurst / requestRate * float64(time.Second))
+
+// seedRecent is how many of a role's latest requests within requestWindow
+// seed its bucket: with more than a bucket and its refill over the window,
+// a replay from a full bucket empties it as the true one did, so earlier
+// ones change nothing.
+const seedRecent = 4 * int(requestBurst)
+
+// seed replaces the buckets with what they would be had this sidecar seen
+// the requests made recently (ages: how long before now each came, oldest
+// first, per role): each, refused ones included, is replayed on a bucket
+// full at the first. A role's requests cost it the same whichever sidecar
+// takes them, so a flood cannot start again with full buckets after a
+// failover.
+func (g *requestGuard) seed(recent map[string][]time.Duration, now time.Time) {
+	buckets := make(map[string]*bucket, len(recent))
+	for role, ages := range recent {
+		if len(ages) == 0 {
+			continue
+		}
+		b := &bucket{tokens: requestBurst, at: now.Add(-ages[0])}
+		for _, age := range ages {
+			b.take(now.Add(-age))
+		}
+		buckets[role] = b
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.buckets = buckets
+}
+
+// seedRates seeds the request rate buckets from the requests of the last
+// requestWindow, when this engine starts leading (Lead). Failing that, the
+// buckets start full, as a new sidecar's did before (logged).
+func (e *Engine) seedRates(ctx context.Context, c *pgx.Conn) {
+	recent, err := store.RecentRequests(ctx, c, requestWindow, seedRecent)
+	if err != nil {
+		e.log.Warn("cannot read recent requests; request rates start from full buckets", "err", err)
+		return
+	}
+	e.guard.seed(recent, time.Now())
 }
 
 // dueExpiry reports whether answered requests should be expired now.

@@ -72,3 +72,46 @@ func TestTickGap(t *testing.T) {
 		t.Error("a tick after minTickGap was dropped")
 	}
 }
+
+// TestSeedRates: a bucket seeded from a role's recent requests is what the
+// previous leader's was: a burst just before leaves it empty (refusals
+// included, which took nothing), time since refills it, and a role with no
+// recent requests starts full.
+func TestSeedRates(t *testing.T) {
+	burst := func(n int, age time.Duration) []time.Duration {
+		ages := make([]time.Duration, n)
+		for i := range ages {
+			ages[i] = age
+		}
+		return ages
+	}
+	tests := []struct {
+		name    string
+		ages    []time.Duration // of "app"'s requests, oldest first
+		allowed int             // of requests it sends now, at once
+	}{
+		{"none", nil, int(requestBurst)},
+		{"a few", burst(10, time.Second), int(requestBurst)},
+		{"a burst just now", burst(int(requestBurst), 0), 0},
+		{"a burst and refusals just now", burst(3*int(requestBurst), 0), 0},
+		{"a burst a second ago", burst(int(requestBurst)+20, time.Second), int(requestRate)},
+		{"a burst a window ago", burst(3*int(requestBurst), requestWindow), int(requestBurst)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Now()
+			var g requestGuard
+			g.seed(map[string][]time.Duration{"app": tc.ages}, now)
+			n := 0
+			for g.allow("app", now) {
+				n++
+			}
+			if n != tc.allowed {
+				t.Errorf("%d requests allowed now, want %d", n, tc.allowed)
+			}
+			if !g.allow("other", now) {
+				t.Error("another role's request was refused")
+			}
+		})
+	}
+}

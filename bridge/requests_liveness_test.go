@@ -253,6 +253,14 @@ type binarySidecar struct {
 
 func startBinarySidecar(t *testing.T, e *enginetest.Env) *binarySidecar {
 	t.Helper()
+	s := launchBinarySidecar(t, e)
+	s.waitRunning(t)
+	return s
+}
+
+// launchBinarySidecar starts the process without waiting for it.
+func launchBinarySidecar(t *testing.T, e *enginetest.Env) *binarySidecar {
+	t.Helper()
 	bin := os.Getenv("IASQL_BIN")
 	if bin == "" {
 		bin = filepath.Join(t.TempDir(), "iasql")
@@ -275,6 +283,12 @@ func startBinarySidecar(t *testing.T, e *enginetest.Env) *binarySidecar {
 			t.Logf("sidecar process log:\n%s", s.out.String())
 		}
 	})
+	return s
+}
+
+// waitRunning waits until the process's engine runs.
+func (s *binarySidecar) waitRunning(t *testing.T) {
+	t.Helper()
 	enginetest.WaitUntil(t, 30*time.Second, "the sidecar process's engine to run", func() bool {
 		select {
 		case <-s.end:
@@ -283,7 +297,6 @@ func startBinarySidecar(t *testing.T, e *enginetest.Env) *binarySidecar {
 		}
 		return strings.Contains(s.out.String(), `msg="engine running"`)
 	})
-	return s
 }
 
 // kill SIGKILLs the process (no chance to answer anything) and waits for it.

@@ -531,7 +531,7 @@ COMMENT ON COLUMN public.iasql_requests.id IS 'Request id, chosen by the caller.
 COMMENT ON COLUMN public.iasql_requests.kind IS 'begin, commit, rollback, preview, install, uninstall or cycle.';
 COMMENT ON COLUMN public.iasql_requests.args IS 'Arguments of the request.';
 COMMENT ON COLUMN public.iasql_requests.requested_by IS 'Role that made the request: the session user of the session that sent it, as the sidecar verified it (iasql_request_key).';
-COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar received it.';
+COMMENT ON COLUMN public.iasql_requests.accepted_at IS 'When the sidecar received it (or refused it); the rate limit of the role that made it counts it from then.';
 COMMENT ON COLUMN public.iasql_requests.finished_at IS 'When the sidecar finished it.';
 COMMENT ON COLUMN public.iasql_requests.status IS 'accepted (being worked on by the session taken_by_pid), done or failed.';
 COMMENT ON COLUMN public.iasql_requests.result IS 'The answer (JSON), when done.';
@@ -539,6 +539,10 @@ COMMENT ON COLUMN public.iasql_requests.progress IS 'What the request waits for,
 COMMENT ON COLUMN public.iasql_requests.error IS 'What went wrong, when failed.';
 COMMENT ON COLUMN public.iasql_requests.taken_by_pid IS 'Server process id (pg_backend_pid) of the sidecar''s engine session that took the request. While the request is accepted, the caller checks that this session is alive: if it ends before answering, the caller fails at once, and the next engine to lead marks the request failed.';
 COMMENT ON CONSTRAINT iasql_requests_status ON public.iasql_requests IS 'Known request states.';
+-- A sidecar that starts leading reads the requests of the last seconds to
+-- seed each role's rate bucket (bridge.RecentRequests).
+CREATE INDEX iasql_requests_accepted_at ON public.iasql_requests (accepted_at);
+COMMENT ON INDEX public.iasql_requests_accepted_at IS 'Recent requests by time: a sidecar that starts leading seeds each role''s rate limit from them, so a failover does not reset it.';
 REVOKE ALL ON public.iasql_requests FROM PUBLIC;
 GRANT SELECT ON public.iasql_requests TO PUBLIC;
 CREATE TRIGGER iasql_requests_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_requests

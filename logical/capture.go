@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -180,7 +181,9 @@ func (c *Capture) Run(ctx context.Context) error {
 		if time.Since(started) > 30*time.Second {
 			backoff = 200 * time.Millisecond
 		}
-		c.log.Warn("capture interrupted; reconnecting", "err", err, "retry_in", backoff)
+		if lockWait := (*LockWaitError)(nil); !errors.As(err, &lockWait) { // (StartupStep said why)
+			c.log.Warn("capture interrupted; reconnecting", "err", err, "retry_in", backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -203,48 +206,51 @@ func (c *Capture) session(ctx context.Context) error {
 	if err := c.lead(ctx, conn); err != nil {
 		return err
 	}
-	// Only markers carrying this key make a transaction the engine's
-	// (iasql_engine_mark): any role can emit a message with its prefix.
-	var markKey string
-	if err := conn.QueryRow(ctx, `SELECT mark_key FROM iasql_private.iasql_engine_key`).Scan(&markKey); err != nil {
-		return fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
-	}
 	slot := c.cfg.Slot
 	if slot == "" {
 		slot = SlotName(conn.Config().Database)
 	}
-	// Nobody else may hold the publication lock outside a transaction (it
-	// would stall iasql_sync_publication for ever).
-	if err := EndLockSquatters(ctx, conn, c.log); err != nil {
-		c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
-	}
-	// A database restored from a dump carries the LSNs of another server
-	// or database: adopt it before anything reads them.
-	if err := c.adoptRestore(ctx, conn, slot); err != nil {
+	// A session holding what these statements lock, in a transaction it
+	// keeps open, would stall the start silently: they wait at most
+	// StartupLockTimeout, name the blockers, and Run tries again.
+	var markKey string
+	err = StartupStep(ctx, conn, c.log, "start capture", func() error {
+		var err error
+		markKey, err = c.start(ctx, conn, slot)
 		return err
-	}
-	// The publication first: a slot that decodes a change made before the
-	// publication existed cannot get past it.
-	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
-		return fatalf("sync publication %s: %w", Publication, err)
-	}
-	pos, err := prepareSlot(ctx, conn, slot)
+	})
 	if err != nil {
 		return err
 	}
-	// The progress row names the slot (the SQL API finds the sidecar by it).
-	if _, err := conn.Exec(ctx, `INSERT INTO public.iasql_capture_progress (slot_name, end_lsn) VALUES ($1, $2::text::pg_lsn) ON CONFLICT (slot_name) DO NOTHING`, slot, pos.recorded.String()); err != nil {
-		return fmt.Errorf("record capture start: %w", err)
+	var pos position
+	err = StartupWait(ctx, conn, c.log, "create or check the replication slot", func() error {
+		var err error
+		pos, err = prepareSlot(ctx, conn, slot)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = StartupStep(ctx, conn, c.log, "record capture start", func() error {
+		// The progress row names the slot (the SQL API finds the sidecar by it).
+		if _, err := conn.Exec(ctx, `INSERT INTO public.iasql_capture_progress (slot_name, end_lsn) VALUES ($1, $2::text::pg_lsn) ON CONFLICT (slot_name) DO NOTHING`, slot, pos.recorded.String()); err != nil {
+			return fmt.Errorf("record capture start: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := c.claimSlot(ctx, conn, slot); err != nil {
 		return err
 	}
-	rc, err := connectReplication(ctx, c.cfg.DSN, c.cfg.LeaderTimeout)
+	rc, err := connectReplication(ctx, c.cfg.DSN, c.cfg.LeaderTimeout, c.log)
 	if err != nil {
 		return err
 	}
 	defer rc.Close(context.Background())
 	err = pglogrepl.StartReplication(ctx, rc, slot, pos.recorded, pglogrepl.StartReplicationOptions{
+		// proto_version 1 without streaming: the layout msgFilter parses.
 		PluginArgs: []string{"proto_version '1'", "publication_names '" + Publication + "'", "messages 'true'"},
 	})
 	if err != nil {
@@ -293,6 +299,32 @@ func (c *Capture) session(ctx context.Context) error {
 		return &FatalError{Err: fmt.Errorf("slot %s cannot decode past a change made while publication %s did not exist (%s): recreating the publication does not help. To accept the gap, drop the slot (SELECT pg_drop_replication_slot('%s')), delete its row from iasql_capture_progress, and restart", slot, Publication, pgErr.Message, slot)}
 	}
 	return err
+}
+
+// start prepares capture through slot on conn, as the leader: the engine's
+// mark key (returned), the restore adoption and the publication.
+func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markKey string, err error) {
+	// Only markers carrying this key make a transaction the engine's
+	// (iasql_engine_mark): any role can emit a message with its prefix.
+	if err := conn.QueryRow(ctx, `SELECT mark_key FROM iasql_private.iasql_engine_key`).Scan(&markKey); err != nil {
+		return "", fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
+	}
+	// Nobody else may hold the publication lock outside a transaction (it
+	// would stall iasql_sync_publication for ever).
+	if err := EndLockSquatters(ctx, conn, c.log); err != nil {
+		c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
+	}
+	// A database restored from a dump carries the LSNs of another server
+	// or database: adopt it before anything reads them.
+	if err := c.adoptRestore(ctx, conn, slot); err != nil {
+		return "", err
+	}
+	// The publication first: a slot that decodes a change made before the
+	// publication existed cannot get past it.
+	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
+		return "", fatalf("sync publication %s: %w", Publication, err)
+	}
+	return markKey, nil
 }
 
 // lead blocks until this session holds the capture leadership lock.
@@ -373,8 +405,9 @@ func deref(s *string) string {
 }
 
 // connectReplication opens the replication connection, bounded like the
-// leader's other sessions (wal_sender_timeout above all).
-func connectReplication(ctx context.Context, dsn string, bound time.Duration) (*pgconn.PgConn, error) {
+// leader's other sessions (wal_sender_timeout above all), with the
+// logical-decoding messages it reads bounded (msgFilter).
+func connectReplication(ctx context.Context, dsn string, bound time.Duration, log *slog.Logger) (*pgconn.PgConn, error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return nil, fatalf("parse DSN: %w", err)
@@ -388,6 +421,13 @@ func connectReplication(ctx context.Context, dsn string, bound time.Duration) (*
 			return nil, err
 		}
 		return newReplConn(c, readWindow), nil
+	}
+	// Above TLS, below pgproto3 (which reads each message whole).
+	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		return pgproto3.NewFrontend(newMsgFilter(r, func(prefix string, lsn uint64, dropped int64) {
+			log.Warn("dropped the content of a logical-decoding message larger than the limit (any role can emit one; the sidecar does not read it)",
+				"prefix", prefix, "lsn", pglogrepl.LSN(lsn).String(), "bytes_cut", dropped, "limit", MaxMessageBytes)
+		}), w)
 	}
 	rc, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -587,6 +627,11 @@ func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 	case *pglogrepl.CommitMessage:
 		return s.commit(ctx, m)
 	case *pglogrepl.LogicalDecodingMessage:
+		if !m.Transactional && len(m.Content) == 0 {
+			// Never a request: the SQL API sends JSON. The content of one
+			// too large to read was cut (msgFilter), which said so.
+			return nil
+		}
 		if !m.Transactional && strings.HasPrefix(m.Prefix, "iasql_") && s.c.cfg.OnMessage != nil {
 			// A request: what committed before it must be in the audit
 			// trail before anyone acts on it.

@@ -3,6 +3,7 @@ package logical_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -333,4 +334,41 @@ func TestStartUnderLoad(t *testing.T) {
 	if n := count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'noise'`); n != 0 {
 		t.Errorf("%d changes to an unregistered table captured", n)
 	}
+}
+
+// TestSlotCreationNamesOpenTransactions: creating the slot (a first start)
+// waits for every write transaction open when it starts; a user's that
+// stays open does not stall `iasql run` silently: the log names its
+// session, which is left alone, and once it ends capture starts.
+func TestSlotCreationNamesOpenTransactions(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	pgtest.Exec(t, dsn, `CREATE TABLE thing (id int PRIMARY KEY)`)
+	ctx := context.Background()
+	user := pgtest.Connect(t, dsn)
+	var pid int32
+	if err := user.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := user.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO thing VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	s := startSidecar(t, dsn)
+	named := fmt.Sprintf("blocking_pids=%d ", pid)
+	waitFor(t, 30*time.Second, "the sidecar to name the open transaction", func() bool { return strings.Contains(s.out.String(), named) })
+	if s.capturing() {
+		t.Fatal("captured before the slot could be made")
+	}
+	if err := user.Ping(ctx); err != nil {
+		t.Fatalf("the user's session was ended: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the sidecar to capture", s.capturing)
 }

@@ -199,3 +199,35 @@ func TransactionExpired(ctx context.Context, db Querier, pid int32, started time
 	}
 	return why, nil
 }
+
+// RecentRequests returns, per role, how long ago each of its last perRole
+// requests made within window was received (refused ones included), oldest
+// first, by the server's clock (the sidecar's may differ).
+func RecentRequests(ctx context.Context, db *pgx.Conn, window time.Duration, perRole int) (map[string][]time.Duration, error) {
+	rows, err := db.Query(ctx, `
+		SELECT requested_by::text, pg_catalog.array_agg(age ORDER BY age DESC)
+		  FROM (SELECT requested_by, pg_catalog.date_part('epoch', pg_catalog.now() - accepted_at) AS age,
+		               pg_catalog.row_number() OVER (PARTITION BY requested_by ORDER BY accepted_at DESC) AS n
+		          FROM public.iasql_requests
+		         WHERE accepted_at > pg_catalog.now() - pg_catalog.make_interval(secs => $1)) r
+		 WHERE n <= $2
+		 GROUP BY requested_by`, window.Seconds(), perRole)
+	if err != nil {
+		return nil, fmt.Errorf("read recent requests: %w", err)
+	}
+	recent := map[string][]time.Duration{}
+	var role string
+	var ages []float64
+	_, err = pgx.ForEachRow(rows, []any{&role, &ages}, func() error {
+		d := make([]time.Duration, len(ages))
+		for i, a := range ages {
+			d[i] = time.Duration(a * float64(time.Second))
+		}
+		recent[role] = d
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read recent requests: %w", err)
+	}
+	return recent, nil
+}

@@ -120,24 +120,43 @@ func Prepare(ctx context.Context, conn *pgx.Conn, slot string, log *slog.Logger)
 	if err := logical.Preflight(ctx, conn, slot, in.Version != iasqlsql.Version); err != nil {
 		return "", err
 	}
-	if in.Version == iasqlsql.Version {
-		if err := logical.SidecarPreflight(ctx, conn); err != nil {
+	// Each try waits at most logical.StartupLockTimeout for a lock (the
+	// install lock above all): a session that holds one in a transaction
+	// it keeps open is named, and the start tried again, until ctx ends.
+	for backoff := 500 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		var did string
+		err := logical.StartupStep(ctx, conn, log, "install or upgrade the SQL objects", func() error {
+			if in.Version == iasqlsql.Version {
+				if err := logical.SidecarPreflight(ctx, conn); err != nil {
+					return err
+				}
+				// A session of another role squatting the install lock
+				// outside a transaction is ended.
+				if err := logical.EndLockSquatters(ctx, conn, log); err != nil {
+					log.Warn("cannot check who holds the sidecar's locks", "err", err)
+				}
+			}
+			var err error
+			did, err = iasqlsql.Ensure(ctx, conn, true)
+			return err
+		})
+		var lockWait *logical.LockWaitError
+		if errors.As(err, &lockWait) {
+			select {
+			case <-ctx.Done():
+				return "", fmt.Errorf("%w (stopped while waiting)", err)
+			case <-time.After(backoff):
+				continue
+			}
+		}
+		if err != nil {
 			return "", err
 		}
-		// A session of another role holding the install lock would stall
-		// Ensure (and every start) for ever.
-		if err := logical.EndLockSquatters(ctx, conn, log); err != nil {
-			log.Warn("cannot check who holds the sidecar's locks", "err", err)
+		if did != "" {
+			log.Info(did)
 		}
+		return slot, nil
 	}
-	did, err := iasqlsql.Ensure(ctx, conn, true)
-	if err != nil {
-		return "", err
-	}
-	if did != "" {
-		log.Info(did)
-	}
-	return slot, nil
 }
 
 // Connect opens a connection, turning the usual failures into one line that
