@@ -247,8 +247,8 @@ func (c *cycle) touch(table string) {
 	c.touched[table] = true
 	// c.tables are in dependency order: one sweep reaches every descendant.
 	for _, t := range c.tables {
-		for _, parent := range t.spec.Refs {
-			if c.touched[parent] {
+		for _, ref := range module.RefsOf(t.spec) {
+			if c.touched[ref.Table] {
 				c.touched[t.spec.Name] = true
 				break
 			}

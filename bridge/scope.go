@@ -36,13 +36,13 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 	below := map[string]bool{}
 	for _, t := range c.tables { // in dependency order: parents first
 		name := t.spec.Name
-		for _, parent := range t.spec.Refs {
-			if acting.Replacing[parent] || below[parent] || (t.spec.MadeByCloud && c.changed[parent]) {
+		for _, ref := range module.RefsOf(t.spec) {
+			if acting.Replacing[ref.Table] || below[ref.Table] || (t.spec.MadeByCloud && c.changed[ref.Table]) {
 				below[name] = true
 			}
 		}
 		_, gets := t.mapper.(module.Getter)
-		byRecord := gets && !snapshot.Generated(t.spec) && len(t.spec.Refs) == 0 && !c.e.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
+		byRecord := gets && !snapshot.Generated(t.spec) && len(module.RefsOf(t.spec)) == 0 && !c.e.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
 		if t.spec.ReadOnly || modes.Drifty(name) || acting.Truncated[name] || acting.NoRow[name] || acting.Replacing[name] || acting.Unverified[name] ||
 			below[name] || (len(acting.IDs[name]) > 0 && !byRecord) {
 			s.Whole[name] = true
@@ -53,8 +53,8 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 	// (children before parents: one sweep backwards).
 	for i := len(c.tables) - 1; i >= 0; i-- {
 		if t := c.tables[i]; s.Whole[t.spec.Name] {
-			for _, parent := range t.spec.Refs {
-				s.Whole[parent] = true
+			for _, ref := range module.RefsOf(t.spec) {
+				s.Whole[ref.Table] = true
 			}
 		}
 	}

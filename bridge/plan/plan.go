@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -293,12 +294,12 @@ func dependents(snap *snapshot.Snapshot, ts *snapshot.Table, id string) string {
 	var parts []string
 	for _, cts := range snap.Tables {
 		n := 0
-		for col, parent := range cts.Spec.Refs {
-			if parent != ts.Spec.Name {
+		for _, ref := range module.RefsOf(cts.Spec) {
+			if ref.Table != ts.Spec.Name {
 				continue
 			}
 			for _, r := range cts.Rows {
-				if r.DB.String(col) == id {
+				if slices.Contains(ref.Values(r.DB), id) {
 					n++
 				}
 			}
@@ -329,9 +330,11 @@ func restorable(ts *snapshot.Table, id string, r *snapshot.Row) bool {
 // a row for a database record; table, cloud id for a cloud record: the
 // form its reference columns hold).
 func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
-	for col, parent := range spec.Refs {
-		if r[col] != nil && keys[parent+"\x00"+r.String(col)] {
-			return true
+	for _, ref := range module.RefsOf(spec) {
+		for _, v := range ref.Values(r) {
+			if keys[ref.Table+"\x00"+v] {
+				return true
+			}
 		}
 	}
 	return false
@@ -340,8 +343,8 @@ func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
 // ParentRetired reports whether a resource's parent is the old resource of
 // a replacement, to be deleted.
 func ParentRetired(snap *snapshot.Snapshot, spec module.Table, c module.Record) bool {
-	for col, parent := range spec.Refs {
-		if p := snap.ByName[parent]; p != nil && c[col] != nil && p.Retired[c.String(col)] != nil {
+	for _, ref := range module.RefsOf(spec) {
+		if p := snap.ByName[ref.Table]; p != nil && slices.ContainsFunc(ref.Values(c), func(v string) bool { return p.Retired[v] != nil }) {
 			return true
 		}
 	}
@@ -352,8 +355,8 @@ func ParentRetired(snap *snapshot.Snapshot, spec module.Table, c module.Record) 
 // parent is being deleted from the cloud (a child of a parent that is
 // imported is imported too, never deleted).
 func ParentLeaving(snap *snapshot.Snapshot, spec module.Table, c module.Record) bool {
-	for col, parent := range spec.Refs {
-		if p := snap.ByName[parent]; p != nil && c[col] != nil && p.Cloud[c.String(col)] != nil && p.ByCloud[c.String(col)] == nil {
+	for _, ref := range module.RefsOf(spec) {
+		if p := snap.ByName[ref.Table]; p != nil && slices.ContainsFunc(ref.Values(c), func(v string) bool { return p.Cloud[v] != nil && p.ByCloud[v] == nil }) {
 			return true
 		}
 	}
@@ -364,12 +367,12 @@ func ParentLeaving(snap *snapshot.Snapshot, spec module.Table, c module.Record) 
 // a cloud resource that references cid.
 func stillReferenced(snap *snapshot.Snapshot, ts *snapshot.Table, cid string) bool {
 	for _, cts := range snap.Tables {
-		for col, parent := range cts.Spec.Refs {
-			if parent != ts.Spec.Name {
+		for _, ref := range module.RefsOf(cts.Spec) {
+			if ref.Table != ts.Spec.Name {
 				continue
 			}
 			for ccid, cc := range cts.Cloud {
-				if cc.String(col) == cid && cts.ByCloud[ccid] != nil {
+				if cts.ByCloud[ccid] != nil && slices.Contains(ref.Values(cc), cid) {
 					return true
 				}
 			}
@@ -381,11 +384,8 @@ func stillReferenced(snap *snapshot.Snapshot, ts *snapshot.Table, cid string) bo
 // parentsImported reports whether every resource a cloud record
 // references is a row already (so that it can be imported).
 func parentsImported(snap *snapshot.Snapshot, spec module.Table, c module.Record) bool {
-	for col, parent := range spec.Refs {
-		if c[col] == nil {
-			continue
-		}
-		if p := snap.ByName[parent]; p != nil && p.ByCloud[c.String(col)] == nil {
+	for _, ref := range module.RefsOf(spec) {
+		if p := snap.ByName[ref.Table]; p != nil && slices.ContainsFunc(ref.Values(c), func(v string) bool { return p.ByCloud[v] == nil }) {
 			return false
 		}
 	}
@@ -399,14 +399,17 @@ func parentsImported(snap *snapshot.Snapshot, spec module.Table, c module.Record
 // removed). A resource the user creates keeps what the cloud adds: it is
 // imported, for the user to keep or delete.
 func pushedParent(snap *snapshot.Snapshot, spec module.Table, c module.Record) string {
-	for col, parent := range spec.Refs {
-		p := snap.ByName[parent]
-		if p == nil || c[col] == nil {
+	for _, ref := range module.RefsOf(spec) {
+		p := snap.ByName[ref.Table]
+		if p == nil || ref.Many {
+			// A many-valued reference is a resource's link to others,
+			// not its parent: a resource is not among its groups' rows.
 			continue
 		}
-		pr := p.ByCloud[c.String(col)]
-		if pr != nil && p.Forced[pr.ID] {
-			return parent + " " + pr.ID
+		for _, v := range ref.Values(c) {
+			if pr := p.ByCloud[v]; pr != nil && p.Forced[pr.ID] {
+				return ref.Table + " " + pr.ID
+			}
 		}
 	}
 	return ""
@@ -489,16 +492,31 @@ func Dependencies(actions []*Action) map[*Action][]string {
 	}
 	out := map[*Action][]string{}
 	for _, a := range actions {
-		for col, parent := range a.Tab.Spec.Refs {
+		for _, ref := range module.RefsOf(a.Tab.Spec) {
 			switch {
-			case a.Row != nil && !isDelete(a) && a.Row.DB[col] != nil:
-				if k := parent + "\x00#" + a.Row.DB.String(col); byKey[k] != nil {
-					out[a] = append(out[a], k)
+			case a.Row != nil && !isDelete(a):
+				for _, v := range ref.Values(a.Row.DB) {
+					if k := ref.Table + "\x00#" + v; byKey[k] != nil {
+						out[a] = append(out[a], k)
+					}
 				}
-			case a.Row == nil && a.Cloud != nil && a.Cloud[col] != nil:
+				if a.Cloud != nil && a.Row.Cloud != nil {
+					// An update that stops referencing a resource: that
+					// resource's delete waits for it (AWS refuses to delete
+					// a security group an instance still uses).
+					now := ref.Values(a.Row.Cloud)
+					for _, v := range ref.Values(a.Cloud) {
+						if p := byKey[ref.Table+"\x00"+v]; p != nil && isDelete(p) && !slices.Contains(now, v) {
+							out[p] = append(out[p], ActionKey(a))
+						}
+					}
+				}
+			case a.Row == nil && a.Cloud != nil:
 				// A child's delete: the parent's delete waits for it.
-				if p := byKey[parent+"\x00"+a.Cloud.String(col)]; p != nil && isDelete(p) {
-					out[p] = append(out[p], ActionKey(a))
+				for _, v := range ref.Values(a.Cloud) {
+					if p := byKey[ref.Table+"\x00"+v]; p != nil && isDelete(p) {
+						out[p] = append(out[p], ActionKey(a))
+					}
 				}
 			}
 		}

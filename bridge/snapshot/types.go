@@ -60,8 +60,8 @@ func (ts *Table) CloudForms(snap *Snapshot) error {
 		if ts.Repl[id] != nil {
 			ts.Forced[id] = true
 		}
-		for col, parent := range ts.Spec.Refs {
-			if p := snap.ByName[parent]; p != nil && r.DB[col] != nil && p.Forced[r.DB.String(col)] {
+		for _, ref := range module.RefsOf(ts.Spec) {
+			if p := snap.ByName[ref.Table]; p != nil && slices.ContainsFunc(ref.Values(r.DB), func(v string) bool { return p.Forced[v] }) {
 				ts.Forced[id] = true
 			}
 		}
@@ -151,11 +151,13 @@ func FreshNames(snap *Snapshot) map[string]bool {
 				continue
 			}
 			addRow(ts.Spec, r)
-			for col, parent := range ts.Spec.Refs {
-				if p := snap.ByName[parent]; p != nil && r.DB[col] != nil {
-					if pr := p.Rows[r.DB.String(col)]; pr != nil {
-						addRow(p.Spec, pr)
-						addCID(p.Records[pr.ID].CloudID)
+			for _, ref := range module.RefsOf(ts.Spec) {
+				if p := snap.ByName[ref.Table]; p != nil {
+					for _, v := range ref.Values(r.DB) {
+						if pr := p.Rows[v]; pr != nil {
+							addRow(p.Spec, pr)
+							addCID(p.Records[pr.ID].CloudID)
+						}
 					}
 				}
 			}
@@ -301,33 +303,45 @@ type Snapshot struct {
 // ErrNoParent means a reference could not be translated yet.
 var ErrNoParent = errors.New("referenced record not found")
 
-// Parent is the table that spec's reference column col points at.
-func (snap *Snapshot) Parent(spec module.Table, col string) (*Table, error) {
-	p := snap.ByName[spec.Refs[col]]
+// Parent is the table a reference points at.
+func (snap *Snapshot) Parent(spec module.Table, ref module.Ref) (*Table, error) {
+	p := snap.ByName[ref.Table]
 	if p == nil {
-		return nil, fmt.Errorf("%s.%s references %s, which is not installed", spec.Name, col, spec.Refs[col])
+		return nil, fmt.Errorf("%s.%s references %s, which is not installed", spec.Name, ref.Column, ref.Table)
 	}
 	return p, nil
 }
 
 // ToCloud translates a row's refs from ids to the referenced resources'
-// cloud ids.
+// cloud ids (a many-valued reference: a []any of them, in the order of the
+// ids).
 func ToCloud(spec module.Table, r module.Record, snap *Snapshot) (module.Record, error) {
 	out := maps.Clone(r)
-	for col, parent := range spec.Refs {
-		if r[col] == nil {
+	for _, ref := range module.RefsOf(spec) {
+		if r[ref.Column] == nil {
 			continue
 		}
-		p, err := snap.Parent(spec, col)
+		p, err := snap.Parent(spec, ref)
 		if err != nil {
 			return nil, err
 		}
-		pr := p.Rows[r.String(col)]
-		if pr == nil || pr.CloudID == "" {
-			// Missing, or not created yet (its identity comes from the cloud).
-			return nil, fmt.Errorf("%s.%s = %s: %w in %s", spec.Name, col, r.String(col), ErrNoParent, parent)
+		var cids []any
+		for _, v := range ref.Values(r) {
+			pr := p.Rows[v]
+			if pr == nil || pr.CloudID == "" {
+				// Missing, or not created yet (its identity comes from the cloud).
+				return nil, fmt.Errorf("%s.%s = %s: %w in %s", spec.Name, ref.Column, v, ErrNoParent, ref.Table)
+			}
+			cids = append(cids, pr.CloudID)
 		}
-		out[col] = pr.CloudID
+		if !ref.Many {
+			out[ref.Column] = cids[0]
+			continue
+		}
+		if cids == nil {
+			cids = []any{}
+		}
+		out[ref.Column] = cids
 	}
 	return out, nil
 }
@@ -339,19 +353,30 @@ func ToDB(spec module.Table, c module.Record, snap *Snapshot) (module.Record, er
 	for _, col := range append(append([]string{}, spec.Declarative...), spec.Feedback...) {
 		out[col] = c[col]
 	}
-	for col, parent := range spec.Refs {
-		if c[col] == nil {
+	for _, ref := range module.RefsOf(spec) {
+		if c[ref.Column] == nil {
 			continue
 		}
-		p, err := snap.Parent(spec, col)
+		p, err := snap.Parent(spec, ref)
 		if err != nil {
 			return nil, err
 		}
-		pr := p.ByCloud[c.String(col)]
-		if pr == nil {
-			return nil, fmt.Errorf("%s %s: %w (%s %s)", spec.Name, module.CloudIDOf(spec, c), ErrNoParent, parent, c.String(col))
+		var ids []any
+		for _, v := range ref.Values(c) {
+			pr := p.ByCloud[v]
+			if pr == nil {
+				return nil, fmt.Errorf("%s %s: %w (%s %s)", spec.Name, module.CloudIDOf(spec, c), ErrNoParent, ref.Table, v)
+			}
+			ids = append(ids, json.Number(pr.ID))
 		}
-		out[col] = json.Number(pr.ID)
+		if !ref.Many {
+			out[ref.Column] = ids[0]
+			continue
+		}
+		if ids == nil {
+			ids = []any{}
+		}
+		out[ref.Column] = ids
 	}
 	return out, nil
 }

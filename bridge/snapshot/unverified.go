@@ -48,7 +48,7 @@ func (s *Snapshot) lineageFailed(ts *Table, seen ...string) bool {
 	if len(ts.Unverified) > 0 {
 		return true
 	}
-	for _, parent := range ts.Spec.Refs {
+	for _, parent := range sortedRefTables(ts.Spec) {
 		if p := s.ByName[parent]; p != nil && !slices.Contains(seen, parent) && s.lineageFailed(p, append(seen, ts.Spec.Name)...) {
 			return true
 		}
@@ -86,14 +86,16 @@ func (s *Snapshot) RowRegion(ts *Table, r module.Record, depth int) string {
 	if v := r.String(ts.Spec.Region); ts.Spec.Region != "" && v != "" {
 		return v
 	}
-	for _, col := range sortedRefCols(ts.Spec) {
-		p := s.ByName[ts.Spec.Refs[col]]
-		if p == nil || r[col] == nil || depth > 8 {
+	for _, ref := range module.RefsOf(ts.Spec) {
+		p := s.ByName[ref.Table]
+		if p == nil || depth > 8 {
 			continue
 		}
-		if pr := p.Rows[r.String(col)]; pr != nil {
-			if region := s.RowRegion(p, pr.DB, depth+1); region != "" {
-				return region
+		for _, v := range ref.Values(r) {
+			if pr := p.Rows[v]; pr != nil {
+				if region := s.RowRegion(p, pr.DB, depth+1); region != "" {
+					return region
+				}
 			}
 		}
 	}
@@ -106,19 +108,21 @@ func (s *Snapshot) CloudRegion(ts *Table, c module.Record, depth int) string {
 	if v := c.String(ts.Spec.Region); ts.Spec.Region != "" && v != "" {
 		return v
 	}
-	for _, col := range sortedRefCols(ts.Spec) {
-		p := s.ByName[ts.Spec.Refs[col]]
-		if p == nil || c[col] == nil || depth > 8 {
+	for _, ref := range module.RefsOf(ts.Spec) {
+		p := s.ByName[ref.Table]
+		if p == nil || depth > 8 {
 			continue
 		}
-		if pr := p.ByCloud[c.String(col)]; pr != nil {
-			if region := s.RowRegion(p, pr.DB, depth+1); region != "" {
-				return region
+		for _, v := range ref.Values(c) {
+			if pr := p.ByCloud[v]; pr != nil {
+				if region := s.RowRegion(p, pr.DB, depth+1); region != "" {
+					return region
+				}
 			}
-		}
-		if pc, ok := p.Cloud[c.String(col)]; ok {
-			if region := s.CloudRegion(p, pc, depth+1); region != "" {
-				return region
+			if pc, ok := p.Cloud[v]; ok {
+				if region := s.CloudRegion(p, pc, depth+1); region != "" {
+					return region
+				}
 			}
 		}
 	}
@@ -234,21 +238,13 @@ func (s *Snapshot) Held() []string {
 	return out
 }
 
-func sortedRefCols(spec module.Table) []string {
-	if len(spec.Refs) < 2 {
-		for col := range spec.Refs {
-			return []string{col}
-		}
-		return nil
-	}
-	return slices.Sorted(maps.Keys(spec.Refs))
-}
-
+// sortedRefTables are the tables a table references (single or many), in
+// the order of its reference columns.
 func sortedRefTables(spec module.Table) []string {
-	out := make([]string, 0, len(spec.Refs))
-	for _, col := range sortedRefCols(spec) {
-		if !slices.Contains(out, spec.Refs[col]) {
-			out = append(out, spec.Refs[col])
+	var out []string
+	for _, ref := range module.RefsOf(spec) {
+		if !slices.Contains(out, ref.Table) {
+			out = append(out, ref.Table)
 		}
 	}
 	return out

@@ -347,12 +347,16 @@ func ReadScoped(ctx context.Context, tx pgx.Tx, spec module.Table, s *snapshot.S
 	var conds []string
 	args := []any{s.RowsOf(spec.Name)}
 	conds = append(conds, "t.id::text = ANY($1)")
-	for col, parent := range spec.Refs {
-		if len(s.Acting[parent]) == 0 {
+	for _, ref := range module.RefsOf(spec) {
+		if len(s.Acting[ref.Table]) == 0 {
 			continue
 		}
-		args = append(args, slices.Collect(maps.Keys(s.Acting[parent])))
-		conds = append(conds, fmt.Sprintf("t.%s::text = ANY($%d)", pgx.Identifier{col}.Sanitize(), len(args)))
+		args = append(args, slices.Collect(maps.Keys(s.Acting[ref.Table])))
+		if ref.Many {
+			conds = append(conds, fmt.Sprintf("t.%s::text[] && $%d::text[]", pgx.Identifier{ref.Column}.Sanitize(), len(args)))
+		} else {
+			conds = append(conds, fmt.Sprintf("t.%s::text = ANY($%d)", pgx.Identifier{ref.Column}.Sanitize(), len(args)))
+		}
 	}
 	q := `SELECT id::text, xmin::text, pg_catalog.to_jsonb(t)::text FROM ` + pgx.Identifier{"public", spec.Name}.Sanitize() + ` t WHERE ` + strings.Join(conds, " OR ")
 	m, err := scanRows(ctx, tx, spec, q, args...)
@@ -363,9 +367,12 @@ func ReadScoped(ctx context.Context, tx pgx.Tx, spec module.Table, s *snapshot.S
 		if !s.Acting[spec.Name][id] {
 			s.AddContext(spec.Name, id)
 		}
-		for col, parent := range spec.Refs {
-			if v := r.DB.String(col); v != "" && !s.Whole[parent] {
-				s.AddContext(parent, v)
+		for _, ref := range module.RefsOf(spec) {
+			if s.Whole[ref.Table] {
+				continue
+			}
+			for _, v := range ref.Values(r.DB) {
+				s.AddContext(ref.Table, v)
 			}
 		}
 	}

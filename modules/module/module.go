@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -336,4 +337,49 @@ type Poller interface {
 	// handle or advice if the cloud gave them), or the error it failed with
 	// (a TerminalError when retrying cannot help).
 	Poll(ctx context.Context, handle string) (Record, error)
+}
+
+// Ref is one reference column of a table: the column, the table it
+// references, and whether it holds several references (Table.RefsMany).
+type Ref struct {
+	Column, Table string
+	Many          bool
+}
+
+// RefsOf lists a table's reference columns, single (Refs) and many
+// (RefsMany), by column name.
+func RefsOf(t Table) []Ref {
+	out := make([]Ref, 0, len(t.Refs)+len(t.RefsMany))
+	for col, parent := range t.Refs {
+		out = append(out, Ref{Column: col, Table: parent})
+	}
+	for col, parent := range t.RefsMany {
+		out = append(out, Ref{Column: col, Table: parent, Many: true})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Column < out[j].Column })
+	return out
+}
+
+// Values are the references a record's column holds, as strings: the one
+// value of a single reference, each element of a many-valued one; none
+// for NULL (or an empty array).
+func (r Ref) Values(rec Record) []string {
+	v := rec[r.Column]
+	if v == nil {
+		return nil
+	}
+	if !r.Many {
+		return []string{rec.String(r.Column)}
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		if e != nil {
+			out = append(out, Record{"v": e}.String("v"))
+		}
+	}
+	return out
 }
