@@ -553,7 +553,9 @@ func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (
 		}
 		got["tags"] = want["tags"]
 	}
-	if !sameGroups(want["security_group_ids"], have["security_group_ids"]) {
+	// No groups wanted is AWS's choice at launch (see Equal), not "none":
+	// an instance in a VPC has at least one group.
+	if len(sortedStrings(want["security_group_ids"])) > 0 && !sameGroups(want["security_group_ids"], have["security_group_ids"]) {
 		if _, err := cl.ModifyInstanceAttribute(ctx, &ec2.ModifyInstanceAttributeInput{
 			InstanceId: aws.String(id), Groups: sortedStrings(want["security_group_ids"]),
 		}); err != nil {
