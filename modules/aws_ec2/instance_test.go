@@ -481,3 +481,32 @@ func TestPollRefusesForeignHandles(t *testing.T) {
 		t.Errorf("Poll(req-123) = %v, want a TerminalError", err)
 	}
 }
+
+// TestReadReusesUserData: DescribeInstances does not carry user data; a
+// read that may reuse details (an automatic cycle's) costs the describe
+// pages only once the user data was read, and a fresh read reads it again.
+func TestReadReusesUserData(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tok := range []string{"a", "b", "c"} {
+		e.create(e.want(nil), tok)
+	}
+	e.em.Reset()
+	recs, err := e.m.Read(t.Context())
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("read: %d records, %v", len(recs), err)
+	}
+	for _, r := range recs {
+		if r.String("user_data") != "#!/bin/sh\necho hello\n" {
+			t.Errorf("user data of %s = %q", r.String("instance_id"), r.String("user_data"))
+		}
+	}
+	if calls := e.em.Calls(); !maps.Equal(calls, map[string]int{"ec2:DescribeInstances": 1}) {
+		t.Errorf("an automatic read called %v, want one DescribeInstances", calls)
+	}
+	e.em.Reset()
+	e.read()
+	if calls := e.em.Calls(); !maps.Equal(calls, map[string]int{"ec2:DescribeInstances": 1, "ec2:DescribeInstanceAttribute": 3}) {
+		t.Errorf("a fresh read called %v, want the user data of each instance", calls)
+	}
+}
