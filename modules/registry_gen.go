@@ -5,6 +5,7 @@ package modules
 import (
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol"
+	"github.com/iasql/iasql/modules/aws_ec2"
 	"github.com/iasql/iasql/modules/aws_ecr"
 	"github.com/iasql/iasql/modules/aws_iam"
 	"github.com/iasql/iasql/modules/aws_s3"
@@ -17,6 +18,7 @@ import (
 func All() []module.Module {
 	return []module.Module{
 		aws_account.Module(),
+		aws_ec2.Module(),
 		aws_ecr.Module(),
 		aws_iam.Module(),
 		aws_s3.Module(),

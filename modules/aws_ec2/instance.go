@@ -1,0 +1,672 @@
+package aws_ec2
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/iasql/iasql/modules/internal/detail"
+	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// AWS's pages on instances, which this file follows:
+//   - RunInstances (ClientToken, TagSpecifications, UserData in base64):
+//     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RunInstances.html
+//   - Idempotency: RunInstances takes a ClientToken; a retry with the same
+//     token answers the same instances (different parameters:
+//     IdempotentParameterMismatch):
+//     https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-idempotency.html
+//   - DescribeInstances (filters, MaxResults not with InstanceIds):
+//     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstances.html
+//   - The lifecycle (pending, running, stopping, stopped, shutting-down,
+//     terminated): https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-lifecycle.html
+//   - StopInstances / StartInstances:
+//     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_StopInstances.html
+//     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_StartInstances.html
+//   - ModifyInstanceAttribute: one attribute per call; "to modify some
+//     attributes, the instance must be stopped" (instance type, user data):
+//     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_ModifyInstanceAttribute.html
+//     https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_ChangingAttributesWhileInstanceStopped.html
+//   - TerminateInstances: idempotent; "terminated instances remain visible
+//     after termination (for approximately one hour)":
+//     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_TerminateInstances.html
+
+type instanceMapper struct {
+	c         *ec2x.Clients
+	cfg       aws.Config
+	pollAfter time.Duration
+	userData  *detail.Cache[string] // by instance id: the decoded user data
+}
+
+// columns are the declarative columns Equal compares.
+var columns = Table.Declarative
+
+// liveStates are the states Read reports: a terminated instance (listed for
+// about an hour) and one shutting down are gone as far as the table goes.
+var liveStates = []string{"pending", "running", "stopping", "stopped"}
+
+// desired is the state a user may ask for that an observed state is on its
+// way to, or already in ("" for shutting-down and terminated).
+func desired(observed types.InstanceStateName) string {
+	switch observed {
+	case types.InstanceStateNamePending, types.InstanceStateNameRunning:
+		return "running"
+	case types.InstanceStateNameStopping, types.InstanceStateNameStopped:
+		return "stopped"
+	}
+	return ""
+}
+
+func stateOf(in types.Instance) types.InstanceStateName {
+	if in.State == nil {
+		return ""
+	}
+	return in.State.Name
+}
+
+// tagsOf renders an instance's tags without AWS's own (aws:*, which no one
+// can set or delete) and without the engine's token tag.
+func tagsOf(tags []types.Tag) map[string]any {
+	out := ec2x.Tags(tags)
+	for k := range out {
+		if strings.HasPrefix(k, "aws:") {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// record is an instance in cloud form (subnet and groups by their cloud
+// ids), with userData its decoded user data.
+func record(region string, in types.Instance, userData string) module.Record {
+	var groups []string
+	for _, g := range in.SecurityGroups {
+		groups = append(groups, aws.ToString(g.GroupId))
+	}
+	slices.Sort(groups)
+	sg := make([]any, len(groups))
+	for i, g := range groups {
+		sg[i] = g
+	}
+	r := module.Record{
+		"instance_id":        aws.ToString(in.InstanceId),
+		"ami":                aws.ToString(in.ImageId),
+		"instance_type":      string(in.InstanceType),
+		"subnet_id":          nilIfEmpty(aws.ToString(in.SubnetId)),
+		"security_group_ids": sg,
+		"key_name":           nilIfEmpty(aws.ToString(in.KeyName)),
+		"user_data":          nilIfEmpty(userData),
+		"tags":               tagsOf(in.Tags),
+		"state":              desired(stateOf(in)),
+		"region":             region,
+		"private_ip_address": nilIfEmpty(aws.ToString(in.PrivateIpAddress)),
+		"public_ip_address":  nilIfEmpty(aws.ToString(in.PublicIpAddress)),
+		"launch_time":        module.Time(aws.ToTime(in.LaunchTime)),
+		"observed_state":     string(stateOf(in)),
+	}
+	if tok := ec2x.TokenOf(in.Tags); tok != "" {
+		r[module.TokenTag] = tok
+	}
+	return r
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// regionOf is a record's region, the scope's default when it names none.
+func (m *instanceMapper) regionOf(ctx context.Context, r module.Record) string {
+	if region := r.String("region"); region != "" {
+		return region
+	}
+	return module.ScopeOf(ctx, m.cfg).Default
+}
+
+// Read lists the instances of every region in scope that are not
+// terminated or shutting down (DescribeInstances, all pages, filtered by
+// state), each with its user data (DescribeInstanceAttribute, which
+// DescribeInstances does not carry; reused from an earlier read within the
+// TTL unless the context asks for it fresh).
+func (m *instanceMapper) Read(ctx context.Context) ([]module.Record, error) {
+	due := m.userData.Due()
+	return m.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+		return m.describe(ctx, region, cl, &ec2.DescribeInstancesInput{
+			MaxResults: aws.Int32(ec2x.PageSize),
+			Filters:    []types.Filter{{Name: aws.String("instance-state-name"), Values: liveStates}},
+		}, due)
+	})
+}
+
+// describe lists the instances in matches (all pages) as records.
+func (m *instanceMapper) describe(ctx context.Context, region string, cl *ec2.Client, in *ec2.DescribeInstancesInput, due map[string]bool) ([]module.Record, error) {
+	var out []module.Record
+	p := ec2.NewDescribeInstancesPaginator(cl, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describe instances in %s: %w", region, err)
+		}
+		for _, res := range page.Reservations {
+			for _, inst := range res.Instances {
+				if desired(stateOf(inst)) == "" {
+					continue
+				}
+				ud, err := m.readUserData(ctx, cl, aws.ToString(inst.InstanceId), due)
+				if module.IsCode(err, "InvalidInstanceID.NotFound") {
+					continue // gone since it was listed
+				} else if err != nil {
+					return nil, err
+				}
+				out = append(out, record(region, inst, ud))
+			}
+		}
+	}
+	return out, nil
+}
+
+// readUserData is an instance's user data, decoded (reused from the cache
+// when ctx and due allow it).
+func (m *instanceMapper) readUserData(ctx context.Context, cl *ec2.Client, id string, due map[string]bool) (string, error) {
+	if ud, ok := m.userData.Get(ctx, id, id, due); ok {
+		return ud, nil
+	}
+	out, err := cl.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{
+		InstanceId: aws.String(id), Attribute: types.InstanceAttributeNameUserData,
+	})
+	if err != nil {
+		return "", fmt.Errorf("read the user data of %s: %w", id, err)
+	}
+	var ud string
+	if out.UserData != nil && aws.ToString(out.UserData.Value) != "" {
+		b, err := base64.StdEncoding.DecodeString(aws.ToString(out.UserData.Value))
+		if err != nil {
+			return "", fmt.Errorf("read the user data of %s: %w", id, err)
+		}
+		ud = string(b)
+	}
+	m.userData.Put(id, id, ud)
+	return ud, nil
+}
+
+// Get reads the instances of ids (instance ids), fresh, as Read would: by an
+// instance-id filter in each region of the scope (a filter, unlike
+// InstanceIds, answers a missing id with nothing instead of an error).
+func (m *instanceMapper) Get(ctx context.Context, ids []string) ([]module.Record, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ctx = module.WithFreshRead(ctx)
+	return m.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+		var out []module.Record
+		for chunk := range slices.Chunk(ids, 200) {
+			recs, err := m.describe(ctx, region, cl, &ec2.DescribeInstancesInput{
+				MaxResults: aws.Int32(ec2x.PageSize),
+				Filters: []types.Filter{
+					{Name: aws.String("instance-id"), Values: chunk},
+					{Name: aws.String("instance-state-name"), Values: liveStates},
+				},
+			}, nil)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, recs...)
+		}
+		return out, nil
+	})
+}
+
+// Find returns the instance a create with this client token made in want's
+// region (nil when none did), by its token tag. RunInstances' own
+// ClientToken already makes a repeated create answer the same instance;
+// this lets the engine adopt it without calling RunInstances again.
+func (m *instanceMapper) Find(ctx context.Context, want module.Record, token string) (module.Record, error) {
+	region := m.regionOf(ctx, want)
+	recs, err := m.describe(module.WithFreshRead(ctx), region, m.c.Region(region), &ec2.DescribeInstancesInput{
+		Filters: append(ec2x.TokenFilter(token),
+			types.Filter{Name: aws.String("instance-state-name"), Values: liveStates}),
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("find the instance of client token %s in %s: %w", token, region, err)
+	}
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	return recs[0], nil
+}
+
+// terminal tells the errors retrying cannot fix: bad input the database
+// could not catch (an AMI that does not exist, a type AWS does not offer),
+// a token reused with other parameters, missing permissions.
+func terminal(err error, format string, args ...any) error {
+	code := module.ErrorCode(err)
+	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
+	switch {
+	case strings.HasPrefix(code, "InvalidAMIID."), code == "IdempotentParameterMismatch",
+		code == "InvalidKeyPair.NotFound", code == "InvalidInstanceType", code == "Unsupported":
+		return &module.TerminalError{Err: wrapped}
+	}
+	return ec2x.Terminal(wrapped)
+}
+
+// sortedStrings is a []any of strings (a record's security_group_ids) as
+// sorted strings.
+func sortedStrings(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if s := fmt.Sprint(e); e != nil && s != "" {
+				out = append(out, s)
+			}
+		}
+	case []string:
+		out = append(out, x...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Create launches the instance: RunInstances with MinCount = MaxCount = 1
+// and the create's client token as ClientToken. RunInstances is idempotent
+// by ClientToken (a repeat answers the instance the first call made), so
+// unlike CreateVpc the SDK may retry it; the token is also a tag
+// (TagSpecifications apply atomically with the launch), so Find and the
+// engine's adoption by token work as for VPCs. The instance starts
+// pending: Create answers a *module.Pending whose Record is the instance
+// (its instance_id) and whose Poll waits for running, then stops it when
+// the row wants it stopped (a pending instance cannot be stopped).
+func (m *instanceMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	region := m.regionOf(ctx, want)
+	token := module.ClientToken(ctx)
+	in := &ec2.RunInstancesInput{
+		ImageId:           aws.String(want.String("ami")),
+		InstanceType:      types.InstanceType(want.String("instance_type")),
+		MinCount:          aws.Int32(1),
+		MaxCount:          aws.Int32(1),
+		SecurityGroupIds:  sortedStrings(want["security_group_ids"]),
+		TagSpecifications: ec2x.TagSpec(types.ResourceTypeInstance, want["tags"], token),
+	}
+	if token != "" {
+		in.ClientToken = aws.String(token) // else the SDK makes one per call, kept across its retries
+	}
+	if s := want.String("subnet_id"); s != "" {
+		in.SubnetId = aws.String(s)
+	}
+	if k := want.String("key_name"); k != "" {
+		in.KeyName = aws.String(k)
+	}
+	ud := want.String("user_data")
+	if ud != "" {
+		in.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(ud)))
+	}
+	out, err := m.c.Region(region).RunInstances(ctx, in)
+	if err != nil {
+		return nil, terminal(err, "launch an instance of %s in %s", want.String("ami"), region)
+	}
+	if len(out.Instances) != 1 {
+		return nil, fmt.Errorf("launch an instance of %s in %s: AWS answered %d instances", want.String("ami"), region, len(out.Instances))
+	}
+	inst := out.Instances[0]
+	id := aws.ToString(inst.InstanceId)
+	m.userData.Put(id, id, ud)
+	steps := []string{stepStart}
+	if want.String("state") == "stopped" {
+		steps = append(steps, stepStop)
+	}
+	return m.advance(ctx, region, id, steps, &inst)
+}
+
+// The steps of an operation a Pending's handle carries, done in order by
+// Poll: each waits for the state it needs, then makes its call.
+const (
+	stepStart = "start" // running: StartInstances when stopped; wait while pending or stopping
+	stepStop  = "stop"  // stopped: StopInstances when running; wait while pending or stopping
+	stepGone  = "gone"  // terminated: TerminateInstances, then wait
+	// stepType and stepUserData are prefixes (type=t3.small,
+	// userdata=<base64>): ModifyInstanceAttribute once stopped.
+	stepType     = "type="
+	stepUserData = "userdata="
+)
+
+// handle renders an operation's handle: region:instance-id:step:step…
+// (no part holds a colon: regions, ids, types and base64 have none).
+func handle(region, id string, steps []string) string {
+	return strings.Join(append([]string{region, id}, steps...), ":")
+}
+
+func parseHandle(h string) (region, id string, steps []string, err error) {
+	parts := strings.Split(h, ":")
+	if len(parts) < 2 || parts[0] == "" || !strings.HasPrefix(parts[1], "i-") {
+		return "", "", nil, &module.TerminalError{Err: fmt.Errorf("not an instance operation handle: %q", h)}
+	}
+	return parts[0], parts[1], parts[2:], nil
+}
+
+// Poll carries on with the operation a handle names (see advance).
+func (m *instanceMapper) Poll(ctx context.Context, h string) (module.Record, error) {
+	region, id, steps, err := parseHandle(h)
+	if err != nil {
+		return nil, err
+	}
+	return m.advance(ctx, region, id, steps, nil)
+}
+
+// describeOne is the instance id in region, nil when AWS does not know it
+// (never launched, or terminated over an hour ago; also, for a moment,
+// one just launched: DescribeInstances is eventually consistent).
+func (m *instanceMapper) describeOne(ctx context.Context, cl *ec2.Client, id string) (*types.Instance, error) {
+	out, err := cl.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if module.IsCode(err, "InvalidInstanceID.NotFound") {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("describe instance %s: %w", id, err)
+	}
+	for _, r := range out.Reservations {
+		for _, in := range r.Instances {
+			if aws.ToString(in.InstanceId) == id {
+				return &in, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// advance does what it can of steps on instance id now: it makes the call
+// of each step whose state the instance is in and moves on; it stops at a
+// step that must wait for a transition, answering a *module.Pending with
+// the handle of what is left. With every step done it answers the instance
+// as Read would (nil after stepGone). known is the instance as a call just
+// answered it (nil: describe it).
+func (m *instanceMapper) advance(ctx context.Context, region, id string, steps []string, known *types.Instance) (module.Record, error) {
+	cl := m.c.Region(region)
+	inst := known
+	for {
+		if inst == nil {
+			var err error
+			if inst, err = m.describeOne(ctx, cl, id); err != nil {
+				return nil, err
+			}
+		}
+		if inst == nil {
+			if len(steps) > 0 && steps[0] == stepGone {
+				m.userData.Forget(id)
+				return nil, nil
+			}
+			// Just launched and not yet visible, as DescribeInstances is
+			// eventually consistent: ask again later.
+			return nil, m.pending(region, id, steps, nil)
+		}
+		state := stateOf(*inst)
+		if len(steps) == 0 {
+			ud, err := m.readUserData(ctx, cl, id, nil)
+			if err != nil {
+				return nil, err
+			}
+			return record(region, *inst, ud), nil
+		}
+		step := steps[0]
+		if step == stepGone {
+			switch state {
+			case types.InstanceStateNameTerminated:
+				m.userData.Forget(id)
+				return nil, nil
+			case types.InstanceStateNameShuttingDown:
+				return nil, m.pending(region, id, steps, nil)
+			}
+			_, err := cl.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+			if module.IsCode(err, "InvalidInstanceID.NotFound") {
+				m.userData.Forget(id)
+				return nil, nil
+			} else if err != nil {
+				return nil, terminal(err, "terminate instance %s", id)
+			}
+			return nil, m.pending(region, id, steps, nil)
+		}
+		if state == types.InstanceStateNameTerminated || state == types.InstanceStateNameShuttingDown {
+			// A launch that failed (an EBS volume limit, an insufficient
+			// capacity, …) ends terminated while pending; StateReason says why.
+			reason := "no reason given"
+			if inst.StateReason != nil {
+				reason = aws.ToString(inst.StateReason.Message)
+			}
+			return nil, &module.TerminalError{Err: fmt.Errorf("instance %s is %s: %s", id, state, reason)}
+		}
+		var err error
+		switch {
+		case step == stepStart:
+			switch state {
+			case types.InstanceStateNameRunning:
+				steps = steps[1:]
+				continue
+			case types.InstanceStateNameStopped:
+				_, err = cl.StartInstances(ctx, &ec2.StartInstancesInput{InstanceIds: []string{id}})
+				err = terminalIf(err, "start instance %s", id)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return nil, m.pending(region, id, steps, inst)
+		case step == stepStop:
+			switch state {
+			case types.InstanceStateNameStopped:
+				steps = steps[1:]
+				continue
+			case types.InstanceStateNameRunning:
+				_, err = cl.StopInstances(ctx, &ec2.StopInstancesInput{InstanceIds: []string{id}})
+				err = terminalIf(err, "stop instance %s", id)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return nil, m.pending(region, id, steps, inst)
+		case strings.HasPrefix(step, stepType), strings.HasPrefix(step, stepUserData):
+			if state != types.InstanceStateNameStopped {
+				// Only a stopped instance takes these; stop it first.
+				steps = append([]string{stepStop}, steps...)
+				continue
+			}
+			in := &ec2.ModifyInstanceAttributeInput{InstanceId: aws.String(id)}
+			if t, ok := strings.CutPrefix(step, stepType); ok {
+				in.InstanceType = &types.AttributeValue{Value: aws.String(t)}
+			} else {
+				b, derr := base64.StdEncoding.DecodeString(strings.TrimPrefix(step, stepUserData))
+				if derr != nil {
+					return nil, &module.TerminalError{Err: fmt.Errorf("instance %s: bad user data step: %w", id, derr)}
+				}
+				// The SDK encodes the blob in base64 on the wire.
+				in.UserData = &types.SecureBlobAttributeValue{Value: b}
+				m.userData.Forget(id)
+			}
+			if _, err := cl.ModifyInstanceAttribute(ctx, in); err != nil {
+				return nil, terminalIf(err, "modify instance %s", id)
+			}
+			steps = steps[1:]
+			inst = nil // describe again: the type changed
+			continue
+		default:
+			return nil, &module.TerminalError{Err: fmt.Errorf("instance %s: unknown step %q", id, step)}
+		}
+	}
+}
+
+// terminalIf classifies the error of a call on an existing instance:
+// IncorrectInstanceState (it moved on since it was described) is retried,
+// bad input is terminal.
+func terminalIf(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return terminal(err, format, args...)
+}
+
+// pending answers a step that waits: the handle of the steps left, and what
+// is known of the instance.
+func (m *instanceMapper) pending(region, id string, steps []string, inst *types.Instance) error {
+	p := &module.Pending{Handle: handle(region, id, steps), RetryAfter: m.pollAfter,
+		Record: module.Record{"instance_id": id, "region": region}}
+	if inst != nil {
+		ud, _ := m.userData.Get(context.Background(), id, id, nil)
+		p.Record = record(region, *inst, ud)
+	}
+	return p
+}
+
+// Update makes the instance have want's declarative columns: ami, subnet,
+// key pair and region need a new instance (module.ErrReplace); tags change
+// in place (CreateTags, DeleteTags) and so do security groups
+// (ModifyInstanceAttribute Groups, in any state but terminated); instance
+// type and user data need a stopped instance (ModifyInstanceAttribute
+// refuses them otherwise), so the instance is stopped, modified and, if
+// the row wants it running, started again; a state change stops or starts
+// it. Waiting for a transition answers a *module.Pending whose handle names
+// what is left (e.g. us-east-1:i-…:stop:type=t3.small:start), which Poll
+// carries on. Nothing differing, nothing is called.
+//
+// User data: AWS lets it change only while the instance is stopped, so a
+// change takes the stop/modify/start path of an instance type change
+// rather than a replacement (the instance and its disks stay); cloud-init
+// runs user data at the first boot only, which the column's comment says.
+// https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html
+func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	if len(differing(Table.CreateOnly, want, have)) > 0 {
+		return nil, module.ErrReplace
+	}
+	region := have.String("region")
+	id := have.String("instance_id")
+	cl := m.c.Region(region)
+	got := maps.Clone(have)
+	if !sameTags(want["tags"], have["tags"]) {
+		if err := ec2x.SyncTags(ctx, cl, id, want["tags"], have["tags"]); err != nil {
+			return nil, err
+		}
+		got["tags"] = want["tags"]
+	}
+	// No groups wanted is AWS's choice at launch (see Equal), not "none":
+	// an instance in a VPC has at least one group.
+	if len(sortedStrings(want["security_group_ids"])) > 0 && !sameGroups(want["security_group_ids"], have["security_group_ids"]) {
+		if _, err := cl.ModifyInstanceAttribute(ctx, &ec2.ModifyInstanceAttributeInput{
+			InstanceId: aws.String(id), Groups: sortedStrings(want["security_group_ids"]),
+		}); err != nil {
+			return nil, terminalIf(err, "change the security groups of %s", id)
+		}
+		got["security_group_ids"] = want["security_group_ids"]
+	}
+	var steps []string
+	if !module.Same(want["instance_type"], have["instance_type"]) {
+		steps = append(steps, stepType+want.String("instance_type"))
+	}
+	if !module.Same(want["user_data"], have["user_data"]) {
+		steps = append(steps, stepUserData+base64.StdEncoding.EncodeToString([]byte(want.String("user_data"))))
+	}
+	wantState := want.String("state")
+	if wantState == "" {
+		wantState = "running"
+	}
+	switch {
+	case len(steps) > 0:
+		steps = append([]string{stepStop}, steps...)
+		if wantState == "running" {
+			steps = append(steps, stepStart)
+		}
+	case wantState != orRunning(have.String("state")):
+		if wantState == "running" {
+			steps = []string{stepStart}
+		} else {
+			steps = []string{stepStop}
+		}
+	}
+	if len(steps) == 0 {
+		return got, nil
+	}
+	return m.advance(ctx, region, id, steps, nil)
+}
+
+// Delete terminates the instance (TerminateInstances is idempotent; an
+// instance AWS no longer knows is done) and answers a *module.Pending
+// until it is terminated.
+func (m *instanceMapper) Delete(ctx context.Context, have module.Record) error {
+	_, err := m.advance(ctx, m.regionOf(ctx, have), have.String("instance_id"), []string{stepGone}, nil)
+	return err
+}
+
+// Equal compares the declarative columns: security groups as sets, tags as
+// maps (aws:* keys aside), and a NULL subnet or an empty list of groups in
+// the database as "AWS's choice at launch" (the default subnet, the VPC's
+// default group), which any cloud value satisfies.
+func (m *instanceMapper) Equal(db, cloud module.Record) bool {
+	return len(differing(columns, db, cloud)) == 0
+}
+
+// Differing names the columns of cols in which db and cloud differ, as
+// Equal sees them (module.Comparer), so that the engine tells a create-only
+// change from none by the same rules.
+func (m *instanceMapper) Differing(cols []string, db, cloud module.Record) []string {
+	return differing(cols, db, cloud)
+}
+
+func differing(cols []string, db, cloud module.Record) []string {
+	var out []string
+	for _, c := range cols {
+		var same bool
+		switch c {
+		case "security_group_ids":
+			same = len(sortedStrings(db[c])) == 0 || sameGroups(db[c], cloud[c])
+		case "subnet_id":
+			same = db.String(c) == "" || module.Same(db[c], cloud[c])
+		case "tags":
+			same = sameTags(db[c], cloud[c])
+		case "state":
+			same = orRunning(db.String(c)) == orRunning(cloud.String(c))
+		default:
+			same = module.Same(db[c], cloud[c])
+		}
+		if !same {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func orRunning(s string) string {
+	if s == "" {
+		return "running"
+	}
+	return s
+}
+
+func sameGroups(a, b any) bool { return slices.Equal(sortedStrings(a), sortedStrings(b)) }
+
+// sameTags compares tag maps leaving out AWS's own (aws:*) keys.
+func sameTags(a, b any) bool {
+	return module.Same(userTags(a), userTags(b))
+}
+
+func userTags(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	out := make(map[string]any, len(m))
+	for k, val := range m {
+		if !strings.HasPrefix(k, "aws:") && k != module.TokenTag {
+			out[k] = val
+		}
+	}
+	return out
+}
+
+var (
+	_ module.Poller   = (*instanceMapper)(nil)
+	_ module.Getter   = (*instanceMapper)(nil)
+	_ module.Finder   = (*instanceMapper)(nil)
+	_ module.Comparer = (*instanceMapper)(nil)
+)
