@@ -277,6 +277,7 @@ func TestORMInsert(t *testing.T) {
 		"security_group_rule": "ip_protocol,security_group_id",
 		"iam_role":            "assume_role_policy_document,role_name",
 		"repository":          "repository_name",
+		"instance":            "ami,instance_type",
 	}
 	for _, tbl := range tables {
 		var required string

@@ -90,7 +90,7 @@ func tagsOf(tags []types.Tag) map[string]any {
 func record(region string, in types.Instance, userData string) module.Record {
 	var groups []string
 	for _, g := range in.SecurityGroups {
-		groups = append(groups, aws.ToString(g.GroupId))
+		groups = append(groups, groupCloudID(aws.ToString(in.VpcId), aws.ToString(g.GroupName)))
 	}
 	slices.Sort(groups)
 	sg := make([]any, len(groups))
@@ -295,9 +295,13 @@ func (m *instanceMapper) Create(ctx context.Context, want module.Record) (module
 		InstanceType:      types.InstanceType(want.String("instance_type")),
 		MinCount:          aws.Int32(1),
 		MaxCount:          aws.Int32(1),
-		SecurityGroupIds:  sortedStrings(want["security_group_ids"]),
 		TagSpecifications: ec2x.TagSpec(types.ResourceTypeInstance, want["tags"], token),
 	}
+	groups, err := groupIDs(ctx, m.c.Region(region), sortedStrings(want["security_group_ids"]))
+	if err != nil {
+		return nil, err
+	}
+	in.SecurityGroupIds = groups
 	if token != "" {
 		in.ClientToken = aws.String(token) // else the SDK makes one per call, kept across its retries
 	}
@@ -556,8 +560,12 @@ func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (
 	// No groups wanted is AWS's choice at launch (see Equal), not "none":
 	// an instance in a VPC has at least one group.
 	if len(sortedStrings(want["security_group_ids"])) > 0 && !sameGroups(want["security_group_ids"], have["security_group_ids"]) {
+		groups, err := groupIDs(ctx, cl, sortedStrings(want["security_group_ids"]))
+		if err != nil {
+			return nil, err
+		}
 		if _, err := cl.ModifyInstanceAttribute(ctx, &ec2.ModifyInstanceAttributeInput{
-			InstanceId: aws.String(id), Groups: sortedStrings(want["security_group_ids"]),
+			InstanceId: aws.String(id), Groups: groups,
 		}); err != nil {
 			return nil, terminalIf(err, "change the security groups of %s", id)
 		}
@@ -670,3 +678,49 @@ var (
 	_ module.Finder   = (*instanceMapper)(nil)
 	_ module.Comparer = (*instanceMapper)(nil)
 )
+
+// groupTable is how the engine knows a security group (aws_security_group):
+// by its VPC and name. Instances name their groups that way in cloud
+// records; AWS's calls take group ids.
+var groupTable = module.Table{CloudID: []string{"vpc_id", "group_name"}}
+
+// groupCloudID is a group's identity as the engine renders it.
+func groupCloudID(vpc, name string) string {
+	return module.CloudIDOf(groupTable, module.Record{"vpc_id": vpc, "group_name": name})
+}
+
+// groupIDs turns groups' identities (groupCloudID) into their group ids,
+// with one DescribeSecurityGroups call.
+func groupIDs(ctx context.Context, cl *ec2.Client, cids []string) ([]string, error) {
+	if len(cids) == 0 {
+		return nil, nil
+	}
+	var vpcs, names []string
+	for _, cid := range cids {
+		parts, ok := module.SplitCloudID(cid, 2)
+		if !ok {
+			return nil, &module.TerminalError{Err: fmt.Errorf("security group %q is not a group identity", cid)}
+		}
+		vpcs, names = append(vpcs, parts[0]), append(names, parts[1])
+	}
+	out, err := cl.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		{Name: aws.String("vpc-id"), Values: slices.Compact(slices.Sorted(slices.Values(vpcs)))},
+		{Name: aws.String("group-name"), Values: slices.Compact(slices.Sorted(slices.Values(names)))},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("look up security groups %v: %w", cids, err)
+	}
+	byCID := map[string]string{}
+	for _, g := range out.SecurityGroups {
+		byCID[groupCloudID(aws.ToString(g.VpcId), aws.ToString(g.GroupName))] = aws.ToString(g.GroupId)
+	}
+	ids := make([]string, 0, len(cids))
+	for _, cid := range cids {
+		id, ok := byCID[cid]
+		if !ok {
+			return nil, fmt.Errorf("security group %s does not exist (yet)", cid)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}

@@ -56,7 +56,9 @@ func newEnv(t *testing.T) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.groups = append(e.groups, aws.ToString(g.GroupId))
+		_ = g
+		e.groups = append(e.groups, module.CloudIDOf(module.Table{CloudID: []string{"vpc_id", "group_name"}},
+			module.Record{"vpc_id": aws.ToString(vpc.Vpc.VpcId), "group_name": name})) // how the engine names groups
 	}
 	slices.Sort(e.groups)
 	return e

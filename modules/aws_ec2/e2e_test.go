@@ -1,0 +1,113 @@
+package aws_ec2_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/aws_account"
+	"github.com/iasql/iasql/modules/aws_ec2"
+	"github.com/iasql/iasql/modules/aws_security_group"
+	"github.com/iasql/iasql/modules/aws_vpc"
+	"github.com/iasql/iasql/modules/module"
+)
+
+var srv *pgtest.Server
+
+func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
+
+// TestInstanceEndToEnd: an instance written in SQL with its subnet and
+// two security groups (one created in the same commit) is launched once
+// its groups exist; its groups change in place; a group it stops using is
+// deleted after the instance is moved off it; deleting the row terminates
+// it.
+func TestInstanceEndToEnd(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules:  []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_ec2.Module()},
+		Install:  []string{"aws_ec2"},
+		Emulator: emulator.Options{InstanceStartDelay: 300 * time.Millisecond, InstanceStopDelay: 300 * time.Millisecond},
+	})
+	ctx := context.Background()
+	client := ec2.NewFromConfig(e.AWS)
+	describe := func(id string) types.Instance {
+		t.Helper()
+		out, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+		if err != nil || len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 {
+			t.Fatalf("describe %s: %v", id, err)
+		}
+		return out.Reservations[0].Instances[0]
+	}
+	groupsOf := func(in types.Instance) []string {
+		var out []string
+		for _, g := range in.SecurityGroups {
+			out = append(out, aws.ToString(g.GroupId))
+		}
+		slices.Sort(out)
+		return out
+	}
+	groupID := func(name string) string {
+		return e.String(`SELECT group_id FROM security_group WHERE group_name = $1 AND region = 'us-east-1'`, name)
+	}
+
+	// Two new groups and an instance using both, in one commit.
+	e.Exec(`INSERT INTO security_group (group_name, description) VALUES ('web', 'web servers'), ('admin', 'ssh')`,
+		`INSERT INTO instance (ami, instance_type, subnet_id, security_group_ids, tags)
+		 SELECT 'ami-0123456789abcdef0', 't3.micro', (SELECT id FROM subnet WHERE region = 'us-east-1' ORDER BY id LIMIT 1),
+		        ARRAY(SELECT id FROM security_group WHERE group_name IN ('web', 'admin') ORDER BY id), '{"role": "web"}'`)
+	e.Commit()
+	id := e.String(`SELECT instance_id FROM instance`)
+	if id == "" {
+		t.Fatal("the instance's id did not come back")
+	}
+	in := describe(id)
+	if want := []string{groupID("admin"), groupID("web")}; !slices.Equal(groupsOf(in), sortStrings(want)) || in.State.Name != types.InstanceStateNameRunning {
+		t.Fatalf("instance %s: groups %v (want %v), state %s", id, groupsOf(in), want, in.State.Name)
+	}
+	if n := e.Count(`SELECT count(*) FROM instance WHERE observed_state = 'running' AND private_ip_address IS NOT NULL`); n != 1 {
+		t.Error("the instance's feedback was not written back")
+	}
+	e.Emu.Reset()
+	e.Refresh()
+	if m := e.Mutations(); len(m) != 0 {
+		t.Errorf("a cycle over a running instance in sync made %v", m)
+	}
+
+	// Drop 'admin' from the instance and delete the group, in one commit:
+	// the group's delete waits for the instance to leave it.
+	admin := groupID("admin")
+	e.Exec(`UPDATE instance SET security_group_ids = ARRAY(SELECT id FROM security_group WHERE group_name = 'web')`,
+		`DELETE FROM security_group WHERE group_name = 'admin'`)
+	e.Emu.Reset()
+	e.Commit()
+	if got := groupsOf(describe(id)); !slices.Equal(got, []string{groupID("web")}) {
+		t.Errorf("groups after the change %v, want only web", got)
+	}
+	if m := e.Mutations(); m["ec2:StopInstances"] != 0 {
+		t.Errorf("a group change stopped the instance: %v", m)
+	}
+	if out, err := client.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{admin}}); err == nil && len(out.SecurityGroups) > 0 {
+		t.Errorf("the group the instance left is still in the cloud")
+	}
+
+	// Deleting the row terminates the instance.
+	e.Exec(`DELETE FROM instance`)
+	e.Commit()
+	if s := describe(id).State.Name; s != types.InstanceStateNameTerminated {
+		t.Errorf("after the delete the instance is %s", s)
+	}
+}
+
+func sortStrings(s []string) []string {
+	slices.Sort(s)
+	return s
+}
+
