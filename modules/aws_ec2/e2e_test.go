@@ -110,4 +110,3 @@ func sortStrings(s []string) []string {
 	slices.Sort(s)
 	return s
 }
-
