@@ -160,6 +160,7 @@ const (
 	envModules = `  IASQL_S3_PATH_STYLE      true|false: address S3 path-style (default: true with a custom endpoint)
   IASQL_S3_DETAIL_TTL      automatic cycles reuse S3 versioning and object listings read within it (default 5m)
   IASQL_IAM_DETAIL_TTL     automatic cycles reuse IAM role policies read within it (default 5m)
+  IASQL_EC2_DETAIL_TTL     automatic cycles reuse EC2 instances' user data read within it (default 5m)
   IASQL_CC_DETAIL_TTL      automatic cycles reuse Cloud Control resource details read within it (default 5m)
   IASQL_CC_RATE            Cloud Control requests a second, shared by every resource type's calls and polls (default 25)
   IASQL_DETAIL_BUDGET      stale details refreshed per table per automatic cycle (default 1000)
