@@ -18,7 +18,9 @@ package diff
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -90,6 +92,9 @@ func Normalize(c *schema.Column, v any) any {
 	}
 	for _, p := range append(append([]string(nil), c.ReadOnlyPaths...), c.WriteOnlyPaths...) {
 		v = without(v, subPath(p))
+	}
+	for _, p := range c.UnorderedPaths {
+		v = sortedAt(v, p)
 	}
 	switch x := v.(type) {
 	case []any:
@@ -286,4 +291,64 @@ func String(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// sortedAt returns v (copied where changed) with the arrays at path (object
+// keys; "*" applies to every item of an array) in a canonical order, so
+// that arrays whose order does not matter compare equal in any order.
+func sortedAt(v any, path []string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(path) == 0 {
+			return v
+		}
+		e, ok := x[path[0]]
+		if !ok {
+			return v
+		}
+		out := maps.Clone(x)
+		out[path[0]] = sortedAt(e, path[1:])
+		return out
+	case []any:
+		out := slices.Clone(x)
+		if len(path) == 0 {
+			slices.SortStableFunc(out, func(a, b any) int { return strings.Compare(canonical(a), canonical(b)) })
+			return out
+		}
+		if path[0] != "*" {
+			return v
+		}
+		for i, e := range out {
+			out[i] = sortedAt(e, path[1:])
+		}
+		return out
+	}
+	return v
+}
+
+// canonical is a value's JSON with numbers in one form, for ordering.
+func canonical(v any) string {
+	b, _ := json.Marshal(canonicalNumbers(v))
+	return string(b)
+}
+
+func canonicalNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = canonicalNumbers(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = canonicalNumbers(e)
+		}
+		return out
+	}
+	if d, ok := number(v); ok {
+		return d.Text('f')
+	}
+	return v
 }

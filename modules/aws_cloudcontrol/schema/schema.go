@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -56,6 +57,10 @@ type Column struct {
 	// false; the meta-schema's default is true, order matters), compared
 	// as a set.
 	Unordered bool
+	// UnorderedPaths are the arrays nested in the property whose order
+	// does not matter, as paths of keys below it ("*": every item of an
+	// array): {"*", "Projection", "NonKeyAttributes"}.
+	UnorderedPaths [][]string
 	// Default is the schema's default (nil: none); an absent value equals
 	// it.
 	Default any
@@ -307,6 +312,9 @@ func Parse(doc []byte) (*Type, error) {
 				c.TagList = true
 			}
 		}
+		if r != nil && !c.Tags {
+			c.UnorderedPaths = s.unorderedBelow(r, nil, 0)
+		}
 		c.Required = slices.Contains(s.Required, name)
 		t.byCol[c.Name] = len(t.Columns)
 		t.byProp[name] = len(t.Columns)
@@ -422,4 +430,23 @@ func (t *Type) ModuleTable() module.Table {
 		}
 	}
 	return mt
+}
+
+// unorderedBelow lists the arrays nested in p (at path below the column)
+// whose insertionOrder is false; depth bounds recursive definitions.
+func (s *rawSchema) unorderedBelow(p *rawProp, path []string, depth int) [][]string {
+	if p == nil || depth > 8 {
+		return nil
+	}
+	var out [][]string
+	if slices.Contains(p.Type, "array") {
+		if len(path) > 0 && p.InsertionOrder != nil && !*p.InsertionOrder {
+			out = append(out, slices.Clone(path))
+		}
+		out = append(out, s.unorderedBelow(s.resolve(p.Items), append(slices.Clone(path), "*"), depth+1)...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Properties)) {
+		out = append(out, s.unorderedBelow(s.resolve(p.Properties[name]), append(slices.Clone(path), name), depth+1)...)
+	}
+	return out
 }
