@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
@@ -21,6 +22,10 @@ import (
 )
 
 var srv *pgtest.Server
+
+// pgtestConnect opens another user session (a commit that runs while the
+// test goes on).
+func pgtestConnect(dsn string) (*pgx.Conn, error) { return pgx.Connect(context.Background(), dsn) }
 
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
@@ -103,6 +108,61 @@ func TestInstanceEndToEnd(t *testing.T) {
 	e.Commit()
 	if s := describe(id).State.Name; s != types.InstanceStateNameTerminated {
 		t.Errorf("after the delete the instance is %s", s)
+	}
+}
+
+// TestInstanceTypeChangeKeepsUserEdit: while an instance type change runs
+// (stop, modify, start: a long operation), the user edits the same row's
+// tags; the change completes and the user's edit is not lost: it is
+// enacted by the cycle after.
+func TestInstanceTypeChangeKeepsUserEdit(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules:  []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_ec2.Module()},
+		Install:  []string{"aws_ec2"},
+		Emulator: emulator.Options{InstanceStartDelay: time.Second, InstanceStopDelay: time.Second},
+	})
+	ctx := context.Background()
+	client := ec2.NewFromConfig(e.AWS)
+	e.Exec(`INSERT INTO instance (ami, instance_type, subnet_id, tags)
+		SELECT 'ami-0123456789abcdef0', 't3.micro', (SELECT id FROM subnet WHERE region = 'us-east-1' ORDER BY id LIMIT 1), '{"team": "a"}'`)
+	e.Commit()
+	id := e.String(`SELECT instance_id FROM instance`)
+
+	e.Exec(`UPDATE instance SET instance_type = 't3.small'`)
+	done := make(chan error, 1)
+	go func() {
+		conn, err := pgtestConnect(e.DSN)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, `CALL iasql_commit()`)
+		done <- err
+	}()
+	enginetest.WaitUntil(t, 30*time.Second, "the instance to stop for the type change", func() bool {
+		return e.Emu.Calls()["ec2:StopInstances"] > 0
+	})
+	e.Exec(`UPDATE instance SET tags = '{"team": "b"}'`)
+	if err := <-done; err != nil {
+		t.Fatalf("the commit of the type change: %v", err)
+	}
+	e.Commit() // the user's tag edit, made while the change ran
+	out, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := out.Reservations[0].Instances[0]
+	tags := map[string]string{}
+	for _, tg := range in.Tags {
+		tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+	}
+	if in.InstanceType != types.InstanceTypeT3Small || in.State.Name != types.InstanceStateNameRunning || tags["team"] != "b" {
+		t.Errorf("instance: type %s, state %s, tags %v; want t3.small, running, team b", in.InstanceType, in.State.Name, tags)
+	}
+	if got := e.String(`SELECT tags->>'team' FROM instance`); got != "b" {
+		t.Errorf("the row's tags say team %q; the user's edit was lost", got)
 	}
 }
 
