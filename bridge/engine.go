@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -620,7 +621,7 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 	if len(out.Actions) > 0 {
 		done := make([]string, len(out.Actions))
 		for i, a := range out.Actions {
-			done[i] = fmt.Sprintf("%s %s %s %s: %s", a.Action, a.Direction, a.Table, firstNonEmpty(a.ID, a.CloudID), a.Description)
+			done[i] = fmt.Sprintf("%s %s %s %s: %s", a.Action, a.Direction, a.Table, cmp.Or(a.ID, a.CloudID), a.Description)
 		}
 		end["actions"] = done
 	}

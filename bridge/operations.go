@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -147,7 +148,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				if after <= 0 {
 					after = defaultPoll
 				}
-				handle := firstNonEmpty(p.Handle, o.Handle)
+				handle := cmp.Or(p.Handle, o.Handle)
 				if err := c.dbTx(ctx, func(tx pgx.Tx) error {
 					return store.SetHandle(ctx, tx, ts.Spec.Name, key, handle, now.Add(after))
 				}); err != nil {

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -308,7 +309,7 @@ func summarize(o *Outcome) string {
 func signature(actions []*plan.Action) string {
 	parts := make([]string, 0, len(actions))
 	for _, a := range actions {
-		part := fmt.Sprintf("%s %s %s %s", a.Action, a.Direction, a.Table, firstNonEmpty(a.ID, a.CloudID))
+		part := fmt.Sprintf("%s %s %s %s", a.Action, a.Direction, a.Table, cmp.Or(a.ID, a.CloudID))
 		if lsn := a.Tab.Seen[a.ID]; a.ID != "" && lsn != 0 {
 			part += " @" + lsn.String()
 		}
@@ -338,15 +339,6 @@ func (c *cycle) userWrites(p *plan.Plan, before map[string]pglogrepl.LSN) bool {
 		}
 	}
 	return false
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
 }
 
 // enact records records that are in sync: first sightings and intent that

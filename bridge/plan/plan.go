@@ -203,7 +203,9 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			}
 			p.Actions = append(p.Actions, a)
 		}
-		// Resources only in the cloud.
+		// Resources only in the cloud. (Whether imports wait for an
+		// unsettled create is the table's, asked once.)
+		holdImports := ts.CreateUnsettled()
 		cids := make([]string, 0, len(ts.Cloud))
 		for cid := range ts.Cloud {
 			if ts.ByCloud[cid] == nil && !claimed[ts.Spec.Name+"\x00"+cid] && !refersTo(ts.Spec, ts.Cloud[cid], claimed) {
@@ -248,7 +250,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if !toCloud && !parentsImported(snap, ts.Spec, c) {
 				continue // its parent is imported in this pass; it follows in the next
 			}
-			if !toCloud && rid == "" && ts.CreateUnsettled() {
+			if !toCloud && rid == "" && holdImports {
 				continue // it may be what that create made: imported once it settles
 			}
 			if toCloud {

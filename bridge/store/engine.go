@@ -274,3 +274,17 @@ func RebindAccount(ctx context.Context, db Querier, a Account) (Account, error) 
 	}
 	return was, nil
 }
+
+// EngineRunning reports whether a sidecar's engine runs on the database
+// (a session holds the service lock) and has registered at least modules
+// modules: what tests and benchmarks wait for after starting one.
+func EngineRunning(ctx context.Context, db Querier, modules int) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
+		WHERE l.locktype = 'advisory' AND l.granted AND l.classid = public.iasql_lock_namespace()::oid AND l.objid = $1 AND l.objsubid = 2)
+		AND (SELECT count(*) FROM public.iasql_modules) >= $2`, LockService, modules).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("check whether the engine runs: %w", err)
+	}
+	return ok, nil
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/bridge/store"
 	iasqlsidecar "github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/modules/aws_s3"
@@ -183,11 +184,7 @@ func (b *bench) runEngineWith(ctx context.Context, conn *pgx.Conn, db string, cf
 		return nil, fmt.Errorf("the sidecar did not start")
 	}
 	if err := waitFor(ctx, 30*time.Second, func() (bool, error) {
-		var ok bool
-		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
-			WHERE l.locktype = 'advisory' AND l.granted AND l.classid = public.iasql_lock_namespace()::oid AND l.objid = 4 AND l.objsubid = 2)
-			AND (SELECT count(*) FROM public.iasql_modules) >= $1`, len(mods)).Scan(&ok)
-		return ok, err
+		return store.EngineRunning(ctx, conn, len(mods))
 	}); err != nil {
 		stop()
 		return nil, fmt.Errorf("modules never registered: %w", err)

@@ -262,6 +262,23 @@ func elbPage(p iamParams, tag string) (after string, size int, e *elbErr) {
 	return after, size, nil
 }
 
+// writePage writes, as the list element, the page of keys (sorted, each
+// once) that Marker (after) and PageSize (size) ask for, each item by
+// write, and NextMarker when more follow: ELBv2's describe calls.
+func writePage(x *iamXML, list string, keys []string, after string, size int, tag string, write func(key string)) {
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	page, next := paginate(keys, after, size, tag)
+	x.open(list)
+	for _, k := range page {
+		write(k)
+	}
+	x.close(list)
+	if next != "" {
+		x.elem("NextMarker", next)
+	}
+}
+
 // elbFingerprint is a create request's parameters but tags, for AWS's
 // idempotent creates ("same settings").
 func elbFingerprint(p iamParams) string {

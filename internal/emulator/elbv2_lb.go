@@ -291,17 +291,7 @@ func (s *elbService) describeLoadBalancers(c elbCall, x *iamXML) *elbErr {
 	default:
 		keys = slices.Collect(maps.Keys(byName))
 	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	page, next := paginate(keys, after, size, "elb-lb:")
-	x.open("LoadBalancers")
-	for _, k := range page {
-		s.writeLB(c, byName[k], x)
-	}
-	x.close("LoadBalancers")
-	if next != "" {
-		x.elem("NextMarker", next)
-	}
+	writePage(x, "LoadBalancers", keys, after, size, "elb-lb:", func(k string) { s.writeLB(c, byName[k], x) })
 	return nil
 }
 
@@ -721,17 +711,7 @@ func (s *elbService) describeListeners(c elbCall, x *iamXML) *elbErr {
 		}
 		keys = append(keys, arn)
 	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	x.open("Listeners")
-	page, next := paginate(keys, after, size, "elb-listener:")
-	for _, arn := range page {
-		s.writeListener(c.rg.listeners[arn], x)
-	}
-	x.close("Listeners")
-	if next != "" {
-		x.elem("NextMarker", next)
-	}
+	writePage(x, "Listeners", keys, after, size, "elb-listener:", func(arn string) { s.writeListener(c.rg.listeners[arn], x) })
 	return nil
 }
 

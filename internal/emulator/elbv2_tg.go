@@ -290,17 +290,7 @@ func (s *elbService) describeTargetGroups(c elbCall, x *iamXML) *elbErr {
 	default:
 		keys = slices.Collect(maps.Keys(byName))
 	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	page, next := paginate(keys, after, size, "elb-tg:")
-	x.open("TargetGroups")
-	for _, k := range page {
-		s.writeTG(c, byName[k], x)
-	}
-	x.close("TargetGroups")
-	if next != "" {
-		x.elem("NextMarker", next)
-	}
+	writePage(x, "TargetGroups", keys, after, size, "elb-tg:", func(k string) { s.writeTG(c, byName[k], x) })
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgtest"
@@ -130,10 +131,7 @@ func (e *Env) StartSidecar(leader bool) (stop func()) {
 	// The engine runs once it holds its service lock (role 4); it then
 	// registers the modules it offers.
 	WaitUntil(e.T, 10*time.Second, "the engine running, its modules registered", func() bool {
-		var ok bool
-		_ = conn.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
-			WHERE l.locktype = 'advisory' AND l.granted AND l.classid = public.iasql_lock_namespace()::oid AND l.objid = 4 AND l.objsubid = 2)
-			AND (SELECT count(*) FROM public.iasql_modules) >= $1`, len(e.opt.Modules)).Scan(&ok)
+		ok, _ := store.EngineRunning(context.Background(), conn, len(e.opt.Modules))
 		return ok
 	})
 	var stopOnce sync.Once

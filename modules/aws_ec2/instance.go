@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/ec2x"
 	"github.com/iasql/iasql/modules/module"
@@ -679,14 +680,11 @@ var (
 	_ module.Comparer = (*instanceMapper)(nil)
 )
 
-// groupTable is how the engine knows a security group (aws_security_group):
-// by its VPC and name. Instances name their groups that way in cloud
-// records; AWS's calls take group ids.
-var groupTable = module.Table{CloudID: []string{"vpc_id", "group_name"}}
-
-// groupCloudID is a group's identity as the engine renders it.
+// groupCloudID is a group's identity as the engine renders it (by the
+// table aws_security_group declares: its VPC and name). Instances name
+// their groups that way in cloud records; AWS's calls take group ids.
 func groupCloudID(vpc, name string) string {
-	return module.CloudIDOf(groupTable, module.Record{"vpc_id": vpc, "group_name": name})
+	return module.CloudIDOf(aws_security_group.GroupTable(), module.Record{"vpc_id": vpc, "group_name": name})
 }
 
 // groupIDs turns groups' identities (groupCloudID) into their group ids,

@@ -59,3 +59,8 @@ func Module() module.Module {
 		},
 	}
 }
+
+// GroupTable is the security_group table as this module declares it: other
+// modules that reference groups (aws_ec2's instances) render a group's
+// identity by it.
+func GroupTable() module.Table { return groupTable }
