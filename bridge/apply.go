@@ -35,7 +35,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			return err
 		}
 		a.Identified = snapshot.Generated(ts.Spec)
-		if ts.Mapper.Equal(want, got) {
+		if ts.Equal(want, got) {
 			return nil
 		}
 		// The resource exists but is not as the row says: a retried create
@@ -45,7 +45,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		if snapshot.Generated(ts.Spec) {
 			want = snapshot.WithIdentity(ts.Spec, want, module.CloudIDOf(ts.Spec, got))
 		}
-		fixed, err := ts.Mapper.Update(ctx, want, got)
+		fixed, err := ts.Update(ctx, want, got)
 		if errors.Is(err, module.ErrReplace) {
 			return nil // the next read reports the difference
 		} else if err != nil {
@@ -53,7 +53,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		}
 		return c.writeBack(ctx, a, fixed)
 	case plan.CloudUpdate:
-		got, err := ts.Mapper.Update(ctx, a.Row.Cloud, a.Cloud)
+		got, err := ts.Update(ctx, a.Row.Cloud, a.Cloud)
 		if errors.Is(err, module.ErrReplace) {
 			a.Action = "replace"
 			return c.replace(ctx, a)
@@ -63,7 +63,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		return c.writeBack(ctx, a, got)
 	case plan.CloudDelete:
 		if a.Retire != nil {
-			if err := ts.Mapper.Delete(ctx, a.Cloud); err != nil {
+			if err := ts.Delete(ctx, a.Cloud); err != nil {
 				return err
 			}
 			return c.dbTx(ctx, func(tx pgx.Tx) error {
@@ -77,7 +77,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 				return nil
 			})
 		}
-		if err := ts.Mapper.Delete(ctx, a.Cloud); errors.Is(err, module.ErrKeep) && (plan.ParentRetired(c.snap, ts.Spec, a.Cloud) || plan.ParentLeaving(c.snap, ts.Spec, a.Cloud)) {
+		if err := ts.Delete(ctx, a.Cloud); errors.Is(err, module.ErrKeep) && (plan.ParentRetired(c.snap, ts.Spec, a.Cloud) || plan.ParentLeaving(c.snap, ts.Spec, a.Cloud)) {
 			// It goes with its parent (the old resource of a replacement, or
 			// a resource whose row was deleted): AWS deletes a VPC's default
 			// security group with the VPC.
@@ -147,9 +147,8 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 // or a crash before the write-back) and the mapper can look a token up,
 // the resource that attempt made is adopted instead of making another.
 func (c *cycle) create(ctx context.Context, a *plan.Action, want module.Record) (module.Record, error) {
-	mapper := a.Tab.Mapper
-	if f, ok := mapper.(module.Finder); ok && a.Retried {
-		got, err := f.Find(ctx, want, a.Token)
+	if a.Retried {
+		got, err := a.Tab.Find(ctx, want, a.Token)
 		if err != nil {
 			return nil, fmt.Errorf("look for what an earlier attempt made: %w", err)
 		}
@@ -158,7 +157,7 @@ func (c *cycle) create(ctx context.Context, a *plan.Action, want module.Record) 
 			return got, nil
 		}
 	}
-	return mapper.Create(module.WithClientToken(ctx, a.Token), want)
+	return a.Tab.Create(module.WithClientToken(ctx, a.Token), want)
 }
 
 // writeBack stores what the cloud returned after a create or update: the

@@ -62,7 +62,7 @@ type Engine struct {
 	mu      sync.Mutex
 	svc     *pgx.Conn // holds the service lock; answers requests
 	low     pglogrepl.LSN
-	mappers map[string]map[string]module.Mapper
+	mappers map[string]map[string]module.Reader
 	sizes   map[string]int // resources the last whole read of each table found (scope.go)
 
 	acct accountCheck // the database's account binding, checked once per leadership (account.go)
@@ -96,7 +96,7 @@ func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
 		interval: cfg.Interval, timeout: cfg.CycleTimeout, exec: execute.New(cfg.CloudConcurrency), retention: cfg.AuditRetention,
 		txTimeout: cfg.TransactionTimeout,
-		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Mapper{}, sizes: map[string]int{}}
+		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Reader{}, sizes: map[string]int{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -110,7 +110,7 @@ func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 		e.txTimeout = DefaultTransactionTimeout
 	}
 	for _, m := range cfg.Modules {
-		e.modules[m.Name] = m
+		e.modules[m.Name] = m.Declared()
 	}
 	e.catalogs = cfg.Catalogs
 	return e
@@ -699,13 +699,16 @@ func (e *Engine) installedTables(ctx context.Context) ([]installedTable, error) 
 			if mp == nil {
 				return nil, fmt.Errorf("module %s has no mapper for table %s", m.Name, t.Name)
 			}
+			if _, writes := mp.(module.Mapper); !writes && !t.ReadOnly {
+				return nil, fmt.Errorf("module %s's mapper for table %s cannot write, and the table is not read-only", m.Name, t.Name)
+			}
 			out = append(out, installedTable{spec: t, mapper: mp, mod: &m})
 		}
 	}
 	return out, nil
 }
 
-func (e *Engine) mappersOf(ctx context.Context, m module.Module) (map[string]module.Mapper, error) {
+func (e *Engine) mappersOf(ctx context.Context, m module.Module) (map[string]module.Reader, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if mp, ok := e.mappers[m.Name]; ok {

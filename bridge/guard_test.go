@@ -71,8 +71,8 @@ func memModule(m *memMapper) module.Module {
 		SQL: `CREATE TABLE public.thing (id serial PRIMARY KEY, name text NOT NULL UNIQUE, size int);
 		      COMMENT ON TABLE public.thing IS 'test resource';`,
 		Tables: []module.Table{{Name: "thing", CloudID: []string{"name"}, Declarative: []string{"name", "size"}}},
-		Mappers: func(context.Context, aws.Config) (map[string]module.Mapper, error) {
-			return map[string]module.Mapper{"thing": m}, nil
+		Mappers: func(context.Context, aws.Config) (map[string]module.Reader, error) {
+			return map[string]module.Reader{"thing": m}, nil
 		},
 	}
 }

@@ -88,8 +88,8 @@ func atoi(s string) int64 {
 
 func slowModule(m *slowCloud) module.Module {
 	mod := memModule(&m.memMapper)
-	mod.Mappers = func(context.Context, aws.Config) (map[string]module.Mapper, error) {
-		return map[string]module.Mapper{"thing": m}, nil
+	mod.Mappers = func(context.Context, aws.Config) (map[string]module.Reader, error) {
+		return map[string]module.Reader{"thing": m}, nil
 	}
 	return mod
 }

@@ -28,7 +28,7 @@ func (e *Engine) module(name string) (module.Module, bool) {
 func (e *Engine) offer(m module.Module) {
 	e.modMu.Lock()
 	defer e.modMu.Unlock()
-	e.modules[m.Name] = m
+	e.modules[m.Name] = m.Declared()
 }
 
 // offered is every offered module.
@@ -52,9 +52,13 @@ func (e *Engine) catalogOf(name string) module.Catalog {
 	return nil
 }
 
-// registerModules offers the built-in modules in iasql_modules, and makes
+// registerModules upgrades the installed modules whose SQL is older than
+// this sidecar's, offers the built-in modules in iasql_modules, and makes
 // again the modules stored definitions describe.
 func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
+	if err := e.upgradeModules(ctx, c); err != nil {
+		return err
+	}
 	for _, m := range e.offered() {
 		if err := store.RegisterModule(ctx, c, m.Name, m.Version, m.DependsOn, tableNames(m), nil); err != nil {
 			return err
@@ -76,6 +80,44 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 			continue
 		}
 		e.offer(m)
+	}
+	return nil
+}
+
+// upgradeModules applies, for each installed module this sidecar offers at
+// a newer version, the module's upgrades from the installed version, each
+// module in one transaction. A module installed at a version its upgrades
+// do not lead from (a newer one, or a gap) stops the engine with one line:
+// cycles over tables whose shape the sidecar does not know could do harm.
+func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn) error {
+	installed, err := store.InstalledVersions(ctx, c)
+	if err != nil {
+		return err
+	}
+	for _, m := range e.offered() {
+		from, ok := installed[m.Name]
+		if !ok || from == m.Version {
+			continue
+		}
+		steps, err := m.UpgradePath(from)
+		if err != nil {
+			return err
+		}
+		sqls := make([]string, len(steps))
+		for i, u := range steps {
+			sqls[i] = u.SQL
+		}
+		if err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			// The module row must say the new version before it is upgraded
+			// (RegisterModule runs after, for every module).
+			if err := store.RegisterModule(ctx, tx, m.Name, m.Version, m.DependsOn, tableNames(m), nil); err != nil {
+				return err
+			}
+			return store.UpgradeModule(ctx, tx, m.Name, m.Version, sqls, tableNames(m))
+		}); err != nil {
+			return err
+		}
+		e.log.Info("module upgraded", "module", m.Name, "from", from, "to", m.Version, "steps", len(steps))
 	}
 	return nil
 }

@@ -132,7 +132,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 	now := time.Now()
 	ended := false
 	for _, ts := range c.snap.Tables {
-		poller, ok := ts.Mapper.(module.Poller)
+		_, ok := ts.Mapper.(module.Poller)
 		for key, o := range ts.Ops {
 			if o.Handle == "" || o.PollAfter.After(now) {
 				continue
@@ -140,7 +140,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 			if !ok {
 				return false, fmt.Errorf("table %s has an operation in progress (%s) but its mapper cannot be asked about it", ts.Spec.Name, o.Handle)
 			}
-			got, err := poller.Poll(ctx, o.Handle)
+			got, err := ts.Poll(ctx, o.Handle)
 			var p *module.Pending
 			switch {
 			case errors.As(err, &p):

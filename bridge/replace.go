@@ -29,10 +29,10 @@ func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 	ts := a.Tab
 	strategy := replace.StrategyFor(ts.Mapper, snapshot.Generated(ts.Spec))
 	if strategy == replace.DeleteFirst {
-		if err := ts.Mapper.Delete(ctx, a.Cloud); err != nil {
+		if err := ts.Delete(ctx, a.Cloud); err != nil {
 			return fmt.Errorf("replace: delete the old resource: %w", err)
 		}
-		got, err := ts.Mapper.Create(ctx, a.Row.Cloud)
+		got, err := ts.Create(ctx, a.Row.Cloud)
 		if err != nil {
 			return fmt.Errorf("replace: create the new resource: %w", err)
 		}
@@ -46,7 +46,7 @@ func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 	var err error
 	if strategy == replace.StandIn {
 		// A retried create finds the stand-in by its derived name.
-		got, err = ts.Mapper.Create(ctx, first)
+		got, err = ts.Create(ctx, first)
 	} else {
 		// The cloud generates the new identity: the create carries a client
 		// token, persisted first (adoptReplacement finds what it made).

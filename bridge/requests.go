@@ -285,7 +285,7 @@ func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) 
 				for i, t := range m.Tables {
 					tables[i] = t.Name
 				}
-				if err := store.InstallModule(ctx, tx, n, m.SQL, tables); err != nil {
+				if err := store.InstallModule(ctx, tx, n, m.InstallSQL(), tables); err != nil {
 					return err
 				}
 				note := "installed"

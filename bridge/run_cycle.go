@@ -63,7 +63,7 @@ type cycle struct {
 
 type installedTable struct {
 	spec   module.Table
-	mapper module.Mapper
+	mapper module.Reader
 	mod    *module.Module // the module the table belongs to
 }
 

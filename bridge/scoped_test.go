@@ -89,8 +89,8 @@ func TestCommitActsByRecord(t *testing.T) {
 	}
 	gm := &getterMapper{memMapper: mem}
 	mod := memModule(mem)
-	mod.Mappers = func(context.Context, aws.Config) (map[string]module.Mapper, error) {
-		return map[string]module.Mapper{"thing": gm}, nil
+	mod.Mappers = func(context.Context, aws.Config) (map[string]module.Reader, error) {
+		return map[string]module.Reader{"thing": gm}, nil
 	}
 	e := enginetest.New(t, srv, enginetest.Options{Modules: []module.Module{mod}, Install: []string{"mem_test"}})
 	if n := e.Count(`SELECT count(*) FROM thing`); n != 200 {

@@ -153,7 +153,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				continue
 			}
 			c, inCloud := ts.Cloud[r.CloudID]
-			equal := inCloud && ts.Mapper.Equal(r.Cloud, c)
+			equal := inCloud && ts.Equal(r.Cloud, c)
 			if equal && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) {
 				// In sync (the common case: no mode or action is worked out).
 				if ts.StandingIn(id) {

@@ -66,7 +66,7 @@ const (
 // replaced; generated reports whether the cloud generates their identity.
 // A mapper that says its resources are deleted first (module.DeleteFirst)
 // is obeyed.
-func StrategyFor(mapper module.Mapper, generated bool) Strategy {
+func StrategyFor(mapper module.Reader, generated bool) Strategy {
 	if d, ok := mapper.(module.DeleteFirst); ok && d.DeleteBeforeCreate() {
 		return DeleteFirst
 	}
@@ -79,7 +79,7 @@ func StrategyFor(mapper module.Mapper, generated bool) Strategy {
 	return DeleteFirst
 }
 
-func implementsTemporary(m module.Mapper) bool {
+func implementsTemporary(m module.Reader) bool {
 	_, ok := m.(module.Temporary)
 	return ok
 }
@@ -100,7 +100,7 @@ type Replacement struct {
 // before any cloud call, and the resource to create first (the stand-in,
 // under the temporary identity the mapper derives from the old one; or want
 // without its identity, which the cloud generates).
-func Start(spec module.Table, mapper module.Mapper, record, oldCID string, want module.Record) (*Replacement, module.Record) {
+func Start(spec module.Table, mapper module.Reader, record, oldCID string, want module.Record) (*Replacement, module.Record) {
 	rp := &Replacement{Table: spec.Name, Record: record, Old: oldCID, Phase: PhaseFinal}
 	if tm, ok := mapper.(module.Temporary); ok {
 		stand := tm.Temporary(want, oldCID)

@@ -104,6 +104,10 @@ func (ts *Table) GetCloud(ctx context.Context, s *Scope, fresh map[string]module
 			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 		}
 	}
+	recs, err = ts.Spec.CanonicalAll(recs)
+	if err != nil {
+		return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
+	}
 	ts.AddCloud(recs)
 	return nil
 }

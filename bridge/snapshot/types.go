@@ -87,6 +87,10 @@ func (ts *Table) ReadCloud(ctx context.Context) error {
 			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 		}
 	}
+	recs, err = ts.Spec.CanonicalAll(recs)
+	if err != nil {
+		return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
+	}
 	ts.AddCloud(recs)
 	return nil
 }
@@ -229,7 +233,7 @@ type RecordState struct {
 // Table is everything a cycle knows of one table.
 type Table struct {
 	Spec    module.Table
-	Mapper  module.Mapper
+	Mapper  module.Reader
 	Module  *module.Module           // the module the table belongs to
 	Rows    map[string]*Row          // by id
 	ByCloud map[string]*Row          // by cloud id

@@ -160,8 +160,53 @@ func InstallModule(ctx context.Context, tx pgx.Tx, name, sql string, tables []st
 			return fmt.Errorf("register table %s: %w", t, err)
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = pg_catalog.clock_timestamp() WHERE name = $1`, name); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = pg_catalog.clock_timestamp(), installed_version = version WHERE name = $1`, name); err != nil {
 		return fmt.Errorf("mark %s installed: %w", name, err)
+	}
+	return nil
+}
+
+// InstalledVersions are the versions installed modules' tables have, by
+// module name.
+func InstalledVersions(ctx context.Context, db *pgx.Conn) (map[string]string, error) {
+	rows, err := db.Query(ctx, `SELECT name, coalesce(installed_version, version) FROM public.iasql_modules WHERE installed_at IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("read installed module versions: %w", err)
+	}
+	out := map[string]string{}
+	var name, version string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &version}, func() error {
+		out[name] = version
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read installed module versions: %w", err)
+	}
+	return out, nil
+}
+
+// UpgradeModule runs an installed module's upgrade SQL (in tx, with the
+// install lock the core's upgrades take), records the version its tables
+// now have and registers its tables as they now are: new ones captured,
+// dropped ones forgotten.
+func UpgradeModule(ctx context.Context, tx pgx.Tx, name, version string, sqls []string, tables []string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock(public.iasql_lock_namespace())`); err != nil {
+		return fmt.Errorf("upgrade %s: take the install lock: %w", name, err)
+	}
+	for _, s := range sqls {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("upgrade %s to %s: %w", name, version, err)
+		}
+	}
+	for _, t := range tables {
+		if _, err := tx.Exec(ctx, `INSERT INTO public.iasql_tables (table_name, module) VALUES ($1, $2) ON CONFLICT DO NOTHING`, t, name); err != nil {
+			return fmt.Errorf("upgrade %s: register table %s: %w", name, t, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_tables WHERE module = $1 AND NOT (table_name = ANY ($2))`, name, tables); err != nil {
+		return fmt.Errorf("upgrade %s: forget dropped tables: %w", name, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_version = $2 WHERE name = $1`, name, version); err != nil {
+		return fmt.Errorf("upgrade %s: record version %s: %w", name, version, err)
 	}
 	return nil
 }
@@ -183,7 +228,7 @@ func UninstallModule(ctx context.Context, tx pgx.Tx, name string, tables []strin
 			}
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = NULL WHERE name = $1`, name); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = NULL, installed_version = NULL WHERE name = $1`, name); err != nil {
 		return fmt.Errorf("mark %s uninstalled: %w", name, err)
 	}
 	return nil

@@ -226,7 +226,7 @@ func WaitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 // (read, by key): each record got is the record Read returned under the
 // same key, equal by the mapper's Equal both ways and column by column in
 // the same value forms; it returns the keys got, sorted.
-func CheckGot(t testing.TB, m module.Mapper, got []module.Record, read map[string]module.Record, key func(module.Record) string) []string {
+func CheckGot(t testing.TB, m module.Equaler, got []module.Record, read map[string]module.Record, key func(module.Record) string) []string {
 	t.Helper()
 	var keys []string
 	for _, r := range got {

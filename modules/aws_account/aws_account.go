@@ -31,8 +31,8 @@ func Module() module.Module {
 			Initial:     []string{"is_default", "is_enabled"},
 			ReadOnly:    true,
 		}},
-		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
-			return map[string]module.Mapper{"aws_regions": newRegionMapper(cfg)}, nil
+		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
+			return map[string]module.Reader{"aws_regions": newRegionMapper(cfg)}, nil
 		},
 		Context: scope,
 	}

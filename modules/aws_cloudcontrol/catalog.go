@@ -99,8 +99,8 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 			return context.WithValue(ctx, parentsKey{spec.Name}, parentsOf(t, rows[spec.Name]))
 		}
 	}
-	m.Mappers = func(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
-		return map[string]module.Mapper{spec.Name: ccmapper.New(cloudcontrol.NewFromConfig(cfg), t, c.lim, opts)}, nil
+	m.Mappers = func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
+		return map[string]module.Reader{spec.Name: ccmapper.New(cloudcontrol.NewFromConfig(cfg), t, c.lim, opts)}, nil
 	}
 	return m, nil
 }

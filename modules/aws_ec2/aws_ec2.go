@@ -44,8 +44,8 @@ func Module() module.Module {
 		DependsOn: []string{"aws_account", "aws_vpc", "aws_security_group"},
 		SQL:       installSQL,
 		Tables:    []module.Table{Table},
-		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
-			return map[string]module.Mapper{"instance": NewMapper(cfg, Options{})}, nil
+		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
+			return map[string]module.Reader{"instance": NewMapper(cfg, Options{})}, nil
 		},
 	}
 }

@@ -175,7 +175,7 @@ func TestCreateThenPollUntilRunning(t *testing.T) {
 	e := newEnv(t)
 	want := e.want(func(r module.Record) { r["security_group_ids"] = anys(e.groups[2], e.groups[0]) })
 	got := e.create(want, "token-1")
-	if !e.m.Equal(want, got) {
+	if !e.m.(module.Equaler).Equal(want, got) {
 		t.Errorf("created %v, want %v", got, want)
 	}
 	for col, v := range map[string]string{"observed_state": "running", "state": "running", "subnet_id": e.subnet, "region": "us-east-1"} {
@@ -196,7 +196,7 @@ func TestCreateThenPollUntilRunning(t *testing.T) {
 	if _, ok := read["tags"].(map[string]any)[module.TokenTag]; ok {
 		t.Errorf("the token tag is among the tags: %v", read["tags"])
 	}
-	if !e.m.Equal(want, read) {
+	if !e.m.(module.Equaler).Equal(want, read) {
 		t.Errorf("read %v, want %v", read, want)
 	}
 	found, err := e.m.(module.Finder).Find(t.Context(), want, "token-1")
@@ -275,10 +275,10 @@ func TestStopModifyStart(t *testing.T) {
 				t.Fatalf("update: got %v, %v; a *module.Pending: %v", rec, err, waits)
 			}
 			got := e.done(rec, err)
-			if !e.m.Equal(want, got) {
+			if !e.m.(module.Equaler).Equal(want, got) {
 				t.Errorf("after the update %v, want %v", got, want)
 			}
-			if read := e.readOne(have.String("instance_id")); !e.m.Equal(want, read) {
+			if read := e.readOne(have.String("instance_id")); !e.m.(module.Equaler).Equal(want, read) {
 				t.Errorf("read back %v, want %v", read, want)
 			}
 			if calls := mutating(e.em.Calls()); !maps.Equal(calls, tc.calls) {
@@ -301,10 +301,10 @@ func TestSecurityGroupsChangeInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("update: %v (groups and tags change without waiting)", err)
 	}
-	if !e.m.Equal(want, got) {
+	if !e.m.(module.Equaler).Equal(want, got) {
 		t.Errorf("update answered %v, want %v", got, want)
 	}
-	if read := e.readOne(have.String("instance_id")); !e.m.Equal(want, read) || read.String("observed_state") != "running" {
+	if read := e.readOne(have.String("instance_id")); !e.m.(module.Equaler).Equal(want, read) || read.String("observed_state") != "running" {
 		t.Errorf("read back %v, want %v, running", read, want)
 	}
 	calls := mutating(e.em.Calls())
@@ -322,7 +322,7 @@ func TestStateChanges(t *testing.T) {
 		want = maps.Clone(want)
 		want["state"] = state
 		got := e.done(e.m.Update(t.Context(), want, have))
-		if got.String("observed_state") != state || !e.m.Equal(want, got) {
+		if got.String("observed_state") != state || !e.m.(module.Equaler).Equal(want, got) {
 			t.Fatalf("after asking %s: %v", state, got)
 		}
 		have = got
@@ -384,7 +384,7 @@ func TestNoOpUpdateMakesNoCall(t *testing.T) {
 			r["tags"] = map[string]any{"Name": "web-1", "aws:cloudformation:stack-name": "x"}
 		}),
 	} {
-		if !e.m.Equal(w, have) {
+		if !e.m.(module.Equaler).Equal(w, have) {
 			t.Errorf("Equal(%v, %v) = false", w, have)
 		}
 		if _, err := e.m.Update(t.Context(), w, have); err != nil {
@@ -449,7 +449,7 @@ func TestEqual(t *testing.T) {
 	for _, tc := range cases {
 		db := maps.Clone(cloud)
 		tc.db(db)
-		if got := m.Equal(db, cloud); got != tc.equal {
+		if got := m.(module.Equaler).Equal(db, cloud); got != tc.equal {
 			t.Errorf("%s: Equal = %v, want %v", tc.name, got, tc.equal)
 		}
 	}

@@ -35,6 +35,6 @@ func Module() module.Module {
 }
 
 // Mappers builds the repository mapper for a cloud configuration.
-func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
-	return map[string]module.Mapper{"repository": newRepositoryMapper(cfg)}, nil
+func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
+	return map[string]module.Reader{"repository": newRepositoryMapper(cfg)}, nil
 }

@@ -56,7 +56,7 @@ func TestRepositoryGet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := enginetest.CheckGot(t, c.repo, recs, read, func(r module.Record) string {
+			got := enginetest.CheckGot(t, c.repo.(module.Equaler), recs, read, func(r module.Record) string {
 				return r.String("region") + "/" + r.String("repository_name")
 			})
 			if !slices.Equal(got, tc.want) {

@@ -46,7 +46,7 @@ func newCloud(t *testing.T) (*cloud, context.Context) {
 			t.Fatalf("no mapper for table %s", tbl.Name)
 		}
 	}
-	return &cloud{em: em, url: srv.URL, repo: ms["repository"]}, module.WithScope(t.Context(), scope)
+	return &cloud{em: em, url: srv.URL, repo: ms["repository"].(module.Mapper)}, module.WithScope(t.Context(), scope)
 }
 
 // ecr is an out-of-band client, as another tool would use.
@@ -104,11 +104,11 @@ func TestRepositoryLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFeedback(t, got)
-	if !c.repo.Equal(want, got) {
+	if !c.repo.(module.Equaler).Equal(want, got) {
 		t.Errorf("created %v, want %v", got, want)
 	}
 	read := c.read(t, ctx)
-	if len(read) != 1 || !c.repo.Equal(want, read["eu-west-1/team/web"]) || !module.Same(read["eu-west-1/team/web"]["created_at"], got["created_at"]) {
+	if len(read) != 1 || !c.repo.(module.Equaler).Equal(want, read["eu-west-1/team/web"]) || !module.Same(read["eu-west-1/team/web"]["created_at"], got["created_at"]) {
 		t.Fatalf("read %v", read)
 	}
 	steps := []struct {
@@ -123,7 +123,7 @@ func TestRepositoryLifecycle(t *testing.T) {
 	for _, s := range steps {
 		next := maps.Clone(want)
 		maps.Copy(next, s.set)
-		if c.repo.Equal(next, have) {
+		if c.repo.(module.Equaler).Equal(next, have) {
 			t.Fatalf("%s: Equal before the update", s.name)
 		}
 		c.em.Reset()
@@ -131,7 +131,7 @@ func TestRepositoryLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if !c.repo.Equal(next, up) || !c.repo.Equal(next, c.read(t, ctx)["eu-west-1/team/web"]) {
+		if !c.repo.(module.Equaler).Equal(next, up) || !c.repo.(module.Equaler).Equal(next, c.read(t, ctx)["eu-west-1/team/web"]) {
 			t.Errorf("%s: updated to %v, want %v", s.name, up, next)
 		}
 		if up.String("created_at") != got.String("created_at") {
@@ -304,10 +304,10 @@ func TestRepositoryEqual(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := c.repo.Equal(tc.db, tc.cloud); got != tc.equal {
+			if got := c.repo.(module.Equaler).Equal(tc.db, tc.cloud); got != tc.equal {
 				t.Errorf("Equal = %v, want %v", got, tc.equal)
 			}
-			if got := c.repo.Equal(tc.cloud, tc.db); got != tc.equal {
+			if got := c.repo.(module.Equaler).Equal(tc.cloud, tc.db); got != tc.equal {
 				t.Errorf("Equal (swapped) = %v, want %v", got, tc.equal)
 			}
 		})

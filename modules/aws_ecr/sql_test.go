@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 // installed after aws_account, and the regions aws_account's first sync
 // leaves (one the default).
 func installed(t *testing.T) *pgx.Conn {
-	return srv.Installed(t, []string{aws_account.Module().SQL, aws_ecr.Module().SQL},
+	return srv.Installed(t, []string{aws_account.Module().InstallSQL(), aws_ecr.Module().InstallSQL()},
 		`INSERT INTO aws_regions (region, is_default) VALUES ('us-east-1', false), ('eu-west-1', true)`)
 }
 

@@ -36,6 +36,6 @@ func Module() module.Module {
 }
 
 // Mappers builds the iam_role mapper for a cloud configuration.
-func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
-	return map[string]module.Mapper{"iam_role": newRoleMapper(cfg)}, nil
+func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
+	return map[string]module.Reader{"iam_role": newRoleMapper(cfg)}, nil
 }

@@ -55,7 +55,7 @@ func TestRoleGet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := enginetest.CheckGot(t, c.role, recs, read, func(r module.Record) string { return r.String("role_name") })
+			got := enginetest.CheckGot(t, c.role.(module.Equaler), recs, read, func(r module.Record) string { return r.String("role_name") })
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}

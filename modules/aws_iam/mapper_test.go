@@ -48,7 +48,7 @@ func newCloud(t *testing.T) *cloud {
 	}
 	other := emulator.ClientConfig(srv.URL)
 	other.RetryMaxAttempts = 1
-	return &cloud{em: em, role: ms["iam_role"], iam: iam.NewFromConfig(other)}
+	return &cloud{em: em, role: ms["iam_role"].(module.Mapper), iam: iam.NewFromConfig(other)}
 }
 
 // doc is a JSON value as the engine reads it from a jsonb column.
@@ -129,18 +129,18 @@ func TestRoleLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFeedback(t, got)
-	if !c.role.Equal(want, got) {
+	if !c.role.(module.Equaler).Equal(want, got) {
 		t.Errorf("created %v, want %v", got, want)
 	}
 	read := c.read(t)
-	if len(read) != 1 || !c.role.Equal(want, read["app"]) {
+	if len(read) != 1 || !c.role.(module.Equaler).Equal(want, read["app"]) {
 		t.Fatalf("read %v", read)
 	}
 	for col, v := range got {
 		if col == "created_at" {
 			continue // second precision from ListRoles and GetRole alike, but compare as instants
 		}
-		if !module.Same(v, read["app"][col]) && !c.role.Equal(module.Record{col: v}, module.Record{col: read["app"][col]}) {
+		if !module.Same(v, read["app"][col]) && !c.role.(module.Equaler).Equal(module.Record{col: v}, module.Record{col: read["app"][col]}) {
 			t.Errorf("%s: created %v, read %v", col, v, read["app"][col])
 		}
 	}
@@ -166,17 +166,17 @@ func TestRoleLifecycle(t *testing.T) {
 	for _, s := range steps {
 		next := maps.Clone(want)
 		maps.Copy(next, s.set)
-		if c.role.Equal(next, have) {
+		if c.role.(module.Equaler).Equal(next, have) {
 			t.Fatalf("%s: Equal before the update", s.name)
 		}
 		up, err := c.role.Update(ctx, next, have)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if !c.role.Equal(next, up) {
+		if !c.role.(module.Equaler).Equal(next, up) {
 			t.Errorf("%s: updated to %v, want %v", s.name, up, next)
 		}
-		if r := c.read(t)["app"]; !c.role.Equal(next, r) {
+		if r := c.read(t)["app"]; !c.role.(module.Equaler).Equal(next, r) {
 			t.Errorf("%s: read back %v", s.name, r)
 		}
 		if up.String("role_id") != got.String("role_id") {
@@ -239,7 +239,7 @@ func TestRoleCreateExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFeedback(t, got)
-	if got["description"] != "made elsewhere" || !c.role.Equal(row(t, "there", module.Record{"description": "made elsewhere", "assume_role_policy_document": doc(t, lambdaTrust)}), got) {
+	if got["description"] != "made elsewhere" || !c.role.(module.Equaler).Equal(row(t, "there", module.Record{"description": "made elsewhere", "assume_role_policy_document": doc(t, lambdaTrust)}), got) {
 		t.Errorf("read back %v", got)
 	}
 	// Under another path, it cannot be managed here.
@@ -274,7 +274,7 @@ func TestRoleCreateErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("retried create: %v", err)
 	}
-	if c.role.Equal(want, have) {
+	if c.role.(module.Equaler).Equal(want, have) {
 		t.Error("the role read back has a policy that does not exist")
 	}
 	if _, err := c.role.Update(ctx, want, have); err == nil {
@@ -307,7 +307,7 @@ func TestRoleOutOfBand(t *testing.T) {
 			_, err := c.iam.UpdateAssumeRolePolicy(ctx, &iam.UpdateAssumeRolePolicyInput{RoleName: aws.String("oob"), PolicyDocument: aws.String(lambdaTrust)})
 			return err
 		}, func(r module.Record) bool {
-			return c.role.Equal(row(t, "oob", module.Record{"assume_role_policy_document": doc(t, lambdaTrust)}),
+			return c.role.(module.Equaler).Equal(row(t, "oob", module.Record{"assume_role_policy_document": doc(t, lambdaTrust)}),
 				module.Record{"role_name": "oob", "assume_role_policy_document": r["assume_role_policy_document"]})
 		}},
 		{"attached policy", func() error {
@@ -479,10 +479,10 @@ func TestRoleEqual(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := m.Equal(tc.db, tc.cloud); got != tc.equal {
+			if got := m.(module.Equaler).Equal(tc.db, tc.cloud); got != tc.equal {
 				t.Errorf("Equal = %v, want %v", got, tc.equal)
 			}
-			if got := m.Equal(tc.cloud, tc.db); got != tc.equal {
+			if got := m.(module.Equaler).Equal(tc.cloud, tc.db); got != tc.equal {
 				t.Errorf("Equal (swapped) = %v, want %v", got, tc.equal)
 			}
 		})
@@ -506,7 +506,7 @@ func TestRoleDocumentText(t *testing.T) {
 		t.Fatalf("the emulator returned %q", aws.ToString(raw.Role.AssumeRolePolicyDocument))
 	}
 	r := c.read(t)["ext"]
-	if !c.role.Equal(row(t, "ext", module.Record{"assume_role_policy_document": doc(t, text)}), r) {
+	if !c.role.(module.Equaler).Equal(row(t, "ext", module.Record{"assume_role_policy_document": doc(t, text)}), r) {
 		t.Errorf("read %v", r["assume_role_policy_document"])
 	}
 }

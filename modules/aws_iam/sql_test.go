@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 // installed returns a connection to a fresh database with the module
 // installed after aws_account.
 func installed(t *testing.T) *pgx.Conn {
-	return srv.Installed(t, []string{aws_account.Module().SQL, aws_iam.Module().SQL})
+	return srv.Installed(t, []string{aws_account.Module().InstallSQL(), aws_iam.Module().InstallSQL()})
 }
 
 const trust = `'{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}'`

@@ -48,9 +48,9 @@ func Module() module.Module {
 // Mappers builds the bucket and bucket_object mappers for a cloud
 // configuration. They share S3 clients (one per region) and what they
 // learn of bucket regions.
-func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
+func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 	c := newClients(cfg)
-	return map[string]module.Mapper{
+	return map[string]module.Reader{
 		"bucket":        &bucketMapper{c: c, versioning: detail.NewCache[bool](detailTTL())},
 		"bucket_object": newObjectMapper(c),
 	}, nil

@@ -53,7 +53,7 @@ func newCloud(t *testing.T, opts emulator.Options) *cloud {
 			t.Fatalf("no mapper for table %s", tbl.Name)
 		}
 	}
-	return &cloud{em: em, url: srv.URL, bucket: ms["bucket"], object: ms["bucket_object"], clients: map[string]*s3.Client{}}
+	return &cloud{em: em, url: srv.URL, bucket: ms["bucket"].(module.Mapper), object: ms["bucket_object"].(module.Mapper), clients: map[string]*s3.Client{}}
 }
 
 // s3 is an out-of-band client, as another tool would use.
@@ -257,7 +257,7 @@ func TestBucketCreate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !c.bucket.Equal(tc.want, got) {
+			if !c.bucket.(module.Equaler).Equal(tc.want, got) {
 				t.Errorf("created %v, not equal to %v", got, tc.want)
 			}
 			checkTime(t, "created_at", got["created_at"])
@@ -297,7 +297,7 @@ func TestBucketUpdate(t *testing.T) {
 		if err != nil {
 			t.Fatalf("update versioning to %v: %v", s.versioning, err)
 		}
-		if got["versioning"] != s.versioning || got["created_at"] != have["created_at"] || !c.bucket.Equal(want, got) {
+		if got["versioning"] != s.versioning || got["created_at"] != have["created_at"] || !c.bucket.(module.Equaler).Equal(want, got) {
 			t.Errorf("update to %v returned %v", s.versioning, got)
 		}
 		if v := c.versioning(t, "toggle", "sa-east-1"); v != s.cloud {
@@ -444,7 +444,7 @@ func TestObjects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !c.object.Equal(tc.want, got) || got.Int("size") != 0 || got["etag"] != "d41d8cd98f00b204e9800998ecf8427e" {
+			if !c.object.(module.Equaler).Equal(tc.want, got) || got.Int("size") != 0 || got["etag"] != "d41d8cd98f00b204e9800998ecf8427e" {
 				t.Errorf("created %v", got)
 			}
 			checkTime(t, "last_modified", got["last_modified"])
@@ -535,7 +535,7 @@ func TestEqual(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.m.Equal(tc.db, tc.cloud); got != tc.want {
+			if got := tc.m.(module.Equaler).Equal(tc.db, tc.cloud); got != tc.want {
 				t.Errorf("Equal = %v, want %v", got, tc.want)
 			}
 		})

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 // installed returns a connection to a fresh database with the module
 // installed.
 func installed(t *testing.T) *pgx.Conn {
-	return srv.Installed(t, []string{aws_s3.Module().SQL})
+	return srv.Installed(t, []string{aws_s3.Module().InstallSQL()})
 }
 
 func TestSQLConstraints(t *testing.T) {
@@ -121,7 +121,7 @@ func TestSQLComments(t *testing.T) {
 // to aws_regions' default region and a region not enabled there is refused
 // when written; alone, aws_s3 defaults to us-east-1 (TestSQLConstraints).
 func TestSQLBucketRegion(t *testing.T) {
-	conn := srv.Installed(t, []string{aws_account.Module().SQL, aws_s3.Module().SQL},
+	conn := srv.Installed(t, []string{aws_account.Module().InstallSQL(), aws_s3.Module().InstallSQL()},
 		`INSERT INTO aws_regions (region, is_default) VALUES ('eu-west-1', true)`,
 		`INSERT INTO aws_regions (region, is_enabled) VALUES ('us-east-1', true), ('af-south-1', false)`)
 	ctx := t.Context()

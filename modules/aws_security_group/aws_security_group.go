@@ -53,9 +53,9 @@ func Module() module.Module {
 		DependsOn: []string{"aws_vpc"},
 		SQL:       installSQL,
 		Tables:    []module.Table{groupTable, ruleTable},
-		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Mapper, error) {
+		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			g := &groups{c: ec2x.NewClients(cfg), byID: map[string]groupRef{}, byCID: map[string]string{}}
-			return map[string]module.Mapper{"security_group": &groupMapper{g: g}, "security_group_rule": &ruleMapper{g: g}}, nil
+			return map[string]module.Reader{"security_group": &groupMapper{g: g}, "security_group_rule": &ruleMapper{g: g}}, nil
 		},
 	}
 }

@@ -158,7 +158,7 @@ func (m *groupMapper) find(ctx context.Context, region, vpc, name string) (modul
 
 // Update changes tags; a new description needs a new group.
 func (m *groupMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	return m.g.c.UpdateTags(ctx, groupColumns, "group_id", want, have)
+	return m.g.c.UpdateTags(ctx, module.Table{Declarative: groupColumns}, "group_id", want, have)
 }
 
 // Temporary names the stand-in of a replacement: the name with a suffix

@@ -19,7 +19,7 @@ import (
 // sg-) is refused by the INSERT or UPDATE itself, naming the rule.
 func TestSQLGroupNameRules(t *testing.T) {
 	t.Parallel()
-	conn := srv.Installed(t, []string{aws_account.Module().SQL, aws_vpc.Module().SQL, aws_security_group.Module().SQL},
+	conn := srv.Installed(t, []string{aws_account.Module().InstallSQL(), aws_vpc.Module().InstallSQL(), aws_security_group.Module().InstallSQL()},
 		`INSERT INTO aws_regions (region, is_default) VALUES ('us-east-1', true)`,
 		`INSERT INTO vpc (vpc_id, cidr_block, is_default) VALUES ('vpc-1', '172.31.0.0/16', true)`)
 	ctx := t.Context()
@@ -75,7 +75,7 @@ func TestSQLGroupNameRules(t *testing.T) {
 // default to aws_regions' default region.
 func TestSQLRegionChecks(t *testing.T) {
 	t.Parallel()
-	conn := srv.Installed(t, []string{aws_account.Module().SQL, aws_vpc.Module().SQL, aws_security_group.Module().SQL},
+	conn := srv.Installed(t, []string{aws_account.Module().InstallSQL(), aws_vpc.Module().InstallSQL(), aws_security_group.Module().InstallSQL()},
 		`INSERT INTO aws_regions (region, is_default) VALUES ('eu-west-1', true)`,
 		`INSERT INTO aws_regions (region, is_enabled) VALUES ('us-east-1', true), ('af-south-1', false)`,
 		`INSERT INTO vpc (vpc_id, cidr_block, is_default) VALUES ('vpc-1', '172.31.0.0/16', true)`)

@@ -12,9 +12,10 @@ import (
 	"github.com/iasql/iasql/modules/module"
 )
 
-type subnetMapper struct{ c *ec2x.Clients }
-
-var subnetColumns = []string{"vpc_id", "region", "cidr_block", "availability_zone", "tags"}
+type subnetMapper struct {
+	c *ec2x.Clients
+	t module.Table
+}
 
 func subnetRecord(region string, s types.Subnet) module.Record {
 	return module.Record{
@@ -75,20 +76,13 @@ func (m *subnetMapper) Find(ctx context.Context, want module.Record, token strin
 
 // Update changes tags; anything else needs a new subnet.
 func (m *subnetMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	return m.c.UpdateTags(ctx, subnetColumns, "subnet_id", want, have)
+	return m.c.UpdateTags(ctx, m.t, "subnet_id", want, have)
 }
 
 func (m *subnetMapper) Delete(ctx context.Context, have module.Record) error {
 	_, err := m.c.Region(have.String("region")).DeleteSubnet(ctx, &ec2.DeleteSubnetInput{SubnetId: aws.String(have.String("subnet_id"))})
-	if ec2x.Code(err) == "InvalidSubnetID.NotFound" {
-		return nil
-	}
-	if err != nil {
+	if err := module.Deleted(err, "InvalidSubnetID.NotFound"); err != nil {
 		return fmt.Errorf("delete subnet %s: %w", have.String("subnet_id"), err)
 	}
 	return nil
-}
-
-func (m *subnetMapper) Equal(db, cloud module.Record) bool {
-	return module.CompareDeclarative(subnetColumns, db, cloud)
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/iasql/iasql/modules/module"
 )
 
-type vpcMapper struct{ c *ec2x.Clients }
-
-var vpcColumns = []string{"cidr_block", "region", "tags"}
+type vpcMapper struct {
+	c *ec2x.Clients
+	t module.Table
+}
 
 func vpcRecord(region string, v types.Vpc) module.Record {
 	return module.Record{
@@ -72,20 +73,13 @@ func (m *vpcMapper) Find(ctx context.Context, want module.Record, token string) 
 
 // Update changes tags; a new CIDR block or region needs a new VPC.
 func (m *vpcMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	return m.c.UpdateTags(ctx, vpcColumns, "vpc_id", want, have)
+	return m.c.UpdateTags(ctx, m.t, "vpc_id", want, have)
 }
 
 func (m *vpcMapper) Delete(ctx context.Context, have module.Record) error {
 	_, err := m.c.Region(have.String("region")).DeleteVpc(ctx, &ec2.DeleteVpcInput{VpcId: aws.String(have.String("vpc_id"))})
-	if ec2x.Code(err) == "InvalidVpcID.NotFound" {
-		return nil
-	}
-	if err != nil {
+	if err := module.Deleted(err, "InvalidVpcID.NotFound"); err != nil {
 		return fmt.Errorf("delete VPC %s: %w", have.String("vpc_id"), err)
 	}
 	return nil
-}
-
-func (m *vpcMapper) Equal(db, cloud module.Record) bool {
-	return module.CompareDeclarative(vpcColumns, db, cloud)
 }

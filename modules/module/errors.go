@@ -44,3 +44,15 @@ func Classify(err error, terminal map[string]bool, format string, args ...any) e
 	}
 	return wrapped
 }
+
+// Deleted is the result of a delete call: nil when err is nil or carries
+// one of notFound, the codes with which the cloud says the resource does
+// not exist (a delete retried after the first one acted, or a resource
+// someone else deleted: either way it is gone, which is what was asked);
+// err otherwise.
+func Deleted(err error, notFound ...string) error {
+	if err == nil || IsCode(err, notFound...) {
+		return nil
+	}
+	return err
+}

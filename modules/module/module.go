@@ -20,15 +20,27 @@ type Module struct {
 	Name      string   // e.g. "aws_s3"
 	Version   string   // the module's own version
 	DependsOn []string // modules that must be installed first
-	// SQL creates the module's tables (with COMMENT ON for every object).
-	// It runs in one transaction at install; the engine registers Tables in
-	// iasql_tables afterwards. Uninstall drops Tables in reverse order.
+	// Prelude runs first at install: functions the tables' column defaults
+	// call.
+	Prelude string
+	// SQL runs at install after the DDL of the tables (InstallSQL): their
+	// constraints, triggers and functions, with COMMENT ON for every
+	// object. Everything runs in one transaction; the engine registers
+	// Tables in iasql_tables afterwards. Uninstall drops Tables in reverse
+	// order.
 	SQL    string
 	Tables []Table // in dependency order: a table after the tables it references
-	// Mappers builds the mappers, one per table name, for a cloud
+	// Upgrades are the module's SQL upgrades, each from one version to the
+	// next (UpgradesFrom reads them from files named FROM--TO.sql). A
+	// sidecar that starts on a database where the module is installed at
+	// an older version applies the chain from there to Version, in one
+	// transaction, before anything else touches the module's tables.
+	Upgrades []Upgrade
+	// Mappers builds the mappers, one per table name (a Mapper, or for a
+	// read-only table a Reader), for a cloud
 	// configuration (the SDK's standard chain: region, credentials,
 	// AWS_ENDPOINT_URL and per-service endpoint overrides).
-	Mappers func(ctx context.Context, cfg aws.Config) (map[string]Mapper, error)
+	Mappers func(ctx context.Context, cfg aws.Config) (map[string]Reader, error)
 	// Context, when set, derives what every mapper's calls in a cycle may
 	// need from the module's own tables as the cycle read them (database
 	// form, by table name): aws_account puts the Scope there. It runs for
@@ -41,6 +53,12 @@ type Module struct {
 // tables are foreign keys on ids.
 type Table struct {
 	Name string
+	// Comment is the table's COMMENT ON TABLE.
+	Comment string
+	// Columns declare the table's columns but id (Column); Declare derives
+	// the fields below from them, and DDL the CREATE TABLE.
+	Columns  []Column
+	declared bool
 	// CloudID are the columns whose values identify the resource in the
 	// cloud (e.g. a bucket's name). A Ref column may be part of it. They
 	// are declarative columns, or one feedback column when the cloud
@@ -129,10 +147,20 @@ func SplitCloudID(id string, n int) ([]string, bool) {
 // Timestamps are RFC 3339 strings. Columns a record lacks are NULL.
 type Record map[string]any
 
-// Mapper reads and writes one resource type in the cloud.
-type Mapper interface {
-	// Read returns every resource of the type in the cloud.
+// Reader reads one resource type in the cloud. Every table's mapper is a
+// Reader; a read-only table's (Table.ReadOnly) is nothing more.
+type Reader interface {
+	// Read returns every resource of the type in the cloud. Values may be
+	// in any natural form (an int32, a *string, a time.Time, an SDK enum):
+	// the engine makes them canonical by the table's columns
+	// (Table.Canonical) before it compares anything.
 	Read(ctx context.Context) ([]Record, error)
+}
+
+// Mapper reads and writes one resource type in the cloud: the mapper of
+// every table that is not read-only.
+type Mapper interface {
+	Reader
 	// Create creates the resource and returns it as the cloud now has it
 	// (feedback columns filled).
 	Create(ctx context.Context, want Record) (Record, error)
@@ -142,9 +170,14 @@ type Mapper interface {
 	Update(ctx context.Context, want, have Record) (Record, error)
 	// Delete deletes the resource.
 	Delete(ctx context.Context, have Record) error
-	// Equal reports whether the database record and the cloud record agree
-	// on every declarative column (NULL and absent alike where the cloud
-	// does not tell them apart; sets compared as sets).
+}
+
+// Equaler is implemented by a mapper whose declarative columns are not
+// all compared by Same (policy documents by meaning, lists as sets). Equal
+// reports whether the database record and the cloud record agree on
+// every declarative column. Without it, the engine compares each
+// declarative column with Same.
+type Equaler interface {
 	Equal(db, cloud Record) bool
 }
 

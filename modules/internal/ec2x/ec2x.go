@@ -161,11 +161,11 @@ func Terminal(err error) error {
 }
 
 // UpdateTags is the Update of a resource whose tags are all that can
-// change in place: any other difference among cols needs a replacement
-// (module.ErrReplace); otherwise the tags of the resource whose id is in
+// change in place: any other difference among t's declarative columns
+// needs a replacement (module.ErrReplace); otherwise the tags of the resource whose id is in
 // column idCol are made want's, and have with want's tags is returned.
-func (c *Clients) UpdateTags(ctx context.Context, cols []string, idCol string, want, have module.Record) (module.Record, error) {
-	for _, col := range cols {
+func (c *Clients) UpdateTags(ctx context.Context, t module.Table, idCol string, want, have module.Record) (module.Record, error) {
+	for _, col := range t.Declarative {
 		if col != "tags" && !module.Same(want[col], have[col]) {
 			return nil, module.ErrReplace
 		}

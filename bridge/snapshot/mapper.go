@@ -1,0 +1,96 @@
+package snapshot
+
+// The table's mapper as the engine calls it: every record it returns is
+// made canonical by the table's columns (module.Table.Canonical), so the
+// engine compares values in one form whatever form the mapper gave them.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// writer is the table's mapper as a module.Mapper; a read-only table's
+// mapper is never asked to write (Table.ReadOnly).
+func (ts *Table) writer() (module.Mapper, error) {
+	w, ok := ts.Mapper.(module.Mapper)
+	if !ok {
+		return nil, fmt.Errorf("table %s is read-only: its mapper cannot change the cloud", ts.Spec.Name)
+	}
+	return w, nil
+}
+
+// canonical is rec in canonical form; err, when it is a *module.Pending,
+// gets its record made canonical too.
+func (ts *Table) canonical(rec module.Record, err error) (module.Record, error) {
+	if p := (*module.Pending)(nil); errors.As(err, &p) && p.Record != nil {
+		c, cerr := ts.Spec.Canonical(p.Record)
+		if cerr != nil {
+			return nil, cerr
+		}
+		p.Record = c
+	}
+	if err != nil {
+		return rec, err
+	}
+	return ts.Spec.Canonical(rec)
+}
+
+// Equal asks the mapper (module.Equaler) whether a database record and a
+// cloud record agree, or compares each declarative column with
+// module.Same.
+func (ts *Table) Equal(db, cloud module.Record) bool {
+	if eq, ok := ts.Mapper.(module.Equaler); ok {
+		return eq.Equal(db, cloud)
+	}
+	return module.CompareDeclarative(ts.Spec.Declarative, db, cloud)
+}
+
+// Create creates want's resource.
+func (ts *Table) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	w, err := ts.writer()
+	if err != nil {
+		return nil, err
+	}
+	return ts.canonical(w.Create(ctx, want))
+}
+
+// Update makes have's resource as want says.
+func (ts *Table) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	w, err := ts.writer()
+	if err != nil {
+		return nil, err
+	}
+	return ts.canonical(w.Update(ctx, want, have))
+}
+
+// Delete deletes have's resource.
+func (ts *Table) Delete(ctx context.Context, have module.Record) error {
+	w, err := ts.writer()
+	if err != nil {
+		return err
+	}
+	_, err = ts.canonical(nil, w.Delete(ctx, have))
+	return err
+}
+
+// Find asks a module.Finder for the resource a create with token made
+// (nil when none did, or when the mapper cannot look tokens up).
+func (ts *Table) Find(ctx context.Context, want module.Record, token string) (module.Record, error) {
+	f, ok := ts.Mapper.(module.Finder)
+	if !ok {
+		return nil, nil
+	}
+	return ts.canonical(f.Find(ctx, want, token))
+}
+
+// Poll asks a module.Poller about an operation in progress.
+func (ts *Table) Poll(ctx context.Context, handle string) (module.Record, error) {
+	p, ok := ts.Mapper.(module.Poller)
+	if !ok {
+		return nil, fmt.Errorf("table %s's mapper cannot poll operations", ts.Spec.Name)
+	}
+	return ts.canonical(p.Poll(ctx, handle))
+}
