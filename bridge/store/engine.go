@@ -321,13 +321,20 @@ func RebindAccount(ctx context.Context, db Querier, a Account) (Account, error) 
 }
 
 // EngineRunning reports whether a sidecar's engine runs on the database
-// (a session holds the service lock) and has registered at least modules
-// modules: what tests and benchmarks wait for after starting one.
-func EngineRunning(ctx context.Context, db Querier, modules int) (bool, error) {
+// (a session holds the service lock) and has registered the modules
+// offered (name -> version) at those versions, the installed ones upgraded
+// to them: what tests and benchmarks wait for after starting one.
+func EngineRunning(ctx context.Context, db Querier, offered map[string]string) (bool, error) {
+	names, versions := make([]string, 0, len(offered)), make([]string, 0, len(offered))
+	for n, v := range offered {
+		names, versions = append(names, n), append(versions, v)
+	}
 	var ok bool
 	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
 		WHERE l.locktype = 'advisory' AND l.granted AND l.classid = public.iasql_lock_namespace()::oid AND l.objid = $1 AND l.objsubid = 2)
-		AND (SELECT count(*) FROM public.iasql_modules) >= $2`, LockService, modules).Scan(&ok)
+		AND (SELECT count(*) FROM public.iasql_modules m JOIN unnest($2::text[], $3::text[]) AS o(name, version)
+		      ON m.name = o.name AND m.version = o.version AND (m.installed_at IS NULL OR m.installed_version = o.version)) = $4`,
+		LockService, names, versions, len(offered)).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("check whether the engine runs: %w", err)
 	}

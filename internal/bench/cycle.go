@@ -184,7 +184,7 @@ func (b *bench) runEngineWith(ctx context.Context, conn *pgx.Conn, db string, cf
 		return nil, fmt.Errorf("the sidecar did not start")
 	}
 	if err := waitFor(ctx, 30*time.Second, func() (bool, error) {
-		return store.EngineRunning(ctx, conn, len(mods))
+		return store.EngineRunning(ctx, conn, module.Versions(mods))
 	}); err != nil {
 		stop()
 		return nil, fmt.Errorf("modules never registered: %w", err)

@@ -131,7 +131,7 @@ func (e *Env) StartSidecar(leader bool) (stop func()) {
 	// The engine runs once it holds its service lock (role 4); it then
 	// registers the modules it offers.
 	WaitUntil(e.T, 10*time.Second, "the engine running, its modules registered", func() bool {
-		ok, _ := store.EngineRunning(context.Background(), conn, len(e.opt.Modules))
+		ok, _ := store.EngineRunning(context.Background(), conn, module.Versions(e.opt.Modules))
 		return ok
 	})
 	var stopOnce sync.Once
@@ -145,6 +145,16 @@ func (e *Env) StartSidecar(leader bool) (stop func()) {
 	}
 	e.T.Cleanup(stop)
 	return stop
+}
+
+// Upgrade stops the sidecar and starts one that offers modules instead
+// (a newer build of them), against the same database and cloud; it
+// returns once the new one leads.
+func (e *Env) Upgrade(modules []module.Module) {
+	e.T.Helper()
+	e.stop()
+	e.opt.Modules = modules
+	e.stop = e.StartSidecar(true)
 }
 
 // Stop stops the sidecar New started.

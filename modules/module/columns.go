@@ -59,8 +59,13 @@ var sqlName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 // panics on such a table or on a malformed column, which is a mistake in
 // the module's code (the registry test declares every module's tables).
 func (t Table) Declare() Table {
-	if len(t.Columns) == 0 || t.declared {
+	if len(t.Columns) == 0 {
 		return t
+	}
+	if t.declared {
+		// Derived before: derive again, from the columns as they are now
+		// (a declaration extended by a copy, as a module's next version does).
+		t.CloudID, t.Declarative, t.Feedback, t.CreateOnly, t.Refs, t.RefsMany, t.Initial = nil, nil, nil, nil, nil, nil, nil
 	}
 	t.declared = true
 	if len(t.CloudID)+len(t.Declarative)+len(t.Feedback)+len(t.CreateOnly)+len(t.Refs)+len(t.RefsMany)+len(t.Initial) > 0 {

@@ -67,3 +67,12 @@ func (m Module) UpgradePath(from string) ([]Upgrade, error) {
 	}
 	return out, nil
 }
+
+// Versions maps each module's name to its version.
+func Versions(ms []Module) map[string]string {
+	out := make(map[string]string, len(ms))
+	for _, m := range ms {
+		out[m.Name] = m.Version
+	}
+	return out
+}
