@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -52,6 +53,13 @@ func TestModulesWellFormed(t *testing.T) {
 	for _, m := range modules.All() {
 		if m.Name == "" || m.Version == "" || m.SQL == "" || m.Mappers == nil || len(m.Tables) == 0 {
 			t.Errorf("module %q lacks a name, version, SQL, tables or mappers", m.Name)
+		}
+		for _, tb := range m.Tables {
+			if len(tb.Columns) == 0 {
+				t.Errorf("%s.%s declares no columns (module.Column)", m.Name, tb.Name)
+			} else if !reflect.DeepEqual(tb.Declare(), tb) {
+				t.Errorf("%s.%s is not declared: its Module() must return Table.Declare()'s", m.Name, tb.Name)
+			}
 		}
 		if _, dup := byName[m.Name]; dup {
 			t.Errorf("module %s is listed twice", m.Name)
