@@ -138,7 +138,10 @@ func ListenerTable() module.Table {
 }
 
 // Module returns the aws_elb module.
-func Module() module.Module {
+func Module() module.Module { return ModuleWith(Options{}) }
+
+// ModuleWith returns the aws_elb module with its mappers tuned by o.
+func ModuleWith(o Options) module.Module {
 	return module.Module{
 		Name:      "aws_elb",
 		Version:   "0.1.0",
@@ -146,7 +149,7 @@ func Module() module.Module {
 		SQL:       installSQL,
 		Tables:    []module.Table{LoadBalancerTable(), TargetGroupTable(), TargetTable(), ListenerTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
-			return Mappers(cfg, Options{}), nil
+			return Mappers(cfg, o), nil
 		},
 	}
 }

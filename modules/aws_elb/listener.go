@@ -292,7 +292,14 @@ func (m *listenerMapper) Delete(ctx context.Context, have module.Record) error {
 	return nil
 }
 
+// DeleteBeforeCreate: a listener moved to another load balancer is
+// deleted first, then created: nothing references a listener, and while
+// the old one exists its target group serves its load balancer, which AWS
+// lets no second load balancer share (TargetGroupAssociationLimit).
+func (m *listenerMapper) DeleteBeforeCreate() bool { return true }
+
 var (
-	_ module.Mapper = (*listenerMapper)(nil)
-	_ module.Finder = (*listenerMapper)(nil)
+	_ module.Mapper      = (*listenerMapper)(nil)
+	_ module.DeleteFirst = (*listenerMapper)(nil)
+	_ module.Finder      = (*listenerMapper)(nil)
 )
