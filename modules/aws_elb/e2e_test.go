@@ -154,7 +154,7 @@ func TestLoadBalancer(t *testing.T) {
 	arn := aws.ToString(lb.LoadBalancerArn)
 
 	// In place: a third subnet, tags.
-	e.Exec(`UPDATE load_balancer SET subnets = `+threeSubnets+`, tags = '{"a": "2", "b": "x"}'`)
+	e.Exec(`UPDATE load_balancer SET subnets = ` + threeSubnets + `, tags = '{"a": "2", "b": "x"}'`)
 	e.Emu.Reset()
 	e.Commit()
 	lb, _ = e.lb("web")
