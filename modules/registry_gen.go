@@ -7,6 +7,7 @@ import (
 	"github.com/iasql/iasql/modules/aws_cloudcontrol"
 	"github.com/iasql/iasql/modules/aws_ec2"
 	"github.com/iasql/iasql/modules/aws_ecr"
+	"github.com/iasql/iasql/modules/aws_elb"
 	"github.com/iasql/iasql/modules/aws_iam"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/aws_security_group"
@@ -20,6 +21,7 @@ func All() []module.Module {
 		aws_account.Module(),
 		aws_ec2.Module(),
 		aws_ecr.Module(),
+		aws_elb.Module(),
 		aws_iam.Module(),
 		aws_s3.Module(),
 		aws_security_group.Module(),

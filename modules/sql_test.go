@@ -332,6 +332,10 @@ func TestORMInsert(t *testing.T) {
 		"iam_role":            "assume_role_policy_document,role_name",
 		"repository":          "repository_name",
 		"instance":            "ami,instance_type",
+		"load_balancer":       "name,subnets",
+		"target_group":        "name,port,vpc_id",
+		"target":              "instance_id,target_group_id",
+		"listener":            "load_balancer_id,port,target_group_id",
 	}
 	for _, tbl := range tables {
 		var required string

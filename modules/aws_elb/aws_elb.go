@@ -1,0 +1,155 @@
+// Package aws_elb is the aws_elb module: Elastic Load Balancing v2's
+// application load balancers (table load_balancer), their target groups
+// (target_group) and registered instances (target), and their listeners
+// (listener), in every enabled region.
+//
+// Load balancers and target groups are known by their name in their region
+// (AWS: "unique per region per account"), so a retried create finds the
+// name. A listener's identity is its ARN, which AWS generates: a row
+// without one is a listener to create. A target is known by what it is:
+// its group, its instance and its port. A new load balancer is
+// provisioning for a while: its create answers a module.Pending that Poll
+// carries on until it is active.
+//
+// AWS's reference: https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/Welcome.html
+package aws_elb
+
+import (
+	"context"
+	_ "embed"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+//go:embed aws_elb.sql
+var installSQL string
+
+// LoadBalancerTable is the load_balancer table's declaration.
+func LoadBalancerTable() module.Table {
+	return module.Table{
+		Name: "load_balancer",
+		Comment: "Application load balancers of the enabled regions. Insert a row (name, subnets, and usually security_groups) to create one; it is provisioning for a while, then active. " +
+			"Changing name, scheme or region replaces the load balancer (and AWS deletes its listeners with the old one); subnets, security groups and tags change in place. Delete the row to delete it.",
+		Columns: []module.Column{
+			{Name: "name", Type: "text", NotNull: true, CloudID: true, CreateOnly: true,
+				Comment: "Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen nor beginning with internal-. Fixed at creation."},
+			{Name: "scheme", Type: "text", NotNull: true, Default: "'internet-facing'", CreateOnly: true,
+				Comment: "internet-facing (public addresses) or internal. Fixed at creation: changing it replaces the load balancer."},
+			{Name: "subnets", Type: "bigint[]", NotNull: true, Ref: "subnet",
+				Comment: "Subnets (subnet.id) of one VPC, at least two in two availability zones, one per zone, in any order. Changed in place (SetSubnets)."},
+			{Name: "security_groups", Type: "bigint[]", NotNull: true, Default: "'{}'", Ref: "security_group",
+				Comment: "Security groups (security_group.id) of the subnets' VPC, in any order; empty: the VPC's default group, AWS's choice at creation (then not compared). Changed in place (SetSecurityGroups)."},
+			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CloudID: true, CreateOnly: true,
+				Comment: "Region of the load balancer: its subnets' (default: default_aws_region()). Fixed at creation."},
+			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value."},
+			{Name: "load_balancer_arn", Type: "text", Kind: module.Feedback, Comment: "The load balancer's ARN (from the cloud)."},
+			{Name: "dns_name", Type: "text", Kind: module.Feedback, Comment: "The load balancer's DNS name (from the cloud)."},
+			{Name: "state", Type: "text", Kind: module.Feedback, Comment: "provisioning, active, active_impaired or failed (from the cloud)."},
+		},
+		Region: "region",
+	}.Declare()
+}
+
+// TargetGroupTable is the target_group table's declaration.
+func TargetGroupTable() module.Table {
+	return module.Table{
+		Name: "target_group",
+		Comment: "Target groups of instances for application load balancers (protocol HTTP or HTTPS), in the enabled regions. Insert a row (name, port, vpc_id) to create one. " +
+			"Changing name, protocol, port, vpc_id or region replaces the group (its listeners and targets move to the new one); health check settings and tags change in place.",
+		Columns: []module.Column{
+			{Name: "name", Type: "text", NotNull: true, CloudID: true, CreateOnly: true,
+				Comment: "Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen. Fixed at creation."},
+			{Name: "protocol", Type: "text", NotNull: true, Default: "'HTTP'", CreateOnly: true,
+				Comment: "Protocol to the targets: HTTP or HTTPS. Fixed at creation."},
+			{Name: "port", Type: "integer", NotNull: true, CreateOnly: true,
+				Comment: "Port the targets receive traffic on (1 to 65535), unless a target says otherwise. Fixed at creation."},
+			{Name: "vpc_id", Type: "integer", NotNull: true, CreateOnly: true, Ref: "vpc",
+				Comment: "The VPC (vpc.id) of the group's instances. Fixed at creation."},
+			{Name: "health_check_protocol", Type: "text", NotNull: true, Default: "'HTTP'",
+				Comment: "Protocol of the health checks: HTTP or HTTPS."},
+			{Name: "health_check_port", Type: "text", NotNull: true, Default: "'traffic-port'",
+				Comment: "Port of the health checks: traffic-port (each target's own) or a port number."},
+			{Name: "health_check_path", Type: "text", NotNull: true, Default: "'/'",
+				Comment: "Path the health checks request, beginning with /."},
+			{Name: "health_check_interval_seconds", Type: "integer", NotNull: true, Default: "30",
+				Comment: "Seconds between health checks of a target, 5 to 300."},
+			{Name: "health_check_timeout_seconds", Type: "integer", NotNull: true, Default: "5",
+				Comment: "Seconds without an answer that fail a health check, 2 to 120, less than the interval."},
+			{Name: "healthy_threshold_count", Type: "integer", NotNull: true, Default: "5",
+				Comment: "Consecutive successful checks that make an unhealthy target healthy, 2 to 10."},
+			{Name: "unhealthy_threshold_count", Type: "integer", NotNull: true, Default: "2",
+				Comment: "Consecutive failed checks that make a target unhealthy, 2 to 10."},
+			{Name: "matcher", Type: "text", NotNull: true, Default: "'200'",
+				Comment: "HTTP codes of a successful check: a code, a list (200,202) or a range (200-299)."},
+			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CloudID: true, CreateOnly: true,
+				Comment: "Region of the target group: its VPC's (default: default_aws_region()). Fixed at creation."},
+			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value."},
+			{Name: "target_group_arn", Type: "text", Kind: module.Feedback, Comment: "The target group's ARN (from the cloud)."},
+		},
+		Region: "region",
+	}.Declare()
+}
+
+// TargetTable is the target table's declaration.
+func TargetTable() module.Table {
+	return module.Table{
+		Name: "target",
+		Comment: "Instances registered with target groups. Insert a row (target_group_id, instance_id) to register an instance; delete it to deregister the instance " +
+			"(it drains first while a load balancer uses the group). A target is known by its group, instance and port: changing any of them deregisters it and registers the new one.",
+		Columns: []module.Column{
+			{Name: "target_group_id", Type: "integer", NotNull: true, CloudID: true, Ref: "target_group",
+				Comment: "The target group (target_group.id)."},
+			{Name: "instance_id", Type: "integer", NotNull: true, CloudID: true, Ref: "instance",
+				Comment: "The instance (instance.id), in the target group's VPC and region."},
+			{Name: "port", Type: "integer", CloudID: true,
+				Comment: "Port the instance receives traffic on; left NULL, the target group's port is filled in."},
+			{Name: "health_state", Type: "text", Kind: module.Feedback,
+				Comment: "initial, healthy, unhealthy, unused, draining or unavailable, as AWS last reported it (from the cloud)."},
+		},
+		// Rows are in their group's region; cloud records say it.
+		Region: "region",
+	}.Declare()
+}
+
+// ListenerTable is the listener table's declaration.
+func ListenerTable() module.Table {
+	return module.Table{
+		Name: "listener",
+		Comment: "Listeners of the load balancers, each forwarding to a target group by default. Insert a row (load_balancer_id, port, target_group_id) to create one; listener_arn is filled in once AWS has created it. " +
+			"Protocol, port, certificate and target group change in place; moving a listener to another load balancer replaces it.",
+		Columns: []module.Column{
+			{Name: "load_balancer_id", Type: "integer", NotNull: true, CreateOnly: true, Ref: "load_balancer",
+				Comment: "The load balancer (load_balancer.id). Fixed at creation: changing it replaces the listener."},
+			{Name: "protocol", Type: "text", NotNull: true, Default: "'HTTP'",
+				Comment: "HTTP or HTTPS (which needs certificate_arn)."},
+			{Name: "port", Type: "integer", NotNull: true, Comment: "Port the load balancer listens on, 1 to 65535, one listener per port."},
+			{Name: "certificate_arn", Type: "text",
+				Comment: "ARN of the server certificate of an HTTPS listener; NULL for HTTP."},
+			{Name: "target_group_id", Type: "integer", NotNull: true, Ref: "target_group",
+				Comment: "The target group (target_group.id) the default action forwards to, in the load balancer's VPC."},
+			{Name: "listener_arn", Type: "text", Kind: module.Feedback, CloudID: true,
+				Comment: "The listener's ARN, given by AWS at creation (from the cloud)."},
+		},
+		// Rows are in their load balancer's region; cloud records say it.
+		Region: "region",
+	}.Declare()
+}
+
+// Module returns the aws_elb module.
+func Module() module.Module { return ModuleWith(Options{}) }
+
+// ModuleWith returns the aws_elb module with its mappers tuned by o.
+func ModuleWith(o Options) module.Module {
+	return module.Module{
+		Name:      "aws_elb",
+		Version:   "0.1.0",
+		DependsOn: []string{"aws_account", "aws_vpc", "aws_security_group", "aws_ec2"},
+		SQL:       installSQL,
+		Tables:    []module.Table{LoadBalancerTable(), TargetGroupTable(), TargetTable(), ListenerTable()},
+		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
+			return Mappers(cfg, o), nil
+		},
+	}
+}

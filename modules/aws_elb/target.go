@@ -1,0 +1,148 @@
+package aws_elb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// AWS's pages on targets, which this file follows:
+//   - RegisterTargets: an instance of the group's VPC, not terminated
+//     (InvalidTarget otherwise); registering it again changes nothing:
+//     https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_RegisterTargets.html
+//   - DeregisterTargets: the target drains for the group's deregistration
+//     delay; TargetGroupNotFound, InvalidTarget:
+//     https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_DeregisterTargets.html
+//   - DescribeTargetHealth and TargetHealth's states (initial, healthy,
+//     unhealthy, unhealthy.draining, unused, draining, unavailable):
+//     https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_DescribeTargetHealth.html
+//     https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_TargetHealth.html
+//
+// A target is all identity (group, instance, port): there is nothing to
+// change in place. A draining target is on its way out (the row that asked
+// for it is gone) and is left out of reads.
+
+type targetMapper struct{ c *clients }
+
+func targetRecord(region, group string, d types.TargetHealthDescription) module.Record {
+	var state string
+	if d.TargetHealth != nil {
+		state = string(d.TargetHealth.State)
+	}
+	r := module.Record{"target_group_id": group, "region": region, "health_state": state}
+	if d.Target != nil {
+		r["instance_id"], r["port"] = aws.ToString(d.Target.Id), d.Target.Port
+	}
+	return r
+}
+
+// health lists a group's targets but draining ones, as records.
+func health(ctx context.Context, cl *elb.Client, region, group, arn string, only []types.TargetDescription) ([]module.Record, error) {
+	out, err := cl.DescribeTargetHealth(ctx, &elb.DescribeTargetHealthInput{TargetGroupArn: aws.String(arn), Targets: only})
+	if err != nil {
+		return nil, fmt.Errorf("describe the targets of %s: %w", arn, err)
+	}
+	var recs []module.Record
+	for _, d := range out.TargetHealthDescriptions {
+		if d.TargetHealth != nil && (d.TargetHealth.State == types.TargetHealthStateEnumDraining ||
+			d.TargetHealth.State == types.TargetHealthStateEnumUnhealthyDraining ||
+			d.TargetHealth.Reason == types.TargetHealthReasonEnumNotRegistered) {
+			continue
+		}
+		recs = append(recs, targetRecord(region, group, d))
+	}
+	return recs, nil
+}
+
+func (m *targetMapper) Read(ctx context.Context) ([]module.Record, error) {
+	t := TargetGroupTable()
+	return m.c.eachRegion(ctx, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+		tgs, err := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", region, err)
+		}
+		var out []module.Record
+		for _, tg := range tgs {
+			recs, err := health(ctx, cl, region, named(t, aws.ToString(tg.TargetGroupName), region), aws.ToString(tg.TargetGroupArn), nil)
+			if module.IsCode(err, "TargetGroupNotFound") {
+				continue // deleted since it was listed
+			} else if err != nil {
+				return nil, err
+			}
+			out = append(out, recs...)
+		}
+		return out, nil
+	})
+}
+
+// group resolves a record's target group identity to its region, client
+// and ARN ("" when the group does not exist).
+func (m *targetMapper) group(ctx context.Context, r module.Record) (region string, cl *elb.Client, arn string, err error) {
+	name, region, err := splitNamed(TargetGroupTable(), r.String("target_group_id"))
+	if err != nil {
+		return "", nil, "", err
+	}
+	cl = m.c.elb.Region(region)
+	arn, err = targetGroupArn(ctx, cl, name)
+	return region, cl, arn, err
+}
+
+func description(r module.Record) types.TargetDescription {
+	d := types.TargetDescription{Id: aws.String(r.String("instance_id"))}
+	if r["port"] != nil {
+		d.Port = aws.Int32(int32(r.Int("port")))
+	}
+	return d
+}
+
+// Create registers the instance with the group (RegisterTargets of a
+// registered target changes nothing, so a retry is harmless) and answers
+// its health.
+func (m *targetMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	region, cl, arn, err := m.group(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	if arn == "" {
+		return nil, fmt.Errorf("register %s: target group %s does not exist (yet)", want.String("instance_id"), want.String("target_group_id"))
+	}
+	d := description(want)
+	if _, err := cl.RegisterTargets(ctx, &elb.RegisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: []types.TargetDescription{d}}); err != nil {
+		return nil, module.Classify(err, terminalCodes, "register %s with %s", want.String("instance_id"), arn)
+	}
+	recs, err := health(ctx, cl, region, want.String("target_group_id"), arn, []types.TargetDescription{d})
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) != 1 {
+		return nil, fmt.Errorf("register %s with %s: AWS does not show the target", want.String("instance_id"), arn)
+	}
+	return recs[0], nil
+}
+
+// Update: a target's columns are all its identity; another value is
+// another target (the engine deregisters the old and registers the new).
+func (m *targetMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	return nil, module.ErrReplace
+}
+
+// Delete deregisters the target. A group that is gone, or an instance that
+// is neither registered nor exists (terminated), leaves nothing to do.
+func (m *targetMapper) Delete(ctx context.Context, have module.Record) error {
+	_, cl, arn, err := m.group(ctx, have)
+	if err != nil || arn == "" {
+		return err
+	}
+	_, err = cl.DeregisterTargets(ctx, &elb.DeregisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: []types.TargetDescription{description(have)}})
+	if err := module.Deleted(err, "TargetGroupNotFound", "InvalidTarget"); err != nil {
+		return module.Classify(err, terminalCodes, "deregister %s from %s", have.String("instance_id"), arn)
+	}
+	return nil
+}
+
+var _ module.Mapper = (*targetMapper)(nil)
