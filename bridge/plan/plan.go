@@ -563,16 +563,28 @@ func (a *Action) Failure(why string) string {
 	return fmt.Sprintf("%s %s (%s) %s %s: %s", a.Table, cmp.Or(a.ID, "-"), a.CloudID, a.Action, a.Direction, why)
 }
 
-// PushKey names a record whose declarative state a cycle pushed, and the
-// resource it pushed it to: a record that references one being replaced
-// is rightly pushed again to the replacement (the cloud id differs). Where
-// the cloud generates the identity, the record alone: a create is never
-// repeated because its resource does not show.
+// PushKey names a record whose declarative state a cycle pushed, the
+// resource it pushed it to, and what it pushed (the declarative columns in
+// cloud form, references as the identities they named): a record that
+// references one being replaced is rightly pushed again, to the stand-in
+// and then back to the replacement, its own identity unchanged but what it
+// names not (a listener forwarding to a replaced target group), and a
+// record whose own identity changes is pushed again to the new resource.
+// Where the cloud generates the identity, the record and what was pushed:
+// a create is never repeated because its resource does not show.
 func PushKey(a *Action) string {
-	if snapshot.Generated(a.Tab.Spec) {
-		return a.Table + "\x00#" + a.ID
+	want := map[string]any{}
+	if a.Row != nil {
+		for _, c := range a.Tab.Spec.Declarative {
+			want[c] = a.Row.Cloud[c]
+		}
 	}
-	return a.Table + "\x00#" + a.ID + "\x00" + a.CloudID
+	js, _ := json.Marshal(want) // map keys sorted: the same state, the same text
+	key := a.Table + "\x00#" + a.ID + "\x00" + string(js)
+	if snapshot.Generated(a.Tab.Spec) {
+		return key
+	}
+	return key + "\x00" + a.CloudID
 }
 
 const (
