@@ -18,19 +18,31 @@ import (
 //go:embed aws_account.sql
 var installSQL string
 
+// RegionsTable is the aws_regions table's declaration.
+func RegionsTable() module.Table {
+	return module.Table{
+		Name: "aws_regions",
+		Comment: "The regions of the AWS account, as EC2 DescribeRegions lists them with AllRegions (read-only: rows follow the cloud). " +
+			"is_default and is_enabled are yours: the default region is what region columns of other modules default to, and only enabled regions are read and written. " +
+			"A region the account has not enabled (an opt-in region not opted in) is imported disabled; enabled here anyway, its reads fail and it shows as unverified in iasql_status, its rows left as they are.",
+		Columns: []module.Column{
+			{Name: "region", Type: "text", NotNull: true, CloudID: true, Comment: "Region code, e.g. us-east-1."},
+			{Name: "is_default", Type: "boolean", NotNull: true, Default: "false", Kind: module.Initial,
+				Comment: "Whether this is the default region (exactly one is; making another the default unsets the previous one). Imported as the SDK configuration's region."},
+			{Name: "is_enabled", Type: "boolean", NotNull: true, Default: "true", Kind: module.Initial,
+				Comment: "Whether iasql manages resources in this region (imported as whether the account has it enabled). Disabling a region drops its resources from the tables; nothing is deleted in the cloud."},
+		},
+		ReadOnly: true,
+	}.Declare()
+}
+
 // Module returns the aws_account module.
 func Module() module.Module {
 	return module.Module{
 		Name:    "aws_account",
 		Version: "0.1.0",
 		SQL:     installSQL,
-		Tables: []module.Table{{
-			Name:        "aws_regions",
-			CloudID:     []string{"region"},
-			Declarative: []string{"region"},
-			Initial:     []string{"is_default", "is_enabled"},
-			ReadOnly:    true,
-		}},
+		Tables:  []module.Table{RegionsTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			return map[string]module.Reader{"aws_regions": newRegionMapper(cfg)}, nil
 		},

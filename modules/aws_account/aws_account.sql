@@ -1,23 +1,14 @@
 -- aws_account: the regions of the account, and which one is the default.
 -- Credentials are never stored: the sidecar uses the AWS SDK's standard
--- chain (environment, shared config, instance or task role).
+-- chain (environment, shared config, instance or task role). The table and
+-- its columns are declared in aws_account.go (module.Column); this file
+-- holds its constraints, index, triggers and functions, which run after the
+-- table is created.
 
-CREATE TABLE public.aws_regions (
-  id         serial PRIMARY KEY,
-  region     text NOT NULL,
-  is_default boolean NOT NULL DEFAULT false,
-  is_enabled boolean NOT NULL DEFAULT true,
-  CONSTRAINT aws_regions_region_unique UNIQUE (region),
-  CONSTRAINT aws_regions_region_format CHECK (region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]+$'),
-  CONSTRAINT aws_regions_default_enabled CHECK (is_enabled OR NOT is_default)
-);
-COMMENT ON TABLE public.aws_regions IS
-  'The regions of the AWS account, as EC2 DescribeRegions lists them with AllRegions (read-only: rows follow the cloud). is_default and is_enabled are yours: the default region is what region columns of other modules default to, and only enabled regions are read and written. A region the account has not enabled (an opt-in region not opted in) is imported disabled; enabled here anyway, its reads fail and it shows as unverified in iasql_status, its rows left as they are.';
-COMMENT ON COLUMN public.aws_regions.id IS 'Database identifier of the row.';
-COMMENT ON COLUMN public.aws_regions.region IS 'Region code, e.g. us-east-1.';
-COMMENT ON COLUMN public.aws_regions.is_default IS 'Whether this is the default region (exactly one is; making another the default unsets the previous one). Imported as the SDK configuration''s region.';
-COMMENT ON COLUMN public.aws_regions.is_enabled IS 'Whether iasql manages resources in this region (imported as whether the account has it enabled). Disabling a region drops its resources from the tables; nothing is deleted in the cloud.';
-COMMENT ON SEQUENCE public.aws_regions_id_seq IS 'Generates aws_regions.id.';
+ALTER TABLE public.aws_regions
+  ADD CONSTRAINT aws_regions_region_unique UNIQUE (region),
+  ADD CONSTRAINT aws_regions_region_format CHECK (region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]+$'),
+  ADD CONSTRAINT aws_regions_default_enabled CHECK (is_enabled OR NOT is_default);
 COMMENT ON CONSTRAINT aws_regions_region_unique ON public.aws_regions IS 'A region appears once.';
 COMMENT ON CONSTRAINT aws_regions_region_format ON public.aws_regions IS 'A region code such as us-east-1 or ap-southeast-2.';
 COMMENT ON CONSTRAINT aws_regions_default_enabled ON public.aws_regions IS 'The default region must be enabled.';

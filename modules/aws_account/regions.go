@@ -2,7 +2,6 @@ package aws_account
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,8 +10,8 @@ import (
 	"github.com/iasql/iasql/modules/module"
 )
 
-// regionMapper reads the account's regions. The table is read-only: the
-// engine never asks it to write.
+// regionMapper reads the account's regions. The table is read-only: its
+// mapper is a module.Reader, never asked to write.
 type regionMapper struct {
 	client *ec2.Client
 	home   string // the SDK configuration's region: the default on import
@@ -55,21 +54,4 @@ func (m *regionMapper) Read(ctx context.Context) ([]module.Record, error) {
 		recs = append(recs, module.Record{"region": name, "is_default": name == m.home && enabled, "is_enabled": enabled})
 	}
 	return recs, nil
-}
-
-var errReadOnly = &module.TerminalError{Err: errors.New("regions cannot be created, changed or deleted: aws_regions follows the account (set is_enabled and is_default instead)")}
-
-func (m *regionMapper) Create(context.Context, module.Record) (module.Record, error) {
-	return nil, errReadOnly
-}
-
-func (m *regionMapper) Update(context.Context, module.Record, module.Record) (module.Record, error) {
-	return nil, errReadOnly
-}
-
-func (m *regionMapper) Delete(context.Context, module.Record) error { return errReadOnly }
-
-// Equal compares the region code, the only column the cloud has.
-func (m *regionMapper) Equal(db, cloud module.Record) bool {
-	return db.String("region") == cloud.String("region")
 }

@@ -18,7 +18,7 @@ import (
 
 // id is a repository's identity as the engine asks for it.
 func id(region, name string) string {
-	return module.CloudIDOf(aws_ecr.Module().Tables[0], module.Record{"region": region, "repository_name": name})
+	return module.CloudIDOf(aws_ecr.RepositoryTable(), module.Record{"region": region, "repository_name": name})
 }
 
 // TestRepositoryGet: Get returns, for the identities asked, exactly the

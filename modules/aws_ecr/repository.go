@@ -28,11 +28,12 @@ const concurrency = 8
 // every region of the cycle's scope.
 type repositoryMapper struct {
 	cfg     aws.Config
+	t       module.Table
 	clients *regional.Clients[*ecr.Client]
 }
 
 func newRepositoryMapper(cfg aws.Config) *repositoryMapper {
-	return &repositoryMapper{cfg: cfg, clients: regional.NewClients(func(region string) *ecr.Client {
+	return &repositoryMapper{cfg: cfg, t: RepositoryTable(), clients: regional.NewClients(func(region string) *ecr.Client {
 		return ecr.NewFromConfig(cfg, func(o *ecr.Options) { o.Region = region })
 	})}
 }
@@ -70,7 +71,7 @@ func (m *repositoryMapper) list(ctx context.Context, region string, names []stri
 	return out, nil
 }
 
-// Get reads the repositories ids name (["region","name"], as
+// Get reads the repositories ids name (["name","region"], as
 // module.CloudIDOf renders the table's identity), as Read would: only in
 // the regions of the cycle's scope (one elsewhere, or an id no record
 // could have, is absent), by DescribeRepositories with repositoryNames in
@@ -90,17 +91,25 @@ func (m *repositoryMapper) Get(ctx context.Context, ids []string) ([]module.Reco
 	var calls []call
 	byRegion := map[string]int{} // the call that takes a region's next names
 	for _, id := range ids {
-		parts, ok := module.SplitCloudID(id, 2)
-		if !ok || parts[1] == "" || !slices.Contains(regions, parts[0]) {
+		parts, ok := module.SplitCloudID(id, len(m.t.CloudID))
+		if !ok {
 			continue
 		}
-		i, ok := byRegion[parts[0]]
+		key := module.Record{}
+		for i, c := range m.t.CloudID {
+			key[c] = parts[i]
+		}
+		region, name := key.String("region"), key.String("repository_name")
+		if name == "" || !slices.Contains(regions, region) {
+			continue
+		}
+		i, ok := byRegion[region]
 		if !ok || len(calls[i].names) == namesPerCall {
 			i = len(calls)
-			byRegion[parts[0]] = i
-			calls = append(calls, call{region: parts[0]})
+			byRegion[region] = i
+			calls = append(calls, call{region: region})
 		}
-		calls[i].names = append(calls[i].names, parts[1])
+		calls[i].names = append(calls[i].names, name)
 	}
 	return regional.Gather(ctx, concurrency, len(calls), func(ctx context.Context, i int) ([]module.Record, error) {
 		return m.describe(ctx, calls[i].region, calls[i].names)
@@ -215,18 +224,19 @@ func (m *repositoryMapper) Update(ctx context.Context, want, have module.Record)
 
 // Delete deletes the repository. One that still holds images is not
 // deleted (RepositoryNotEmptyException, reported, not retried): images are
-// not the table's to throw away. A repository already gone is no error.
+// not the table's to throw away. A repository already gone
+// (RepositoryNotFoundException) is no error. (API Reference,
+// DeleteRepository:
+// https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DeleteRepository.html)
 func (m *repositoryMapper) Delete(ctx context.Context, have module.Record) error {
 	name, region := have.String("repository_name"), m.region(ctx, have)
 	_, err := m.clients.Region(region).DeleteRepository(ctx, &ecr.DeleteRepositoryInput{RepositoryName: aws.String(name)})
-	if err != nil && !module.IsCode(err, "RepositoryNotFoundException") {
-		return classify(err, "delete repository %s in %s", name, region)
-	}
-	return nil
+	return classify(module.Deleted(err, "RepositoryNotFoundException"), "delete repository %s in %s", name, region)
 }
 
-// Equal compares name, region, tag mutability (NULL is MUTABLE) and scan
-// on push (NULL is off).
+// Equal compares name, region, tag mutability (NULL is MUTABLE, as a
+// cloud that leaves it out means) and scan on push (NULL is off): by
+// meaning, which module.Same per column would not.
 func (m *repositoryMapper) Equal(db, cloud module.Record) bool {
 	return db.String("repository_name") == cloud.String("repository_name") &&
 		db.String("region") == cloud.String("region") &&

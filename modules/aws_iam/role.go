@@ -302,10 +302,9 @@ func (m *roleMapper) attach(ctx context.Context, cl *iam.Client, role, arn strin
 
 func (m *roleMapper) detach(ctx context.Context, cl *iam.Client, role, arn string) error {
 	_, err := cl.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: aws.String(role), PolicyArn: aws.String(arn)})
-	if module.IsCode(err, "NoSuchEntity") {
-		return nil // detached already (a NoSuchEntity for the role fails the read-back)
-	}
-	return classify(err, "detach policy %s from role %s", arn, role)
+	// NoSuchEntity: detached already (a NoSuchEntity for the role fails
+	// the read-back).
+	return classify(module.Deleted(err, "NoSuchEntity"), "detach policy %s from role %s", arn, role)
 }
 
 func (m *roleMapper) putInline(ctx context.Context, cl *iam.Client, role, name string, doc any) error {
@@ -319,10 +318,7 @@ func (m *roleMapper) putInline(ctx context.Context, cl *iam.Client, role, name s
 
 func (m *roleMapper) deleteInline(ctx context.Context, cl *iam.Client, role, name string) error {
 	_, err := cl.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String(name)})
-	if module.IsCode(err, "NoSuchEntity") {
-		return nil
-	}
-	return classify(err, "delete inline policy %s of role %s", name, role)
+	return classify(module.Deleted(err, "NoSuchEntity"), "delete inline policy %s of role %s", name, role)
 }
 
 // Update makes the role match want: UpdateRole for the description and
@@ -392,7 +388,9 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 
 // Delete detaches the role's managed policies and deletes its inline
 // policies (as IAM has them now), then deletes the role. A role already
-// gone is no error.
+// gone is no error (NoSuchEntity, as DeleteRole, DetachRolePolicy and
+// DeleteRolePolicy answer for a role or policy that does not exist:
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_DeleteRole.html).
 func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
 	name := have.String("role_name")
 	cl := m.client(ctx)
@@ -415,7 +413,7 @@ func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
 		}
 	}
 	_, err = cl.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: aws.String(name)})
-	if err != nil && !module.IsCode(err, "NoSuchEntity") {
+	if err := module.Deleted(err, "NoSuchEntity"); err != nil {
 		return classify(err, "delete role %s", name)
 	}
 	m.details.Forget(name)

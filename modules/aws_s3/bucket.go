@@ -208,7 +208,9 @@ func (m *bucketMapper) putVersioning(ctx context.Context, name string, enabled b
 // Delete deletes the bucket. A bucket with objects fails with
 // BucketNotEmpty (the engine deletes the objects first and retries); a
 // bucket left with only old versions and delete markers of deleted
-// objects has them deleted first. A bucket already gone is no error.
+// objects has them deleted first. A bucket already gone (NoSuchBucket) is
+// no error. (API Reference, DeleteBucket:
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteBucket.html)
 func (m *bucketMapper) Delete(ctx context.Context, have module.Record) error {
 	name := have.String("name")
 	if r := have.String("region"); r != "" {
@@ -230,10 +232,7 @@ func (m *bucketMapper) Delete(ctx context.Context, have module.Record) error {
 			return del(cl)
 		})
 	}
-	if module.IsCode(err, "NoSuchBucket") {
-		err = nil
-	}
-	if err != nil {
+	if err := module.Deleted(err, "NoSuchBucket"); err != nil {
 		return classify(err, "delete bucket %s", name)
 	}
 	m.c.forgetRegion(name)
@@ -283,7 +282,8 @@ func purgeHistory(ctx context.Context, cl *s3.Client, name string) error {
 }
 
 // Equal compares name, region (S3's "" and EU spellings normalised) and
-// versioning (NULL is off).
+// versioning (NULL is off): by meaning, which module.Same per column would
+// not.
 func (m *bucketMapper) Equal(db, cloud module.Record) bool {
 	return module.Same(db["name"], cloud["name"]) &&
 		normRegion(db.String("region")) == normRegion(cloud.String("region")) &&

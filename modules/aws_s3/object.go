@@ -29,8 +29,6 @@ func newObjectMapper(c *clients) *objectMapper {
 	return &objectMapper{c: c, listings: detail.NewCache[[]module.Record](detailTTL())}
 }
 
-var objectColumns = []string{"bucket_id", "key"}
-
 // Read lists the objects of every bucket (ListObjectsV2, paginated),
 // buckets concurrently; a bucket listed within the TTL is not listed again
 // unless the read must be fresh for it.
@@ -124,7 +122,10 @@ func (m *objectMapper) Update(ctx context.Context, want, have module.Record) (mo
 }
 
 // Delete deletes the object (its current version, in a versioned
-// bucket). An object or bucket already gone is no error.
+// bucket). An object or bucket already gone is no error: DeleteObject of a
+// key that does not exist succeeds (204), and a bucket that does not
+// exist answers NoSuchBucket. (API Reference, DeleteObject:
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html)
 func (m *objectMapper) Delete(ctx context.Context, have module.Record) error {
 	bucket, key := have.String("bucket_id"), have.String("key")
 	defer m.listings.Forget(bucket) // this mapper changed its objects
@@ -132,13 +133,5 @@ func (m *objectMapper) Delete(ctx context.Context, have module.Record) error {
 		_, err := cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 		return err
 	})
-	if err != nil && !module.IsCode(err, "NoSuchBucket") {
-		return classify(err, "delete object %s in bucket %s", key, bucket)
-	}
-	return nil
-}
-
-// Equal compares bucket and key.
-func (m *objectMapper) Equal(db, cloud module.Record) bool {
-	return module.CompareDeclarative(objectColumns, db, cloud)
+	return classify(module.Deleted(err, "NoSuchBucket"), "delete object %s in bucket %s", key, bucket)
 }
