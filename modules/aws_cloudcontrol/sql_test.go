@@ -2,6 +2,7 @@ package aws_cloudcontrol_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,5 +119,57 @@ func TestTypeSQL(t *testing.T) {
 				t.Errorf("without a COMMENT: %v", missing)
 			}
 		})
+	}
+}
+
+// TestReservedWords: a property named by a word the database reserves
+// (a column name the declared table's DDL, which writes names unquoted,
+// cannot have) makes an aws_ column, and a word it does not reserve is the
+// column itself; a type with a property named by each keyword installs.
+func TestReservedWords(t *testing.T) {
+	dsn := srv.NewDB(t)
+	conn := pgtest.Connect(t, dsn)
+	rows, err := conn.Query(context.Background(), `SELECT word, catcode IN ('R', 'T') FROM pg_catalog.pg_get_keywords()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kw struct {
+		Word     string
+		Reserved bool
+	}
+	words, err := pgx.CollectRows(rows, pgx.RowToStructByPos[kw])
+	if err != nil || len(words) == 0 {
+		t.Fatalf("keywords: %v %v", words, err)
+	}
+	for _, w := range words {
+		want := w.Word
+		if w.Reserved {
+			want = "aws_" + w.Word
+		}
+		if got := schema.ColumnName(w.Word); got != want {
+			t.Errorf("ColumnName(%s) = %s, want %s", w.Word, got, want)
+		}
+	}
+	props := map[string]any{"WordsId": map[string]any{"type": "string"}}
+	for _, w := range words {
+		props[w.Word] = map[string]any{"type": "string"}
+	}
+	all := map[string]any{"permissions": []any{}}
+	doc, err := json.Marshal(map[string]any{
+		"typeName": "AWS::Test::Words", "properties": props, "primaryIdentifier": []any{"/properties/WordsId"},
+		"handlers": map[string]any{"create": all, "read": all, "delete": all, "list": all},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := aws_cloudcontrol.Catalog().Module("AWS::Test::Words", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, dsn, "BEGIN;\n"+m.InstallSQL()+"\nCOMMIT;")
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_attribute
+		WHERE attrelid = 'public.aws_test_words'::regclass AND attnum > 1`).Scan(&n); err != nil || n != len(words)+1 {
+		t.Errorf("the table has %d columns (%v), want %d", n, err, len(words)+1)
 	}
 }
