@@ -86,8 +86,10 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		// The schema it was made from, as a short digest: a type's table
 		// changes only with its schema.
 		Version: "schema " + hex.EncodeToString(sum[:6]),
-		SQL:     t.DDL(),
-		Tables:  []module.Table{spec},
+		// The table's DDL comes from its declaration (InstallSQL); SQL
+		// is the identity's constraint and its comments.
+		SQL:    t.SQL(),
+		Tables: []module.Table{spec},
 	}
 	var opts ccmapper.Options
 	if len(t.ListParents) > 0 {

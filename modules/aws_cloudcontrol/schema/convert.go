@@ -23,9 +23,14 @@ func DecodeModel(doc string) (map[string]any, error) {
 }
 
 // ToRecord converts a resource model into a record of the table: each
-// property the schema knows under its column, tags as {key: value},
-// numbers as json.Number (a number the handler returned as a string too),
-// booleans as bool. Properties the schema does not know are left out.
+// property the schema knows under its column (a declared column of
+// ModuleTable), tags as {key: value}, booleans a handler returned as
+// strings as bool, and objects or arrays a handler returned for a text
+// property as their JSON text. Properties the schema does not know are
+// left out. The rest of a value's form is the engine's: it makes records
+// canonical by the columns' types (module.Table.Canonical: numbers, a
+// number in a string too, as json.Number; numbers and booleans in a text
+// column as text).
 func (t *Type) ToRecord(model map[string]any) module.Record {
 	r := module.Record{}
 	for _, c := range t.Columns {
@@ -38,23 +43,12 @@ func (t *Type) ToRecord(model map[string]any) module.Record {
 	return r
 }
 
+// toColumn converts what a handler returned into what the column's type
+// can hold, where Canonical would not.
 func (c *Column) toColumn(v any) any {
 	switch {
 	case c.Tags:
 		return TagMap(v)
-	case c.SQLType == BigInt || c.SQLType == Numeric:
-		switch x := v.(type) {
-		case string:
-			if _, err := strconv.ParseFloat(x, 64); err == nil {
-				return json.Number(x)
-			}
-		case float64:
-			return json.Number(strconv.FormatFloat(x, 'f', -1, 64))
-		case int:
-			return json.Number(strconv.Itoa(x))
-		case int64:
-			return json.Number(strconv.FormatInt(x, 10))
-		}
 	case c.SQLType == Boolean:
 		if s, ok := v.(string); ok {
 			if b, err := strconv.ParseBool(s); err == nil {
@@ -62,15 +56,9 @@ func (c *Column) toColumn(v any) any {
 			}
 		}
 	case c.SQLType == Text:
-		switch x := v.(type) {
-		case string:
-			return x
-		case json.Number:
-			return x.String()
-		case bool:
-			return strconv.FormatBool(x)
-		default:
-			b, _ := json.Marshal(x)
+		switch v.(type) {
+		case map[string]any, []any:
+			b, _ := json.Marshal(v)
 			return string(b)
 		}
 	}

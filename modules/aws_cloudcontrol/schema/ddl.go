@@ -2,46 +2,68 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/iasql/iasql/modules/module"
 )
 
-// DDL is the SQL that creates the type's table: CREATE TABLE
-// public."<table>" with the id column, one column per property (NOT NULL
-// for required ones), a UNIQUE constraint on the identity, and COMMENT ON
-// the table and every column, from the schema's descriptions and saying
-// which columns are read-only, write-only and create-only.
-func (t *Type) DDL() string {
-	tbl := "public." + quoteIdent(t.Table)
-	var b strings.Builder
-	fmt.Fprintf(&b, "CREATE TABLE %s (\n  %s serial PRIMARY KEY", tbl, quoteIdent(IDColumn))
+// declare is the type's table as a module.Table declaration: one
+// module.Column per property, in the table's column order (NOT NULL for
+// required properties; read-only ones feedback, the rest declarative;
+// create-only properties, and every declarative column of a type without
+// an update handler, create-only; the identifier's columns the cloud
+// identity), with the comments of the table and its columns from the
+// schema's descriptions, saying which columns are read-only, write-only
+// and create-only. Its DDL (module.Table.DDL) creates the table; SQL adds
+// what is not a column.
+func (t *Type) declare() module.Table {
+	ids := t.IdentifierColumns()
+	mt := module.Table{Name: t.Table, Comment: t.tableComment()}
 	for _, c := range t.Columns {
-		fmt.Fprintf(&b, ",\n  %s %s", quoteIdent(c.Name), c.SQLType)
-		if c.Required {
-			b.WriteString(" NOT NULL")
+		kind := module.Declarative
+		if c.ReadOnly {
+			kind = module.Feedback
 		}
+		mt.Columns = append(mt.Columns, module.Column{
+			Name: c.Name, Type: c.SQLType, Kind: kind, NotNull: c.Required,
+			CloudID:    slices.Contains(ids, c.Name),
+			CreateOnly: !c.ReadOnly && (c.CreateOnly || !t.Updatable),
+			Comment:    t.columnComment(c),
+		})
 	}
+	return mt.Declare()
+}
+
+// SQL is what the type's table needs beyond its columns, run after the
+// table's DDL (module.Module.SQL): the UNIQUE constraint on the identity,
+// and the comments of the constraint and of the id column (which names
+// the identity).
+func (t *Type) SQL() string {
+	tbl := "public." + quoteIdent(t.Table)
 	ids := t.IdentifierColumns()
 	q := make([]string, len(ids))
 	for i, c := range ids {
 		q[i] = quoteIdent(c)
 	}
 	constraint := fit(t.Table+"_identity", t.TypeName+" identity")
-	fmt.Fprintf(&b, ",\n  CONSTRAINT %s UNIQUE (%s)\n);\n", quoteIdent(constraint), strings.Join(q, ", "))
-
-	fmt.Fprintf(&b, "COMMENT ON TABLE %s IS %s;\n", tbl, quoteLiteral(t.tableComment()))
-	fmt.Fprintf(&b, "COMMENT ON COLUMN %s.%s IS %s;\n", tbl, quoteIdent(IDColumn),
-		quoteLiteral("Database identifier of the row; the cloud knows the resource by "+strings.Join(ids, ", ")+"."))
-	for _, c := range t.Columns {
-		fmt.Fprintf(&b, "COMMENT ON COLUMN %s.%s IS %s;\n", tbl, quoteIdent(c.Name), quoteLiteral(t.columnComment(c)))
-	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "ALTER TABLE %s ADD CONSTRAINT %s UNIQUE (%s);\n", tbl, quoteIdent(constraint), strings.Join(q, ", "))
 	fmt.Fprintf(&b, "COMMENT ON CONSTRAINT %s ON %s IS %s;\n", quoteIdent(constraint), tbl,
 		quoteLiteral("A resource appears once: its identity ("+strings.Join(ids, ", ")+") is unique."))
-	// serial names its sequence <table>_id_seq; PostgreSQL shortens a
-	// longer name its own way, so only a name that fits is commented.
-	if seq := t.Table + "_id_seq"; len(seq) <= maxIdent {
-		fmt.Fprintf(&b, "COMMENT ON SEQUENCE public.%s IS %s;\n", quoteIdent(seq), quoteLiteral("Generates "+t.Table+".id."))
-	}
+	fmt.Fprintf(&b, "COMMENT ON COLUMN %s.%s IS %s;\n", tbl, quoteIdent(IDColumn),
+		quoteLiteral("Database identifier of the row; the cloud knows the resource by "+strings.Join(ids, ", ")+"."))
 	return b.String()
+}
+
+// checkDDL refuses a type whose table the generated DDL
+// (module.Table.DDL, which writes names unquoted) cannot create: a table
+// name that does not start with a letter (an organization such as 1Abc).
+func (t *Type) checkDDL() error {
+	if t.Table == "" || t.Table[0] < 'a' || t.Table[0] > 'z' {
+		return fmt.Errorf("%s: its table name %q does not start with a letter, which the generated table cannot have", t.TypeName, t.Table)
+	}
+	return nil
 }
 
 func (t *Type) tableComment() string {

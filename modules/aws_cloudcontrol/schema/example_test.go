@@ -5,40 +5,69 @@ import (
 	"os"
 
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
+	"github.com/iasql/iasql/modules/module"
 )
 
-// The table of AWS::Logs::LogGroup, as its DDL creates it.
-func ExampleType_DDL() {
+// The table of AWS::Logs::LogGroup: its declaration, the DDL the
+// declaration makes, and the SQL that follows it (the identity's
+// constraint).
+func ExampleType_ModuleTable() {
 	doc, _ := os.ReadFile("../../../internal/emulator/cfnschemas/aws-logs-loggroup.json")
 	t, err := schema.Parse(doc)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Print(t.DDL())
+	tbl := t.ModuleTable()
+	kinds := map[module.Kind]string{module.Declarative: "declarative", module.Feedback: "feedback", module.Initial: "initial"}
+	for _, c := range tbl.Columns {
+		fmt.Printf("%s %s %s", c.Name, c.Type, kinds[c.Kind])
+		for _, f := range []struct {
+			on   bool
+			what string
+		}{{c.NotNull, "not null"}, {c.CloudID, "cloud id"}, {c.CreateOnly, "create-only"}} {
+			if f.on {
+				fmt.Print(", " + f.what)
+			}
+		}
+		fmt.Println()
+	}
+	fmt.Println()
+	fmt.Print(tbl.DDL())
+	fmt.Print(t.SQL())
 	// Output:
-	// CREATE TABLE public."aws_logs_log_group" (
-	//   "id" serial PRIMARY KEY,
-	//   "log_group_name" text,
-	//   "arn" text,
-	//   "data_protection_policy" jsonb,
-	//   "field_index_policies" jsonb,
-	//   "kms_key_id" text,
-	//   "log_group_class" text,
-	//   "retention_in_days" bigint,
-	//   "tags" jsonb,
-	//   CONSTRAINT "aws_logs_log_group_identity" UNIQUE ("log_group_name")
+	// log_group_name text declarative, cloud id, create-only
+	// arn text feedback
+	// data_protection_policy jsonb declarative
+	// field_index_policies jsonb declarative
+	// kms_key_id text declarative
+	// log_group_class text declarative, create-only
+	// retention_in_days bigint declarative
+	// tags jsonb declarative
+	//
+	// CREATE TABLE public.aws_logs_log_group (
+	//   id serial PRIMARY KEY,
+	//   log_group_name text,
+	//   arn text,
+	//   data_protection_policy jsonb,
+	//   field_index_policies jsonb,
+	//   kms_key_id text,
+	//   log_group_class text,
+	//   retention_in_days bigint,
+	//   tags jsonb
 	// );
-	// COMMENT ON TABLE public."aws_logs_log_group" IS 'AWS::Logs::LogGroup resources (Cloud Control API). A CloudWatch Logs log group: a named container of log streams sharing retention, encryption and access settings. Insert a row to create one, update it to change it, delete it to delete it.';
-	// COMMENT ON COLUMN public."aws_logs_log_group"."id" IS 'Database identifier of the row; the cloud knows the resource by log_group_name.';
-	// COMMENT ON COLUMN public."aws_logs_log_group"."log_group_name" IS 'Name of the log group; generated when left out. (property LogGroupName; create-only: changing it replaces the resource)';
-	// COMMENT ON COLUMN public."aws_logs_log_group"."arn" IS 'ARN of the group (ending in :*), set by AWS. (property Arn; read-only: set by the cloud, never written to it)';
-	// COMMENT ON COLUMN public."aws_logs_log_group"."data_protection_policy" IS 'Data protection policy document of the group. (property DataProtectionPolicy)';
-	// COMMENT ON COLUMN public."aws_logs_log_group"."field_index_policies" IS 'Field index policies of the group. (property FieldIndexPolicies; order does not matter)';
-	// COMMENT ON COLUMN public."aws_logs_log_group"."kms_key_id" IS 'ARN of the KMS key that encrypts the group''s log data. (property KmsKeyId)';
-	// COMMENT ON COLUMN public."aws_logs_log_group"."log_group_class" IS 'Storage class of the group. (property LogGroupClass; create-only: changing it replaces the resource; absent means STANDARD)';
-	// COMMENT ON COLUMN public."aws_logs_log_group"."retention_in_days" IS 'Days log events are kept; absent keeps them forever. (property RetentionInDays)';
-	// COMMENT ON COLUMN public."aws_logs_log_group"."tags" IS 'Tags of the group. (property Tags; tags as one JSON object {"key": "value"})';
+	// COMMENT ON TABLE public.aws_logs_log_group IS 'AWS::Logs::LogGroup resources (Cloud Control API). A CloudWatch Logs log group: a named container of log streams sharing retention, encryption and access settings. Insert a row to create one, update it to change it, delete it to delete it.';
+	// COMMENT ON COLUMN public.aws_logs_log_group.id IS 'Database identifier of the row.';
+	// COMMENT ON COLUMN public.aws_logs_log_group.log_group_name IS 'Name of the log group; generated when left out. (property LogGroupName; create-only: changing it replaces the resource)';
+	// COMMENT ON COLUMN public.aws_logs_log_group.arn IS 'ARN of the group (ending in :*), set by AWS. (property Arn; read-only: set by the cloud, never written to it)';
+	// COMMENT ON COLUMN public.aws_logs_log_group.data_protection_policy IS 'Data protection policy document of the group. (property DataProtectionPolicy)';
+	// COMMENT ON COLUMN public.aws_logs_log_group.field_index_policies IS 'Field index policies of the group. (property FieldIndexPolicies; order does not matter)';
+	// COMMENT ON COLUMN public.aws_logs_log_group.kms_key_id IS 'ARN of the KMS key that encrypts the group''s log data. (property KmsKeyId)';
+	// COMMENT ON COLUMN public.aws_logs_log_group.log_group_class IS 'Storage class of the group. (property LogGroupClass; create-only: changing it replaces the resource; absent means STANDARD)';
+	// COMMENT ON COLUMN public.aws_logs_log_group.retention_in_days IS 'Days log events are kept; absent keeps them forever. (property RetentionInDays)';
+	// COMMENT ON COLUMN public.aws_logs_log_group.tags IS 'Tags of the group. (property Tags; tags as one JSON object {"key": "value"})';
+	// COMMENT ON SEQUENCE public.aws_logs_log_group_id_seq IS 'Generates aws_logs_log_group.id.';
+	// ALTER TABLE public."aws_logs_log_group" ADD CONSTRAINT "aws_logs_log_group_identity" UNIQUE ("log_group_name");
 	// COMMENT ON CONSTRAINT "aws_logs_log_group_identity" ON public."aws_logs_log_group" IS 'A resource appears once: its identity (log_group_name) is unique.';
-	// COMMENT ON SEQUENCE public."aws_logs_log_group_id_seq" IS 'Generates aws_logs_log_group.id.';
+	// COMMENT ON COLUMN public."aws_logs_log_group"."id" IS 'Database identifier of the row; the cloud knows the resource by log_group_name.';
 }

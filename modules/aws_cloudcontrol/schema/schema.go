@@ -1,8 +1,9 @@
 // Package schema turns a CloudFormation resource schema (the document
 // cloudformation:DescribeType returns for a RESOURCE type) into a table: its
 // name, one column per top-level property with a SQL type, which columns are
-// the cloud identity, feedback, write-only or create-only, the CREATE TABLE
-// and COMMENT ON statements, and the module.Table the engine works with. It
+// the cloud identity, feedback, write-only or create-only, and the
+// module.Table that declares it (whose DDL creates it) with the SQL it needs
+// beyond its columns (the identity's UNIQUE constraint). It
 // also converts between the table's records (column -> value) and Cloud
 // Control resource models (property -> value).
 //
@@ -100,6 +101,7 @@ type Type struct {
 
 	byProp map[string]int
 	byCol  map[string]int
+	table  module.Table // declared (ModuleTable)
 }
 
 // ErrNotProvisionable is wrapped by Parse and CheckProvisioning for a type
@@ -363,6 +365,10 @@ func Parse(doc []byte) (*Type, error) {
 			return nil, fmt.Errorf("%s: the list handler needs property %s, which the schema does not have", s.TypeName, p)
 		}
 	}
+	if err := t.checkDDL(); err != nil {
+		return nil, err
+	}
+	t.table = t.declare()
 	return t, nil
 }
 
@@ -414,23 +420,11 @@ func (t *Type) IdentifierColumns() []string {
 	return out
 }
 
-// ModuleTable is the table as the engine sees it: identity, declarative
-// and feedback columns, create-only columns (every declarative column of
-// a type without an update handler).
-func (t *Type) ModuleTable() module.Table {
-	mt := module.Table{Name: t.Table, CloudID: t.IdentifierColumns()}
-	for _, c := range t.Columns {
-		if c.ReadOnly {
-			mt.Feedback = append(mt.Feedback, c.Name)
-			continue
-		}
-		mt.Declarative = append(mt.Declarative, c.Name)
-		if c.CreateOnly || !t.Updatable {
-			mt.CreateOnly = append(mt.CreateOnly, c.Name)
-		}
-	}
-	return mt
-}
+// ModuleTable is the type's table, declared (module.Table.Declare): its
+// columns, and from them the identity, declarative and feedback columns,
+// and the create-only ones (every declarative column of a type without an
+// update handler). Its DDL creates the table; SQL adds the rest.
+func (t *Type) ModuleTable() module.Table { return t.table }
 
 // unorderedBelow lists the arrays nested in p (at path below the column)
 // whose insertionOrder is false; depth bounds recursive definitions.

@@ -48,8 +48,12 @@ func TestTableName(t *testing.T) {
 	}
 	long := "AWS::SomeVeryLongServiceName::" + strings.Repeat("AndSoOn", 10)
 	got := schema.TableName(long)
-	if len(got) > 63 || got != schema.TableName(long) || got == schema.TableName(long+"X") {
-		t.Errorf("long TableName %q: want ≤ 63 bytes, stable and unique", got)
+	if len(got) > 56 || got != schema.TableName(long) || got == schema.TableName(long+"X") {
+		t.Errorf("long TableName %q: want ≤ 56 bytes (its sequence <table>_id_seq ≤ 63), stable and unique", got)
+	}
+	// 57 bytes: its sequence's name would not be <table>_id_seq.
+	if got := schema.TableName("AWS::NetworkManager::TransitGatewayRouteTableAttachment"); len(got) > 56 || !strings.HasPrefix(got, "aws_networkmanager_transit_gateway_route_") {
+		t.Errorf("TableName of a 57-byte name: %q", got)
 	}
 }
 
@@ -58,6 +62,8 @@ func TestColumnName(t *testing.T) {
 		"LogGroupName": "log_group_name", "KmsKeyId": "kms_key_id", "SSESpecification": "sse_specification",
 		"Ipv6CidrBlock": "ipv6_cidr_block", "S3Bucket": "s3_bucket", "Arn": "arn", "Id": "aws_id",
 		"KMSMasterKeyID": "kms_master_key_id", "RetentionInDays": "retention_in_days",
+		// Words SQL reserves cannot be column names unquoted.
+		"Order": "aws_order", "Default": "aws_default", "User": "aws_user", "Type": "type",
 	}
 	for in, want := range cases {
 		if got := schema.ColumnName(in); got != want {
@@ -164,29 +170,45 @@ func TestEmulatorSchemas(t *testing.T) {
 			if len(mt.Declarative)+len(mt.Feedback) != len(ty.Columns) {
 				t.Errorf("declarative %v + feedback %v do not cover the %d columns", mt.Declarative, mt.Feedback, len(ty.Columns))
 			}
-			ddl := ty.DDL()
-			if !strings.HasPrefix(ddl, `CREATE TABLE public."`+w.table+`" (`) {
-				t.Errorf("DDL does not create public.%q:\n%s", w.table, ddl)
+			// The declaration: a column per property, in the table's
+			// order, of its type, NOT NULL when required, commented; its
+			// DDL creates them, and SQL adds the identity's constraint.
+			if len(mt.Columns) != len(ty.Columns) {
+				t.Fatalf("declares %d columns, the type has %d", len(mt.Columns), len(ty.Columns))
+			}
+			for i, c := range ty.Columns {
+				d := mt.Columns[i]
+				if d.Name != c.Name || d.Type != c.SQLType || d.NotNull != c.Required || d.Comment == "" || d.Default != "" || d.Ref != "" {
+					t.Errorf("column %d declared %+v, the type's is %+v", i+1, d, c)
+				}
+			}
+			ddl := mt.DDL()
+			if !strings.HasPrefix(ddl, "CREATE TABLE public."+w.table+" (") {
+				t.Errorf("DDL does not create public.%s:\n%s", w.table, ddl)
 			}
 			for _, c := range ty.Columns {
-				decl := `"` + c.Name + `" ` + c.SQLType
+				decl := c.Name + " " + c.SQLType
 				if c.Required {
 					decl += " NOT NULL"
 				}
 				if !strings.Contains(ddl, decl+",\n") && !strings.Contains(ddl, decl+"\n") {
 					t.Errorf("DDL lacks %s", decl)
 				}
-				if !strings.Contains(ddl, `COMMENT ON COLUMN public."`+w.table+`"."`+c.Name+`" IS '`) {
+				if !strings.Contains(ddl, "COMMENT ON COLUMN public."+w.table+"."+c.Name+" IS '") {
 					t.Errorf("DDL lacks the comment of %s", c.Name)
 				}
 			}
-			if !strings.Contains(ddl, `COMMENT ON TABLE public."`+w.table+`" IS '`) {
+			if !strings.Contains(ddl, "COMMENT ON TABLE public."+w.table+" IS '") {
 				t.Error("DDL lacks the table's comment")
 			}
 			for _, c := range mt.Feedback {
-				if !strings.Contains(ddl, `"`+c+`" IS '`) || !commentOf(ddl, c, "read-only") {
+				if !commentOf(ddl, c, "read-only") {
 					t.Errorf("the comment of %s does not say read-only", c)
 				}
+			}
+			ids := `"` + strings.Join(w.cloudID, `", "`) + `"`
+			if sql := ty.SQL(); !strings.Contains(sql, `ALTER TABLE public."`+w.table+`" ADD CONSTRAINT "`+w.table+`_identity" UNIQUE (`+ids+`);`) {
+				t.Errorf("SQL lacks the identity's constraint:\n%s", sql)
 			}
 		})
 	}
@@ -194,7 +216,7 @@ func TestEmulatorSchemas(t *testing.T) {
 
 func commentOf(ddl, col, word string) bool {
 	for _, line := range strings.Split(ddl, "\n") {
-		if strings.Contains(line, `."`+col+`" IS '`) {
+		if strings.Contains(line, "COMMENT ON COLUMN") && strings.Contains(line, "."+col+" IS '") {
 			return strings.Contains(line, word)
 		}
 	}
@@ -255,7 +277,7 @@ func TestParseDetails(t *testing.T) {
 	if mt := ty.ModuleTable(); len(mt.CreateOnly) != len(mt.Declarative) {
 		t.Errorf("a type without update: create-only %v, declarative %v", mt.CreateOnly, mt.Declarative)
 	}
-	ddl := ty.DDL()
+	ddl := ty.ModuleTable().DDL()
 	if !strings.Contains(ddl, "It''s the name") || !strings.Contains(ddl, "A thing''s test") {
 		t.Errorf("quotes not escaped:\n%s", ddl)
 	}
@@ -285,6 +307,7 @@ func TestParseRefuses(t *testing.T) {
 		{"no list handler", base(`"create": {}, "read": {}, "delete": {}`, `"Name": {"type": "string"}`), "no list handler", false},
 		{"colliding columns", base(all, `"Name": {"type": "string"}, "NAME": {"type": "string"}`), "both make column", false},
 		{"the engine's id", base(all, `"Name": {"type": "string"}, "ID": {"type": "string"}, "AwsId": {"type": "string"}`), "both make column", false},
+		{"a table name not starting with a letter", `{"typeName": "1Abc::T::T", "properties": {"Name": {"type": "string"}}, "primaryIdentifier": ["/properties/Name"], "handlers": {` + all + `}}`, "does not start with a letter", false},
 		{"identifier not a property", `{"typeName": "AWS::T::T", "properties": {"A": {"type": "string"}}, "primaryIdentifier": ["/properties/B"], "handlers": {` + all + `}}`, "not a top-level property", false},
 	}
 	for _, c := range cases {

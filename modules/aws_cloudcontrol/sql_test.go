@@ -1,0 +1,175 @@
+package aws_cloudcontrol_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/modules/aws_cloudcontrol"
+	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
+)
+
+// TestTypeSQL installs the module of every type the emulator serves into a
+// database of its own (Module.InstallSQL: the DDL of the declared table,
+// then the identity's constraint) and compares the table with its
+// declaration, as modules/sql_test.go's checkDeclared does for the built-in
+// modules: after id, the declared columns in order, each of its type and
+// NOT NULL, no default; the identity unique; every object commented.
+func TestTypeSQL(t *testing.T) {
+	files, err := filepath.Glob("../../internal/emulator/cfnschemas/*.json")
+	if err != nil || len(files) != 7 {
+		t.Fatalf("want the emulator's 7 schemas, found %v (%v)", files, err)
+	}
+	for _, f := range files {
+		doc, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ty, err := schema.Parse(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(ty.TypeName, func(t *testing.T) {
+			t.Parallel()
+			m, err := aws_cloudcontrol.Catalog().Module(ty.TypeName, doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Tables) != 1 {
+				t.Fatalf("tables %v, want one", m.Tables)
+			}
+			tbl := m.Tables[0]
+			dsn := srv.NewDB(t)
+			pgtest.Exec(t, dsn, "BEGIN;\n"+m.InstallSQL()+"\nCOMMIT;")
+			conn := pgtest.Connect(t, dsn)
+			ctx := context.Background()
+
+			type col struct {
+				Name, Type string
+				NotNull    bool
+				Default    string
+			}
+			rows, err := conn.Query(ctx, `
+				SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull,
+				       coalesce(pg_catalog.pg_get_expr(d.adbin, d.adrelid), '')
+				  FROM pg_catalog.pg_attribute a
+				  LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+				 WHERE a.attrelid = ('public.' || $1)::regclass AND a.attnum > 0 AND NOT a.attisdropped
+				 ORDER BY a.attnum`, tbl.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			have, err := pgx.CollectRows(rows, pgx.RowToStructByPos[col])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []col{{"id", "integer", true, "nextval('" + tbl.Name + "_id_seq'::regclass)"}}
+			for _, c := range tbl.Columns {
+				want = append(want, col{Name: c.Name, Type: c.Type, NotNull: c.NotNull, Default: c.Default})
+			}
+			if !slices.Equal(have, want) {
+				t.Errorf("the database has columns\n%v\nthe declaration\n%v", have, want)
+			}
+
+			var unique string
+			if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint
+				WHERE conrelid = ('public.' || $1)::regclass AND conname = $1 || '_identity'`, tbl.Name).Scan(&unique); err != nil {
+				t.Fatalf("the identity constraint %s_identity: %v", tbl.Name, err)
+			}
+			ids := ""
+			for i, c := range tbl.CloudID {
+				if i > 0 {
+					ids += ", "
+				}
+				ids += c
+			}
+			if unique != "UNIQUE ("+ids+")" {
+				t.Errorf("%s_identity is %s, want UNIQUE (%s)", tbl.Name, unique, ids)
+			}
+
+			// The table, its columns, its sequence and its constraint
+			// are commented.
+			var missing []string
+			rows, err = conn.Query(ctx, `
+				WITH obj AS (
+				  SELECT 'pg_class'::regclass AS classid, c.oid AS objid, 0 AS objsubid
+				    FROM pg_catalog.pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'S')
+				  UNION ALL
+				  SELECT 'pg_class'::regclass, a.attrelid, a.attnum FROM pg_catalog.pg_attribute a
+				   WHERE a.attrelid = ('public.' || $1)::regclass AND a.attnum > 0 AND NOT a.attisdropped
+				  UNION ALL
+				  SELECT 'pg_constraint'::regclass, k.oid, 0 FROM pg_catalog.pg_constraint k
+				   WHERE k.conrelid = ('public.' || $1)::regclass AND k.contype NOT IN ('p', 'n'))
+				SELECT pg_catalog.pg_describe_object(classid, objid, objsubid) FROM obj o
+				 WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_description d
+				                    WHERE d.classoid = o.classid AND d.objoid = o.objid AND d.objsubid = o.objsubid)`, tbl.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if missing, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+				t.Fatal(err)
+			}
+			if len(missing) > 0 {
+				t.Errorf("without a COMMENT: %v", missing)
+			}
+		})
+	}
+}
+
+// TestReservedWords: a property named by a word the database reserves
+// (a column name the declared table's DDL, which writes names unquoted,
+// cannot have) makes an aws_ column, and a word it does not reserve is the
+// column itself; a type with a property named by each keyword installs.
+func TestReservedWords(t *testing.T) {
+	dsn := srv.NewDB(t)
+	conn := pgtest.Connect(t, dsn)
+	rows, err := conn.Query(context.Background(), `SELECT word, catcode IN ('R', 'T') FROM pg_catalog.pg_get_keywords()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kw struct {
+		Word     string
+		Reserved bool
+	}
+	words, err := pgx.CollectRows(rows, pgx.RowToStructByPos[kw])
+	if err != nil || len(words) == 0 {
+		t.Fatalf("keywords: %v %v", words, err)
+	}
+	for _, w := range words {
+		want := w.Word
+		if w.Reserved {
+			want = "aws_" + w.Word
+		}
+		if got := schema.ColumnName(w.Word); got != want {
+			t.Errorf("ColumnName(%s) = %s, want %s", w.Word, got, want)
+		}
+	}
+	props := map[string]any{"WordsId": map[string]any{"type": "string"}}
+	for _, w := range words {
+		props[w.Word] = map[string]any{"type": "string"}
+	}
+	all := map[string]any{"permissions": []any{}}
+	doc, err := json.Marshal(map[string]any{
+		"typeName": "AWS::Test::Words", "properties": props, "primaryIdentifier": []any{"/properties/WordsId"},
+		"handlers": map[string]any{"create": all, "read": all, "delete": all, "list": all},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := aws_cloudcontrol.Catalog().Module("AWS::Test::Words", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, dsn, "BEGIN;\n"+m.InstallSQL()+"\nCOMMIT;")
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_attribute
+		WHERE attrelid = 'public.aws_test_words'::regclass AND attnum > 1`).Scan(&n); err != nil || n != len(words)+1 {
+		t.Errorf("the table has %d columns (%v), want %d", n, err, len(words)+1)
+	}
+}
