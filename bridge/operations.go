@@ -99,16 +99,29 @@ func (c *cycle) dueOnly(actions []*plan.Action) []*plan.Action {
 // off: dueOnly).
 const maxPolledAttempts = 3
 
-// defaultPoll is when to ask about an operation the cloud gave no advice on.
-const defaultPoll = 2 * time.Second
+// Polls of an operation the cloud gave no advice on (module.Pending's
+// RetryAfter 0) come soon at first, then less often: a quarter of the
+// time it has run, between minPoll and maxPoll. An instance that is
+// running after 5 s is seen within about a second, a load balancer that
+// takes minutes is asked about every 15 s.
+const (
+	minPoll = time.Second
+	maxPoll = 15 * time.Second
+)
+
+// pollDelay is when to ask next about an operation that has run for age:
+// the cloud's advice when it gave one.
+func pollDelay(advice, age time.Duration) time.Duration {
+	if advice > 0 {
+		return advice
+	}
+	return min(maxPoll, max(minPoll, age/4))
+}
 
 // startOp persists that a's operation runs on in the cloud under p's
 // handle, and what the cloud already says of the resource (its identity).
 func (c *cycle) startOp(ctx context.Context, a *plan.Action, p *module.Pending) error {
-	after := p.RetryAfter
-	if after <= 0 {
-		after = defaultPoll
-	}
+	after := pollDelay(p.RetryAfter, 0)
 	err := c.dbTx(ctx, func(tx pgx.Tx) error {
 		if p.Record != nil && a.Row != nil && a.Kind == plan.CloudCreate {
 			if err := store.FeedbackTx(ctx, tx, a.Tab.Spec, a.ID, a.Row.DB, p.Record); err != nil {
@@ -144,10 +157,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 			var p *module.Pending
 			switch {
 			case errors.As(err, &p):
-				after := p.RetryAfter
-				if after <= 0 {
-					after = defaultPoll
-				}
+				after := pollDelay(p.RetryAfter, now.Sub(o.Since))
 				handle := cmp.Or(p.Handle, o.Handle)
 				if err := c.dbTx(ctx, func(tx pgx.Tx) error {
 					return store.SetHandle(ctx, tx, ts.Spec.Name, key, handle, now.Add(after))

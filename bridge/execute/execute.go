@@ -81,7 +81,7 @@ func New(limit int) *Executor { return &Executor{lanes: NewLanes(limit)} }
 // Run runs the actions (in tableOrder: creates parents first, deletes
 // children first), retrying the failed ones at increasing intervals while
 // the set of failures keeps changing (dependencies between tasks settle
-// that way). An action whose parent (or, for a delete, whose child) failed
+// that way) or a failure is transient (throttling, 5xx). An action whose parent (or, for a delete, whose child) failed
 // is held, not tried, so one failure holds up only what depends on it.
 // Conflicts are not failures: the record is planned again in the next
 // pass. It returns the failures, one line each.
@@ -111,7 +111,10 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 		}
 		sort.Strings(keys)
 		now := strings.Join(keys, "\n")
-		if len(r.failed) == 0 || now == lastFailed || n+1 >= maxRounds || ctx.Err() != nil {
+		// The same failures again end the pass, unless one of them passes
+		// by itself (throttling, a 5xx): those are tried again, later each
+		// round, up to maxRounds.
+		if len(r.failed) == 0 || (now == lastFailed && !r.transient) || n+1 >= maxRounds || ctx.Err() != nil {
 			out := append(final, r.errs...)
 			sort.Strings(out)
 			return out
@@ -138,6 +141,8 @@ type round struct {
 	failed []*plan.Action    // to retry in the next round
 	errs   []string          // the failures of what is retried
 	gaveUp []string          // keys of actions that failed for good
+	// transient: a failure to retry passes by itself (module.Transient).
+	transient bool
 	final  []string          // their failures
 }
 
@@ -279,6 +284,7 @@ func (r *round) settle(a *plan.Action, err error) {
 		}
 		r.errs = append(r.errs, a.Failure(err.Error()))
 		r.failed = append(r.failed, a)
+		r.transient = r.transient || module.Transient(err)
 	}
 }
 

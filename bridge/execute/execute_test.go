@@ -3,10 +3,13 @@ package execute_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/aws/smithy-go"
 
 	"github.com/iasql/iasql/bridge/execute"
 	"github.com/iasql/iasql/bridge/plan"
@@ -20,6 +23,7 @@ import (
 type doer struct {
 	mu                    sync.Mutex
 	fail                  map[string]int
+	throttled             map[string]int // how many times AWS answers RequestLimitExceeded first
 	terminal              map[string]bool
 	conflict              map[string]bool
 	calls                 map[string]int
@@ -30,7 +34,7 @@ type doer struct {
 }
 
 func newDoer() *doer {
-	return &doer{fail: map[string]int{}, terminal: map[string]bool{}, conflict: map[string]bool{}, calls: map[string]int{}, settled: map[string]error{}}
+	return &doer{fail: map[string]int{}, throttled: map[string]int{}, terminal: map[string]bool{}, conflict: map[string]bool{}, calls: map[string]int{}, settled: map[string]error{}}
 }
 
 func (d *doer) Begin(context.Context) error  { d.mu.Lock(); d.begun++; d.mu.Unlock(); return nil }
@@ -60,6 +64,8 @@ func (d *doer) Cloud(_ context.Context, a *plan.Action) error {
 		return store.ErrConflict
 	case d.terminal[key]:
 		return &module.TerminalError{Err: errors.New("InvalidParameter")}
+	case d.calls[key] <= d.throttled[key]:
+		return fmt.Errorf("create: %w", &smithy.GenericAPIError{Code: "RequestLimitExceeded", Message: "Rate exceeded"})
 	case d.fail[key] < 0 || d.calls[key] <= d.fail[key]:
 		return errors.New("Throttling")
 	}
@@ -107,6 +113,17 @@ func TestRun(t *testing.T) {
 		check: func(t *testing.T, d *doer) {
 			if d.calls["parent 1"] != 2 || d.calls["child 5"] != 1 {
 				t.Errorf("calls %v; want the parent twice, the child once (after it)", d.calls)
+			}
+		},
+	}, {
+		name: "throttling that repeats is retried, later each round, until it passes; the child waits",
+		setup: func(d *doer) []*plan.Action {
+			d.throttled["parent 1"] = 3
+			return []*plan.Action{create(parentSpec, "1", module.Record{"name": "p"}), create(childSpec, "5", module.Record{"name": "c", "parent_id": "1"})}
+		},
+		check: func(t *testing.T, d *doer) {
+			if d.calls["parent 1"] != 4 || d.calls["child 5"] != 1 {
+				t.Errorf("calls %v; want the parent four times (three throttled), then the child once", d.calls)
 			}
 		},
 	}, {

@@ -19,6 +19,7 @@ type Op struct {
 	LastError            string
 	Handle               string    // a long operation's handle, while it runs
 	PollAfter            time.Time // when to ask about it
+	Since                time.Time // when it began (the handle's, once it has one)
 }
 
 // Operation states, as iasql_operations spells them.

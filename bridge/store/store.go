@@ -411,7 +411,7 @@ func ReadReplacements(ctx context.Context, conn *pgx.Conn, tables []string) (map
 // ReadOps reads iasql_operations for the tables: table -> record key -> op.
 func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]snapshot.Op, error) {
 	rows, err := conn.Query(ctx, `SELECT table_name, record_key, action, state, coalesce(token, ''), attempts,
-		coalesce(next_retry, 'epoch'), coalesce(handle, ''), coalesce(poll_after, 'epoch'), coalesce(last_error, '')
+		coalesce(next_retry, 'epoch'), coalesce(handle, ''), coalesce(poll_after, 'epoch'), coalesce(last_error, ''), since
 		FROM public.iasql_operations WHERE table_name = ANY($1)`, tables)
 	if err != nil {
 		return nil, fmt.Errorf("read operations: %w", err)
@@ -421,7 +421,7 @@ func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]m
 	for rows.Next() {
 		var t, k string
 		var o snapshot.Op
-		if err := rows.Scan(&t, &k, &o.Action, &o.State, &o.Token, &o.Attempts, &o.NextRetry, &o.Handle, &o.PollAfter, &o.LastError); err != nil {
+		if err := rows.Scan(&t, &k, &o.Action, &o.State, &o.Token, &o.Attempts, &o.NextRetry, &o.Handle, &o.PollAfter, &o.LastError, &o.Since); err != nil {
 			return nil, fmt.Errorf("read operations: %w", err)
 		}
 		if out[t] == nil {
@@ -446,13 +446,15 @@ func ForgetOps(ctx context.Context, tx pgx.Tx, tables, keys []string) error {
 }
 
 // SetHandle records the handle of a record's long operation and when to
-// ask about it next, or (handle "") that none runs any more.
+// ask about it next, or (handle "") that none runs any more. A handle set
+// where none was starts the operation's clock (since).
 func SetHandle(ctx context.Context, tx pgx.Tx, table, key, handle string, pollAfter time.Time) error {
 	var at any
 	if handle != "" {
 		at = pollAfter
 	}
-	_, err := tx.Exec(ctx, `UPDATE public.iasql_operations SET handle = nullif($3, ''), poll_after = $4, updated_at = pg_catalog.clock_timestamp()
+	_, err := tx.Exec(ctx, `UPDATE public.iasql_operations SET handle = nullif($3, ''), poll_after = $4, updated_at = pg_catalog.clock_timestamp(),
+		  since = CASE WHEN handle IS NULL AND $3 <> '' THEN pg_catalog.clock_timestamp() ELSE since END
 		WHERE table_name = $1 AND record_key = $2`, table, key, handle, at)
 	return err
 }

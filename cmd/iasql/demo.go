@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,11 +19,12 @@ import (
 	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgcluster"
+	"github.com/iasql/iasql/internal/webtier"
 	"github.com/iasql/iasql/modules"
 )
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("demo", "Start a throwaway PostgreSQL cluster (from the installed server binaries), the AWS emulator\nand the sidecar, install aws_s3, print how to connect and what to try, and stay up until\nCtrl-C. With --scenario, run a scripted walkthrough instead and exit 0 only when every\nstep checked out. Everything is removed on exit.",
+	f := newFlags("demo", "Start a throwaway PostgreSQL cluster (from the installed server binaries), the AWS emulator\nand the sidecar, install aws_s3 and aws_elb (with the modules it needs: VPCs, security\ngroups, instances), print how to connect and what to try (a bucket, and a web tier of two\ninstances behind a load balancer), and stay up until Ctrl-C. With --scenario, run a scripted\nwalkthrough instead and exit 0 only when every step checked out. Everything is removed on exit.",
 		"  iasql demo\n  iasql demo --scenario", stderr)
 	scenario := f.Bool("scenario", "IASQL_DEMO_SCENARIO", false, "run the scripted walkthrough and exit")
 	logger := logFlags(f, stderr)
@@ -59,7 +62,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("create demo database: %w", err)
 	}
-	emu := emulator.New(emulator.Options{Logger: log})
+	// Launches and load balancers take a while, as on AWS (minutes there):
+	// the commit of the web tier waits for them.
+	emu := emulator.New(emulator.Options{Logger: log, InstanceStartDelay: 2 * time.Second, InstanceStopDelay: 2 * time.Second,
+		LoadBalancerActiveDelay: 5 * time.Second})
 	es, err := emu.Start(ctx, "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -85,18 +91,21 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := waitModules(ctx, conn); err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('aws_s3')`); err != nil {
-		return fmt.Errorf("install aws_s3: %w", err)
+	for _, m := range []string{"aws_s3", "aws_elb"} {
+		if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('`+m+`')`); err != nil {
+			return fmt.Errorf("install %s: %w", m, err)
+		}
 	}
 	if *scenario {
 		cloud := s3.NewFromConfig(awsCfg, func(o *s3.Options) { o.UsePathStyle = true })
-		err := runScenario(ctx, conn, cloud, stdout)
+		err := runScenario(ctx, conn, cloud, awsCfg, stdout)
 		cancel()
 		<-errc
 		return err
 	}
 	fmt.Fprintf(stdout, `
-iasql is running with the aws_s3 module against the emulator. Connect with:
+iasql is running with the aws_s3 and aws_elb modules (and aws_vpc, aws_security_group and
+aws_ec2, which aws_elb needs) against the emulator. Connect with:
 
   psql "%s"
 
@@ -106,14 +115,28 @@ and try:
   CALL iasql_commit();
   SELECT name, region, created_at FROM bucket;
 
+Then a web tier in one transaction: a VPC, two subnets, a security group open on port 80, two
+instances behind an application load balancer (the commit returns once the instances run and
+the load balancer is active):
+
+%s
+  SELECT name, dns_name, state FROM load_balancer;
+  SELECT instance_id, private_ip_address, observed_state FROM instance;
+
 The emulator speaks S3 at %s (AWS_ENDPOINT_URL=%s AWS_ACCESS_KEY_ID=test
 AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1): a bucket you create there shows up as a row.
 Status: bin/iasql status --dsn "%s"
 Press Ctrl-C to stop (everything is removed).
-`, dsn, es.URL, es.URL, dsn)
+`, dsn, indent(webtier.Default().Script(), "  "), es.URL, es.URL, dsn)
 	err = <-errc
 	fmt.Fprintln(stdout, "stopped; removing the cluster")
 	return err
+}
+
+// indent puts prefix before every line of s.
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return prefix + strings.Join(lines, "\n"+prefix) + "\n"
 }
 
 func waitModules(ctx context.Context, conn *pgx.Conn) error {
@@ -132,7 +155,7 @@ func waitModules(ctx context.Context, conn *pgx.Conn) error {
 
 // runScenario walks through the product and checks each step as a user
 // would, printing one line per step and a summary.
-func runScenario(ctx context.Context, conn *pgx.Conn, cloud *s3.Client, w io.Writer) error {
+func runScenario(ctx context.Context, conn *pgx.Conn, cloud *s3.Client, cfg aws.Config, w io.Writer) error {
 	exec := func(sqls ...string) error {
 		for _, q := range sqls {
 			if _, err := conn.Exec(ctx, q); err != nil {
@@ -167,10 +190,7 @@ func runScenario(ctx context.Context, conn *pgx.Conn, cloud *s3.Client, w io.Wri
 		}
 		return nil
 	}
-	steps := []struct {
-		name string
-		run  func() error
-	}{
+	steps := []step{
 		{"create a bucket with SQL, commit, see it in the cloud with its feedback", func() error {
 			if err := exec(`INSERT INTO bucket (name) VALUES ('demo-logs')`, `CALL iasql_commit()`); err != nil {
 				return err
@@ -227,6 +247,7 @@ func runScenario(ctx context.Context, conn *pgx.Conn, cloud *s3.Client, w io.Wri
 			return expect("demo-sure is not in the cloud", ok, err)
 		}},
 	}
+	steps = append(steps, tierSteps(ctx, conn, cfg, exec)...)
 	passed := 0
 	for i, s := range steps {
 		if err := s.run(); err != nil {
@@ -241,4 +262,100 @@ func runScenario(ctx context.Context, conn *pgx.Conn, cloud *s3.Client, w io.Wri
 		return fmt.Errorf("%d of %d demo steps failed", len(steps)-passed, len(steps))
 	}
 	return nil
+}
+
+// step is one step of the scenario.
+type step struct {
+	name string
+	run  func() error
+}
+
+// tierSteps walk a web tier through its life: created in one commit,
+// an instance type changed, an instance replaced by a new AMI (its target
+// moves to the new instance), deleted; the cloud is checked after each.
+func tierSteps(ctx context.Context, conn *pgx.Conn, cfg aws.Config, exec func(...string) error) []step {
+	t := webtier.Default()
+	observe := func() (webtier.Cloud, error) { return t.Observe(ctx, cfg) }
+	return []step{
+		{"a web tier in one commit: VPC, subnets, group, two instances behind a load balancer", func() error {
+			if err := exec(append(append([]string{`CALL iasql_begin()`}, t.Statements()...), `CALL iasql_commit()`)...); err != nil {
+				return err
+			}
+			c, err := observe()
+			if err != nil {
+				return err
+			}
+			if bad := c.Complete(t.Instances); bad != "" {
+				return errors.New(bad)
+			}
+			var n int
+			err = conn.QueryRow(ctx, `SELECT count(*) FROM load_balancer WHERE name = $1 AND dns_name IS NOT NULL AND state = 'active'`, t.Name).Scan(&n)
+			if err == nil && n != 1 {
+				err = errors.New("the load_balancer row has no DNS name or is not active")
+			}
+			return err
+		}},
+		{"change an instance's type: it is stopped, modified and started again", func() error {
+			if err := exec(`UPDATE instance SET instance_type = 't3.small' WHERE tags->>'Name' = 'web-1'`, `CALL iasql_commit()`); err != nil {
+				return err
+			}
+			var id string
+			if err := conn.QueryRow(ctx, `SELECT instance_id FROM instance WHERE tags->>'Name' = 'web-1'`).Scan(&id); err != nil {
+				return err
+			}
+			c, err := observe()
+			if err != nil {
+				return err
+			}
+			if c.Types[id] != "t3.small" || c.Instances[id] != "running" {
+				return fmt.Errorf("instance %s is %s %s, want a running t3.small", id, c.Instances[id], c.Types[id])
+			}
+			if bad := c.Complete(t.Instances); bad != "" {
+				return errors.New(bad)
+			}
+			return nil
+		}},
+		{"change an instance's AMI: a new instance replaces it and takes its place behind the load balancer", func() error {
+			var old string
+			if err := conn.QueryRow(ctx, `SELECT instance_id FROM instance WHERE tags->>'Name' = 'web-2'`).Scan(&old); err != nil {
+				return err
+			}
+			if err := exec(`UPDATE instance SET ami = 'ami-0fedcba9876543210' WHERE tags->>'Name' = 'web-2'`, `CALL iasql_commit()`); err != nil {
+				return err
+			}
+			var now string
+			if err := conn.QueryRow(ctx, `SELECT instance_id FROM instance WHERE tags->>'Name' = 'web-2'`).Scan(&now); err != nil {
+				return err
+			}
+			c, err := observe()
+			if err != nil {
+				return err
+			}
+			switch {
+			case now == old:
+				return fmt.Errorf("the row still names the old instance %s", old)
+			case c.AMIs[now] != "ami-0fedcba9876543210":
+				return fmt.Errorf("the new instance %s runs %q", now, c.AMIs[now])
+			case slices.Contains(c.Targets, old) || !slices.Contains(c.Targets, now):
+				return fmt.Errorf("targets %v: want the new instance %s, not the old %s", c.Targets, now, old)
+			}
+			if bad := c.Complete(t.Instances); bad != "" {
+				return errors.New(bad)
+			}
+			return nil
+		}},
+		{"delete the tier with SQL, commit: nothing of it is left in the cloud", func() error {
+			if err := exec(append(append([]string{`CALL iasql_begin()`}, t.Delete()...), `CALL iasql_commit()`)...); err != nil {
+				return err
+			}
+			c, err := observe()
+			if err != nil {
+				return err
+			}
+			if left := c.Empty(); left != "" {
+				return errors.New(left)
+			}
+			return nil
+		}},
+	}
 }

@@ -163,7 +163,7 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 
 // run measures every figure: writer cost, lag, the backlog rate, then the
 // engine's cycles, slow creates and crashes. IASQL_BENCH_ONLY=capture,
-// =cycles, =sg, =instances (cycle_nodiff_ms_instances_5k), =scoped (commit_overhead_ms and
+// =cycles, =sg, =instances (cycle_nodiff_ms_instances_5k), =tier (tier_commit_s), =scoped (commit_overhead_ms and
 // commit_overhead_ms_10k_scoped), =slow (slow_creates_s_100 and
 // user_write_wait_ms_p99), =cc (cc_cycle_nodiff_ms_1k and
 // cc_creates_s_100) or =crash (crash_duplicates and crash_orphans)
@@ -181,6 +181,8 @@ func (b *bench) run(ctx context.Context) error {
 		return b.securityGroups(ctx)
 	case "instances":
 		return b.instancesPart(ctx)
+	case "tier":
+		return b.tierPart(ctx)
 	case "scoped":
 		return b.scopedPart(ctx)
 	case "slow":
@@ -219,6 +221,9 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	if err := b.instancesPart(ctx); err != nil {
+		return err
+	}
+	if err := b.tierPart(ctx); err != nil {
 		return err
 	}
 	if err := b.slowCreatesPart(ctx); err != nil {

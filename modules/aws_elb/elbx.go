@@ -19,15 +19,13 @@ import (
 // Options tune the mappers.
 type Options struct {
 	// PollAfter is the RetryAfter of a provisioning load balancer's
-	// Pending; 0: 15 s (AWS takes minutes).
+	// Pending; 0 lets the engine choose (soon at first, then less often:
+	// AWS takes minutes).
 	PollAfter time.Duration
 }
 
 // Mappers returns the module's mappers for cfg.
 func Mappers(cfg aws.Config, o Options) map[string]module.Reader {
-	if o.PollAfter == 0 {
-		o.PollAfter = 15 * time.Second
-	}
 	c := &clients{cfg: cfg, ec2: ec2x.NewClients(cfg), elb: regional.NewClients(func(region string) *elb.Client {
 		return elb.NewFromConfig(cfg, func(o *elb.Options) { o.Region = region })
 	})}

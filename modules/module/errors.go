@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
 )
 
@@ -55,4 +57,21 @@ func Deleted(err error, notFound ...string) error {
 		return nil
 	}
 	return err
+}
+
+// Transient reports whether err is a failure that passes by itself:
+// throttling, a server error (5xx), a connection that failed. The SDK
+// retries those a few times; calls that must not be retried blindly (a
+// create without a client token) are not, so they reach the engine, which
+// tries the action again later while failures are transient.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var te *TerminalError
+	if errors.As(err, &te) {
+		return false
+	}
+	return retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary ||
+		retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
 }

@@ -113,3 +113,21 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestTransient(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&smithy.GenericAPIError{Code: "RequestLimitExceeded"}, true},
+		{fmt.Errorf("create VPC: %w", &smithy.GenericAPIError{Code: "Throttling"}), true},
+		{&smithy.GenericAPIError{Code: "InvalidParameterValue"}, false},
+		{&module.TerminalError{Err: &smithy.GenericAPIError{Code: "Throttling"}}, false},
+		{errors.New("Throttling"), false},
+		{nil, false},
+	} {
+		if got := module.Transient(tc.err); got != tc.want {
+			t.Errorf("Transient(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package webtier_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/webtier"
+	"github.com/iasql/iasql/modules"
+)
+
+var srv *pgtest.Server
+
+func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
+
+// newTier starts a sidecar with every module, aws_elb installed (and what
+// it depends on), against an emulator where launches and load balancers
+// take a little while, as on AWS.
+func newTier(t *testing.T) (*enginetest.Env, webtier.Tier) {
+	t.Helper()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules: modules.All(),
+		Install: []string{"aws_elb"},
+		Emulator: emulator.Options{InstanceStartDelay: 300 * time.Millisecond, InstanceStopDelay: 300 * time.Millisecond,
+			LoadBalancerActiveDelay: time.Second},
+	})
+	return e, webtier.Default()
+}
+
+// commitTier writes the tier in one transaction and commits it.
+func commitTier(e *enginetest.Env, tier webtier.Tier) {
+	e.T.Helper()
+	e.Exec(append(append([]string{`CALL iasql_begin()`}, tier.Statements()...), `CALL iasql_commit()`)...)
+}
+
+// whole fails the test unless the cloud holds the tier made whole, and
+// every row has its cloud identity.
+func whole(t *testing.T, e *enginetest.Env, tier webtier.Tier) webtier.Cloud {
+	t.Helper()
+	c, err := tier.Observe(context.Background(), e.AWS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := c.Complete(tier.Instances); bad != "" {
+		t.Fatalf("the cloud after the commit: %s", bad)
+	}
+	for table, id := range map[string]string{"vpc": "vpc_id", "subnet": "subnet_id", "security_group": "group_id", "instance": "instance_id",
+		"load_balancer": "load_balancer_arn", "target_group": "target_group_arn", "listener": "listener_arn"} {
+		if n := e.Count(fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s IS NULL`, table, id)); n != 0 {
+			t.Errorf("%d %s rows without %s", n, table, id)
+		}
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_status`); n != 0 {
+		t.Errorf("%d records not in sync after the commit", n)
+	}
+	return c
+}
+
+// TestTierInOneCommit: the web tier written in one transaction and
+// committed converges, each resource created exactly once, the commit
+// returning once the instances run and the load balancer is active.
+func TestTierInOneCommit(t *testing.T) {
+	t.Parallel()
+	e, tier := newTier(t)
+	commitTier(e, tier)
+	whole(t, e, tier)
+	calls := e.Emu.Calls()
+	for op, want := range map[string]int{
+		"ec2:CreateVpc": 1, "ec2:CreateSubnet": 2, "ec2:CreateSecurityGroup": 1, "ec2:RunInstances": tier.Instances,
+		"elasticloadbalancing:CreateLoadBalancer": 1, "elasticloadbalancing:CreateTargetGroup": 1, "elasticloadbalancing:CreateListener": 1,
+	} {
+		if calls[op] != want {
+			t.Errorf("%s called %d times, want %d", op, calls[op], want)
+		}
+	}
+	if n := e.Count(`SELECT count(*) FROM load_balancer WHERE state = 'active' AND dns_name IS NOT NULL`); n != 1 {
+		t.Errorf("the load_balancer row is not active with a DNS name when the commit returns")
+	}
+	if n := e.Count(`SELECT count(*) FROM instance WHERE observed_state = 'running' AND private_ip_address IS NOT NULL`); n != tier.Instances {
+		t.Errorf("%d instance rows running with an address when the commit returns, want %d", n, tier.Instances)
+	}
+}
+
+// TestTierThrottled: throttling injected into every EC2 and ELBv2 call
+// during the tier's creation; the commit still converges to the whole
+// tier, nothing made twice.
+func TestTierThrottled(t *testing.T) {
+	t.Parallel()
+	e, tier := newTier(t)
+	for _, op := range []string{"ec2:CreateVpc", "ec2:CreateSubnet", "ec2:CreateSecurityGroup", "ec2:RunInstances", "ec2:DescribeInstances",
+		"elasticloadbalancing:*"} {
+		e.Emu.Inject(emulator.Fault{Op: op, Kind: emulator.Throttle, Times: 4})
+	}
+	commitTier(e, tier)
+	whole(t, e, tier) // one VPC, two subnets, one group, one load balancer ... (Complete counts them)
+	if n := e.Count(`SELECT count(*) FROM instance`); n != tier.Instances {
+		t.Errorf("%d instance rows, want %d", n, tier.Instances)
+	}
+}
+
+// TestTierNoOps: once the tier is in sync, changes that change nothing a
+// user could tell (the same set in another order, the same JSON, a
+// protocol in other case, values set to what they are) make no mutating
+// call.
+func TestTierNoOps(t *testing.T) {
+	t.Parallel()
+	e, tier := newTier(t)
+	commitTier(e, tier)
+	whole(t, e, tier)
+	before := e.Mutations()
+	e.Exec(
+		`UPDATE load_balancer SET subnets = ARRAY(SELECT unnest(subnets) ORDER BY 1 DESC)`,
+		`UPDATE load_balancer SET tags = '{}'::jsonb, scheme = 'internet-facing'`,
+		`UPDATE instance SET security_group_ids = security_group_ids || '{}', state = 'running', tags = tags || '{}'`,
+		`UPDATE security_group_rule SET ip_protocol = 'TCP' WHERE ip_protocol = 'tcp'`,
+		`UPDATE target_group SET matcher = '200', health_check_port = 'traffic-port', port = 80`,
+		`UPDATE listener SET port = 80, protocol = 'HTTP'`,
+		`UPDATE vpc SET cidr_block = '10.20.0.0/16' WHERE tags->>'Name' = 'web'`,
+		`UPDATE subnet SET tags = jsonb_build_object('Name', tags->>'Name')`,
+	)
+	e.Commit()
+	after := e.Mutations()
+	for op, n := range after {
+		if n != before[op] {
+			t.Errorf("%s called %d more times by a commit of no-op changes", op, n-before[op])
+		}
+	}
+	whole(t, e, tier)
+}
