@@ -91,11 +91,11 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			return err
 		}
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
-			if err := store.ForgetResource(ctx, tx, ts.Spec.Name, a.Record, a.CloudID); err != nil {
+			// The row may still exist under another identity: it keeps its
+			// record, detached from the resource deleted.
+			if err := c.forgetResource(ctx, tx, ts, a.Record, a.CloudID); err != nil {
 				return err
 			}
-			// The row may still exist under another identity: its intent
-			// is enacted only once its own resource is created.
 			return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{plan.OpKey(a)})
 		})
 	case plan.DBDelete:

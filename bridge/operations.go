@@ -191,6 +191,23 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				if err := c.clearHandle(ctx, ts, key, got); err != nil {
 					return false, err
 				}
+				if o.Action == "delete" {
+					// Gone, as when a delete answers at once (apply.go): its
+					// work is over and the record no longer has the resource.
+					cid := cmp.Or(o.CloudID, strings.TrimPrefix(key, "cloud "))
+					record := key
+					if cid == key {
+						record = ts.RecBy[cid]
+					}
+					if err := c.dbTx(ctx, func(tx pgx.Tx) error {
+						if err := c.forgetResource(ctx, tx, ts, record, cid); err != nil {
+							return err
+						}
+						return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{key})
+					}); err != nil {
+						return false, fmt.Errorf("record that %s %s is deleted: %w", ts.Spec.Name, key, err)
+					}
+				}
 				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
 				if cid := module.CloudIDOf(ts.Spec, got); got != nil && cid != "" {
 					if c.fresh == nil {
@@ -225,6 +242,19 @@ func (c *cycle) clearHandle(ctx context.Context, ts *snapshot.Table, key string,
 		}
 		return store.SetHandle(ctx, tx, ts.Spec.Name, key, "", time.Time{})
 	})
+}
+
+// forgetResource records that record no longer has the resource cid, now
+// deleted: its state is forgotten when its row is gone too, else detached
+// from the resource (store.DetachResource).
+func (c *cycle) forgetResource(ctx context.Context, tx pgx.Tx, ts *snapshot.Table, record, cid string) error {
+	if record == "" || cid == "" {
+		return nil
+	}
+	if ts.Rows[record] != nil {
+		return store.DetachResource(ctx, tx, ts.Spec.Name, record, cid)
+	}
+	return store.ForgetResource(ctx, tx, ts.Spec.Name, record, cid)
 }
 
 // opRow is what iasql_operations records of an action's work, in state.

@@ -20,6 +20,7 @@ type Op struct {
 	Handle               string    // a long operation's handle, while it runs
 	PollAfter            time.Time // when to ask about it
 	Since                time.Time // when it began (the handle's, once it has one)
+	CloudID              string    // the resource it works on, when known
 }
 
 // Operation states, as iasql_operations spells them.

@@ -110,6 +110,19 @@ func ForgetResource(ctx context.Context, db Execer, table, record, cloudID strin
 	return nil
 }
 
+// DetachResource records that a record whose row still exists no longer
+// has the resource cloudID (deleted: the row stands for another one now,
+// or is to be created again). The record keeps how far its intent is
+// enacted: the engine moving a row to a new resource on its own (a
+// reference repointed to a replacement) is no change of the user's.
+func DetachResource(ctx context.Context, db Execer, table, record, cloudID string) error {
+	_, err := db.Exec(ctx, `UPDATE public.iasql_records SET cloud_id = NULL WHERE table_name = $1 AND record_id = $2 AND cloud_id = $3`, table, record, cloudID)
+	if err != nil {
+		return fmt.Errorf("detach %s %s from its resource %s: %w", table, record, cloudID, err)
+	}
+	return nil
+}
+
 // DeleteRow deletes a module row on condition that it is the version the
 // cycle read (ErrConflict when it is not), and forgets its record.
 func DeleteRow(ctx context.Context, tx pgx.Tx, table, id, xmin string) error {

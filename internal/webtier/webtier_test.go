@@ -55,7 +55,7 @@ func whole(t *testing.T, e *enginetest.Env, tier webtier.Tier) webtier.Cloud {
 		}
 	}
 	if n := e.Count(`SELECT count(*) FROM iasql_status`); n != 0 {
-		t.Errorf("%d records not in sync after the commit", n)
+		t.Errorf("%d records not in sync after the commit: %s", n, e.String(`SELECT string_agg(concat_ws(' ', table_name, record_id, cloud_id, state, action, last_error), '; ') FROM iasql_status`))
 	}
 	return c
 }
@@ -130,4 +130,27 @@ func TestTierNoOps(t *testing.T) {
 		}
 	}
 	whole(t, e, tier)
+}
+
+// TestTierReplaceInstance: a new AMI replaces an instance; the target
+// that registered it moves to the new one and the old one is terminated.
+func TestTierReplaceInstance(t *testing.T) {
+	t.Parallel()
+	e, tier := newTier(t)
+	commitTier(e, tier)
+	whole(t, e, tier)
+	old := e.String(`SELECT instance_id FROM instance WHERE tags->>'Name' = 'web-2'`)
+	e.Exec(`UPDATE instance SET ami = 'ami-0fedcba9876543210' WHERE tags->>'Name' = 'web-2'`)
+	e.Commit()
+	now := e.String(`SELECT instance_id FROM instance WHERE tags->>'Name' = 'web-2'`)
+	if now == old {
+		t.Fatalf("the row still names the old instance %s", old)
+	}
+	c := whole(t, e, tier)
+	if c.AMIs[now] != "ami-0fedcba9876543210" {
+		t.Errorf("the new instance runs %q", c.AMIs[now])
+	}
+	if _, ok := c.Instances[old]; ok {
+		t.Errorf("the old instance %s is %s, want it terminated", old, c.Instances[old])
+	}
 }
