@@ -1,56 +1,24 @@
 -- aws_ec2: EC2 instances, in the subnets and security groups of aws_vpc and
--- aws_security_group.
+-- aws_security_group. The table and its columns are declared in aws_ec2.go
+-- (module.Column); this file holds its constraints and triggers, which run
+-- after the table is created.
 
-CREATE TABLE public.instance (
-  id                 serial PRIMARY KEY,
-  ami                text NOT NULL,
-  instance_type      text NOT NULL,
-  subnet_id          bigint,
-  security_group_ids bigint[] NOT NULL DEFAULT '{}',
-  key_name           text,
-  user_data          text,
-  tags               jsonb NOT NULL DEFAULT '{}',
-  state              text NOT NULL DEFAULT 'running',
-  region             text NOT NULL DEFAULT public.default_aws_region(),
-  instance_id        text,
-  private_ip_address inet,
-  public_ip_address  inet,
-  launch_time        timestamptz,
-  observed_state     text,
-  CONSTRAINT instance_instance_id_unique UNIQUE (instance_id),
+ALTER TABLE public.instance
+  ADD CONSTRAINT instance_instance_id_unique UNIQUE (instance_id),
   -- Deleting a subnet row that instances still use is refused: terminating
   -- instances is never a side effect of deleting something else.
-  CONSTRAINT instance_subnet_fk FOREIGN KEY (subnet_id) REFERENCES public.subnet (id),
+  ADD CONSTRAINT instance_subnet_fk FOREIGN KEY (subnet_id) REFERENCES public.subnet (id),
   -- AWS's image ids: ami- and 8 or 17 hexadecimal digits (the emulator
   -- checks the same shape; DescribeImages is not consulted).
-  CONSTRAINT instance_ami_format CHECK (ami ~ '^ami-([0-9a-f]{8}|[0-9a-f]{17})$'),
-  CONSTRAINT instance_type_format CHECK (instance_type ~ '^[a-z0-9-]+\.[a-z0-9-]+$'),
-  CONSTRAINT instance_state_desired CHECK (state IN ('running', 'stopped')),
+  ADD CONSTRAINT instance_ami_format CHECK (ami ~ '^ami-([0-9a-f]{8}|[0-9a-f]{17})$'),
+  ADD CONSTRAINT instance_type_format CHECK (instance_type ~ '^[a-z0-9-]+\.[a-z0-9-]+$'),
+  ADD CONSTRAINT instance_state_desired CHECK (state IN ('running', 'stopped')),
   -- RunInstances: "User data is limited to 16 KB" (before base64 encoding).
   -- https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RunInstances.html
-  CONSTRAINT instance_user_data_16kb CHECK (user_data IS NULL OR octet_length(user_data) <= 16384),
-  CONSTRAINT instance_region_format CHECK (region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]+$'),
-  CONSTRAINT instance_tags_object CHECK (jsonb_typeof(tags) = 'object'),
-  CONSTRAINT instance_security_group_ids_no_nulls CHECK (array_position(security_group_ids, NULL) IS NULL)
-);
-COMMENT ON TABLE public.instance IS
-  'EC2 instances of the enabled regions (terminated ones are left out). Insert a row (ami, instance_type, and usually subnet_id and security_group_ids) to launch an instance; instance_id is filled in once AWS has launched it. Changing ami, subnet_id, key_name or region replaces the instance; changing instance_type or user_data stops it, modifies it and starts it again (when state is running); security groups and tags change in place; state stops or starts it. Delete the row to terminate the instance.';
-COMMENT ON COLUMN public.instance.id IS 'Database identifier of the row.';
-COMMENT ON COLUMN public.instance.ami IS 'Image (AMI) id the instance is launched from, ami- and 8 or 17 hex digits. Fixed at launch: changing it replaces the instance.';
-COMMENT ON COLUMN public.instance.instance_type IS 'Instance type, e.g. t3.micro. Changing it stops the instance, modifies it and starts it again.';
-COMMENT ON COLUMN public.instance.subnet_id IS 'The subnet (subnet.id) the instance is launched in; NULL: the region''s default subnet of AWS''s choice (then not compared). Fixed at launch: changing it replaces the instance.';
-COMMENT ON COLUMN public.instance.security_group_ids IS 'Security groups (security_group.id) of the instance, in any order; empty: the VPC''s default group, AWS''s choice at launch (then not compared). Changed in place.';
-COMMENT ON COLUMN public.instance.key_name IS 'Name of the key pair for SSH; NULL for none. Fixed at launch: changing it replaces the instance.';
-COMMENT ON COLUMN public.instance.user_data IS 'User data (the text, not base64), at most 16 KB. Changing it stops the instance, modifies it and starts it again; by default cloud-init runs it only at the first boot.';
-COMMENT ON COLUMN public.instance.tags IS 'Tags as a JSON object of key to value (AWS''s own aws:* tags are left out).';
-COMMENT ON COLUMN public.instance.state IS 'Desired state: running or stopped. A pending instance counts as running and a stopping one as stopped.';
-COMMENT ON COLUMN public.instance.region IS 'Region of the instance: its subnet''s (default: default_aws_region()). Fixed at launch: changing it replaces the instance.';
-COMMENT ON COLUMN public.instance.instance_id IS 'The instance''s id (i-…), given by AWS at launch (from the cloud; changes when the instance is replaced).';
-COMMENT ON COLUMN public.instance.private_ip_address IS 'Primary private IPv4 address (from the cloud).';
-COMMENT ON COLUMN public.instance.public_ip_address IS 'Public IPv4 address, if any (from the cloud; changes when the instance is stopped and started).';
-COMMENT ON COLUMN public.instance.launch_time IS 'When the instance was last launched or started (from the cloud).';
-COMMENT ON COLUMN public.instance.observed_state IS 'The state AWS reports: pending, running, stopping or stopped (from the cloud).';
-COMMENT ON SEQUENCE public.instance_id_seq IS 'Generates instance.id.';
+  ADD CONSTRAINT instance_user_data_16kb CHECK (user_data IS NULL OR octet_length(user_data) <= 16384),
+  ADD CONSTRAINT instance_region_format CHECK (region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]+$'),
+  ADD CONSTRAINT instance_tags_object CHECK (jsonb_typeof(tags) = 'object'),
+  ADD CONSTRAINT instance_security_group_ids_no_nulls CHECK (array_position(security_group_ids, NULL) IS NULL);
 COMMENT ON CONSTRAINT instance_instance_id_unique ON public.instance IS 'An instance appears once.';
 COMMENT ON CONSTRAINT instance_subnet_fk ON public.instance IS 'An instance is in a subnet row; a subnet row used by instances cannot be deleted (delete or move the instances first).';
 COMMENT ON CONSTRAINT instance_ami_format ON public.instance IS 'An image id: ami- and 8 or 17 hex digits.';
