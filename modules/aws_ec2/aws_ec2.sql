@@ -29,10 +29,36 @@ COMMENT ON CONSTRAINT instance_region_format ON public.instance IS 'A region cod
 COMMENT ON CONSTRAINT instance_tags_object ON public.instance IS 'Tags are a JSON object.';
 COMMENT ON CONSTRAINT instance_security_group_ids_no_nulls ON public.instance IS 'security_group_ids lists security_group.id values, none NULL.';
 
-CREATE FUNCTION public.instance_references_check() RETURNS trigger
+-- security_group_ids is a many-reference (bigint[] of security_group.id).
+-- PostgreSQL cannot put a FOREIGN KEY on an array, so two triggers do its
+-- work, with the rule instance_subnet_fk has (no cascade: terminating an
+-- instance, or changing its groups, is never a side effect of deleting
+-- something else):
+--  * instance_references_check, on instance: an INSERT, or an UPDATE of
+--    security_group_ids (or subnet_id, region), listing an id that is not a
+--    security_group row of the instance's region is refused;
+--  * security_group_in_use, on security_group: deleting a group row that an
+--    instance row still lists is refused, whether the DELETE names the group
+--    or cascades to it from its VPC row (the VPC's subnets are refused the
+--    same way by instance_subnet_fk). Delete the instance rows, or take the
+--    group out of their security_group_ids, first: in the same transaction
+--    is enough, and one commit then terminates the instances before it
+--    deletes the group, as AWS requires (DeleteSecurityGroup answers
+--    DependencyViolation while an instance uses the group).
+-- Both raise foreign_key_violation (SQLSTATE 23503) naming the constraint
+-- instance_security_group_ids_fk, as a foreign key would. A group's id
+-- never changes (it is a serial), so no UPDATE of security_group is checked.
+--
+-- The functions are CREATE OR REPLACE so that aws_ec2 installs again after
+-- an uninstall, which drops the instance table (and its triggers) but not
+-- the functions, nor the trigger on aws_security_group's table: that one
+-- does nothing while public.instance does not exist.
+
+CREATE OR REPLACE FUNCTION public.instance_references_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   missing bigint;
+  missing_region text;
   subnet_region text;
 BEGIN
   IF NEW.subnet_id IS NOT NULL THEN
@@ -42,11 +68,17 @@ BEGIN
         USING HINT = 'Give the instance the subnet''s region.';
     END IF;
   END IF;
-  SELECT g INTO missing FROM unnest(NEW.security_group_ids) AS g
-   WHERE NOT EXISTS (SELECT 1 FROM public.security_group s WHERE s.id = g AND s.region = NEW.region) LIMIT 1;
-  IF missing IS NOT NULL THEN
-    RAISE EXCEPTION 'instance: security group % is not a security_group row of region %', missing, NEW.region
-      USING HINT = 'security_group_ids lists security_group.id values of the instance''s region.';
+  SELECT g, s.region INTO missing, missing_region FROM unnest(NEW.security_group_ids) AS g
+    LEFT JOIN public.security_group s ON s.id = g
+   WHERE s.region IS DISTINCT FROM NEW.region LIMIT 1;
+  IF missing IS NOT NULL AND missing_region IS NULL THEN
+    RAISE EXCEPTION 'instance: security group % is not a security_group row', missing
+      USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'instance_security_group_ids_fk',
+            HINT = 'security_group_ids lists security_group.id values: create the group first (INSERT INTO security_group), or leave the id out.';
+  ELSIF missing IS NOT NULL THEN
+    RAISE EXCEPTION 'instance: security group % is in region %, the instance in %', missing, missing_region, NEW.region
+      USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'instance_security_group_ids_fk',
+            HINT = 'security_group_ids lists security_group.id values of the instance''s region.';
   END IF;
   RETURN NEW;
 END;
@@ -55,6 +87,30 @@ COMMENT ON FUNCTION public.instance_references_check() IS 'Trigger function: an 
 CREATE TRIGGER instance_references_check BEFORE INSERT OR UPDATE OF subnet_id, security_group_ids, region ON public.instance
   FOR EACH ROW EXECUTE FUNCTION public.instance_references_check();
 COMMENT ON TRIGGER instance_references_check ON public.instance IS 'Checks the instance''s subnet and security groups against its region.';
+
+CREATE OR REPLACE FUNCTION public.security_group_in_use() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  users bigint[];
+BEGIN
+  -- aws_ec2 uninstalled (its instance table dropped): nothing to check.
+  IF pg_catalog.to_regclass('public.instance') IS NULL THEN
+    RETURN OLD;
+  END IF;
+  SELECT array_agg(i.id ORDER BY i.id) INTO users FROM public.instance i WHERE OLD.id = ANY (i.security_group_ids);
+  IF users IS NOT NULL THEN
+    RAISE EXCEPTION 'security group % (%) is still used by instance row(s) %', OLD.id, OLD.group_name,
+        array_to_string(users[1:10], ', ') || CASE WHEN cardinality(users) > 10 THEN format(' and %s more', cardinality(users) - 10) ELSE '' END
+      USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'instance_security_group_ids_fk',
+            HINT = 'Remove the group from those rows'' security_group_ids, or delete those instance rows, before deleting the group (in the same transaction is fine).';
+  END IF;
+  RETURN OLD;
+END;
+$$;
+COMMENT ON FUNCTION public.security_group_in_use() IS 'Trigger function (aws_ec2''s, on security_group): refuses to delete a group row that an instance row still lists in security_group_ids; does nothing once aws_ec2 is uninstalled.';
+CREATE OR REPLACE TRIGGER security_group_in_use BEFORE DELETE ON public.security_group
+  FOR EACH ROW EXECUTE FUNCTION public.security_group_in_use();
+COMMENT ON TRIGGER security_group_in_use ON public.security_group IS 'aws_ec2: a group row that instances list cannot be deleted (the other half of instance_references_check: security_group_ids has no foreign key).';
 
 CREATE TRIGGER instance_region_check BEFORE INSERT OR UPDATE OF region ON public.instance
   FOR EACH ROW EXECUTE FUNCTION public.aws_region_check();
