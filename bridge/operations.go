@@ -177,6 +177,24 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				}
 				ended = true
 				c.touch(ts.Spec.Name)
+			case got == nil && o.Action == "delete":
+				// Deleted: forgotten, as a delete that ends at once is
+				// (execute's CloudDelete), so that its intent is enacted and
+				// nothing of it is left in iasql_status.
+				if err := c.dbTx(ctx, func(tx pgx.Tx) error {
+					if cid, rowless := strings.CutPrefix(key, "cloud "); rowless && ts.RecBy[cid] != "" {
+						if err := store.ForgetResource(ctx, tx, ts.Spec.Name, ts.RecBy[cid], cid); err != nil {
+							return err
+						}
+					}
+					return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{key})
+				}); err != nil {
+					return false, fmt.Errorf("record the end of %s %s's delete: %w", ts.Spec.Name, key, err)
+				}
+				delete(ts.Ops, key)
+				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
+				ended = true
+				c.touch(ts.Spec.Name)
 			default:
 				if err := c.clearHandle(ctx, ts, key, got); err != nil {
 					return false, err
