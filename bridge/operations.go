@@ -187,26 +187,31 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				}
 				ended = true
 				c.touch(ts.Spec.Name)
+			case got == nil && o.Action == "delete":
+				// Deleted: forgotten, as a delete that ends at once is
+				// (execute's CloudDelete), so that its intent is enacted and
+				// nothing of it is left in iasql_status.
+				if err := c.dbTx(ctx, func(tx pgx.Tx) error {
+					// The record no longer has the resource: forgotten with its
+					// row gone, detached where the row stands for another now.
+					cid, record := cmp.Or(o.CloudID, strings.TrimPrefix(key, "cloud ")), key
+					if strings.HasPrefix(key, "cloud ") {
+						record = ts.RecBy[cid]
+					}
+					if err := c.forgetResource(ctx, tx, ts, record, cid); err != nil {
+						return err
+					}
+					return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{key})
+				}); err != nil {
+					return false, fmt.Errorf("record the end of %s %s's delete: %w", ts.Spec.Name, key, err)
+				}
+				delete(ts.Ops, key)
+				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
+				ended = true
+				c.touch(ts.Spec.Name)
 			default:
 				if err := c.clearHandle(ctx, ts, key, got); err != nil {
 					return false, err
-				}
-				if o.Action == "delete" {
-					// Gone, as when a delete answers at once (apply.go): its
-					// work is over and the record no longer has the resource.
-					cid := cmp.Or(o.CloudID, strings.TrimPrefix(key, "cloud "))
-					record := key
-					if cid == key {
-						record = ts.RecBy[cid]
-					}
-					if err := c.dbTx(ctx, func(tx pgx.Tx) error {
-						if err := c.forgetResource(ctx, tx, ts, record, cid); err != nil {
-							return err
-						}
-						return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{key})
-					}); err != nil {
-						return false, fmt.Errorf("record that %s %s is deleted: %w", ts.Spec.Name, key, err)
-					}
 				}
 				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
 				if cid := module.CloudIDOf(ts.Spec, got); got != nil && cid != "" {

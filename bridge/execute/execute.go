@@ -135,15 +135,19 @@ type round struct {
 	do   Doer
 	deps map[*plan.Action][]string
 
-	mu     sync.Mutex
-	down   map[string]string // action key -> why it did not happen
-	moved  map[string]bool   // parents replaced under a new generated identity, and what waits for them
-	failed []*plan.Action    // to retry in the next round
-	errs   []string          // the failures of what is retried
-	gaveUp []string          // keys of actions that failed for good
+	mu   sync.Mutex
+	down map[string]string // action key -> why it did not happen
+	// moved: parents replaced under a new generated identity, deletes that
+	// run on in the cloud (ErrInFlight), and what waits for them: not done
+	// in this pass, planned again in a later one (plan.Diff holds a delete
+	// while a delete of something that may reference it runs on).
+	moved  map[string]bool
+	failed []*plan.Action // to retry in the next round
+	errs   []string       // the failures of what is retried
+	gaveUp []string       // keys of actions that failed for good
+	final  []string       // their failures
 	// transient: a failure to retry passes by itself (module.Transient).
 	transient bool
-	final  []string          // their failures
 }
 
 func (r *round) run(ctx context.Context, actions []*plan.Action) {
@@ -268,6 +272,13 @@ func (r *round) settle(a *plan.Action, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err == nil && a.Action == "replace" && snapshot.Generated(a.Tab.Spec) {
+		r.moved[plan.ActionKey(a)] = true
+	}
+	if errors.Is(err, ErrInFlight) && a.Kind == plan.CloudDelete {
+		// A resource still being deleted (an instance shutting down) may
+		// still hold what waits for its delete: AWS refuses to delete a
+		// security group or subnet an instance uses until it is terminated
+		// (DependencyViolation).
 		r.moved[plan.ActionKey(a)] = true
 	}
 	r.do.Settled(a, err)

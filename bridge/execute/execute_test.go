@@ -26,6 +26,7 @@ type doer struct {
 	throttled             map[string]int // how many times AWS answers RequestLimitExceeded first
 	terminal              map[string]bool
 	conflict              map[string]bool
+	running               map[string]bool // cloud actions answered ErrInFlight
 	calls                 map[string]int
 	held                  []string
 	settled               map[string]error
@@ -34,7 +35,7 @@ type doer struct {
 }
 
 func newDoer() *doer {
-	return &doer{fail: map[string]int{}, throttled: map[string]int{}, terminal: map[string]bool{}, conflict: map[string]bool{}, calls: map[string]int{}, settled: map[string]error{}}
+	return &doer{fail: map[string]int{}, throttled: map[string]int{}, terminal: map[string]bool{}, conflict: map[string]bool{}, running: map[string]bool{}, calls: map[string]int{}, settled: map[string]error{}}
 }
 
 func (d *doer) Begin(context.Context) error  { d.mu.Lock(); d.begun++; d.mu.Unlock(); return nil }
@@ -62,6 +63,8 @@ func (d *doer) Cloud(_ context.Context, a *plan.Action) error {
 	switch {
 	case d.conflict[key]:
 		return store.ErrConflict
+	case d.running[key]:
+		return execute.ErrInFlight
 	case d.terminal[key]:
 		return &module.TerminalError{Err: errors.New("InvalidParameter")}
 	case d.calls[key] <= d.throttled[key]:
@@ -163,6 +166,24 @@ func TestRun(t *testing.T) {
 		check: func(t *testing.T, d *doer) {
 			if !errors.Is(d.settled["parent 1"], store.ErrConflict) || d.calls["parent 1"] != 1 {
 				t.Errorf("settled %v after %d calls; want a conflict, once", d.settled["parent 1"], d.calls["parent 1"])
+			}
+		},
+	}, {
+		name: "a delete that runs on in the cloud holds its parent's delete, which is no failure",
+		setup: func(d *doer) []*plan.Action {
+			d.running["child "] = true
+			del := func(spec module.Table, cloud module.Record) *plan.Action {
+				return &plan.Action{Action: "delete", Direction: "cloud", Table: spec.Name, CloudID: cloud.String("name"), Kind: plan.CloudDelete,
+					Tab: &snapshot.Table{Spec: spec}, Cloud: cloud}
+			}
+			return []*plan.Action{del(parentSpec, module.Record{"name": "p"}), del(childSpec, module.Record{"name": "c", "parent_id": "p"}),
+				del(parentSpec, module.Record{"name": "q"})}
+		},
+		check: func(t *testing.T, d *doer) {
+			// Row-less actions are keyed "table " (no row id): both
+			// parents count under "parent ".
+			if d.calls["child "] != 1 || d.calls["parent "] != 1 || len(d.held) != 0 {
+				t.Errorf("calls %v, held %v; want the child's delete once, q's once, p's not yet (nor held as a failure)", d.calls, d.held)
 			}
 		},
 	}, {

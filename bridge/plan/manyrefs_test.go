@@ -126,3 +126,54 @@ func summarize(as []*plan.Action) []string {
 	}
 	return out
 }
+
+// TestDeleteWaitsForChildDeleteInFlight: a group whose row the user deleted
+// is not deleted from the cloud while the delete of an instance that may
+// still use it runs on (AWS answers DependencyViolation until the instance
+// is terminated): an instance the read no longer shows (shutting down) may
+// use any group; one it shows holds only the groups it lists. Once the
+// instance's delete has ended, the group's delete is planned.
+func TestDeleteWaitsForChildDeleteInFlight(t *testing.T) {
+	planned := func(snap *snapshot.Snapshot) []string {
+		t.Helper()
+		p, err := plan.Diff(snap, plan.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range p.Actions {
+			if a.Table == "grp" && a.Action == "delete" {
+				out = append(out, a.CloudID)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	terminating := snapshot.Op{Action: "delete", State: snapshot.OpInProgress, Handle: "us-east-1:i-9:gone"}
+
+	// The instance (row deleted) is no longer shown: g0's delete waits.
+	snap := manySnapshot(t)
+	snap.ByName["inst"].Ops["cloud i9"] = terminating
+	if got := planned(snap); len(got) != 0 {
+		t.Errorf("with an unseen instance terminating, group deletes planned: %v", got)
+	}
+	// Shown, and using g0: g0 waits; shown, not using it: g0 goes.
+	for _, tc := range []struct {
+		groups []any
+		want   []string
+	}{{[]any{"g0"}, nil}, {[]any{"g1"}, []string{"g0"}}} {
+		snap := manySnapshot(t)
+		in := snap.ByName["inst"]
+		in.Cloud["i9"] = module.Record{"name": "i9", "groups": tc.groups}
+		in.Ops["cloud i9"] = terminating
+		if got := planned(snap); !slices.Equal(got, tc.want) {
+			t.Errorf("instance terminating with groups %v: group deletes planned %v, want %v", tc.groups, got, tc.want)
+		}
+	}
+	// Its delete ended (no handle): g0 goes.
+	snap = manySnapshot(t)
+	snap.ByName["inst"].Ops["cloud i9"] = snapshot.Op{Action: "delete", State: snapshot.OpFailed, LastError: "throttled"}
+	if got := planned(snap); !slices.Equal(got, []string{"g0"}) {
+		t.Errorf("after the instance's delete: group deletes planned %v, want [g0]", got)
+	}
+}

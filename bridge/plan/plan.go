@@ -218,9 +218,10 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if unverified.Cloud(c) || ts.InFlight("cloud "+cid) || ts.InFlight(ts.RecBy[cid]) {
 				continue
 			}
+			leaving := childLeaving(snap, ts, cid)
 			if rp := ts.Retired[cid]; rp != nil {
-				if stillReferenced(snap, ts, cid) {
-					continue // its children move first; a later pass deletes it
+				if stillReferenced(snap, ts, cid) || leaving {
+					continue // its children move (or go) first; a later pass deletes it
 				}
 				what := "the replaced"
 				if cid == rp.Temp {
@@ -252,6 +253,9 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			}
 			if !toCloud && rid == "" && holdImports {
 				continue // it may be what that create made: imported once it settles
+			}
+			if toCloud && leaving {
+				continue // a child's delete runs on in the cloud; a later pass deletes it
 			}
 			if toCloud {
 				// The user deleted the row (or moved it to another identity),
@@ -375,6 +379,33 @@ func stillReferenced(snap *snapshot.Snapshot, ts *snapshot.Table, cid string) bo
 			}
 			for ccid, cc := range cts.Cloud {
 				if cts.ByCloud[ccid] != nil && slices.Contains(ref.Values(cc), cid) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// childLeaving reports whether a resource of a table that references ts
+// may still reference cid while its delete runs on in the cloud (an
+// instance shutting down still uses its security groups and subnet, and
+// AWS refuses to delete them until it is terminated: DependencyViolation).
+// A child the read still shows is asked for its references; one it no
+// longer shows (a terminating instance is left out of reads) may reference
+// anything of ts, so cid's delete waits for it all the same.
+func childLeaving(snap *snapshot.Snapshot, ts *snapshot.Table, cid string) bool {
+	for _, cts := range snap.Tables {
+		for _, ref := range module.RefsOf(cts.Spec) {
+			if ref.Table != ts.Spec.Name {
+				continue
+			}
+			for key, o := range cts.Ops {
+				child, rowless := strings.CutPrefix(key, "cloud ")
+				if o.Handle == "" || o.Action != "delete" || !rowless {
+					continue
+				}
+				if c, shown := cts.Cloud[child]; !shown || slices.Contains(ref.Values(c), cid) {
 					return true
 				}
 			}

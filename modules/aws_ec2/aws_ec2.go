@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/ec2x"
 	"github.com/iasql/iasql/modules/module"
@@ -23,17 +24,43 @@ import (
 //go:embed aws_ec2.sql
 var installSQL string
 
-// Table is the instance table's declaration.
-var Table = module.Table{
-	Name:    "instance",
-	CloudID: []string{"instance_id"},
-	Declarative: []string{"ami", "instance_type", "subnet_id", "security_group_ids", "key_name", "user_data",
-		"tags", "state", "region"},
-	Feedback:   []string{"instance_id", "private_ip_address", "public_ip_address", "launch_time", "observed_state"},
-	CreateOnly: []string{"ami", "subnet_id", "key_name", "region"},
-	Refs:       map[string]string{"subnet_id": "subnet"},
-	RefsMany:   map[string]string{"security_group_ids": "security_group"},
-	Region:     "region",
+// InstanceTable is the instance table's declaration.
+func InstanceTable() module.Table {
+	return module.Table{
+		Name: "instance",
+		Comment: "EC2 instances of the enabled regions (terminated ones are left out). Insert a row (ami, instance_type, and usually subnet_id and security_group_ids) to launch an instance; " +
+			"instance_id is filled in once AWS has launched it. Changing ami, subnet_id, key_name or region replaces the instance; changing instance_type or user_data stops it, " +
+			"modifies it and starts it again (when state is running); security groups and tags change in place; state stops or starts it. Delete the row to terminate the instance.",
+		Columns: []module.Column{
+			{Name: "ami", Type: "text", NotNull: true, CreateOnly: true,
+				Comment: "Image (AMI) id the instance is launched from, ami- and 8 or 17 hex digits. Fixed at launch: changing it replaces the instance."},
+			{Name: "instance_type", Type: "text", NotNull: true,
+				Comment: "Instance type, e.g. t3.micro. Changing it stops the instance, modifies it and starts it again."},
+			{Name: "subnet_id", Type: "bigint", CreateOnly: true, Ref: "subnet",
+				Comment: "The subnet (subnet.id) the instance is launched in; NULL: the region's default subnet of AWS's choice (then not compared). Fixed at launch: changing it replaces the instance."},
+			{Name: "security_group_ids", Type: "bigint[]", NotNull: true, Default: "'{}'", Ref: "security_group",
+				Comment: "Security groups (security_group.id) of the instance, in any order; empty: the VPC's default group, AWS's choice at launch (then not compared). Changed in place."},
+			{Name: "key_name", Type: "text", CreateOnly: true,
+				Comment: "Name of the key pair for SSH; NULL for none. Fixed at launch: changing it replaces the instance."},
+			{Name: "user_data", Type: "text",
+				Comment: "User data (the text, not base64), at most 16 KB. Changing it stops the instance, modifies it and starts it again; by default cloud-init runs it only at the first boot."},
+			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value (AWS's own aws:* tags are left out)."},
+			{Name: "state", Type: "text", NotNull: true, Default: "'running'",
+				Comment: "Desired state: running or stopped. A pending instance counts as running and a stopping one as stopped."},
+			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CreateOnly: true,
+				Comment: "Region of the instance: its subnet's (default: default_aws_region()). Fixed at launch: changing it replaces the instance."},
+			{Name: "instance_id", Type: "text", Kind: module.Feedback, CloudID: true,
+				Comment: "The instance's id (i-…), given by AWS at launch (from the cloud; changes when the instance is replaced)."},
+			{Name: "private_ip_address", Type: "inet", Kind: module.Feedback, Comment: "Primary private IPv4 address (from the cloud)."},
+			{Name: "public_ip_address", Type: "inet", Kind: module.Feedback,
+				Comment: "Public IPv4 address, if any (from the cloud; changes when the instance is stopped and started)."},
+			{Name: "launch_time", Type: "timestamp with time zone", Kind: module.Feedback,
+				Comment: "When the instance was last launched or started (from the cloud)."},
+			{Name: "observed_state", Type: "text", Kind: module.Feedback,
+				Comment: "The state AWS reports: pending, running, stopping or stopped (from the cloud)."},
+		},
+		Region: "region",
+	}.Declare()
 }
 
 // Module returns the aws_ec2 module.
@@ -43,7 +70,7 @@ func Module() module.Module {
 		Version:   "0.1.0",
 		DependsOn: []string{"aws_account", "aws_vpc", "aws_security_group"},
 		SQL:       installSQL,
-		Tables:    []module.Table{Table},
+		Tables:    []module.Table{InstanceTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			return map[string]module.Reader{"instance": NewMapper(cfg, Options{})}, nil
 		},
@@ -52,8 +79,9 @@ func Module() module.Module {
 
 // Options tune an instance mapper.
 type Options struct {
-	// PollAfter is the RetryAfter of the mapper's Pending answers; 0: 5 s
-	// (instances usually leave pending or stopping within tens of seconds).
+	// PollAfter is the RetryAfter of the mapper's Pending answers; 0 lets
+	// the engine choose (soon at first, then less often: instances usually
+	// leave pending or stopping within tens of seconds).
 	PollAfter time.Duration
 	// UserDataTTL is how long a read may reuse an instance's user data
 	// (one DescribeInstanceAttribute per instance); 0: IASQL_EC2_DETAIL_TTL,
@@ -63,16 +91,13 @@ type Options struct {
 
 // NewMapper returns the instance mapper for cfg.
 func NewMapper(cfg aws.Config, o Options) module.Mapper {
-	if o.PollAfter == 0 {
-		o.PollAfter = 5 * time.Second
-	}
 	ttl := o.UserDataTTL
 	if ttl == 0 {
 		ttl = detailTTL()
 	} else if ttl < 0 {
 		ttl = 0
 	}
-	return &instanceMapper{c: ec2x.NewClients(cfg), cfg: cfg, pollAfter: o.PollAfter, userData: detail.NewCache[string](ttl)}
+	return &instanceMapper{c: ec2x.NewClients(cfg), cfg: cfg, t: InstanceTable(), groups: aws_security_group.GroupTable(), pollAfter: o.PollAfter, userData: detail.NewCache[string](ttl)}
 }
 
 // detailTTL is IASQL_EC2_DETAIL_TTL (a duration; 0 turns reuse off),

@@ -170,3 +170,73 @@ func sortStrings(s []string) []string {
 	slices.Sort(s)
 	return s
 }
+
+// TestDeleteInstanceWithItsGroupAndSubnet: one commit deletes an instance
+// row together with the security group and the subnet it used. AWS refuses
+// to delete a group or a subnet an instance still uses (DeleteSecurityGroup
+// and DeleteSubnet answer DependencyViolation, also while the instance is
+// shutting down), so the instance is terminated first and waited for (a
+// long operation), and only then are the group and the subnet deleted: the
+// commit succeeds, the cloud has none of the three, no delete was refused
+// and nothing is left failed in iasql_status.
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeleteSecurityGroup.html
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeleteSubnet.html
+func TestDeleteInstanceWithItsGroupAndSubnet(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules: []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_ec2.Module()},
+		Install: []string{"aws_ec2"},
+		// Shutting down takes a while, and a terminated instance stays
+		// listed, as on AWS.
+		Emulator: emulator.Options{InstanceStartDelay: 200 * time.Millisecond, InstanceStopDelay: 700 * time.Millisecond,
+			TerminatedVisibleFor: time.Hour},
+	})
+	ctx := context.Background()
+	client := ec2.NewFromConfig(e.AWS)
+	e.Exec(`INSERT INTO security_group (group_name, description) VALUES ('web', 'web servers')`,
+		`INSERT INTO subnet (vpc_id, region, cidr_block, availability_zone)
+		 SELECT id, region, '172.31.200.0/24', 'us-east-1a' FROM vpc WHERE region = 'us-east-1' AND is_default`,
+		`INSERT INTO instance (ami, instance_type, subnet_id, security_group_ids)
+		 SELECT 'ami-0123456789abcdef0', 't3.micro', (SELECT id FROM subnet WHERE cidr_block = '172.31.200.0/24'),
+		        ARRAY(SELECT id FROM security_group WHERE group_name = 'web' AND region = 'us-east-1')`)
+	e.Commit()
+	id := e.String(`SELECT instance_id FROM instance`)
+	group := e.String(`SELECT group_id FROM security_group WHERE group_name = 'web'`)
+	subnet := e.String(`SELECT subnet_id FROM subnet WHERE cidr_block = '172.31.200.0/24'`)
+	if id == "" || group == "" || subnet == "" {
+		t.Fatalf("instance %q, group %q, subnet %q: not all made", id, group, subnet)
+	}
+
+	// One commit deletes all three rows (the instance's first: the group
+	// and subnet rows cannot go while an instance row uses them).
+	e.Exec(`DELETE FROM instance`,
+		`DELETE FROM security_group WHERE group_name = 'web'`,
+		`DELETE FROM subnet WHERE cidr_block = '172.31.200.0/24'`)
+	e.Emu.Reset()
+	e.Commit()
+
+	out, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil || len(out.Reservations) != 1 || out.Reservations[0].Instances[0].State.Name != types.InstanceStateNameTerminated {
+		t.Errorf("the instance after the commit: %v, %v; want terminated", out, err)
+	}
+	if g, err := client.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		{Name: aws.String("group-id"), Values: []string{group}}}}); err != nil || len(g.SecurityGroups) != 0 {
+		t.Errorf("the group is still in the cloud: %v, %v", g, err)
+	}
+	if s, err := client.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []types.Filter{
+		{Name: aws.String("subnet-id"), Values: []string{subnet}}}}); err != nil || len(s.Subnets) != 0 {
+		t.Errorf("the subnet is still in the cloud: %v, %v", s, err)
+	}
+	calls := e.Emu.Calls()
+	if calls["ec2:DeleteSecurityGroup"] != 1 || calls["ec2:DeleteSubnet"] != 1 {
+		t.Errorf("DeleteSecurityGroup called %d times, DeleteSubnet %d; want once each, after the instance is gone",
+			calls["ec2:DeleteSecurityGroup"], calls["ec2:DeleteSubnet"])
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_status WHERE last_error LIKE '%DependencyViolation%' OR state = 'failed'`); n != 0 {
+		t.Errorf("%d failure(s) left in iasql_status", n)
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_status WHERE table_name IN ('instance', 'security_group', 'subnet')`); n != 0 {
+		t.Errorf("%d row(s) of the deleted records left in iasql_status: %s", n,
+			e.String(`SELECT string_agg(concat_ws(' ', table_name, record_id, cloud_id, state, action, last_error), '; ') FROM iasql_status`))
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/ec2x"
 	"github.com/iasql/iasql/modules/module"
@@ -44,12 +43,11 @@ import (
 type instanceMapper struct {
 	c         *ec2x.Clients
 	cfg       aws.Config
+	t         module.Table // instance's declaration
+	groups    module.Table // security_group's: how the engine names groups
 	pollAfter time.Duration
 	userData  *detail.Cache[string] // by instance id: the decoded user data
 }
-
-// columns are the declarative columns Equal compares.
-var columns = Table.Declarative
 
 // liveStates are the states Read reports: a terminated instance (listed for
 // about an hour) and one shutting down are gone as far as the table goes.
@@ -88,10 +86,10 @@ func tagsOf(tags []types.Tag) map[string]any {
 
 // record is an instance in cloud form (subnet and groups by their cloud
 // ids), with userData its decoded user data.
-func record(region string, in types.Instance, userData string) module.Record {
+func (m *instanceMapper) record(region string, in types.Instance, userData string) module.Record {
 	var groups []string
 	for _, g := range in.SecurityGroups {
-		groups = append(groups, groupCloudID(aws.ToString(in.VpcId), aws.ToString(g.GroupName)))
+		groups = append(groups, ec2x.GroupCloudID(m.groups, aws.ToString(in.VpcId), aws.ToString(g.GroupName)))
 	}
 	slices.Sort(groups)
 	sg := make([]any, len(groups))
@@ -170,7 +168,7 @@ func (m *instanceMapper) describe(ctx context.Context, region string, cl *ec2.Cl
 				} else if err != nil {
 					return nil, err
 				}
-				out = append(out, record(region, inst, ud))
+				out = append(out, m.record(region, inst, ud))
 			}
 		}
 	}
@@ -247,18 +245,18 @@ func (m *instanceMapper) Find(ctx context.Context, want module.Record, token str
 	return recs[0], nil
 }
 
-// terminal tells the errors retrying cannot fix: bad input the database
+// terminalCodes are the errors retrying cannot fix: bad input the database
 // could not catch (an AMI that does not exist, a type AWS does not offer),
-// a token reused with other parameters, missing permissions.
+// a token reused with other parameters, missing permissions; with EC2's
+// common ones (ec2x). RunInstances' errors:
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html
+var terminalCodes = ec2x.TerminalCodes("InvalidAMIID.Malformed", "InvalidAMIID.NotFound", "InvalidAMIID.Unavailable",
+	"IdempotentParameterMismatch", "InvalidKeyPair.NotFound", "InvalidInstanceType", "Unsupported")
+
+// terminal wraps err with what was being done, as a module.TerminalError
+// when retrying cannot fix it.
 func terminal(err error, format string, args ...any) error {
-	code := module.ErrorCode(err)
-	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
-	switch {
-	case strings.HasPrefix(code, "InvalidAMIID."), code == "IdempotentParameterMismatch",
-		code == "InvalidKeyPair.NotFound", code == "InvalidInstanceType", code == "Unsupported":
-		return &module.TerminalError{Err: wrapped}
-	}
-	return ec2x.Terminal(wrapped)
+	return module.Classify(err, terminalCodes, format, args...)
 }
 
 // sortedStrings is a []any of strings (a record's security_group_ids) as
@@ -298,7 +296,7 @@ func (m *instanceMapper) Create(ctx context.Context, want module.Record) (module
 		MaxCount:          aws.Int32(1),
 		TagSpecifications: ec2x.TagSpec(types.ResourceTypeInstance, want["tags"], token),
 	}
-	groups, err := groupIDs(ctx, m.c.Region(region), sortedStrings(want["security_group_ids"]))
+	groups, err := ec2x.GroupIDs(ctx, m.c.Region(region), m.groups, sortedStrings(want["security_group_ids"]))
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +417,7 @@ func (m *instanceMapper) advance(ctx context.Context, region, id string, steps [
 			if err != nil {
 				return nil, err
 			}
-			return record(region, *inst, ud), nil
+			return m.record(region, *inst, ud), nil
 		}
 		step := steps[0]
 		if step == stepGone {
@@ -510,9 +508,6 @@ func (m *instanceMapper) advance(ctx context.Context, region, id string, steps [
 // IncorrectInstanceState (it moved on since it was described) is retried,
 // bad input is terminal.
 func terminalIf(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
 	return terminal(err, format, args...)
 }
 
@@ -523,7 +518,7 @@ func (m *instanceMapper) pending(region, id string, steps []string, inst *types.
 		Record: module.Record{"instance_id": id, "region": region}}
 	if inst != nil {
 		ud, _ := m.userData.Get(context.Background(), id, id, nil)
-		p.Record = record(region, *inst, ud)
+		p.Record = m.record(region, *inst, ud)
 	}
 	return p
 }
@@ -545,7 +540,7 @@ func (m *instanceMapper) pending(region, id string, steps []string, inst *types.
 // runs user data at the first boot only, which the column's comment says.
 // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html
 func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	if len(differing(Table.CreateOnly, want, have)) > 0 {
+	if len(differing(m.t.CreateOnly, want, have)) > 0 {
 		return nil, module.ErrReplace
 	}
 	region := have.String("region")
@@ -561,7 +556,7 @@ func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (
 	// No groups wanted is AWS's choice at launch (see Equal), not "none":
 	// an instance in a VPC has at least one group.
 	if len(sortedStrings(want["security_group_ids"])) > 0 && !sameGroups(want["security_group_ids"], have["security_group_ids"]) {
-		groups, err := groupIDs(ctx, cl, sortedStrings(want["security_group_ids"]))
+		groups, err := ec2x.GroupIDs(ctx, cl, m.groups, sortedStrings(want["security_group_ids"]))
 		if err != nil {
 			return nil, err
 		}
@@ -615,7 +610,7 @@ func (m *instanceMapper) Delete(ctx context.Context, have module.Record) error {
 // the database as "AWS's choice at launch" (the default subnet, the VPC's
 // default group), which any cloud value satisfies.
 func (m *instanceMapper) Equal(db, cloud module.Record) bool {
-	return len(differing(columns, db, cloud)) == 0
+	return len(differing(m.t.Declarative, db, cloud)) == 0
 }
 
 // Differing names the columns of cols in which db and cloud differ, as
@@ -679,46 +674,3 @@ var (
 	_ module.Finder   = (*instanceMapper)(nil)
 	_ module.Comparer = (*instanceMapper)(nil)
 )
-
-// groupCloudID is a group's identity as the engine renders it (by the
-// table aws_security_group declares: its VPC and name). Instances name
-// their groups that way in cloud records; AWS's calls take group ids.
-func groupCloudID(vpc, name string) string {
-	return module.CloudIDOf(aws_security_group.GroupTable(), module.Record{"vpc_id": vpc, "group_name": name})
-}
-
-// groupIDs turns groups' identities (groupCloudID) into their group ids,
-// with one DescribeSecurityGroups call.
-func groupIDs(ctx context.Context, cl *ec2.Client, cids []string) ([]string, error) {
-	if len(cids) == 0 {
-		return nil, nil
-	}
-	var vpcs, names []string
-	for _, cid := range cids {
-		parts, ok := module.SplitCloudID(cid, 2)
-		if !ok {
-			return nil, &module.TerminalError{Err: fmt.Errorf("security group %q is not a group identity", cid)}
-		}
-		vpcs, names = append(vpcs, parts[0]), append(names, parts[1])
-	}
-	out, err := cl.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
-		{Name: aws.String("vpc-id"), Values: slices.Compact(slices.Sorted(slices.Values(vpcs)))},
-		{Name: aws.String("group-name"), Values: slices.Compact(slices.Sorted(slices.Values(names)))},
-	}})
-	if err != nil {
-		return nil, fmt.Errorf("look up security groups %v: %w", cids, err)
-	}
-	byCID := map[string]string{}
-	for _, g := range out.SecurityGroups {
-		byCID[groupCloudID(aws.ToString(g.VpcId), aws.ToString(g.GroupName))] = aws.ToString(g.GroupId)
-	}
-	ids := make([]string, 0, len(cids))
-	for _, cid := range cids {
-		id, ok := byCID[cid]
-		if !ok {
-			return nil, fmt.Errorf("security group %s does not exist (yet)", cid)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/modules/aws_ec2"
+	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -57,7 +58,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 		_ = g
-		e.groups = append(e.groups, module.CloudIDOf(module.Table{CloudID: []string{"vpc_id", "group_name"}},
+		e.groups = append(e.groups, module.CloudIDOf(aws_security_group.GroupTable(),
 			module.Record{"vpc_id": aws.ToString(vpc.Vpc.VpcId), "group_name": name})) // how the engine names groups
 	}
 	slices.Sort(e.groups)
@@ -408,7 +409,7 @@ func TestCreateOnlyChangesReplace(t *testing.T) {
 		if _, err := e.m.Update(t.Context(), want, have); !errors.Is(err, module.ErrReplace) {
 			t.Errorf("%s change: %v, want ErrReplace", col, err)
 		}
-		if d := e.m.(module.Comparer).Differing(aws_ec2.Table.CreateOnly, want, have); !slices.Equal(d, []string{col}) {
+		if d := e.m.(module.Comparer).Differing(aws_ec2.InstanceTable().CreateOnly, want, have); !slices.Equal(d, []string{col}) {
 			t.Errorf("%s change: Differing = %v", col, d)
 		}
 	}

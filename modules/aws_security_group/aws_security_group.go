@@ -19,31 +19,65 @@ import (
 //go:embed aws_security_group.sql
 var installSQL string
 
-var (
-	groupTable = module.Table{
-		Name:        "security_group",
-		CloudID:     []string{"vpc_id", "group_name"},
-		Declarative: []string{"group_name", "description", "vpc_id", "region", "tags"},
-		CreateOnly:  []string{"description", "region"},
-		Feedback:    []string{"group_id"},
-		Refs:        map[string]string{"vpc_id": "vpc"},
+// GroupTable is the security_group table's declaration. Other modules that
+// reference groups (aws_ec2's instances) render a group's identity by it.
+func GroupTable() module.Table {
+	return module.Table{
+		Name: "security_group",
+		Comment: `Security groups of the VPCs; every VPC's "default" group is imported (and cannot be deleted). Insert a row to create a group; group_id is filled in once AWS has created it. ` +
+			"A group is known by its name within its VPC. Changing description replaces the group while it keeps its name: a temporary group stands in while the old one is deleted, " +
+			"rules are recreated and groups that reference it move over; the row keeps its id and gets a new group_id.",
+		Columns: []module.Column{
+			{Name: "group_name", Type: "text", NotNull: true, CloudID: true,
+				Comment: "Name, unique within the VPC: 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*, not starting with sg-."},
+			{Name: "description", Type: "text", NotNull: true, CreateOnly: true,
+				Comment: "Description, 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*. AWS fixes it at creation: changing it replaces the group."},
+			// Nullable for what introspects the schema (an ORM's model must be
+			// able to insert without it); the trigger security_group_default_vpc
+			// fills it, and security_group_vpc_id_set refuses a row left without one.
+			{Name: "vpc_id", Type: "integer", CloudID: true, Ref: "vpc",
+				Comment: "The VPC (vpc.id); left out (or NULL) on INSERT, the region's default VPC."},
+			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CreateOnly: true,
+				Comment: "Region of the group: its VPC's (default: default_aws_region())."},
+			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value."},
+			{Name: "group_id", Type: "text", Kind: module.Feedback,
+				Comment: "The group's id (sg-…) from AWS (from the cloud; changes when the group is replaced)."},
+		},
 		Region:      "region",
 		MadeByCloud: true, // a VPC's default group
-	}
-	ruleTable = module.Table{
+	}.Declare()
+}
+
+// RuleTable is the security_group_rule table's declaration. A rule is known
+// by what it allows (everything but its description).
+func RuleTable() module.Table {
+	return module.Table{
 		Name: "security_group_rule",
-		CloudID: []string{"security_group_id", "is_egress", "ip_protocol", "from_port", "to_port",
-			"cidr_ipv4", "cidr_ipv6", "prefix_list_id", "source_security_group_id"},
-		Declarative: []string{"security_group_id", "is_egress", "ip_protocol", "from_port", "to_port",
-			"cidr_ipv4", "cidr_ipv6", "prefix_list_id", "source_security_group_id", "description"},
-		Feedback: []string{"rule_id"},
-		Refs:     map[string]string{"security_group_id": "security_group", "source_security_group_id": "security_group"},
+		Comment: "Rules of security groups, one row per target (CIDR, prefix list or source group). " +
+			"A rule is known by everything but its description: changing any other column replaces the rule; changing the description updates it.",
+		Columns: []module.Column{
+			{Name: "security_group_id", Type: "integer", NotNull: true, CloudID: true, Ref: "security_group",
+				Comment: "The group the rule belongs to (security_group.id)."},
+			{Name: "is_egress", Type: "boolean", NotNull: true, Default: "false", CloudID: true,
+				Comment: "false: inbound (ingress) rule; true: outbound (egress) rule."},
+			{Name: "ip_protocol", Type: "text", NotNull: true, CloudID: true,
+				Comment: "tcp, udp, icmp, icmpv6, a protocol number, or -1 for all. Written as AWS shows it: TCP, 6 and all become tcp, tcp and -1."},
+			{Name: "from_port", Type: "integer", CloudID: true, Comment: "First port (tcp/udp) or ICMP type; NULL for other protocols."},
+			{Name: "to_port", Type: "integer", CloudID: true, Comment: "Last port (tcp/udp) or ICMP code; NULL for other protocols."},
+			{Name: "cidr_ipv4", Type: "cidr", CloudID: true, Comment: "Target IPv4 range."},
+			{Name: "cidr_ipv6", Type: "cidr", CloudID: true, Comment: "Target IPv6 range."},
+			{Name: "prefix_list_id", Type: "text", CloudID: true, Comment: "Target managed prefix list (pl-…)."},
+			{Name: "source_security_group_id", Type: "integer", CloudID: true, Ref: "security_group",
+				Comment: "Target security group (security_group.id): traffic from (ingress) or to (egress) its members."},
+			{Name: "description", Type: "text", Comment: "Description of the rule; can change in place."},
+			{Name: "rule_id", Type: "text", Kind: module.Feedback, Comment: "The rule's id (sgr-…) from AWS (from the cloud)."},
+		},
 		// Rows are in their group's region; cloud records say it.
 		Region: "region",
 		// A new group's default egress rule, a new VPC's default group's rules.
 		MadeByCloud: true,
-	}
-)
+	}.Declare()
+}
 
 // Module returns the aws_security_group module.
 func Module() module.Module {
@@ -52,15 +86,10 @@ func Module() module.Module {
 		Version:   "0.1.0",
 		DependsOn: []string{"aws_vpc"},
 		SQL:       installSQL,
-		Tables:    []module.Table{groupTable, ruleTable},
+		Tables:    []module.Table{GroupTable(), RuleTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
-			g := &groups{c: ec2x.NewClients(cfg), byID: map[string]groupRef{}, byCID: map[string]string{}}
-			return map[string]module.Reader{"security_group": &groupMapper{g: g}, "security_group_rule": &ruleMapper{g: g}}, nil
+			g := &groups{c: ec2x.NewClients(cfg), t: GroupTable(), byID: map[string]groupRef{}, byCID: map[string]string{}}
+			return map[string]module.Reader{"security_group": &groupMapper{g: g}, "security_group_rule": &ruleMapper{g: g, t: RuleTable()}}, nil
 		},
 	}
 }
-
-// GroupTable is the security_group table as this module declares it: other
-// modules that reference groups (aws_ec2's instances) render a group's
-// identity by it.
-func GroupTable() module.Table { return groupTable }

@@ -21,6 +21,7 @@ import (
 // by identity, and rules to create can find their group's id.
 type groups struct {
 	c *ec2x.Clients
+	t module.Table // security_group's declaration: group identities
 
 	mu    sync.Mutex
 	byID  map[string]groupRef // group id -> the group
@@ -55,7 +56,7 @@ func (g *groups) reset(recs []module.Record, failed map[string]error) {
 
 // add indexes a group; g.mu is held.
 func (g *groups) add(r module.Record) {
-	cid := module.CloudIDOf(groupTable, r)
+	cid := module.CloudIDOf(g.t, r)
 	g.byID[r.String("group_id")] = groupRef{cid: cid, region: r.String("region")}
 	g.byCID[cid] = r.String("group_id")
 }
@@ -63,7 +64,7 @@ func (g *groups) add(r module.Record) {
 func (g *groups) forget(r module.Record) {
 	g.mu.Lock()
 	delete(g.byID, r.String("group_id"))
-	delete(g.byCID, module.CloudIDOf(groupTable, r))
+	delete(g.byCID, module.CloudIDOf(g.t, r))
 	g.mu.Unlock()
 }
 
@@ -84,8 +85,6 @@ func (g *groups) ref(id string) (groupRef, bool) {
 }
 
 type groupMapper struct{ g *groups }
-
-var groupColumns = []string{"group_name", "description", "vpc_id", "region", "tags"}
 
 func groupRecord(region string, sg types.SecurityGroup) module.Record {
 	return module.Record{
@@ -136,7 +135,7 @@ func (m *groupMapper) Create(ctx context.Context, want module.Record) (module.Re
 	if err != nil {
 		return nil, ec2x.Terminal(fmt.Errorf("create security group %s in %s: %w", want.String("group_name"), want.String("vpc_id"), err))
 	}
-	got := maps.Clone(want)
+	got := declared(m.g.t, want)
 	got["group_id"] = aws.ToString(out.GroupId)
 	m.g.remember(got)
 	return got, nil
@@ -158,7 +157,7 @@ func (m *groupMapper) find(ctx context.Context, region, vpc, name string) (modul
 
 // Update changes tags; a new description needs a new group.
 func (m *groupMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	return m.g.c.UpdateTags(ctx, module.Table{Declarative: groupColumns}, "group_id", want, have)
+	return m.g.c.UpdateTags(ctx, m.g.t, "group_id", want, have)
 }
 
 // Temporary names the stand-in of a replacement: the name with a suffix
@@ -177,18 +176,24 @@ func (m *groupMapper) Temporary(want module.Record, oldCloudID string) module.Re
 
 func (m *groupMapper) Delete(ctx context.Context, have module.Record) error {
 	_, err := m.g.c.Region(have.String("region")).DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(have.String("group_id"))})
-	switch ec2x.Code(err) {
-	case "":
-	case "InvalidGroup.NotFound":
-	case "CannotDelete":
+	if ec2x.Code(err) == "CannotDelete" {
 		return fmt.Errorf("security group %s (%s): %w", have.String("group_name"), have.String("group_id"), module.ErrKeep)
-	default:
+	}
+	if err := module.Deleted(err, "InvalidGroup.NotFound"); err != nil {
 		return fmt.Errorf("delete security group %s: %w", have.String("group_id"), err)
 	}
 	m.g.forget(have)
 	return nil
 }
 
-func (m *groupMapper) Equal(db, cloud module.Record) bool {
-	return module.CompareDeclarative(groupColumns, db, cloud)
+// declared is r with only the columns t declares: a record the engine gave
+// (which carries the row's id too) made into one a mapper may answer.
+func declared(t module.Table, r module.Record) module.Record {
+	out := make(module.Record, len(t.Columns))
+	for _, c := range t.Columns {
+		if v, ok := r[c.Name]; ok {
+			out[c.Name] = v
+		}
+	}
+	return out
 }

@@ -14,7 +14,10 @@ import (
 	"github.com/iasql/iasql/modules/module"
 )
 
-type ruleMapper struct{ g *groups }
+type ruleMapper struct {
+	g *groups
+	t module.Table // security_group_rule's declaration
+}
 
 // portless reports whether a protocol has no ports: AWS reports -1 for
 // them, the table NULL.
@@ -36,9 +39,10 @@ func (m *ruleMapper) record(region string, r types.SecurityGroupRule) (module.Re
 	rec := module.Record{
 		"rule_id": aws.ToString(r.SecurityGroupRuleId), "security_group_id": owner.cid,
 		"is_egress": aws.ToBool(r.IsEgress), "ip_protocol": aws.ToString(r.IpProtocol),
-		"description": aws.ToString(r.Description), "region": region, "group_id": aws.ToString(r.GroupId),
+		"description": aws.ToString(r.Description), "region": region,
 	}
 	if !portless(rec.String("ip_protocol")) {
+		// Numbers as the engine has them: find compares identities.
 		rec["from_port"] = module.Number(int64(aws.ToInt32(r.FromPort)))
 		rec["to_port"] = module.Number(int64(aws.ToInt32(r.ToPort)))
 	}
@@ -129,9 +133,9 @@ func (m *ruleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 	if len(rules) != 1 {
 		return m.find(ctx, owner.region, groupID, want)
 	}
-	got := maps.Clone(want)
+	got := declared(m.t, want)
 	got["rule_id"] = aws.ToString(rules[0].SecurityGroupRuleId)
-	got["region"], got["group_id"] = owner.region, groupID
+	got["region"] = owner.region
 	return got, nil
 }
 
@@ -155,7 +159,7 @@ func authorize(ctx context.Context, cl *ec2.Client, egress bool, groupID string,
 
 // find reads back the group's rule with want's identity.
 func (m *ruleMapper) find(ctx context.Context, region, groupID string, want module.Record) (module.Record, error) {
-	cid := module.CloudIDOf(ruleTable, want)
+	cid := module.CloudIDOf(m.t, want)
 	p := ec2.NewDescribeSecurityGroupRulesPaginator(m.g.c.Region(region), &ec2.DescribeSecurityGroupRulesInput{
 		Filters: []types.Filter{{Name: aws.String("group-id"), Values: []string{groupID}}}, MaxResults: aws.Int32(ec2x.PageSize)})
 	for p.HasMorePages() {
@@ -164,7 +168,7 @@ func (m *ruleMapper) find(ctx context.Context, region, groupID string, want modu
 			return nil, fmt.Errorf("read the rules of %s: %w", groupID, err)
 		}
 		for _, r := range page.SecurityGroupRules {
-			if rec, ok := m.record(region, r); ok && module.CloudIDOf(ruleTable, rec) == cid {
+			if rec, ok := m.record(region, r); ok && module.CloudIDOf(m.t, rec) == cid {
 				return rec, nil
 			}
 		}
@@ -174,18 +178,22 @@ func (m *ruleMapper) find(ctx context.Context, region, groupID string, want modu
 
 // Update changes the description; anything else is another rule.
 func (m *ruleMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	if module.CloudIDOf(ruleTable, want) != module.CloudIDOf(ruleTable, have) {
+	if module.CloudIDOf(m.t, want) != module.CloudIDOf(m.t, have) {
 		return nil, module.ErrReplace
+	}
+	groupID, ok := m.g.id(have.String("security_group_id"))
+	if !ok {
+		return nil, fmt.Errorf("rule %s: group %s: %w", have.String("rule_id"), have.String("security_group_id"), errNoGroup)
 	}
 	cl := m.g.c.Region(have.String("region"))
 	desc := []types.SecurityGroupRuleDescription{{SecurityGroupRuleId: aws.String(have.String("rule_id")), Description: aws.String(want.String("description"))}}
 	var err error
 	if have.Bool("is_egress") {
 		_, err = cl.UpdateSecurityGroupRuleDescriptionsEgress(ctx, &ec2.UpdateSecurityGroupRuleDescriptionsEgressInput{
-			GroupId: aws.String(have.String("group_id")), SecurityGroupRuleDescriptions: desc})
+			GroupId: aws.String(groupID), SecurityGroupRuleDescriptions: desc})
 	} else {
 		_, err = cl.UpdateSecurityGroupRuleDescriptionsIngress(ctx, &ec2.UpdateSecurityGroupRuleDescriptionsIngressInput{
-			GroupId: aws.String(have.String("group_id")), SecurityGroupRuleDescriptions: desc})
+			GroupId: aws.String(groupID), SecurityGroupRuleDescriptions: desc})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("describe rule %s: %w", have.String("rule_id"), err)
@@ -195,22 +203,23 @@ func (m *ruleMapper) Update(ctx context.Context, want, have module.Record) (modu
 	return got, nil
 }
 
+// Delete revokes the rule. Its group is the one its record names: a group
+// no longer known is gone, and its rules with it.
 func (m *ruleMapper) Delete(ctx context.Context, have module.Record) error {
+	groupID, ok := m.g.id(have.String("security_group_id"))
+	if !ok {
+		return nil
+	}
 	cl := m.g.c.Region(have.String("region"))
 	ids := []string{have.String("rule_id")}
 	var err error
 	if have.Bool("is_egress") {
-		_, err = cl.RevokeSecurityGroupEgress(ctx, &ec2.RevokeSecurityGroupEgressInput{GroupId: aws.String(have.String("group_id")), SecurityGroupRuleIds: ids})
+		_, err = cl.RevokeSecurityGroupEgress(ctx, &ec2.RevokeSecurityGroupEgressInput{GroupId: aws.String(groupID), SecurityGroupRuleIds: ids})
 	} else {
-		_, err = cl.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(have.String("group_id")), SecurityGroupRuleIds: ids})
+		_, err = cl.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(groupID), SecurityGroupRuleIds: ids})
 	}
-	switch ec2x.Code(err) {
-	case "", "InvalidSecurityGroupRuleId.NotFound", "InvalidGroup.NotFound", "InvalidPermission.NotFound":
-		return nil
+	if err := module.Deleted(err, "InvalidSecurityGroupRuleId.NotFound", "InvalidGroup.NotFound", "InvalidPermission.NotFound"); err != nil {
+		return fmt.Errorf("revoke rule %s: %w", have.String("rule_id"), err)
 	}
-	return fmt.Errorf("revoke rule %s: %w", have.String("rule_id"), err)
-}
-
-func (m *ruleMapper) Equal(db, cloud module.Record) bool {
-	return module.CompareDeclarative(ruleTable.Declarative, db, cloud)
+	return nil
 }

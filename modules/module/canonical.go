@@ -30,6 +30,8 @@ func (t Table) Canonical(rec Record) (Record, error) {
 	for k, v := range rec {
 		c, ok := t.Column(k)
 		switch {
+		case k == "id":
+			continue // the database's own key, never the cloud's (a want record a mapper cloned)
 		case ok:
 			typ := c.Type
 			if c.Many() {

@@ -177,3 +177,13 @@ func (c *Clients) UpdateTags(ctx context.Context, t module.Table, idCol string, 
 	got["tags"] = want["tags"]
 	return got, nil
 }
+
+// TerminalCodes are the codes Terminal treats as terminal, with a module's
+// own (more): the terminal codes module.Classify takes.
+func TerminalCodes(more ...string) map[string]bool {
+	out := maps.Clone(terminalCodes)
+	for _, c := range more {
+		out[c] = true
+	}
+	return out
+}

@@ -55,11 +55,15 @@ func GroupIDs(ctx context.Context, cl *ec2.Client, groups module.Table, cids []s
 	}
 	var vpcs, names []string
 	for _, cid := range cids {
-		parts, ok := module.SplitCloudID(cid, 2)
+		parts, ok := module.SplitCloudID(cid, len(groups.CloudID))
 		if !ok {
 			return nil, &module.TerminalError{Err: fmt.Errorf("security group %q is not a group identity", cid)}
 		}
-		vpcs, names = append(vpcs, parts[0]), append(names, parts[1])
+		g := module.Record{}
+		for i, col := range groups.CloudID {
+			g[col] = parts[i]
+		}
+		vpcs, names = append(vpcs, g.String("vpc_id")), append(names, g.String("group_name"))
 	}
 	out, err := cl.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 		{Name: aws.String("vpc-id"), Values: slices.Compact(slices.Sorted(slices.Values(vpcs)))},
