@@ -66,6 +66,10 @@ const (
 	retryBase = 200 * time.Millisecond
 	retryMax  = 5 * time.Second
 	maxRounds = 20
+	// maxTransientRepeats: the round that fails the same way for this
+	// many rounds in a row ends the pass, even when a failure is transient
+	// (five attempts in all, over about 3 s).
+	maxTransientRepeats = 4
 )
 
 // Executor runs plans; one per engine (its lanes bound the cloud calls of
@@ -90,6 +94,7 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 	deps := plan.Dependencies(actions)
 	pending := actions
 	var lastFailed string
+	repeats := 0 // rounds in a row whose failures were the last round's
 	// given up: actions that failed for good (terminal, or a create whose
 	// resource exists), not retried: what depends on them stays held in
 	// every later round, and their failures are reported whatever the
@@ -113,8 +118,14 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 		now := strings.Join(keys, "\n")
 		// The same failures again end the pass, unless one of them passes
 		// by itself (throttling, a 5xx): those are tried again, later each
-		// round, up to maxRounds.
-		if len(r.failed) == 0 || (now == lastFailed && !r.transient) || n+1 >= maxRounds || ctx.Err() != nil {
+		// round, up to maxTransientRepeats (about 3 s beyond the SDK's own
+		// retries); what still fails is left to the next cycle's backoff.
+		if now == lastFailed {
+			repeats++
+		} else {
+			repeats = 0
+		}
+		if len(r.failed) == 0 || (repeats > 0 && (!r.transient || repeats >= maxTransientRepeats)) || n+1 >= maxRounds || ctx.Err() != nil {
 			out := append(final, r.errs...)
 			sort.Strings(out)
 			return out

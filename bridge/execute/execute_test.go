@@ -130,6 +130,18 @@ func TestRun(t *testing.T) {
 			}
 		},
 	}, {
+		name: "throttling that does not pass ends the pass after a few more rounds",
+		setup: func(d *doer) []*plan.Action {
+			d.throttled["parent 1"] = 100
+			return []*plan.Action{create(parentSpec, "1", module.Record{"name": "p"})}
+		},
+		failures: []string{"parent 1 () create cloud: create: api error RequestLimitExceeded: Rate exceeded"},
+		check: func(t *testing.T, d *doer) {
+			if d.calls["parent 1"] != 5 {
+				t.Errorf("calls %v; want the parent five times: once, then four rounds that fail the same way", d.calls)
+			}
+		},
+	}, {
 		name: "a failure that repeats ends the pass: the set of failures no longer changes",
 		setup: func(d *doer) []*plan.Action {
 			d.fail["parent 1"] = -1

@@ -93,7 +93,7 @@ func TestTierThrottled(t *testing.T) {
 	e, tier := newTier(t)
 	for _, op := range []string{"ec2:CreateVpc", "ec2:CreateSubnet", "ec2:CreateSecurityGroup", "ec2:RunInstances", "ec2:DescribeInstances",
 		"elasticloadbalancing:*"} {
-		e.Emu.Inject(emulator.Fault{Op: op, Kind: emulator.Throttle, Times: 4})
+		e.Emu.Inject(emulator.Fault{Op: op, Kind: emulator.Throttle, Times: 3})
 	}
 	commitTier(e, tier)
 	whole(t, e, tier) // one VPC, two subnets, one group, one load balancer ... (Complete counts them)
