@@ -80,8 +80,8 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		if err := ts.Delete(ctx, a.Cloud); errors.Is(err, module.ErrKeep) && (plan.ParentRetired(c.snap, ts.Spec, a.Cloud) || plan.ParentLeaving(c.snap, ts.Spec, a.Cloud)) {
 			// It goes with its parent (the old resource of a replacement, or
 			// a resource whose row was deleted): AWS deletes a VPC's default
-			// security group with the VPC.
-			return nil
+			// security group with the VPC. As good as deleted: forgotten
+			// below like one.
 		} else if errors.Is(err, module.ErrKeep) {
 			// The cloud keeps it: the row comes back instead.
 			a.Action, a.Direction, a.Kind = "create", "database", plan.DBInsert

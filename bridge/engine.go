@@ -492,7 +492,10 @@ func (e *Engine) automatic(ctx context.Context, reason string) time.Time {
 		return time.Time{}
 	}
 	out, err := e.runCycle(ctx, installed, reason, plan.Options{}, false)
-	if err != nil && !errors.Is(err, errBusy) {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		e.log.Info("cycle stopped: the engine is stopping", "reason", reason)
+	case err != nil && !errors.Is(err, errBusy):
 		e.log.Warn("cycle failed", "reason", reason, "err", err)
 	}
 	if out == nil {
@@ -628,7 +631,7 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 	if runErr != nil {
 		end["error"] = oneLine(runErr.Error())
 	}
-	if err := c.record(context.WithoutCancel(ctx), "CYCLE_END", end); err != nil {
+	if err := c.record(context.WithoutCancel(ctx), "CYCLE_END", end); err != nil && ctx.Err() == nil {
 		e.log.Warn("cannot record the end of a cycle", "err", err)
 	}
 	if runErr == nil {

@@ -218,7 +218,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if unverified.Cloud(c) || ts.InFlight("cloud "+cid) || ts.InFlight(ts.RecBy[cid]) {
 				continue
 			}
-			leaving := childLeaving(snap, ts, cid)
+			leaving := deleteHeld(snap, ts, cid, map[string]bool{})
 			if rp := ts.Retired[cid]; rp != nil {
 				if stillReferenced(snap, ts, cid) || leaving {
 					continue // its children move (or go) first; a later pass deletes it
@@ -406,6 +406,35 @@ func childLeaving(snap *snapshot.Snapshot, ts *snapshot.Table, cid string) bool 
 					continue
 				}
 				if c, shown := cts.Cloud[child]; !shown || slices.Contains(ref.Values(c), cid) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// deleteHeld reports whether the delete of resource cid of ts waits: a
+// resource that references it is still being deleted in the cloud
+// (childLeaving), or is itself to be deleted (no row) and waits so. A VPC
+// whose subnet waits for a terminating instance waits too: AWS refuses
+// to delete it while the subnet exists.
+func deleteHeld(snap *snapshot.Snapshot, ts *snapshot.Table, cid string, seen map[string]bool) bool {
+	key := ts.Spec.Name + "\x00" + cid
+	if seen[key] {
+		return false
+	}
+	seen[key] = true
+	if childLeaving(snap, ts, cid) {
+		return true
+	}
+	for _, cts := range snap.Tables {
+		for _, ref := range module.RefsOf(cts.Spec) {
+			if ref.Table != ts.Spec.Name {
+				continue
+			}
+			for child, c := range cts.Cloud {
+				if cts.ByCloud[child] == nil && slices.Contains(ref.Values(c), cid) && deleteHeld(snap, cts, child, seen) {
 					return true
 				}
 			}

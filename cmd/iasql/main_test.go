@@ -331,7 +331,7 @@ func TestLostSlot(t *testing.T) {
 func TestDemoScenario(t *testing.T) {
 	t.Parallel()
 	r := iasql(t, 3*time.Minute, "demo", "--scenario", "--log-level", "warn")
-	if r.code != 0 || !strings.Contains(r.stdout, "5 of 5 steps checked out") {
+	if r.code != 0 || !strings.Contains(r.stdout, "9 of 9 steps checked out") {
 		t.Errorf("demo --scenario: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }

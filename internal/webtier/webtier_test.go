@@ -154,3 +154,23 @@ func TestTierReplaceInstance(t *testing.T) {
 		t.Errorf("the old instance %s is %s, want it terminated", old, c.Instances[old])
 	}
 }
+
+// TestTierDelete: the tier's rows deleted in one transaction; the commit
+// deletes everything in the cloud, each after what depends on it.
+func TestTierDelete(t *testing.T) {
+	t.Parallel()
+	e, tier := newTier(t)
+	commitTier(e, tier)
+	whole(t, e, tier)
+	e.Exec(append(append([]string{`CALL iasql_begin()`}, tier.Delete()...), `CALL iasql_commit()`)...)
+	c, err := tier.Observe(context.Background(), e.AWS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := c.Empty(); left != "" {
+		t.Errorf("after the delete: %s", left)
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_status`); n != 0 {
+		t.Errorf("%d records not in sync after the delete: %s", n, e.String(`SELECT string_agg(concat_ws(' ', table_name, record_id, cloud_id, state, action, last_error), '; ') FROM iasql_status`))
+	}
+}
