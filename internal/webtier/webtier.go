@@ -90,7 +90,7 @@ func (t Tier) Script() string {
 func (t Tier) Delete() []string {
 	return []string{
 		fmt.Sprintf(`DELETE FROM load_balancer WHERE name = '%s' AND region = '%s'`, t.Name, t.Region), // listeners cascade
-		fmt.Sprintf(`DELETE FROM target_group WHERE name = '%s' AND region = '%s'`, t.Name, t.Region),   // targets cascade
+		fmt.Sprintf(`DELETE FROM target_group WHERE name = '%s' AND region = '%s'`, t.Name, t.Region),  // targets cascade
 		fmt.Sprintf(`DELETE FROM instance WHERE tags->>'Name' LIKE '%s-%%' AND region = '%s'`, t.Name, t.Region),
 		fmt.Sprintf(`DELETE FROM vpc WHERE tags->>'Name' = '%s' AND region = '%s'`, t.Name, t.Region),
 	}
