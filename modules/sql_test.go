@@ -53,6 +53,14 @@ func checkSQL(t *testing.T, byName map[string]module.Module, m module.Module) {
 		}
 	}
 	checkTables(t, conn, m, created)
+	// Uninstall drops the tables only (store.UninstallModule); installing
+	// again must work over what is left (functions, triggers on other
+	// modules' tables): CREATE OR REPLACE.
+	var drop strings.Builder
+	for i := len(m.Tables) - 1; i >= 0; i-- {
+		drop.WriteString("DROP TABLE public." + m.Tables[i].Name + ";\n")
+	}
+	pgtest.Exec(t, dsn, "BEGIN;\n"+drop.String()+m.InstallSQL()+"\nCOMMIT;")
 	var missing []string
 	for _, o := range created {
 		if !o.commented {

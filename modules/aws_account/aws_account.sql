@@ -16,7 +16,7 @@ COMMENT ON CONSTRAINT aws_regions_default_enabled ON public.aws_regions IS 'The 
 CREATE UNIQUE INDEX aws_regions_one_default ON public.aws_regions (is_default) WHERE is_default;
 COMMENT ON INDEX public.aws_regions_one_default IS 'At most one default region.';
 
-CREATE FUNCTION public.aws_regions_single_default() RETURNS trigger
+CREATE OR REPLACE FUNCTION public.aws_regions_single_default() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   IF NEW.is_default AND (TG_OP = 'INSERT' OR NOT OLD.is_default) THEN
@@ -30,7 +30,7 @@ CREATE TRIGGER aws_regions_single_default BEFORE INSERT OR UPDATE OF is_default 
   FOR EACH ROW EXECUTE FUNCTION public.aws_regions_single_default();
 COMMENT ON TRIGGER aws_regions_single_default ON public.aws_regions IS 'Keeps exactly one default region when the default moves.';
 
-CREATE FUNCTION public.default_aws_region() RETURNS text
+CREATE OR REPLACE FUNCTION public.default_aws_region() RETURNS text
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
   r text;

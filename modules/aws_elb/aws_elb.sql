@@ -75,7 +75,7 @@ COMMENT ON CONSTRAINT listener_protocol_valid ON public.listener IS 'Application
 COMMENT ON CONSTRAINT listener_certificate_https ON public.listener IS 'An HTTPS listener needs a certificate, an HTTP one takes none.';
 COMMENT ON CONSTRAINT listener_port_range ON public.listener IS 'A port from 1 to 65535.';
 
-CREATE FUNCTION public.load_balancer_references_check() RETURNS trigger
+CREATE OR REPLACE FUNCTION public.load_balancer_references_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   missing bigint;
@@ -100,7 +100,7 @@ CREATE TRIGGER load_balancer_references_check BEFORE INSERT OR UPDATE OF subnets
   FOR EACH ROW EXECUTE FUNCTION public.load_balancer_references_check();
 COMMENT ON TRIGGER load_balancer_references_check ON public.load_balancer IS 'Checks the load balancer''s subnets and security groups against its region.';
 
-CREATE FUNCTION public.target_fill() RETURNS trigger
+CREATE OR REPLACE FUNCTION public.target_fill() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   group_region text;
@@ -122,7 +122,7 @@ CREATE TRIGGER target_fill BEFORE INSERT OR UPDATE ON public.target
   FOR EACH ROW EXECUTE FUNCTION public.target_fill();
 COMMENT ON TRIGGER target_fill ON public.target IS 'Fills in the port and checks the regions of a target.';
 
-CREATE FUNCTION public.listener_references_check() RETURNS trigger
+CREATE OR REPLACE FUNCTION public.listener_references_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   lb_region text;

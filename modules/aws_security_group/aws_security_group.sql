@@ -37,7 +37,7 @@ COMMENT ON CONSTRAINT security_group_tags_object ON public.security_group IS 'Ta
 COMMENT ON CONSTRAINT security_group_vpc_id_set ON public.security_group IS
   'Every group is in a VPC: vpc_id is given, or filled with the region''s default VPC on INSERT (the column is nullable only so that tools which introspect the schema let an INSERT leave it out).';
 
-CREATE FUNCTION public.security_group_default_vpc() RETURNS trigger
+CREATE OR REPLACE FUNCTION public.security_group_default_vpc() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   IF NEW.vpc_id IS NULL THEN
@@ -78,7 +78,7 @@ COMMENT ON CONSTRAINT security_group_rule_cidr_families ON public.security_group
 COMMENT ON CONSTRAINT security_group_rule_protocol ON public.security_group_rule IS 'tcp, udp, icmp, icmpv6, -1 or a protocol number.';
 COMMENT ON CONSTRAINT security_group_rule_ports ON public.security_group_rule IS 'tcp/udp need a port range 0 to 65535; icmp a type and code (-1 for any); other protocols (and -1, all) have no ports.';
 
-CREATE FUNCTION public.security_group_rule_normalize() RETURNS trigger
+CREATE OR REPLACE FUNCTION public.security_group_rule_normalize() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   NEW.ip_protocol := CASE lower(NEW.ip_protocol)
