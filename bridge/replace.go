@@ -29,6 +29,15 @@ func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 	ts := a.Tab
 	strategy := replace.StrategyFor(ts.Mapper, snapshot.Generated(ts.Spec))
 	if strategy == replace.DeleteFirst {
+		c.recreatedMu.Lock()
+		if c.recreated == nil {
+			c.recreated = map[string]map[string]bool{}
+		}
+		if c.recreated[a.Table] == nil {
+			c.recreated[a.Table] = map[string]bool{}
+		}
+		c.recreated[a.Table][a.ID] = true
+		c.recreatedMu.Unlock()
 		if err := ts.Delete(ctx, a.Cloud); err != nil {
 			return fmt.Errorf("replace: delete the old resource: %w", err)
 		}

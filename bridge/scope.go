@@ -31,13 +31,14 @@ import (
 func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snapshot.Scope {
 	s := &snapshot.Scope{Whole: map[string]bool{}, Acting: acting.IDs, Context: map[string]map[string]bool{}}
 	// below: tables under one this cycle changed in the cloud, or under a
-	// replacement in progress (the cloud changes children with their
-	// parents; a replacement moves what references it).
+	// replacement in progress or one made by deleting first (the cloud
+	// changes children with their parents; a replacement moves what
+	// references it, or makes it again).
 	below := map[string]bool{}
 	for _, t := range c.tables { // in dependency order: parents first
 		name := t.spec.Name
 		for _, ref := range module.RefsOf(t.spec) {
-			if acting.Replacing[ref.Table] || below[ref.Table] || (t.spec.MadeByCloud && c.changed[ref.Table]) {
+			if acting.Replacing[ref.Table] || len(c.recreated[ref.Table]) > 0 || below[ref.Table] || (t.spec.MadeByCloud && c.changed[ref.Table]) {
 				below[name] = true
 			}
 		}

@@ -94,7 +94,7 @@ func (c *cycle) read(ctx context.Context) error {
 	for _, t := range c.tables {
 		ts := &snapshot.Table{Spec: t.spec, Mapper: t.mapper, Module: t.mod, Rows: rows[t.spec.Name], ByCloud: map[string]*snapshot.Row{},
 			Records: recs[t.spec.Name], RecBy: map[string]string{}, Intent: intent[t.spec.Name], Seen: seen[t.spec.Name],
-			Cloud: map[string]module.Record{}, Repl: repls[t.spec.Name], Retired: map[string]*replace.Replacement{}, Forced: map[string]bool{},
+			Cloud: map[string]module.Record{}, Repl: repls[t.spec.Name], Retired: map[string]*replace.Replacement{}, Forced: forcedBy(c.recreated[t.spec.Name]),
 			Ops: ops[t.spec.Name], ByToken: map[string][]string{}, Strays: map[string]string{}}
 		if ts.Records == nil {
 			ts.Records = map[string]snapshot.RecordState{}
@@ -182,4 +182,14 @@ func (c *cycle) freshness(ctx context.Context, snap *snapshot.Snapshot, ts *snap
 		return module.WithFreshOnly(ctx, names)
 	}
 	return ctx
+}
+
+// forcedBy is a table's forced records to begin with: those this cycle
+// replaced by deleting first (cycle.recreated).
+func forcedBy(recreated map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(recreated))
+	for id := range recreated {
+		out[id] = true
+	}
+	return out
 }

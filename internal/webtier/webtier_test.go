@@ -174,3 +174,24 @@ func TestTierDelete(t *testing.T) {
 		t.Errorf("%d records not in sync after the delete: %s", n, e.String(`SELECT string_agg(concat_ws(' ', table_name, record_id, cloud_id, state, action, last_error), '; ') FROM iasql_status`))
 	}
 }
+
+// TestTierLoadBalancerReplaced: a new scheme replaces the load balancer
+// (AWS fixes it at creation, and deletes its listeners with it); the
+// listener row stays and is created again on the new one.
+func TestTierLoadBalancerReplaced(t *testing.T) {
+	t.Parallel()
+	e, tier := newTier(t)
+	commitTier(e, tier)
+	whole(t, e, tier)
+	oldLB := e.String(`SELECT load_balancer_arn FROM load_balancer`)
+	oldListener := e.String(`SELECT listener_arn FROM listener`)
+	e.Exec(`UPDATE load_balancer SET scheme = 'internal'`)
+	e.Commit()
+	whole(t, e, tier)
+	if arn := e.String(`SELECT load_balancer_arn FROM load_balancer WHERE scheme = 'internal'`); arn == oldLB || arn == "" {
+		t.Errorf("load balancer ARN %q after the replacement, was %q", arn, oldLB)
+	}
+	if arn := e.String(`SELECT listener_arn FROM listener WHERE port = 80`); arn == oldListener || arn == "" {
+		t.Errorf("listener ARN %q after the replacement, was %q", arn, oldListener)
+	}
+}
