@@ -240,3 +240,57 @@ func TestDeleteInstanceWithItsGroupAndSubnet(t *testing.T) {
 			e.String(`SELECT string_agg(concat_ws(' ', table_name, record_id, cloud_id, state, action, last_error), '; ') FROM iasql_status`))
 	}
 }
+
+// TestInstanceOutOfBand: an instance launched elsewhere is imported with
+// its subnet and groups as references to their rows; the user stops and
+// starts it by its state column; an instance terminated elsewhere leaves
+// the table.
+func TestInstanceOutOfBand(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules:  []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_ec2.Module()},
+		Install:  []string{"aws_ec2"},
+		Emulator: emulator.Options{InstanceStartDelay: 300 * time.Millisecond, InstanceStopDelay: 300 * time.Millisecond},
+	})
+	ctx := context.Background()
+	client := ec2.NewFromConfig(e.AWS)
+	subnet := e.String(`SELECT subnet_id FROM subnet WHERE region = 'us-east-1' ORDER BY availability_zone LIMIT 1`)
+	out, err := client.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: aws.String("ami-0123456789abcdef0"), InstanceType: types.InstanceTypeT3Micro,
+		SubnetId: aws.String(subnet), MinCount: aws.Int32(1), MaxCount: aws.Int32(1),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeInstance, Tags: []types.Tag{{Key: aws.String("made"), Value: aws.String("elsewhere")}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := aws.ToString(out.Instances[0].InstanceId)
+	e.Refresh()
+	if n := e.Count(`SELECT count(*) FROM instance i JOIN subnet s ON s.id = i.subnet_id
+		JOIN security_group g ON g.id = ANY (i.security_group_ids) AND g.group_name = 'default'
+		WHERE i.instance_id = $1 AND s.subnet_id = $2 AND i.tags->>'made' = 'elsewhere' AND i.ami = 'ami-0123456789abcdef0'`, id, subnet); n != 1 {
+		t.Fatalf("instance %s was not imported with its subnet and default group as row references", id)
+	}
+	state := func() types.InstanceStateName {
+		d, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Reservations[0].Instances[0].State.Name
+	}
+	e.Exec(`UPDATE instance SET state = 'stopped' WHERE instance_id = '` + id + `'`)
+	e.Commit()
+	if s := state(); s != types.InstanceStateNameStopped {
+		t.Errorf("after state = 'stopped' the instance is %s", s)
+	}
+	e.Exec(`UPDATE instance SET state = 'running' WHERE instance_id = '` + id + `'`)
+	e.Commit()
+	if s := state(); s != types.InstanceStateNameRunning {
+		t.Errorf("after state = 'running' the instance is %s", s)
+	}
+	if _, err := client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.WaitUntil(t, 10*time.Second, "the instance terminated elsewhere", func() bool { return state() == types.InstanceStateNameTerminated })
+	e.Refresh()
+	if n := e.Count(`SELECT count(*) FROM instance WHERE instance_id = $1`, id); n != 0 {
+		t.Errorf("the row of an instance terminated elsewhere is still there")
+	}
+}

@@ -259,24 +259,6 @@ func terminal(err error, format string, args ...any) error {
 	return module.Classify(err, terminalCodes, format, args...)
 }
 
-// sortedStrings is a []any of strings (a record's security_group_ids) as
-// sorted strings.
-func sortedStrings(v any) []string {
-	var out []string
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			if s := fmt.Sprint(e); e != nil && s != "" {
-				out = append(out, s)
-			}
-		}
-	case []string:
-		out = append(out, x...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // Create launches the instance: RunInstances with MinCount = MaxCount = 1
 // and the create's client token as ClientToken. RunInstances is idempotent
 // by ClientToken (a repeat answers the instance the first call made), so
@@ -296,7 +278,7 @@ func (m *instanceMapper) Create(ctx context.Context, want module.Record) (module
 		MaxCount:          aws.Int32(1),
 		TagSpecifications: ec2x.TagSpec(types.ResourceTypeInstance, want["tags"], token),
 	}
-	groups, err := ec2x.GroupIDs(ctx, m.c.Region(region), m.groups, sortedStrings(want["security_group_ids"]))
+	groups, err := ec2x.GroupIDs(ctx, m.c.Region(region), m.groups, module.Strings(want["security_group_ids"]))
 	if err != nil {
 		return nil, err
 	}
@@ -555,8 +537,8 @@ func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (
 	}
 	// No groups wanted is AWS's choice at launch (see Equal), not "none":
 	// an instance in a VPC has at least one group.
-	if len(sortedStrings(want["security_group_ids"])) > 0 && !sameGroups(want["security_group_ids"], have["security_group_ids"]) {
-		groups, err := ec2x.GroupIDs(ctx, cl, m.groups, sortedStrings(want["security_group_ids"]))
+	if len(module.Strings(want["security_group_ids"])) > 0 && !sameGroups(want["security_group_ids"], have["security_group_ids"]) {
+		groups, err := ec2x.GroupIDs(ctx, cl, m.groups, module.Strings(want["security_group_ids"]))
 		if err != nil {
 			return nil, err
 		}
@@ -626,7 +608,7 @@ func differing(cols []string, db, cloud module.Record) []string {
 		var same bool
 		switch c {
 		case "security_group_ids":
-			same = len(sortedStrings(db[c])) == 0 || sameGroups(db[c], cloud[c])
+			same = len(module.Strings(db[c])) == 0 || sameGroups(db[c], cloud[c])
 		case "subnet_id":
 			same = db.String(c) == "" || module.Same(db[c], cloud[c])
 		case "tags":
@@ -650,7 +632,7 @@ func orRunning(s string) string {
 	return s
 }
 
-func sameGroups(a, b any) bool { return slices.Equal(sortedStrings(a), sortedStrings(b)) }
+func sameGroups(a, b any) bool { return slices.Equal(module.Strings(a), module.Strings(b)) }
 
 // sameTags compares tag maps leaving out AWS's own (aws:*) keys.
 func sameTags(a, b any) bool {

@@ -244,24 +244,7 @@ func syncTags(ctx context.Context, cl *elb.Client, arn string, want, have any) e
 	return nil
 }
 
-// strings is a record's array value as sorted distinct strings.
-func sortedStrings(v any) []string {
-	var out []string
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			if s := fmt.Sprint(e); e != nil && s != "" {
-				out = append(out, s)
-			}
-		}
-	case []string:
-		out = append(out, x...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-func sameSet(a, b any) bool { return slices.Equal(sortedStrings(a), sortedStrings(b)) }
+func sameSet(a, b any) bool { return slices.Equal(module.Strings(a), module.Strings(b)) }
 
 func nilIfEmpty(s string) any {
 	if s == "" {

@@ -61,7 +61,7 @@ func lbRecord(region string, lb types.LoadBalancer, tags []types.Tag, groups map
 	}
 	return module.Record{
 		"name": aws.ToString(lb.LoadBalancerName), "scheme": string(lb.Scheme),
-		"subnets": sortedStrings(subnets), "security_groups": sortedStrings(sgs),
+		"subnets": module.Strings(subnets), "security_groups": module.Strings(sgs),
 		"region": region, "tags": tagRecord(tags),
 		"load_balancer_arn": aws.ToString(lb.LoadBalancerArn), "dns_name": aws.ToString(lb.DNSName), "state": state,
 	}
@@ -108,7 +108,7 @@ func (m *lbMapper) Read(ctx context.Context) ([]module.Record, error) {
 func (m *lbMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
 	region, name := want.String("region"), want.String("name")
 	cl := m.c.elb.Region(region)
-	groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), sortedStrings(want["security_groups"]))
+	groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), module.Strings(want["security_groups"]))
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (m *lbMapper) Create(ctx context.Context, want module.Record) (module.Recor
 		Name:           aws.String(name),
 		Type:           types.LoadBalancerTypeEnumApplication,
 		Scheme:         types.LoadBalancerSchemeEnum(want.String("scheme")),
-		Subnets:        sortedStrings(want["subnets"]),
+		Subnets:        module.Strings(want["subnets"]),
 		SecurityGroups: groups,
 		Tags:           toTags(want["tags"], ""),
 	}
@@ -187,13 +187,13 @@ func (m *lbMapper) Update(ctx context.Context, want, have module.Record) (module
 	cl := m.c.elb.Region(region)
 	got := maps.Clone(have)
 	if !sameSet(want["subnets"], have["subnets"]) {
-		if _, err := cl.SetSubnets(ctx, &elb.SetSubnetsInput{LoadBalancerArn: aws.String(arn), Subnets: sortedStrings(want["subnets"])}); err != nil {
+		if _, err := cl.SetSubnets(ctx, &elb.SetSubnetsInput{LoadBalancerArn: aws.String(arn), Subnets: module.Strings(want["subnets"])}); err != nil {
 			return nil, module.Classify(err, terminalCodes, "set the subnets of %s", arn)
 		}
 		got["subnets"] = want["subnets"]
 	}
 	if len(differing([]string{"security_groups"}, want, have)) > 0 {
-		groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), sortedStrings(want["security_groups"]))
+		groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), module.Strings(want["security_groups"]))
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +241,7 @@ func differing(cols []string, db, cloud module.Record) []string {
 		case "subnets":
 			same = sameSet(db[c], cloud[c])
 		case "security_groups":
-			same = len(sortedStrings(db[c])) == 0 || sameSet(db[c], cloud[c])
+			same = len(module.Strings(db[c])) == 0 || sameSet(db[c], cloud[c])
 		default:
 			same = module.Same(db[c], cloud[c])
 		}

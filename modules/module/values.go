@@ -3,6 +3,7 @@ package module
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -146,4 +147,26 @@ func CompareDeclarative(cols []string, db, cloud Record) bool {
 		}
 	}
 	return true
+}
+
+// Strings is a record's array value (a many-valued reference, a list of
+// names) as a set: its non-empty elements as strings, sorted, once each.
+func Strings(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if s := fmt.Sprint(e); e != nil && s != "" {
+				out = append(out, s)
+			}
+		}
+	case []string:
+		for _, s := range x {
+			if s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
