@@ -306,6 +306,8 @@ func ReadActing(ctx context.Context, conn *pgx.Conn, tables []string, low pglogr
 		UNION
 		SELECT table_name, record_id, 'replacement' FROM public.iasql_replacements WHERE table_name = ANY($1)
 		UNION
+		SELECT table_name, coalesce(record_id, ''), 'replacement' FROM public.iasql_operations WHERE action = 'replace' AND table_name = ANY($1)
+		UNION
 		SELECT table_name, '', 'unverified' FROM public.iasql_unverified WHERE table_name = ANY($1)`,
 		tables, low.String())
 	if err != nil {

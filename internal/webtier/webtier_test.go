@@ -195,3 +195,25 @@ func TestTierLoadBalancerReplaced(t *testing.T) {
 		t.Errorf("listener ARN %q after the replacement, was %q", arn, oldListener)
 	}
 }
+
+// TestTierLoadBalancerReplacedAcrossCycles: the replacement's create
+// fails (access denied, not retried) after the old load balancer (and
+// with it, on AWS, its listener) is gone; the listener row is kept, and the next commit, a new cycle,
+// makes both again.
+func TestTierLoadBalancerReplacedAcrossCycles(t *testing.T) {
+	t.Parallel()
+	e, tier := newTier(t)
+	commitTier(e, tier)
+	whole(t, e, tier)
+	e.Emu.Inject(emulator.Fault{Op: "elasticloadbalancing:CreateLoadBalancer", Kind: emulator.Denied})
+	e.Exec(`UPDATE load_balancer SET scheme = 'internal'`)
+	if _, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`); err == nil {
+		t.Fatal("the commit succeeded though the load balancer could not be created")
+	}
+	if n := e.Count(`SELECT count(*) FROM listener`); n != 1 {
+		t.Fatalf("%d listener rows after the failed replacement, want the user's one kept", n)
+	}
+	e.Emu.ClearFaults()
+	e.Commit()
+	whole(t, e, tier)
+}
