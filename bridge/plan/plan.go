@@ -167,6 +167,12 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				continue
 			}
 			toCloud, _, label, note := push(id)
+			if toCloud && (!inCloud || !equal) && parentInFlight(snap, ts.Spec, r.DB) {
+				// What it references is still being made or changed in the
+				// cloud (an instance not yet running takes no target, AWS
+				// says): pushed in a later pass, once that is done.
+				continue
+			}
 			a := &Action{Table: ts.Spec.Name, ID: id, CloudID: r.CloudID, Mode: label, Tab: ts, Row: r, Cloud: c}
 			switch {
 			case !inCloud && toCloud:
@@ -341,6 +347,18 @@ func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
 			if keys[ref.Table+"\x00"+v] {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// parentInFlight reports whether a row references a record whose
+// operation runs on in the cloud (a create, replacement or change that
+// answered module.Pending).
+func parentInFlight(snap *snapshot.Snapshot, spec module.Table, r module.Record) bool {
+	for _, ref := range module.RefsOf(spec) {
+		if p := snap.ByName[ref.Table]; p != nil && slices.ContainsFunc(ref.Values(r), p.InFlight) {
+			return true
 		}
 	}
 	return false

@@ -532,3 +532,25 @@ func TestELBFaultsAndProtocol(t *testing.T) {
 		t.Errorf("an operation not emulated: %v, want NotImplemented", err)
 	}
 }
+
+// TestELBRegisterNeedsRunning: RegisterTargets refuses an instance that is
+// not running yet (AWS: "it must be in the running state when you register
+// it"), with InvalidTarget, and takes it once it runs.
+func TestELBRegisterNeedsRunning(t *testing.T) {
+	e := newELBEnv(t, emulator.Options{InstanceStartDelay: 200 * time.Millisecond})
+	ctx := t.Context()
+	id := run(t, e.ec2, runIn(e.subnetA, 1))[0]
+	tg := e.mkTG(t, "tg")
+	register := func() error {
+		_, err := e.elb.RegisterTargets(ctx, &elb.RegisterTargetsInput{TargetGroupArn: aws.String(tg),
+			Targets: []types.TargetDescription{{Id: aws.String(id)}}})
+		return err
+	}
+	if err := register(); err == nil || !strings.Contains(err.Error(), "InvalidTarget") {
+		t.Errorf("register a pending instance: %v, want InvalidTarget", err)
+	}
+	waitState(t, e.ec2, id, ec2types.InstanceStateNameRunning)
+	if err := register(); err != nil {
+		t.Errorf("register the running instance: %v", err)
+	}
+}

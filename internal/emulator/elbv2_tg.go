@@ -400,7 +400,10 @@ func (s *elbService) registerTargets(c elbCall, x *iamXML) *elbErr {
 			if in == nil || in.vpcID != tg.vpcID {
 				return elbError("InvalidTarget", "The following targets are not in the target group's VPC '%s': '%s'", tg.vpcID, t.id)
 			}
-			if in.state == "terminated" || in.state == "shutting-down" {
+			// "If the target is an EC2 instance, it must be in the running
+			// state when you register it" (RegisterTargets): pending,
+			// stopping and stopped ones too are refused.
+			if in.state != "running" {
 				return elbError("InvalidTarget", "The following targets are not in a running state and cannot be registered: '%s'", t.id)
 			}
 		}
