@@ -147,7 +147,10 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 // or a crash before the write-back) and the mapper can look a token up,
 // the resource that attempt made is adopted instead of making another.
 func (c *cycle) create(ctx context.Context, a *plan.Action, want module.Record) (module.Record, error) {
-	if a.Retried {
+	// A long create (module.Poller) is asked again with its token: the
+	// cloud answers for the resource the first call made, still on its way
+	// or not; Find would take it as done.
+	if _, polls := a.Tab.Mapper.(module.Poller); a.Retried && !polls {
 		got, err := a.Tab.Find(ctx, want, a.Token)
 		if err != nil {
 			return nil, fmt.Errorf("look for what an earlier attempt made: %w", err)

@@ -29,16 +29,20 @@ import (
 // Engine runs cycles and answers the SQL API's requests. It works only
 // while its sidecar holds capture leadership (Lead).
 type Engine struct {
-	dsn      string
-	log      *slog.Logger
-	capture  *logical.Capture
-	modules  map[string]module.Module // offered modules (modules.go), under modMu
-	modMu    sync.RWMutex
-	catalogs []module.Catalog // make modules on demand (modules.go)
-	aws      aws.Config
-	interval time.Duration
-	timeout  time.Duration
-	exec     *execute.Executor // runs plans; bounds the cloud calls in flight per module and region
+	// leadSince is when this engine's leadership began, by the database's
+	// clock: an operation begun before it and never answered was cut
+	// short by the previous leader (snapshot.Table.CreateCutShort).
+	leadSince time.Time
+	dsn       string
+	log       *slog.Logger
+	capture   *logical.Capture
+	modules   map[string]module.Module // offered modules (modules.go), under modMu
+	modMu     sync.RWMutex
+	catalogs  []module.Catalog // make modules on demand (modules.go)
+	aws       aws.Config
+	interval  time.Duration
+	timeout   time.Duration
+	exec      *execute.Executor // runs plans; bounds the cloud calls in flight per module and region
 	// retention: audit rows older than this are pruned (0 keeps them all).
 	retention time.Duration
 	txTimeout time.Duration     // idle owner: the iasql transaction is rolled back (requests.go)
@@ -368,6 +372,14 @@ func (e *Engine) Lead(ctx context.Context) {
 		e.log.Error("engine cannot register modules", "err", err)
 		return
 	}
+	since, err := store.Now(ctx, svc)
+	if err != nil {
+		e.log.Error("engine cannot start", "err", err)
+		return
+	}
+	e.mu.Lock()
+	e.leadSince = since
+	e.mu.Unlock()
 	if err := e.loadLow(ctx, svc); err != nil {
 		e.log.Error("engine cannot start", "err", err)
 		return

@@ -213,6 +213,17 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				if err := c.clearHandle(ctx, ts, key, got); err != nil {
 					return false, err
 				}
+				if o.Action == "create" || o.Action == "update" {
+					// Its work is over: a create's row has its identity now
+					// (clearHandle), and an op row left in progress without
+					// a handle would read as a create cut short.
+					if err := c.dbTx(ctx, func(tx pgx.Tx) error {
+						return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{key})
+					}); err != nil {
+						return false, fmt.Errorf("record the end of %s %s's %s: %w", ts.Spec.Name, key, o.Action, err)
+					}
+					delete(ts.Ops, key)
+				}
 				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
 				if cid := module.CloudIDOf(ts.Spec, got); got != nil && cid != "" {
 					if c.fresh == nil {

@@ -90,7 +90,10 @@ func (c *cycle) read(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	snap := &snapshot.Snapshot{LSN: lsn, Vis: vis, Low: next, Modes: modes, Reading: reading, ByName: map[string]*snapshot.Table{}}
+	c.e.mu.Lock()
+	leadSince := c.e.leadSince
+	c.e.mu.Unlock()
+	snap := &snapshot.Snapshot{LeaderSince: leadSince, LSN: lsn, Vis: vis, Low: next, Modes: modes, Reading: reading, ByName: map[string]*snapshot.Table{}}
 	for _, t := range c.tables {
 		ts := &snapshot.Table{Spec: t.spec, Mapper: t.mapper, Module: t.mod, Rows: rows[t.spec.Name], ByCloud: map[string]*snapshot.Row{},
 			Records: recs[t.spec.Name], RecBy: map[string]string{}, Intent: intent[t.spec.Name], Seen: seen[t.spec.Name],

@@ -154,6 +154,17 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			}
 			c, inCloud := ts.Cloud[r.CloudID]
 			equal := inCloud && ts.Equal(r.Cloud, c)
+			if inCloud && ts.CreateCutShort(id, snap.LeaderSince) {
+				// A long create whose answer was never recorded (a crash
+				// between the call and its handle): the resource exists,
+				// maybe still on its way (an instance pending). Asked
+				// again with its token, the cloud answers for the same
+				// resource, and the engine waits for it as for any.
+				p.Actions = append(p.Actions, &Action{Table: ts.Spec.Name, ID: id, CloudID: r.CloudID, Mode: "client token", Tab: ts, Row: r, Cloud: c,
+					Kind: CloudCreate, Action: "create", Direction: "cloud",
+					Description: "resume the create of " + Describe(ts.Spec, r.Cloud) + " (cut short before the cloud's answer was recorded)"})
+				continue
+			}
 			if equal && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) {
 				// In sync (the common case: no mode or action is worked out).
 				if ts.StandingIn(id) {

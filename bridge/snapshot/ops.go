@@ -21,6 +21,7 @@ type Op struct {
 	PollAfter            time.Time // when to ask about it
 	Since                time.Time // when it began (the handle's, once it has one)
 	CloudID              string    // the resource it works on, when known
+	Updated              time.Time // when it last changed
 }
 
 // Operation states, as iasql_operations spells them.
@@ -80,6 +81,22 @@ func (ts *Table) adoptReplacement(id string, cf module.Record, rp *replace.Repla
 func (ts *Table) InFlight(key string) bool {
 	o, ok := ts.Ops[key]
 	return ok && o.Handle != ""
+}
+
+// CreateCutShort reports whether a record's create is a long operation
+// (the mapper is a module.Poller) that a previous leader began (its token
+// persisted before leaderSince) and left without a handle: it stopped
+// between the call and recording the answer, so the resource may still be
+// on its way. (A create that ended at once, also without a handle, is
+// this only when its leader stopped before the read that enacts it:
+// asking again costs one idempotent call.)
+func (ts *Table) CreateCutShort(id string, leaderSince time.Time) bool {
+	o, ok := ts.Ops[id]
+	if !ok || o.Action != "create" || o.State != OpInProgress || o.Handle != "" || o.Token == "" || !o.Updated.Before(leaderSince) {
+		return false
+	}
+	_, polls := ts.Mapper.(module.Poller)
+	return polls
 }
 
 // NextPoll is the earliest time an operation in flight is to be asked

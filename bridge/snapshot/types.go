@@ -8,6 +8,8 @@
 package snapshot
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -294,10 +296,13 @@ func WithIdentity(spec module.Table, r module.Record, cid string) module.Record 
 
 // Snapshot is the state of every installed table at one point.
 type Snapshot struct {
-	LSN   pglogrepl.LSN // every change the read saw committed before it
-	Vis   Visibility    // which transactions the read saw
-	Low   pglogrepl.LSN // where the next cycle's intent query may start
-	Modes Modes
+	// LeaderSince is when the engine's leadership began (the database's
+	// clock): operations older and unanswered were cut short.
+	LeaderSince time.Time
+	LSN         pglogrepl.LSN // every change the read saw committed before it
+	Vis         Visibility    // which transactions the read saw
+	Low         pglogrepl.LSN // where the next cycle's intent query may start
+	Modes       Modes
 	// reading: which tables were read by record, and which rows were read
 	// for reference only (nil: every table read whole).
 	Reading *Scope

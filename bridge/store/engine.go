@@ -4,6 +4,7 @@ package store
 // the tables modules install, and scheduling.
 
 import (
+	"time"
 	"context"
 	"errors"
 	"fmt"
@@ -164,6 +165,15 @@ func InstallModule(ctx context.Context, tx pgx.Tx, name, sql string, tables []st
 		return fmt.Errorf("mark %s installed: %w", name, err)
 	}
 	return nil
+}
+
+// Now is the database's clock.
+func Now(ctx context.Context, db Querier) (time.Time, error) {
+	var t time.Time
+	if err := db.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
+	}
+	return t, nil
 }
 
 // InstalledVersions are the versions installed modules' tables have, by

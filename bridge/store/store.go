@@ -413,7 +413,7 @@ func ReadReplacements(ctx context.Context, conn *pgx.Conn, tables []string) (map
 // ReadOps reads iasql_operations for the tables: table -> record key -> op.
 func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]snapshot.Op, error) {
 	rows, err := conn.Query(ctx, `SELECT table_name, record_key, action, state, coalesce(token, ''), attempts,
-		coalesce(next_retry, 'epoch'), coalesce(handle, ''), coalesce(poll_after, 'epoch'), coalesce(last_error, ''), since, coalesce(cloud_id, '')
+		coalesce(next_retry, 'epoch'), coalesce(handle, ''), coalesce(poll_after, 'epoch'), coalesce(last_error, ''), since, coalesce(cloud_id, ''), updated_at
 		FROM public.iasql_operations WHERE table_name = ANY($1)`, tables)
 	if err != nil {
 		return nil, fmt.Errorf("read operations: %w", err)
@@ -423,7 +423,7 @@ func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]m
 	for rows.Next() {
 		var t, k string
 		var o snapshot.Op
-		if err := rows.Scan(&t, &k, &o.Action, &o.State, &o.Token, &o.Attempts, &o.NextRetry, &o.Handle, &o.PollAfter, &o.LastError, &o.Since, &o.CloudID); err != nil {
+		if err := rows.Scan(&t, &k, &o.Action, &o.State, &o.Token, &o.Attempts, &o.NextRetry, &o.Handle, &o.PollAfter, &o.LastError, &o.Since, &o.CloudID, &o.Updated); err != nil {
 			return nil, fmt.Errorf("read operations: %w", err)
 		}
 		if out[t] == nil {
