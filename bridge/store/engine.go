@@ -4,10 +4,10 @@ package store
 // the tables modules install, and scheduling.
 
 import (
-	"time"
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
