@@ -119,12 +119,8 @@ func (c *cycle) notTaken(p *plan.Plan) []string {
 // notTakenColumns names the declarative columns in which the cloud's
 // record differs from the user's.
 func notTakenColumns(ts *snapshot.Table, want, have module.Record) string {
-	cols := plan.Differing(ts.Spec.Declarative, want, have)
-	if cmp, ok := ts.Mapper.(module.Comparer); ok {
-		cols = cmp.Differing(ts.Spec.Declarative, want, have)
-	}
 	var out []string
-	for _, col := range cols {
+	for _, col := range ts.Differing(ts.Spec.Declarative, want, have) {
 		out = append(out, fmt.Sprintf("column %s wanted %s, has %s", col, plan.Show(want[col]), plan.Show(have[col])))
 	}
 	if len(out) == 0 {

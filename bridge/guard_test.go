@@ -62,7 +62,7 @@ func (m *memMapper) Delete(ctx context.Context, have module.Record) error {
 }
 
 func (m *memMapper) Equal(db, cloud module.Record) bool {
-	return !m.neverSame && module.CompareDeclarative([]string{"name", "size"}, db, cloud)
+	return !m.neverSame && len(module.Table{}.Differing([]string{"name", "size"}, db, cloud)) == 0
 }
 
 func memModule(m *memMapper) module.Module {

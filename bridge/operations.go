@@ -171,7 +171,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				if a.Row == nil {
 					a.ID, a.CloudID = "", strings.TrimPrefix(key, "cloud ")
 				}
-				if err := c.clearHandle(ctx, ts, key, nil); err != nil {
+				if err := c.clearHandle(ctx, ts, key); err != nil {
 					return false, err
 				}
 				c.endOp(ctx, a, snapshot.OpFailed, err.Error())
@@ -187,42 +187,9 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				}
 				ended = true
 				c.touch(ts.Spec.Name)
-			case got == nil && o.Action == "delete":
-				// Deleted: forgotten, as a delete that ends at once is
-				// (execute's CloudDelete), so that its intent is enacted and
-				// nothing of it is left in iasql_status.
-				if err := c.dbTx(ctx, func(tx pgx.Tx) error {
-					// The record no longer has the resource: forgotten with its
-					// row gone, detached where the row stands for another now.
-					cid, record := cmp.Or(o.CloudID, strings.TrimPrefix(key, "cloud ")), key
-					if strings.HasPrefix(key, "cloud ") {
-						record = ts.RecBy[cid]
-					}
-					if err := c.forgetResource(ctx, tx, ts, record, cid); err != nil {
-						return err
-					}
-					return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{key})
-				}); err != nil {
-					return false, fmt.Errorf("record the end of %s %s's delete: %w", ts.Spec.Name, key, err)
-				}
-				delete(ts.Ops, key)
-				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
-				ended = true
-				c.touch(ts.Spec.Name)
 			default:
-				if err := c.clearHandle(ctx, ts, key, got); err != nil {
+				if err := c.finishOp(ctx, ts, key, o, got); err != nil {
 					return false, err
-				}
-				if o.Action == "create" || o.Action == "update" {
-					// Its work is over: a create's row has its identity now
-					// (clearHandle), and an op row left in progress without
-					// a handle would read as a create cut short.
-					if err := c.dbTx(ctx, func(tx pgx.Tx) error {
-						return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{key})
-					}); err != nil {
-						return false, fmt.Errorf("record the end of %s %s's %s: %w", ts.Spec.Name, key, o.Action, err)
-					}
-					delete(ts.Ops, key)
 				}
 				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
 				if cid := module.CloudIDOf(ts.Spec, got); got != nil && cid != "" {
@@ -242,22 +209,68 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 	return ended, nil
 }
 
-// clearHandle records that an operation ended; got, for a create, is the
-// resource it made: its feedback (identity) goes into the row.
-func (c *cycle) clearHandle(ctx context.Context, ts *snapshot.Table, key string, got module.Record) error {
+// clearHandle records that an operation ended without a result (it
+// failed): no handle is asked about any more.
+func (c *cycle) clearHandle(ctx context.Context, ts *snapshot.Table, key string) error {
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		if r := ts.Rows[key]; r != nil && got != nil {
-			if err := store.FeedbackTx(ctx, tx, ts.Spec, key, r.DB, got); err != nil {
+		return store.SetHandle(ctx, tx, ts.Spec.Name, key, "", time.Time{})
+	})
+}
+
+// writeResult writes what an operation ended with into the record's row
+// (feedback columns) and state (its identity); nothing for a row-less key
+// or no result.
+func writeResult(ctx context.Context, tx pgx.Tx, ts *snapshot.Table, key string, got module.Record) error {
+	r := ts.Rows[key]
+	if r == nil || got == nil {
+		return nil
+	}
+	if err := store.FeedbackTx(ctx, tx, ts.Spec, key, r.DB, got); err != nil {
+		return err
+	}
+	if cid := module.CloudIDOf(ts.Spec, got); cid != "" {
+		return store.UpsertRecord(ctx, tx, ts.Spec.Name, key, cid, 0)
+	}
+	return nil
+}
+
+// finishOp records, in one transaction, that an operation ended done: a
+// create's or update's result is written back into its row (clearHandle's
+// part), a delete's record no longer has the resource, and the work of a
+// create, update or delete is over (forgotten, as when the cloud answers
+// at once: execute's CloudDelete, and a create left in progress without a
+// handle would read as one cut short). A replacement's operation stays
+// until a read shows the record in sync: what references the record is
+// pushed to the new resource meanwhile.
+func (c *cycle) finishOp(ctx context.Context, ts *snapshot.Table, key string, o snapshot.Op, got module.Record) error {
+	err := c.dbTx(ctx, func(tx pgx.Tx) error {
+		if err := writeResult(ctx, tx, ts, key, got); err != nil {
+			return err
+		}
+		switch o.Action {
+		case "delete":
+			// Forgotten with its row gone, detached where the row stands
+			// for another resource now.
+			cid, record := cmp.Or(o.CloudID, strings.TrimPrefix(key, "cloud ")), key
+			if strings.HasPrefix(key, "cloud ") {
+				record = ts.RecBy[cid]
+			}
+			if err := c.forgetResource(ctx, tx, ts, record, cid); err != nil {
 				return err
 			}
-			if cid := module.CloudIDOf(ts.Spec, got); cid != "" {
-				if err := store.UpsertRecord(ctx, tx, ts.Spec.Name, key, cid, 0); err != nil {
-					return err
-				}
-			}
+			fallthrough
+		case "create", "update":
+			return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{key})
 		}
 		return store.SetHandle(ctx, tx, ts.Spec.Name, key, "", time.Time{})
 	})
+	if err != nil {
+		return fmt.Errorf("record the end of %s %s's %s: %w", ts.Spec.Name, key, o.Action, err)
+	}
+	if o.Action != "replace" {
+		delete(ts.Ops, key)
+	}
+	return nil
 }
 
 // forgetResource records that record no longer has the resource cid, now

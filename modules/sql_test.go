@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules"
 	"github.com/iasql/iasql/modules/module"
@@ -203,7 +204,7 @@ func checkTables(t *testing.T, conn *pgx.Conn, m module.Module, created []object
 			t.Errorf("%s: columns %v, want id first", tbl.Name, cols)
 			continue
 		}
-		checkDeclared(t, conn, tbl)
+		enginetest.CheckDeclared(t, conn, tbl)
 		for _, c := range cols[1:] {
 			n := 0
 			for _, group := range [][]string{tbl.Declarative, tbl.Feedback, tbl.Initial} {
@@ -245,59 +246,6 @@ func checkTables(t *testing.T, conn *pgx.Conn, m module.Module, created []object
 			if !fk {
 				t.Errorf("%s.%s: no foreign key to %s.id, though Refs names %s", tbl.Name, col, ref, ref)
 			}
-		}
-	}
-}
-
-// checkDeclared compares a table as the database has it with its
-// declaration (module.Column): after id, the declared columns in order,
-// each of its declared type, NOT NULL and default; nothing else.
-func checkDeclared(t *testing.T, conn *pgx.Conn, tbl module.Table) {
-	t.Helper()
-	if len(tbl.Columns) == 0 {
-		t.Errorf("%s declares no columns (module.Column)", tbl.Name)
-		return
-	}
-	type col struct {
-		Name, Type string
-		NotNull    bool
-		Default    string
-	}
-	// With public off the path, defaults are written schema-qualified, as
-	// declarations write them.
-	if _, err := conn.Exec(t.Context(), `SET search_path = pg_catalog`); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), `RESET search_path`)
-	rows, err := conn.Query(t.Context(), `
-		SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull,
-		       coalesce(pg_catalog.pg_get_expr(d.adbin, d.adrelid), '')
-		  FROM pg_catalog.pg_attribute a
-		  LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-		 WHERE a.attrelid = ('public.' || $1)::regclass AND a.attnum > 1 AND NOT a.attisdropped
-		 ORDER BY a.attnum`, tbl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	have, err := pgx.CollectRows(rows, pgx.RowToStructByPos[col])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []col
-	for _, c := range tbl.Columns {
-		want = append(want, col{Name: c.Name, Type: c.Type, NotNull: c.NotNull, Default: c.Default})
-	}
-	if len(have) != len(want) {
-		t.Errorf("%s: the database has columns %v, the declaration %v", tbl.Name, have, want)
-		return
-	}
-	for i := range want {
-		h, w := have[i], want[i]
-		// PostgreSQL writes a default its own way ('{}'::jsonb for '{}'):
-		// the declared one must be how it starts.
-		if h.Name != w.Name || h.Type != w.Type || h.NotNull != w.NotNull || (w.Default == "") != (h.Default == "") ||
-			!strings.HasPrefix(h.Default, w.Default) {
-			t.Errorf("%s: column %d is %+v in the database, %+v in the declaration", tbl.Name, i+1, h, w)
 		}
 	}
 }

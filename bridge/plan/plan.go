@@ -235,9 +235,11 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if unverified.Cloud(c) || ts.InFlight("cloud "+cid) || ts.InFlight(ts.RecBy[cid]) {
 				continue
 			}
-			leaving := deleteHeld(snap, ts, cid, map[string]bool{})
+			// leaving: whether a delete of it must wait (deleteHeld scans
+			// the tables below; asked only of deletes).
+			leaving := func() bool { return deleteHeld(snap, ts, cid, map[string]bool{}) }
 			if rp := ts.Retired[cid]; rp != nil {
-				if stillReferenced(snap, ts, cid) || leaving {
+				if stillReferenced(snap, ts, cid) || leaving() {
 					continue // its children move (or go) first; a later pass deletes it
 				}
 				what := "the replaced"
@@ -271,7 +273,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if !toCloud && rid == "" && holdImports {
 				continue // it may be what that create made: imported once it settles
 			}
-			if toCloud && leaving {
+			if toCloud && leaving() {
 				continue // a child's delete runs on in the cloud; a later pass deletes it
 			}
 			if toCloud {
@@ -512,30 +514,13 @@ func Describe(spec module.Table, r module.Record) string {
 
 // changes describes the columns of cols in which to differs from from
 // (one of them the row, the other the cloud's record), as the table's
-// mapper compares them (module.Comparer) or else by value.
+// mapper compares them.
 func changes(ts *snapshot.Table, cols []string, from, to module.Record) string {
-	var diff []string
-	if cmp, ok := ts.Mapper.(module.Comparer); ok {
-		diff = cmp.Differing(cols, from, to)
-	} else {
-		diff = Differing(cols, from, to)
-	}
 	var out []string
-	for _, c := range diff {
+	for _, c := range ts.Differing(cols, from, to) {
 		out = append(out, fmt.Sprintf("%s %s -> %s", c, Show(from[c]), Show(to[c])))
 	}
 	return strings.Join(out, ", ")
-}
-
-// Differing are the columns of cols in which a and b differ, by value.
-func Differing(cols []string, a, b module.Record) []string {
-	var out []string
-	for _, c := range cols {
-		if !module.Same(a[c], b[c]) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func Show(v any) string {

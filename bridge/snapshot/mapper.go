@@ -38,14 +38,17 @@ func (ts *Table) canonical(rec module.Record, err error) (module.Record, error) 
 	return ts.Spec.Canonical(rec)
 }
 
-// Equal asks the mapper (module.Equaler) whether a database record and a
-// cloud record agree, or compares each declarative column with
-// module.Same.
+// Equal reports whether a database record and a cloud record agree, as
+// the table's mapper compares them (module.Equal).
 func (ts *Table) Equal(db, cloud module.Record) bool {
-	if eq, ok := ts.Mapper.(module.Equaler); ok {
-		return eq.Equal(db, cloud)
-	}
-	return module.CompareDeclarative(ts.Spec.Declarative, db, cloud)
+	return module.Equal(ts.Spec, ts.Mapper, db, cloud)
+}
+
+// Differing names the columns of cols in which a database record and a
+// cloud record differ, as the table's mapper compares them
+// (module.DifferingBy).
+func (ts *Table) Differing(cols []string, db, cloud module.Record) []string {
+	return module.DifferingBy(ts.Spec, ts.Mapper, cols, db, cloud)
 }
 
 // Create creates want's resource.

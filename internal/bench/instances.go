@@ -13,6 +13,7 @@ import (
 	"github.com/iasql/iasql/modules/aws_ec2"
 	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/aws_vpc"
+	"github.com/iasql/iasql/modules/module"
 )
 
 // benchInstances is the size of the instance benchmark.
@@ -26,48 +27,22 @@ const benchInstances = 5000
 //   - cycle_cloud_calls_nodiff_instances_5k: the emulator's requests during
 //     one (goal: describe pages only), printed on stderr.
 func (b *bench) instancesPart(ctx context.Context) error {
-	var res nodiffResult
-	const db = "bench_cycle_instances"
-	err := b.withDB(ctx, db, func(conn *pgx.Conn) error {
-		emu, cfg, stopEmu, err := startEmulator(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopEmu()
-		b.logf("instances: launching %d instances in the emulator", benchInstances)
-		if err := launchInstances(ctx, ec2.NewFromConfig(cfg), benchInstances); err != nil {
-			return err
-		}
-		stop, err := b.runEngine(ctx, conn, db, cfg, sgInterval,
-			aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_ec2.Module())
-		if err != nil {
-			return err
-		}
-		defer stop()
-		if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('aws_ec2')`); err != nil {
-			return fmt.Errorf("install aws_ec2 (importing %d instances): %w", benchInstances, err)
-		}
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM instance WHERE observed_state = 'running'`).Scan(&n); err != nil {
-			return err
-		}
-		if n != benchInstances {
-			return fmt.Errorf("after install %d running instances, want %d", n, benchInstances)
-		}
-		if err := scheduledNoDiff(ctx, conn, emu, &res); err != nil {
-			return fmt.Errorf("%d instances: %w", benchInstances, err)
-		}
-		b.logf("instances: scheduled no-diff cycles took %.1f ms (median); calls: %s", res.ms, res.callSummary)
-		return nil
+	return b.describeOnly(ctx, describePart{
+		db: "bench_cycle_instances", name: "instances_5k", what: fmt.Sprintf("%d instances", benchInstances),
+		make: func(ctx context.Context, cfg aws.Config) error {
+			b.logf("instances: launching %d instances in the emulator", benchInstances)
+			return launchInstances(ctx, ec2.NewFromConfig(cfg), benchInstances)
+		},
+		modules: []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_ec2.Module()},
+		install: "aws_ec2",
+		check: func(ctx context.Context, conn *pgx.Conn) (string, error) {
+			var n int
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM instance WHERE observed_state = 'running'`).Scan(&n); err != nil || n == benchInstances {
+				return "", err
+			}
+			return fmt.Sprintf("%d running instances, want %d", n, benchInstances), nil
+		},
 	})
-	if err != nil {
-		return err
-	}
-	b.figure("cycle_nodiff_ms_instances_5k", "%.1f", res.ms)
-	b.figure("cycle_cloud_calls_nodiff_instances_5k", "%.0f", float64(res.calls))
-	fmt.Fprintf(b.log, "# goal: no-diff cycle over 5k instances makes describe pages only (%s): %s\n",
-		res.callSummary, met(res.nonList == 0 && res.mutations == 0))
-	return nil
 }
 
 // launchInstances runs n instances in us-east-1's default subnets, 100

@@ -13,6 +13,7 @@ import (
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/aws_vpc"
+	"github.com/iasql/iasql/modules/module"
 )
 
 // sgGroups is the size of the security-group benchmark: groups with 4
@@ -31,49 +32,22 @@ const sgInterval = 10 * time.Second
 //   - cycle_cloud_calls_nodiff_sg_5k: the emulator's requests during one
 //     (goal: describe pages only), the calls printed on stderr.
 func (b *bench) securityGroups(ctx context.Context) error {
-	var res nodiffResult
-	const db = "bench_cycle_sg"
-	err := b.withDB(ctx, db, func(conn *pgx.Conn) error {
-		emu, cfg, stopEmu, err := startEmulator(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopEmu()
-		b.logf("security groups: creating %d groups with 4 rules each in the emulator", sgGroups)
-		if err := createGroups(ctx, ec2.NewFromConfig(cfg), sgGroups); err != nil {
-			return err
-		}
-		stop, err := b.runEngine(ctx, conn, db, cfg, sgInterval, aws_account.Module(), aws_vpc.Module(), aws_security_group.Module())
-		if err != nil {
-			return err
-		}
-		defer stop()
-		start := time.Now()
-		if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('aws_security_group')`); err != nil {
-			return fmt.Errorf("install aws_security_group (importing %d groups): %w", sgGroups, err)
-		}
-		var groups, rules int
-		if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM security_group WHERE region = 'us-east-1'), (SELECT count(*) FROM security_group_rule)`).Scan(&groups, &rules); err != nil {
-			return err
-		}
-		b.logf("security groups: imported %d groups in us-east-1 and %d rules in all regions in %s", groups, rules, time.Since(start).Round(time.Millisecond))
-		if groups != sgGroups+1 {
-			return fmt.Errorf("after install %d groups in us-east-1, want %d and the default one", groups, sgGroups)
-		}
-		if err := scheduledNoDiff(ctx, conn, emu, &res); err != nil {
-			return fmt.Errorf("%d security groups: %w", sgGroups, err)
-		}
-		b.logf("security groups: scheduled no-diff cycles took %.1f ms (median); calls: %s", res.ms, res.callSummary)
-		return nil
+	return b.describeOnly(ctx, describePart{
+		db: "bench_cycle_sg", name: "sg_5k", what: fmt.Sprintf("%d security groups", sgGroups),
+		make: func(ctx context.Context, cfg aws.Config) error {
+			b.logf("security groups: creating %d groups with 4 rules each in the emulator", sgGroups)
+			return createGroups(ctx, ec2.NewFromConfig(cfg), sgGroups)
+		},
+		modules: []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module()},
+		install: "aws_security_group",
+		check: func(ctx context.Context, conn *pgx.Conn) (string, error) {
+			var groups int
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM security_group WHERE region = 'us-east-1'`).Scan(&groups); err != nil || groups == sgGroups+1 {
+				return "", err
+			}
+			return fmt.Sprintf("%d groups in us-east-1, want %d and the default one", groups, sgGroups), nil
+		},
 	})
-	if err != nil {
-		return err
-	}
-	b.figure("cycle_nodiff_ms_sg_5k", "%.1f", res.ms)
-	b.figure("cycle_cloud_calls_nodiff_sg_5k", "%.0f", float64(res.calls))
-	fmt.Fprintf(b.log, "# goal: no-diff cycle over 5k security groups makes describe pages only (%s): %s\n",
-		res.callSummary, met(res.nonList == 0 && res.mutations == 0))
-	return nil
 }
 
 // createGroups creates n groups in us-east-1's default VPC, each with three

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
@@ -18,9 +18,9 @@ import (
 // TestTypeSQL installs the module of every type the emulator serves into a
 // database of its own (Module.InstallSQL: the DDL of the declared table,
 // then the identity's constraint) and compares the table with its
-// declaration, as modules/sql_test.go's checkDeclared does for the built-in
-// modules: after id, the declared columns in order, each of its type and
-// NOT NULL, no default; the identity unique; every object commented.
+// declaration (enginetest.CheckDeclared, as for the built-in modules): id,
+// then the declared columns in order, each of its type, NOT NULL and
+// default; the identity unique; every object commented.
 func TestTypeSQL(t *testing.T) {
 	files, err := filepath.Glob("../../internal/emulator/cfnschemas/*.json")
 	if err != nil || len(files) != 7 {
@@ -50,32 +50,7 @@ func TestTypeSQL(t *testing.T) {
 			conn := pgtest.Connect(t, dsn)
 			ctx := context.Background()
 
-			type col struct {
-				Name, Type string
-				NotNull    bool
-				Default    string
-			}
-			rows, err := conn.Query(ctx, `
-				SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull,
-				       coalesce(pg_catalog.pg_get_expr(d.adbin, d.adrelid), '')
-				  FROM pg_catalog.pg_attribute a
-				  LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-				 WHERE a.attrelid = ('public.' || $1)::regclass AND a.attnum > 0 AND NOT a.attisdropped
-				 ORDER BY a.attnum`, tbl.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			have, err := pgx.CollectRows(rows, pgx.RowToStructByPos[col])
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := []col{{"id", "integer", true, "nextval('" + tbl.Name + "_id_seq'::regclass)"}}
-			for _, c := range tbl.Columns {
-				want = append(want, col{Name: c.Name, Type: c.Type, NotNull: c.NotNull, Default: c.Default})
-			}
-			if !slices.Equal(have, want) {
-				t.Errorf("the database has columns\n%v\nthe declaration\n%v", have, want)
-			}
+			enginetest.CheckDeclared(t, conn, tbl)
 
 			var unique string
 			if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_get_constraintdef(oid) FROM pg_catalog.pg_constraint
@@ -96,7 +71,7 @@ func TestTypeSQL(t *testing.T) {
 			// The table, its columns, its sequence and its constraint
 			// are commented.
 			var missing []string
-			rows, err = conn.Query(ctx, `
+			rows, err := conn.Query(ctx, `
 				WITH obj AS (
 				  SELECT 'pg_class'::regclass AS classid, c.oid AS objid, 0 AS objsubid
 				    FROM pg_catalog.pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'S')

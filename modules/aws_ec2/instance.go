@@ -522,7 +522,7 @@ func (m *instanceMapper) pending(region, id string, steps []string, inst *types.
 // runs user data at the first boot only, which the column's comment says.
 // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html
 func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	if len(differing(m.t.CreateOnly, want, have)) > 0 {
+	if len(m.Differing(m.t.CreateOnly, want, have)) > 0 {
 		return nil, module.ErrReplace
 	}
 	region := have.String("region")
@@ -535,9 +535,9 @@ func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (
 		}
 		got["tags"] = want["tags"]
 	}
-	// No groups wanted is AWS's choice at launch (see Equal), not "none":
-	// an instance in a VPC has at least one group.
-	if len(module.Strings(want["security_group_ids"])) > 0 && !sameGroups(want["security_group_ids"], have["security_group_ids"]) {
+	// No groups wanted is AWS's choice at launch (see Differing), not
+	// "none": an instance in a VPC has at least one group.
+	if len(m.Differing([]string{"security_group_ids"}, want, have)) > 0 {
 		groups, err := ec2x.GroupIDs(ctx, cl, m.groups, module.Strings(want["security_group_ids"]))
 		if err != nil {
 			return nil, err
@@ -587,36 +587,27 @@ func (m *instanceMapper) Delete(ctx context.Context, have module.Record) error {
 	return err
 }
 
-// Equal compares the declarative columns: security groups as sets, tags as
-// maps (aws:* keys aside), and a NULL subnet or an empty list of groups in
-// the database as "AWS's choice at launch" (the default subnet, the VPC's
-// default group), which any cloud value satisfies.
-func (m *instanceMapper) Equal(db, cloud module.Record) bool {
-	return len(differing(m.t.Declarative, db, cloud)) == 0
-}
-
-// Differing names the columns of cols in which db and cloud differ, as
-// Equal sees them (module.Comparer), so that the engine tells a create-only
-// change from none by the same rules.
+// Differing names the columns of cols in which db and cloud differ
+// (module.Comparer: the engine also judges create-only changes by it): as
+// the engine compares by value (security groups, a many-valued reference,
+// as a set), except tags as maps without AWS's own aws:* keys, the desired
+// state with pending as running and stopping as stopped, and a NULL
+// subnet or an empty list of groups in the database as "AWS's choice at
+// launch" (the default subnet, the VPC's default group), which any cloud
+// value satisfies.
 func (m *instanceMapper) Differing(cols []string, db, cloud module.Record) []string {
-	return differing(cols, db, cloud)
-}
-
-func differing(cols []string, db, cloud module.Record) []string {
 	var out []string
-	for _, c := range cols {
+	for _, c := range m.t.Differing(cols, db, cloud) {
 		var same bool
 		switch c {
 		case "security_group_ids":
-			same = len(module.Strings(db[c])) == 0 || sameGroups(db[c], cloud[c])
+			same = len(module.Strings(db[c])) == 0
 		case "subnet_id":
-			same = db.String(c) == "" || module.Same(db[c], cloud[c])
+			same = db.String(c) == ""
 		case "tags":
 			same = sameTags(db[c], cloud[c])
 		case "state":
 			same = orRunning(db.String(c)) == orRunning(cloud.String(c))
-		default:
-			same = module.Same(db[c], cloud[c])
 		}
 		if !same {
 			out = append(out, c)
@@ -631,8 +622,6 @@ func orRunning(s string) string {
 	}
 	return s
 }
-
-func sameGroups(a, b any) bool { return slices.Equal(module.Strings(a), module.Strings(b)) }
 
 // sameTags compares tag maps leaving out AWS's own (aws:*) keys.
 func sameTags(a, b any) bool {

@@ -176,7 +176,7 @@ func TestCreateThenPollUntilRunning(t *testing.T) {
 	e := newEnv(t)
 	want := e.want(func(r module.Record) { r["security_group_ids"] = anys(e.groups[2], e.groups[0]) })
 	got := e.create(want, "token-1")
-	if !e.m.(module.Equaler).Equal(want, got) {
+	if !module.Equal(aws_ec2.InstanceTable(), e.m, want, got) {
 		t.Errorf("created %v, want %v", got, want)
 	}
 	for col, v := range map[string]string{"observed_state": "running", "state": "running", "subnet_id": e.subnet, "region": "us-east-1"} {
@@ -197,7 +197,7 @@ func TestCreateThenPollUntilRunning(t *testing.T) {
 	if _, ok := read["tags"].(map[string]any)[module.TokenTag]; ok {
 		t.Errorf("the token tag is among the tags: %v", read["tags"])
 	}
-	if !e.m.(module.Equaler).Equal(want, read) {
+	if !module.Equal(aws_ec2.InstanceTable(), e.m, want, read) {
 		t.Errorf("read %v, want %v", read, want)
 	}
 	found, err := e.m.(module.Finder).Find(t.Context(), want, "token-1")
@@ -276,10 +276,10 @@ func TestStopModifyStart(t *testing.T) {
 				t.Fatalf("update: got %v, %v; a *module.Pending: %v", rec, err, waits)
 			}
 			got := e.done(rec, err)
-			if !e.m.(module.Equaler).Equal(want, got) {
+			if !module.Equal(aws_ec2.InstanceTable(), e.m, want, got) {
 				t.Errorf("after the update %v, want %v", got, want)
 			}
-			if read := e.readOne(have.String("instance_id")); !e.m.(module.Equaler).Equal(want, read) {
+			if read := e.readOne(have.String("instance_id")); !module.Equal(aws_ec2.InstanceTable(), e.m, want, read) {
 				t.Errorf("read back %v, want %v", read, want)
 			}
 			if calls := mutating(e.em.Calls()); !maps.Equal(calls, tc.calls) {
@@ -302,10 +302,10 @@ func TestSecurityGroupsChangeInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("update: %v (groups and tags change without waiting)", err)
 	}
-	if !e.m.(module.Equaler).Equal(want, got) {
+	if !module.Equal(aws_ec2.InstanceTable(), e.m, want, got) {
 		t.Errorf("update answered %v, want %v", got, want)
 	}
-	if read := e.readOne(have.String("instance_id")); !e.m.(module.Equaler).Equal(want, read) || read.String("observed_state") != "running" {
+	if read := e.readOne(have.String("instance_id")); !module.Equal(aws_ec2.InstanceTable(), e.m, want, read) || read.String("observed_state") != "running" {
 		t.Errorf("read back %v, want %v, running", read, want)
 	}
 	calls := mutating(e.em.Calls())
@@ -323,7 +323,7 @@ func TestStateChanges(t *testing.T) {
 		want = maps.Clone(want)
 		want["state"] = state
 		got := e.done(e.m.Update(t.Context(), want, have))
-		if got.String("observed_state") != state || !e.m.(module.Equaler).Equal(want, got) {
+		if got.String("observed_state") != state || !module.Equal(aws_ec2.InstanceTable(), e.m, want, got) {
 			t.Fatalf("after asking %s: %v", state, got)
 		}
 		have = got
@@ -385,7 +385,7 @@ func TestNoOpUpdateMakesNoCall(t *testing.T) {
 			r["tags"] = map[string]any{"Name": "web-1", "aws:cloudformation:stack-name": "x"}
 		}),
 	} {
-		if !e.m.(module.Equaler).Equal(w, have) {
+		if !module.Equal(aws_ec2.InstanceTable(), e.m, w, have) {
 			t.Errorf("Equal(%v, %v) = false", w, have)
 		}
 		if _, err := e.m.Update(t.Context(), w, have); err != nil {
@@ -450,7 +450,7 @@ func TestEqual(t *testing.T) {
 	for _, tc := range cases {
 		db := maps.Clone(cloud)
 		tc.db(db)
-		if got := m.(module.Equaler).Equal(db, cloud); got != tc.equal {
+		if got := module.Equal(aws_ec2.InstanceTable(), m, db, cloud); got != tc.equal {
 			t.Errorf("%s: Equal = %v, want %v", tc.name, got, tc.equal)
 		}
 	}

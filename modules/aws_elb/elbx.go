@@ -244,8 +244,6 @@ func syncTags(ctx context.Context, cl *elb.Client, arn string, want, have any) e
 	return nil
 }
 
-func sameSet(a, b any) bool { return slices.Equal(module.Strings(a), module.Strings(b)) }
-
 func nilIfEmpty(s string) any {
 	if s == "" {
 		return nil

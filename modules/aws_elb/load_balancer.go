@@ -180,19 +180,19 @@ func (m *lbMapper) Poll(ctx context.Context, handle string) (module.Record, erro
 // and tags in place, each only when it differs; name, scheme and region
 // need a new load balancer (module.ErrReplace).
 func (m *lbMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	if len(differing(m.t.CreateOnly, want, have)) > 0 {
+	if len(m.Differing(m.t.CreateOnly, want, have)) > 0 {
 		return nil, module.ErrReplace
 	}
 	region, arn := have.String("region"), have.String("load_balancer_arn")
 	cl := m.c.elb.Region(region)
 	got := maps.Clone(have)
-	if !sameSet(want["subnets"], have["subnets"]) {
+	if len(m.Differing([]string{"subnets"}, want, have)) > 0 {
 		if _, err := cl.SetSubnets(ctx, &elb.SetSubnetsInput{LoadBalancerArn: aws.String(arn), Subnets: module.Strings(want["subnets"])}); err != nil {
 			return nil, module.Classify(err, terminalCodes, "set the subnets of %s", arn)
 		}
 		got["subnets"] = want["subnets"]
 	}
-	if len(differing([]string{"security_groups"}, want, have)) > 0 {
+	if len(m.Differing([]string{"security_groups"}, want, have)) > 0 {
 		groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), module.Strings(want["security_groups"]))
 		if err != nil {
 			return nil, err
@@ -221,33 +221,16 @@ func (m *lbMapper) Delete(ctx context.Context, have module.Record) error {
 	return nil
 }
 
-// Equal compares subnets and security groups as sets (no groups in the
-// row: AWS's choice at creation, which any groups satisfy), the rest by
-// value.
-func (m *lbMapper) Equal(db, cloud module.Record) bool {
-	return len(differing(m.t.Declarative, db, cloud)) == 0
-}
-
-// Differing names the columns of cols that differ as Equal sees them.
+// Differing compares as the engine does (subnets and security groups are
+// many-valued references: sets), except that no security groups in the
+// row is AWS's choice at creation, which any groups satisfy.
 func (m *lbMapper) Differing(cols []string, db, cloud module.Record) []string {
-	return differing(cols, db, cloud)
-}
-
-func differing(cols []string, db, cloud module.Record) []string {
 	var out []string
-	for _, c := range cols {
-		var same bool
-		switch c {
-		case "subnets":
-			same = sameSet(db[c], cloud[c])
-		case "security_groups":
-			same = len(module.Strings(db[c])) == 0 || sameSet(db[c], cloud[c])
-		default:
-			same = module.Same(db[c], cloud[c])
+	for _, c := range m.t.Differing(cols, db, cloud) {
+		if c == "security_groups" && len(module.Strings(db[c])) == 0 {
+			continue
 		}
-		if !same {
-			out = append(out, c)
-		}
+		out = append(out, c)
 	}
 	return out
 }
@@ -256,5 +239,4 @@ var (
 	_ module.Mapper   = (*lbMapper)(nil)
 	_ module.Poller   = (*lbMapper)(nil)
 	_ module.Comparer = (*lbMapper)(nil)
-	_ module.Equaler  = (*lbMapper)(nil)
 )

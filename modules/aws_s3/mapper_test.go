@@ -31,14 +31,10 @@ type cloud struct {
 	tables  map[module.Reader]module.Table // each mapper's table
 }
 
-// equal compares a database and a cloud record as the engine does: with the
-// mapper's Equal (module.Equaler) where it has one, else each declarative
-// column of its table with module.Same.
+// equal compares a database and a cloud record as the engine does
+// (module.Equal).
 func (c *cloud) equal(m module.Reader, db, cloud module.Record) bool {
-	if eq, ok := m.(module.Equaler); ok {
-		return eq.Equal(db, cloud)
-	}
-	return module.CompareDeclarative(c.tables[m].Declarative, db, cloud)
+	return module.Equal(c.tables[m], m, db, cloud)
 }
 
 func newCloud(t *testing.T, opts emulator.Options) *cloud {

@@ -173,10 +173,11 @@ type Mapper interface {
 }
 
 // Equaler is implemented by a mapper whose declarative columns are not
-// all compared by Same (policy documents by meaning, lists as sets). Equal
-// reports whether the database record and the cloud record agree on
-// every declarative column. Without it, the engine compares each
-// declarative column with Same.
+// all compared by value (policy documents by meaning). Equal reports
+// whether the database record and the cloud record agree on every
+// declarative column. Without it, the engine asks the mapper's Comparer,
+// or compares by value (Table.Differing: Same, many-valued references as
+// sets): see module.Equal.
 type Equaler interface {
 	Equal(db, cloud Record) bool
 }

@@ -139,14 +139,44 @@ func numberEqual(n json.Number, b any) bool {
 	return errx == nil && erry == nil && x.Cmp(y) == 0
 }
 
-// CompareDeclarative is the default Equal: Same on each column.
-func CompareDeclarative(cols []string, db, cloud Record) bool {
+// Differing names the columns of cols in which a database record and a
+// cloud record differ by value: each with Same, a many-valued reference
+// (RefsMany) as a set, in any order. It is how the engine compares a table
+// whose mapper says nothing of its own (Equaler, Comparer).
+func (t Table) Differing(cols []string, db, cloud Record) []string {
+	var out []string
 	for _, c := range cols {
-		if !Same(db[c], cloud[c]) {
-			return false
+		same := false
+		if _, many := t.RefsMany[c]; many {
+			same = slices.Equal(Strings(db[c]), Strings(cloud[c]))
+		} else {
+			same = Same(db[c], cloud[c])
+		}
+		if !same {
+			out = append(out, c)
 		}
 	}
-	return true
+	return out
+}
+
+// DifferingBy names the columns of cols in which a database record and a
+// cloud record differ as the engine compares them: by the mapper's
+// Comparer when it has one, else by t.Differing.
+func DifferingBy(t Table, m Reader, cols []string, db, cloud Record) []string {
+	if cmp, ok := m.(Comparer); ok {
+		return cmp.Differing(cols, db, cloud)
+	}
+	return t.Differing(cols, db, cloud)
+}
+
+// Equal reports whether a database record and a cloud record agree as the
+// engine compares them: by the mapper's Equaler when it has one, else on
+// every declarative column (DifferingBy).
+func Equal(t Table, m Reader, db, cloud Record) bool {
+	if eq, ok := m.(Equaler); ok {
+		return eq.Equal(db, cloud)
+	}
+	return len(DifferingBy(t, m, t.Declarative, db, cloud)) == 0
 }
 
 // Strings is a record's array value (a many-valued reference, a list of
