@@ -116,6 +116,13 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if c.pollRetry {
 			lastSig, repeats, c.pollRetry = "", 0, false
 		}
+		if c.opt.Discard && c.opt.DiscardUpTo == 0 {
+			// A rollback discards what its first read saw, in every pass
+			// (a VPC deleted since begin is imported back in one pass,
+			// its subnets in the next); what users write meanwhile is
+			// intent as usual.
+			c.opt.DiscardUpTo = c.snap.LSN
+		}
 		c.logRead(ctx, pass)
 		p, err := plan.Diff(c.snap, c.opt)
 		if err != nil {
@@ -199,10 +206,6 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 				out.Summary = summarize(out)
 				return out, &CycleError{Failures: failures}
 			}
-		}
-		if c.opt.Discard {
-			// A rollback restores once; the next pass runs as usual.
-			c.opt.Discard = false
 		}
 	}
 }
