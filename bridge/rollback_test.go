@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/webtier"
 	"github.com/iasql/iasql/modules"
@@ -157,5 +158,46 @@ func TestRollbackOfAStack(t *testing.T) {
 				t.Errorf("another session's write after the rollback: %v", err)
 			}
 		})
+	}
+}
+
+// TestRollbackThatCannotFinish: the rollback of the stack cannot delete
+// the instance row (the cloud's instances cannot be read, so nothing is
+// done to instance rows), and so neither the group, subnet and VPC rows it
+// uses. The rollback says what blocks it, and the transaction is rolled
+// back all the same: it is closed, other sessions write, nothing of it
+// reaches the cloud; once the instances can be read again, the next
+// cycle finishes restoring.
+func TestRollbackThatCannotFinish(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{Modules: modules.All(), Install: []string{"aws_elb"}})
+	want := rows(t, e)
+	e.Emu.Reset()
+	e.Exec(append([]string{`CALL iasql_begin()`}, stack("rb", 36)...)...)
+	e.Emu.Inject(emulator.Fault{Op: "ec2:DescribeInstances", Kind: emulator.Denied})
+	_, err := e.DB.Exec(context.Background(), `CALL iasql_rollback()`)
+	if err == nil || !strings.Contains(err.Error(), "is still used by instance row(s)") || !strings.Contains(err.Error(), "the iasql transaction is rolled back") {
+		t.Fatalf("the rollback that cannot finish: %v; want it to say the transaction is rolled back, and what blocks the rest", err)
+	}
+	if !strings.Contains(err.Error(), "could not be read: instance") {
+		t.Errorf("the rollback's error does not say the instances could not be read: %v", err)
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_transaction`); n != 0 {
+		t.Error("the iasql transaction is still open after the rollback")
+	}
+	other := session(t, e, "")
+	if err := execErr(other, `INSERT INTO vpc (cidr_block, region, tags) VALUES ('10.99.0.0/16', 'us-east-1', '{"Name": "rb-after"}')`); err != nil {
+		t.Errorf("another session's write after the rollback: %v", err)
+	}
+	if err := execErr(other, `DELETE FROM vpc WHERE tags->>'Name' = 'rb-after'`); err != nil {
+		t.Fatal(err)
+	}
+	e.Emu.ClearFaults()
+	e.Refresh()
+	if got := rows(t, e); got != want {
+		t.Errorf("after the rollback and a refresh the rows are\n %s\nwant\n %s", got, want)
+	}
+	if m := e.Mutations(); len(m) != 0 {
+		t.Errorf("the rollback changed the cloud: %v", m)
 	}
 }

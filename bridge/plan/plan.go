@@ -156,12 +156,13 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if unverified.Row(r) {
 				continue
 			}
-			if lsn, ok := ts.Intent[id]; ok && r.Cloud == nil && opt.Discards(lsn) && !ts.Forced[id] && parentsRead(snap, ts.Spec, r.DB) {
-				// A row the rollback discards that references a row never
-				// made in the cloud (a subnet in a VPC inserted since
-				// begin): it is restored, or deleted, in the same pass as
-				// what it references, children first (Order), so that
-				// no reference is left dangling.
+			if r.Cloud == nil && !intent(id) && unmadeParents(snap, ts.Spec, r.DB, opt) {
+				// A row without intent (or whose intent a rollback
+				// discards) that references rows never made in the cloud
+				// and going too (a subnet in a VPC inserted since begin):
+				// it is restored, or deleted, in the same pass as what it
+				// references, children first (Order), so that no
+				// reference is left dangling.
 				if toCloud, _, label, note := push(id); !toCloud {
 					p.Actions = append(p.Actions, unmade(ts, id, r, label, note, claimed))
 				}
@@ -377,14 +378,33 @@ func unmade(ts *snapshot.Table, id string, r *snapshot.Row, label, note string, 
 	return a
 }
 
-// parentsRead reports whether every row a row references was read (a
-// reference that cannot be resolved only because a parent has no cloud
-// identity yet).
-func parentsRead(snap *snapshot.Snapshot, spec module.Table, r module.Record) bool {
+// unmadeParents reports whether a row's references cannot be resolved
+// only because rows it references were never made in the cloud and are
+// not to be (no pending intent, or intent a rollback discards; no ENFORCE
+// rule; not being replaced): they are deleted as rows the cloud does not
+// have, and the row must go (or be restored) with them. Every row it
+// references was read; a parent whose create is still to come holds the
+// row as before.
+func unmadeParents(snap *snapshot.Snapshot, spec module.Table, r module.Record, opt Options) bool {
 	for _, ref := range module.RefsOf(spec) {
 		p := snap.ByName[ref.Table]
-		if p == nil || slices.ContainsFunc(ref.Values(r), func(v string) bool { return p.Rows[v] == nil }) {
+		if p == nil {
 			return false
+		}
+		for _, v := range ref.Values(r) {
+			pr := p.Rows[v]
+			if pr == nil {
+				return false
+			}
+			if pr.CloudID != "" {
+				continue
+			}
+			if lsn, ok := p.Intent[v]; (ok && !opt.Discards(lsn)) || p.Forced[v] || p.Spec.ReadOnly {
+				return false
+			}
+			if m, _ := snap.Modes.Of(ref.Table, v); m == snapshot.ModeEnforce {
+				return false
+			}
 		}
 	}
 	return true
