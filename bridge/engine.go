@@ -46,6 +46,7 @@ type Engine struct {
 	// retention: audit rows older than this are pruned (0 keeps them all).
 	retention time.Duration
 	txTimeout time.Duration     // idle owner: the iasql transaction is rolled back (requests.go)
+	expiry    expiryRetry       // a failed rollback of an expired transaction: when to try again (the loop's)
 	kept      store.EngineState // iasql_engine_state as this leadership knows it (retention.go)
 	// unverifiedClear: this leadership left iasql_unverified empty, so a
 	// cycle with nothing unverified need not write it (unverified.go).
@@ -624,6 +625,13 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 	cctx, cancel := context.WithTimeout(ctx, e.timeout)
 	out, runErr := c.run(cctx)
 	cancel()
+	if c.opt.Discard {
+		if err := c.discard(context.WithoutCancel(ctx)); err != nil {
+			runErr = errors.Join(runErr, err)
+		} else {
+			out.Discarded = c.opt.DiscardUpTo != 0
+		}
+	}
 	outcome := "done"
 	switch {
 	case errors.Is(runErr, context.DeadlineExceeded) || cctx.Err() == context.DeadlineExceeded:

@@ -174,12 +174,35 @@ func (e *Engine) rollback(ctx context.Context, r request) (any, error) {
 	return e.rollbackSince(ctx, t, "rollback")
 }
 
+// rollbackSince runs the rollback's cycle and closes the transaction once
+// the cycle has recorded the changes since begin as discarded (Outcome.
+// Discarded), whether or not it restored every record: from then on none
+// of them can reach the cloud, so keeping the transaction open would only
+// refuse everyone's writes. What it could not restore (the error names
+// each record and what blocks it) is restored by the next cycles, as any
+// record without intent is. A cycle that never got as far as reading
+// (the cloud account refused, the database gone) discarded nothing: the
+// transaction stays open, and the rollback is tried again.
 func (e *Engine) rollbackSince(ctx context.Context, t *store.Transaction, reason string) (any, error) {
 	out, err := e.cycle(ctx, reason, plan.Options{Discard: true, DiscardAfter: lsnOf(t.BeginLSN)}, true)
-	if err != nil {
-		return out, err
+	if out == nil || !out.Discarded {
+		if err == nil {
+			err = errors.New("the rollback's cycle did not read the database")
+		}
+		return out, fmt.Errorf("the rollback did not happen; the iasql transaction stays open: %w", err)
 	}
-	return out, e.closeTransaction(ctx)
+	if cerr := e.closeTransaction(ctx); cerr != nil {
+		return out, errors.Join(err, cerr)
+	}
+	if err != nil {
+		e.Intent() // an automatic cycle soon goes on restoring
+		if len(out.Unverified) > 0 {
+			err = fmt.Errorf("%w; nothing was done where the cloud could not be read: %s", err, strings.Join(out.Unverified, "; "))
+		}
+		return out, fmt.Errorf("the iasql transaction is rolled back (its changes are discarded and will not reach the cloud), but not every record is restored yet; "+
+			"automatic cycles (or CALL iasql_refresh()) go on restoring them from the cloud: %w", err)
+	}
+	return out, nil
 }
 
 // expireTransaction rolls back an open transaction whose owning session
@@ -199,11 +222,42 @@ func (e *Engine) expireTransaction(ctx context.Context) {
 	if err != nil || why == "" {
 		return
 	}
+	if time.Now().Before(e.expiry.next) && e.expiry.begin == t.BeginLSN {
+		return // a rollback of it failed: tried again after a while
+	}
 	reason := fmt.Sprintf("transaction expired: %s (%s)", why, t)
 	e.log.Warn("rolling back an expired iasql transaction", "why", why, "opened_by", t.OpenedBy, "owner_pid", t.OwnerPID, "opened_at", t.OpenedAt)
-	if _, err := e.rollbackSince(ctx, t, reason); err != nil {
-		e.log.Warn("the rollback of an expired iasql transaction failed; it is tried again", "err", err)
+	_, err = e.rollbackSince(ctx, t, reason)
+	if err == nil {
+		e.expiry = expiryRetry{}
+		return
 	}
+	if still, rerr := e.openTransaction(ctx); rerr == nil && still == nil {
+		// Rolled back, some records left to restore: cycles go on with them.
+		e.expiry = expiryRetry{}
+		e.log.Warn("an expired iasql transaction is rolled back; some records are not restored yet", "err", err)
+		return
+	}
+	// Nothing was discarded (the cycle could not read): tried again, each
+	// time after twice as long, up to maxExpiryWait.
+	if e.expiry.begin != t.BeginLSN {
+		e.expiry = expiryRetry{begin: t.BeginLSN}
+	}
+	e.expiry.wait = min(max(2*e.expiry.wait, 5*time.Second), maxExpiryWait)
+	e.expiry.next = time.Now().Add(e.expiry.wait)
+	e.log.Warn("the rollback of an expired iasql transaction failed; it is tried again later", "err", err, "after", e.expiry.wait)
+}
+
+// maxExpiryWait is the longest wait between attempts to roll back an
+// expired transaction whose rollback could not read the database.
+const maxExpiryWait = 5 * time.Minute
+
+// expiryRetry is when the engine tries again to roll back the expired
+// transaction that began at begin (only the engine's loop uses it).
+type expiryRetry struct {
+	begin string
+	wait  time.Duration
+	next  time.Time
 }
 
 // preview returns the plan a cycle would execute now. It runs beside a

@@ -86,6 +86,9 @@ type Outcome struct {
 	// PollAfter: operations run on in the cloud; the engine asks about
 	// them from then on (zero when none does).
 	PollAfter time.Time `json:"-"`
+	// Discarded: a rollback's cycle recorded the user changes it discards
+	// as no longer intent (cycle.discard), whatever else it did.
+	Discarded bool `json:"-"`
 }
 
 const maxPasses = 10
@@ -115,6 +118,13 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		}
 		if c.pollRetry {
 			lastSig, repeats, c.pollRetry = "", 0, false
+		}
+		if c.opt.Discard && c.opt.DiscardUpTo == 0 {
+			// A rollback discards what its first read saw, in every pass
+			// (a VPC deleted since begin is imported back in one pass,
+			// its subnets in the next); what users write meanwhile is
+			// intent as usual.
+			c.opt.DiscardUpTo = c.snap.LSN
 		}
 		c.logRead(ctx, pass)
 		p, err := plan.Diff(c.snap, c.opt)
@@ -200,10 +210,6 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 				return out, &CycleError{Failures: failures}
 			}
 		}
-		if c.opt.Discard {
-			// A rollback restores once; the next pass runs as usual.
-			c.opt.Discard = false
-		}
 	}
 }
 
@@ -281,6 +287,33 @@ func (c *cycle) keepPending(p *plan.Plan) {
 			}
 		}
 	}
+}
+
+// discard records, for a rollback's cycle that read at least once, every
+// user change its last read saw and the rollback discards as no longer
+// intent (store.Discard), for the records that still have a row or a
+// resource. Whether the cycle restored them all or not, none of those
+// changes can reach the cloud once the transaction closes: a record the
+// cycle could not restore is restored by later cycles, as any record
+// without intent is (the direction table: the row is deleted, updated
+// from the cloud, or imported again).
+func (c *cycle) discard(ctx context.Context) error {
+	if c.snap == nil || c.opt.DiscardUpTo == 0 {
+		return nil // never read: nothing is known, nothing is discarded
+	}
+	var tables, ids, lsns []string
+	for _, ts := range c.snap.Tables {
+		for id, lsn := range ts.Intent {
+			if !c.opt.Discards(lsn) || (ts.Rows[id] == nil && ts.Records[id].CloudID == "") {
+				continue
+			}
+			tables, ids, lsns = append(tables, ts.Spec.Name), append(ids, id), append(lsns, lsn.String())
+		}
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	return c.dbTx(ctx, func(tx pgx.Tx) error { return store.Discard(ctx, tx, tables, ids, lsns) })
 }
 
 // CycleError lists the records a cycle could not bring in sync.

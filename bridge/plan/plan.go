@@ -67,10 +67,19 @@ type Enactment struct {
 
 // Options change how a cycle decides directions.
 type Options struct {
-	// DiscardAfter, when set, turns user intent newer than it into "no
-	// intent" (iasql_rollback): those records are restored from the cloud.
-	DiscardAfter pglogrepl.LSN
+	// Discard turns user intent newer than DiscardAfter (and no newer than
+	// DiscardUpTo, when set) into "no intent" (iasql_rollback): those
+	// records are restored from the cloud. DiscardUpTo is where the
+	// rollback's first read stood: what users write while it runs is
+	// intent as usual.
 	Discard      bool
+	DiscardAfter pglogrepl.LSN
+	DiscardUpTo  pglogrepl.LSN
+}
+
+// Discards reports whether the options discard a user change at lsn.
+func (o Options) Discards(lsn pglogrepl.LSN) bool {
+	return o.Discard && lsn > o.DiscardAfter && (o.DiscardUpTo == 0 || lsn <= o.DiscardUpTo)
 }
 
 // TowardsCloud is the direction table of DESIGN.md as data: whether a
@@ -106,7 +115,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if !ok {
 				return false
 			}
-			return !(opt.Discard && lsn > opt.DiscardAfter)
+			return !opt.Discards(lsn)
 		}
 		// push decides the direction of a difference by the record's mode:
 		// NORMAL follows pending intent, ENFORCE always pushes the database
@@ -144,12 +153,24 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if ts.InFlight(id) {
 				continue // its operation runs on in the cloud: asked about later
 			}
+			if unverified.Row(r) {
+				continue
+			}
+			if r.Cloud == nil && !intent(id) && unmadeParents(snap, ts.Spec, r.DB, opt) {
+				// A row without intent (or whose intent a rollback
+				// discards) that references rows never made in the cloud
+				// and going too (a subnet in a VPC inserted since begin):
+				// it is restored, or deleted, in the same pass as what it
+				// references, children first (Order), so that no
+				// reference is left dangling.
+				if toCloud, _, label, note := push(id); !toCloud {
+					p.Actions = append(p.Actions, unmade(ts, id, r, label, note, claimed))
+				}
+				continue
+			}
 			if r.Cloud == nil || refersTo(ts.Spec, r.DB, restoring) {
 				// A reference that cannot be resolved yet: its parent is
 				// planned in this pass; the next pass handles the child.
-				continue
-			}
-			if unverified.Row(r) {
 				continue
 			}
 			c, inCloud := ts.Cloud[r.CloudID]
@@ -337,6 +358,56 @@ func dependents(snap *snapshot.Snapshot, ts *snapshot.Table, id string) string {
 		return ""
 	}
 	return "; what references it moves to the new one: " + strings.Join(parts, ", ")
+}
+
+// unmade restores from the cloud a row that references a row never made
+// in the cloud: the resource its record stands for, if it has one (an
+// instance moved to a subnet inserted since begin goes back to its
+// subnet; claimed then keeps that resource from being taken for one
+// without a row), else the row is deleted.
+func unmade(ts *snapshot.Table, id string, r *snapshot.Row, label, note string, claimed map[string]bool) *Action {
+	a := &Action{Table: ts.Spec.Name, ID: id, Mode: label, Tab: ts, Row: r}
+	if old := ts.Records[id].CloudID; old != "" && ts.Cloud[old] != nil && ts.ByCloud[old] == nil {
+		a.Action, a.Direction, a.Kind, a.Cloud, a.CloudID = "update", "database", DBUpdate, ts.Cloud[old], old
+		a.Description = "restore the row from " + Describe(ts.Spec, a.Cloud) + ": what it references was never made in the cloud" + note
+		claimed[ts.Spec.Name+"\x00"+old] = true
+		return a
+	}
+	a.Action, a.Direction, a.Kind = "delete", "database", DBDelete
+	a.Description = "delete the row: it was never made in the cloud, nor what it references" + note
+	return a
+}
+
+// unmadeParents reports whether a row's references cannot be resolved
+// only because rows it references were never made in the cloud and are
+// not to be (no pending intent, or intent a rollback discards; no ENFORCE
+// rule; not being replaced): they are deleted as rows the cloud does not
+// have, and the row must go (or be restored) with them. Every row it
+// references was read; a parent whose create is still to come holds the
+// row as before.
+func unmadeParents(snap *snapshot.Snapshot, spec module.Table, r module.Record, opt Options) bool {
+	for _, ref := range module.RefsOf(spec) {
+		p := snap.ByName[ref.Table]
+		if p == nil {
+			return false
+		}
+		for _, v := range ref.Values(r) {
+			pr := p.Rows[v]
+			if pr == nil {
+				return false
+			}
+			if pr.CloudID != "" {
+				continue
+			}
+			if lsn, ok := p.Intent[v]; (ok && !opt.Discards(lsn)) || p.Forced[v] || p.Spec.ReadOnly {
+				return false
+			}
+			if m, _ := snap.Modes.Of(ref.Table, v); m == snapshot.ModeEnforce {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // restorable reports whether a row whose resource is not in the cloud can

@@ -100,6 +100,24 @@ func Enact(ctx context.Context, db Execer, tables, ids, cloudIDs, lsns []string)
 	return nil
 }
 
+// Discard records that a rollback discarded the user changes to records
+// up to lsns: they are no longer intent (their cloud identity, if
+// recorded, is kept; a record without one is recorded without). What is
+// not restored yet is then restored from the cloud by later cycles, as a
+// record without intent is.
+func Discard(ctx context.Context, db Execer, tables, ids, lsns []string) error {
+	_, err := db.Exec(ctx, `
+		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
+		SELECT t, i, NULL, l::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, l)
+		ON CONFLICT (table_name, record_id) DO UPDATE SET
+		  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
+		tables, ids, lsns)
+	if err != nil {
+		return fmt.Errorf("discard the changes to %d records: %w", len(tables), err)
+	}
+	return nil
+}
+
 // ForgetResource forgets that record stood for the resource cloudID (it
 // was deleted from the cloud).
 func ForgetResource(ctx context.Context, db Execer, table, record, cloudID string) error {
