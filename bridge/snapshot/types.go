@@ -227,6 +227,9 @@ type Row struct {
 	DB      module.Record // as stored (refs are ids)
 	Cloud   module.Record // in cloud form (refs are the referenced resources' cloud ids)
 	CloudID string
+	// Fill: columns the row leaves NULL whose values the cloud chose, to
+	// be written into the row (TakeChoices); Cloud holds them already.
+	Fill []string
 }
 
 // RecordState is what iasql_records says of one record.
