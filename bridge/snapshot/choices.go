@@ -65,7 +65,7 @@ func WithChosen(row, cloud module.Record, cols []string) module.Record {
 // cloud form already (the read goes in dependency order).
 func (ts *Table) TakeChoices(snap *Snapshot) {
 	for _, r := range ts.Rows {
-		r.Fill = nil
+		r.Chosen, r.Fill = nil, nil
 		if r.Cloud == nil || r.CloudID == "" {
 			continue
 		}
@@ -77,7 +77,7 @@ func (ts *Table) TakeChoices(snap *Snapshot) {
 		if len(cols) == 0 {
 			continue
 		}
-		r.Cloud = WithChosen(r.Cloud, c, cols)
+		r.Cloud, r.Chosen = WithChosen(r.Cloud, c, cols), cols
 		for _, col := range cols {
 			if ts.rowsFor(snap, col, c) {
 				r.Fill = append(r.Fill, col)

@@ -269,4 +269,13 @@ func TestQueueNameLeftToCloud(t *testing.T) {
 	if m := e.Mutations(); m["cloudcontrolapi:CreateResource"] != 1 || m["cloudcontrolapi:DeleteResource"] != 1 {
 		t.Errorf("the rename made %v; want one create and one delete (a replacement)", m)
 	}
+
+	// The name left to the cloud again, with a create-only change: the new
+	// queue gets a name of the cloud's choosing (the old one's is taken).
+	e.Exec(`UPDATE aws_sqs_queue SET queue_name = NULL, fifo_queue = true WHERE tags->>'x' = '1'`)
+	e.Commit()
+	fifo := e.String(`SELECT queue_name FROM aws_sqs_queue WHERE tags->>'x' = '1'`)
+	if qs := c.queues(); !strings.HasSuffix(fifo, ".fifo") || qs[fifo] == "" || qs["named"] != "" {
+		t.Errorf("after a FIFO change with the name left to the cloud: cloud %v, the row's name %q; want a new generated .fifo name", qs, fifo)
+	}
 }
