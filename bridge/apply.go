@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -35,6 +36,9 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			return err
 		}
 		a.Identified = snapshot.Generated(ts.Spec)
+		// What the row left to the cloud is the cloud's choice, not a
+		// difference to finish (a generated name); a later read fills it in.
+		want = snapshot.WithChosen(want, got, ts.Chosen(want, got))
 		if ts.Equal(want, got) {
 			return nil
 		}
@@ -130,12 +134,18 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			return store.UpsertRecord(ctx, tx, ts.Spec.Name, id, a.CloudID, max(ts.Seen[id], c.snap.LSN))
 		})
 	case plan.DBUpdate, plan.DBFeedback:
-		rec, err := snapshot.ToDB(ts.Spec, a.Cloud, c.snap)
+		from := a.Cloud
+		if a.Kind == plan.DBFeedback {
+			// The feedback columns, and those the row left to the cloud's
+			// choice (only their references are translated).
+			from = store.Only(a.Cloud, append(slices.Clone(ts.Spec.Feedback), a.Row.Fill...))
+		}
+		rec, err := snapshot.ToDB(ts.Spec, from, c.snap)
 		if err != nil {
 			return err
 		}
 		if a.Kind == plan.DBFeedback {
-			rec = store.Only(rec, ts.Spec.Feedback)
+			rec = store.Only(rec, append(slices.Clone(ts.Spec.Feedback), a.Row.Fill...))
 		}
 		return c.updateRow(ctx, a, rec)
 	}

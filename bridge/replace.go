@@ -27,6 +27,9 @@ import (
 // so that a restart finishes it. Other resources are deleted, then created.
 func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 	ts := a.Tab
+	// What the row leaves to the cloud, the cloud chooses again for the new
+	// resource (a generated name: the old one's is taken).
+	want := a.Row.Own()
 	strategy := replace.StrategyFor(ts.Mapper, snapshot.Generated(ts.Spec))
 	if strategy == replace.DeleteFirst {
 		c.recreatedMu.Lock()
@@ -41,13 +44,13 @@ func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 		if err := ts.Delete(ctx, a.Cloud); err != nil {
 			return fmt.Errorf("replace: delete the old resource: %w", err)
 		}
-		got, err := ts.Create(ctx, a.Row.Cloud)
+		got, err := ts.Create(ctx, want)
 		if err != nil {
 			return fmt.Errorf("replace: create the new resource: %w", err)
 		}
 		return c.writeBack(ctx, a, got)
 	}
-	rp, first := replace.Start(ts.Spec, ts.Mapper, a.ID, a.CloudID, a.Row.Cloud)
+	rp, first := replace.Start(ts.Spec, ts.Mapper, a.ID, a.CloudID, want)
 	if err := c.e.service(ctx, func(conn *pgx.Conn) error { return store.StartReplacement(ctx, conn, rp) }); err != nil {
 		return fmt.Errorf("replace: %w", err)
 	}

@@ -150,6 +150,7 @@ func (c *cycle) read(ctx context.Context) error {
 				return err
 			}
 		}
+		ts.TakeChoices(snap)
 	}
 	c.snap = snap
 	c.reads, c.touched, c.fresh = snap.ByName, nil, nil

@@ -186,7 +186,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 					Description: "resume the create of " + Describe(ts.Spec, r.Cloud) + " (cut short before the cloud's answer was recorded)"})
 				continue
 			}
-			if equal && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) {
+			if equal && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) && len(r.Fill) == 0 {
 				// In sync (the common case: no mode or action is worked out).
 				if ts.StandingIn(id) {
 					continue // the stand-in is in sync, not the record
@@ -235,6 +235,10 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			case !equal:
 				a.Action, a.Direction, a.Kind = "update", "database", DBUpdate
 				a.Description = "update the row from the cloud: " + changes(ts, ts.Spec.Declarative, r.Cloud, c) + note
+			case len(r.Fill) > 0:
+				// The row left them NULL and the cloud chose (snapshot.TakeChoices).
+				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
+				a.Description = "fill " + strings.Join(r.Fill, ", ") + " in from the cloud (left NULL: the cloud's choice)"
 			default:
 				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
 				a.Description = "refresh " + strings.Join(ts.Spec.Feedback, ", ") + " from the cloud"

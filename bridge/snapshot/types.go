@@ -227,6 +227,24 @@ type Row struct {
 	DB      module.Record // as stored (refs are ids)
 	Cloud   module.Record // in cloud form (refs are the referenced resources' cloud ids)
 	CloudID string
+	// Chosen: columns the row leaves NULL whose values the cloud chose
+	// (TakeChoices; Cloud holds them already); Fill: those of them to be
+	// written into the row.
+	Chosen, Fill []string
+}
+
+// Own is the row's cloud form without the cloud's choices: what a new
+// resource for it is made from (a replacement), so that the cloud chooses
+// again where the row leaves it to the cloud.
+func (r *Row) Own() module.Record {
+	if len(r.Chosen) == 0 {
+		return r.Cloud
+	}
+	out := maps.Clone(r.Cloud)
+	for _, col := range r.Chosen {
+		out[col] = nil
+	}
+	return out
 }
 
 // RecordState is what iasql_records says of one record.

@@ -99,6 +99,11 @@ func TestCloudControlLifecycle(t *testing.T) {
 		{"AWS::SQS::Queue", `{"QueueName":"jobs.fifo","FifoQueue":true}`,
 			`^https://sqs\.eu-west-1\.amazonaws\.com/` + acct + `/jobs\.fifo$`, map[string]string{"Arn": `^arn:aws:sqs:eu-west-1:` + acct + `:jobs\.fifo$`},
 			`[{"op":"add","path":"/VisibilityTimeout","value":60}]`, map[string]any{"VisibilityTimeout": 60.0, "DelaySeconds": 0.0}, nil},
+		// A queue left unnamed is named by the handler, as AWS's
+		// CloudFormation does ("generates a unique physical ID").
+		{"AWS::SQS::Queue", `{"DelaySeconds":5}`,
+			`^https://sqs\.eu-west-1\.amazonaws\.com/` + acct + `/Queue-[A-Z0-9]{12}$`, map[string]string{"QueueName": `^Queue-[A-Z0-9]{12}$`},
+			`[{"op":"replace","path":"/DelaySeconds","value":0}]`, map[string]any{"DelaySeconds": 0.0}, nil},
 		{"AWS::SNS::Topic", `{"DisplayName":"alerts"}`,
 			`^arn:aws:sns:eu-west-1:` + acct + `:Topic-[A-Z0-9]{12}$`, map[string]string{"TopicName": `^Topic-[A-Z0-9]{12}$`},
 			`[{"op":"remove","path":"/DisplayName"}]`, map[string]any{"DisplayName": nil}, nil},

@@ -39,6 +39,10 @@ var ccHooks = map[string]ccTypeHooks{
 			return "", ""
 		},
 	},
+	// QueueName: "If you don't specify a name, AWS CloudFormation generates
+	// a unique physical ID and uses that ID for the queue name" (Update
+	// requires: Replacement):
+	// https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sqs-queue.html
 	"AWS::SQS::Queue": {generate: func(m map[string]any, region, account string) {
 		name := fifoName(m, "QueueName", "FifoQueue", "Queue")
 		m["QueueUrl"] = "https://sqs." + region + ".amazonaws.com/" + account + "/" + name

@@ -219,3 +219,63 @@ func TestModes(t *testing.T) {
 		t.Errorf("under TRACK the row has %d; want the cloud's 90", n)
 	}
 }
+
+// TestQueueNameLeftToCloud: a queue inserted without a name (AWS:
+// "If you don't specify a name, AWS CloudFormation generates a unique
+// physical ID and uses that ID for the queue name") is created once; the
+// name Cloud Control chose is written into the row, which is then in sync:
+// no replacement, no update, and commits about other records go on. A
+// later explicit name is a change of the create-only column: a
+// replacement.
+func TestQueueNameLeftToCloud(t *testing.T) {
+	t.Parallel()
+	e, c := env(t, 0, queue)
+	e.Exec(`INSERT INTO aws_sqs_queue (tags) VALUES ('{"x": "1"}')`)
+	e.Commit()
+	qs := c.queues()
+	name := e.String(`SELECT queue_name FROM aws_sqs_queue`)
+	if len(qs) != 1 || name == "" || qs[name] == "" || qs[name] != e.String(`SELECT queue_url FROM aws_sqs_queue`) {
+		t.Fatalf("the cloud's queues %v; the row's name %q: want one queue, its generated name in the row", qs, name)
+	}
+	if calls := e.Emu.Calls(); calls["cloudcontrolapi:CreateResource"] != 1 || calls["cloudcontrolapi:DeleteResource"] != 0 || calls["cloudcontrolapi:UpdateResource"] != 0 {
+		t.Errorf("the commit made %d create(s), %d update(s), %d delete(s); want one create", calls["cloudcontrolapi:CreateResource"],
+			calls["cloudcontrolapi:UpdateResource"], calls["cloudcontrolapi:DeleteResource"])
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_status`); n != 0 {
+		t.Errorf("%d record(s) not in sync: %s", n, e.String(`SELECT string_agg(concat_ws(' ', table_name, record_id, state, action, last_error), '; ') FROM iasql_status`))
+	}
+
+	// In sync from now on: cycles make no call that changes anything, and
+	// a commit about another record succeeds.
+	e.Emu.Reset()
+	e.Refresh()
+	e.Exec(`INSERT INTO aws_sqs_queue (queue_name) VALUES ('other')`)
+	e.Commit()
+	e.Refresh()
+	if m := e.Mutations(); m["cloudcontrolapi:CreateResource"] != 1 || len(m) != 1 {
+		t.Errorf("after the queue was in sync, cycles made %v; want the other queue's create only", m)
+	}
+	if got := e.String(`SELECT queue_name FROM aws_sqs_queue WHERE tags->>'x' = '1'`); got != name {
+		t.Errorf("the row's name changed from %q to %q", name, got)
+	}
+
+	// An explicit name is a change of a create-only column: replaced.
+	e.Emu.Reset()
+	e.Exec(`UPDATE aws_sqs_queue SET queue_name = 'named' WHERE tags->>'x' = '1'`)
+	e.Commit()
+	if qs := c.queues(); qs["named"] == "" || qs[name] != "" {
+		t.Errorf("after naming the queue: cloud %v; want 'named' in place of %q", qs, name)
+	}
+	if m := e.Mutations(); m["cloudcontrolapi:CreateResource"] != 1 || m["cloudcontrolapi:DeleteResource"] != 1 {
+		t.Errorf("the rename made %v; want one create and one delete (a replacement)", m)
+	}
+
+	// The name left to the cloud again, with a create-only change: the new
+	// queue gets a name of the cloud's choosing (the old one's is taken).
+	e.Exec(`UPDATE aws_sqs_queue SET queue_name = NULL, fifo_queue = true WHERE tags->>'x' = '1'`)
+	e.Commit()
+	fifo := e.String(`SELECT queue_name FROM aws_sqs_queue WHERE tags->>'x' = '1'`)
+	if qs := c.queues(); !strings.HasSuffix(fifo, ".fifo") || qs[fifo] == "" || qs["named"] != "" {
+		t.Errorf("after a FIFO change with the name left to the cloud: cloud %v, the row's name %q; want a new generated .fifo name", qs, fifo)
+	}
+}

@@ -294,3 +294,52 @@ func TestInstanceOutOfBand(t *testing.T) {
 		t.Errorf("the row of an instance terminated elsewhere is still there")
 	}
 }
+
+// TestInstanceDefaultsFilledIn: an instance inserted without a subnet or
+// groups launches where AWS puts it: a default subnet of the default VPC
+// (https://docs.aws.amazon.com/vpc/latest/userguide/default-vpc.html) and,
+// RunInstances' SecurityGroups says, "Default: Amazon EC2 uses the default
+// security group" (CreateSecurityGroup: "If you don't specify a security
+// group when you launch an instance, the instance is launched into the
+// appropriate default security group";
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RunInstances.html,
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html).
+// The row then names those resources' rows, and stays in sync.
+func TestInstanceDefaultsFilledIn(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules:  []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_ec2.Module()},
+		Install:  []string{"aws_ec2"},
+		Emulator: emulator.Options{InstanceStartDelay: 300 * time.Millisecond},
+	})
+	e.Exec(`INSERT INTO instance (ami, instance_type) VALUES ('ami-0123456789abcdef0', 't3.micro')`)
+	e.Commit()
+	id := e.String(`SELECT instance_id FROM instance`)
+	out, err := ec2.NewFromConfig(e.AWS).DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil || len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 {
+		t.Fatalf("describe %q: %v", id, err)
+	}
+	in := out.Reservations[0].Instances[0]
+	if len(in.SecurityGroups) != 1 {
+		t.Fatalf("instance %s launched with groups %v; want the default group", id, in.SecurityGroups)
+	}
+	if n := e.Count(`SELECT count(*) FROM instance i JOIN subnet s ON s.id = i.subnet_id JOIN vpc v ON v.id = s.vpc_id
+		JOIN security_group g ON i.security_group_ids = ARRAY[g.id::bigint]
+		WHERE s.subnet_id = $1 AND g.group_id = $2 AND g.group_name = 'default' AND g.vpc_id = v.id AND v.is_default`,
+		aws.ToString(in.SubnetId), aws.ToString(in.SecurityGroups[0].GroupId)); n != 1 {
+		t.Fatalf("the row names subnet %s and groups %s; want the rows of the default subnet %s and the default group %s",
+			e.String(`SELECT subnet_id::text FROM instance`), e.String(`SELECT security_group_ids::text FROM instance`),
+			aws.ToString(in.SubnetId), aws.ToString(in.SecurityGroups[0].GroupId))
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_status`); n != 0 {
+		t.Errorf("%d record(s) not in sync: %s", n, e.String(`SELECT string_agg(concat_ws(' ', table_name, record_id, state, action, last_error), '; ') FROM iasql_status`))
+	}
+	e.Emu.Reset()
+	e.Refresh()
+	if m := e.Mutations(); len(m) != 0 {
+		t.Errorf("a cycle over the instance in sync made %v", m)
+	}
+	if calls := e.Emu.Calls(); calls["ec2:RunInstances"] != 0 {
+		t.Errorf("RunInstances called again: %v", calls)
+	}
+}

@@ -594,7 +594,8 @@ func (m *instanceMapper) Delete(ctx context.Context, have module.Record) error {
 // state with pending as running and stopping as stopped, and a NULL
 // subnet or an empty list of groups in the database as "AWS's choice at
 // launch" (the default subnet, the VPC's default group), which any cloud
-// value satisfies.
+// value satisfies. (The engine then writes the references to the rows of
+// what AWS chose into the row: snapshot.TakeChoices.)
 func (m *instanceMapper) Differing(cols []string, db, cloud module.Record) []string {
 	var out []string
 	for _, c := range m.t.Differing(cols, db, cloud) {

@@ -40,7 +40,7 @@ func LoadBalancerTable() module.Table {
 			{Name: "subnets", Type: "bigint[]", NotNull: true, Ref: "subnet",
 				Comment: "Subnets (subnet.id) of one VPC, at least two in two availability zones, one per zone, in any order. Changed in place (SetSubnets)."},
 			{Name: "security_groups", Type: "bigint[]", NotNull: true, Default: "'{}'", Ref: "security_group",
-				Comment: "Security groups (security_group.id) of the subnets' VPC, in any order; empty: the VPC's default group, AWS's choice at creation (then not compared). Changed in place (SetSecurityGroups)."},
+				Comment: "Security groups (security_group.id) of the subnets' VPC, in any order; empty: the VPC's default group, AWS's choice at creation, whose row the engine writes here once the load balancer exists. Changed in place (SetSecurityGroups)."},
 			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CloudID: true, CreateOnly: true,
 				Comment: "Region of the load balancer: its subnets' (default: default_aws_region()). Fixed at creation."},
 			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value."},
