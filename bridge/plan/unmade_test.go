@@ -14,8 +14,8 @@ import (
 // Tables like vpc and instance: identities the cloud generates, the
 // instance referencing its network.
 var (
-	lanSpec  = module.Table{Name: "net", CloudID: []string{"net_id"}, Declarative: []string{"cidr"}, Feedback: []string{"net_id"}}
-	hostSpec = module.Table{Name: "host", CloudID: []string{"host_id"}, Declarative: []string{"net"}, Feedback: []string{"host_id"},
+	unmadeLanSpec  = module.Table{Name: "net", CloudID: []string{"net_id"}, Declarative: []string{"cidr"}, Feedback: []string{"net_id"}}
+	unmadeHostSpec = module.Table{Name: "host", CloudID: []string{"host_id"}, Declarative: []string{"net"}, Feedback: []string{"host_id"},
 		Refs: map[string]string{"net": "net"}}
 )
 
@@ -43,7 +43,7 @@ func TestUnmadeRows(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
-			n, h := table(lanSpec), table(hostSpec)
+			n, h := table(unmadeLanSpec), table(unmadeHostSpec)
 			snap.Tables, snap.ByName["net"], snap.ByName["host"] = []*snapshot.Table{n, h}, n, h
 			n.Rows["1"] = &snapshot.Row{ID: "1", Xmin: "1", DB: module.Record{"cidr": "10.0.0.0/16"}}
 			h.Rows["2"] = &snapshot.Row{ID: "2", Xmin: "1", DB: module.Record{"net": ids(1)[0]}}
