@@ -369,24 +369,7 @@ func (e *Engine) Lead(ctx context.Context) {
 		e.log.Error("engine cannot take its lock", "err", err)
 		return
 	}
-	if err := e.registerModules(ctx, svc); err != nil {
-		e.log.Error("engine cannot register modules", "err", err)
-		return
-	}
-	since, err := store.Now(ctx, svc)
-	if err != nil {
-		e.log.Error("engine cannot start", "err", err)
-		return
-	}
-	e.mu.Lock()
-	e.leadSince = since
-	e.mu.Unlock()
-	if err := e.loadLow(ctx, svc); err != nil {
-		e.log.Error("engine cannot start", "err", err)
-		return
-	}
-	e.unverifiedClear = false // another sidecar may have left parts there
-	e.seedRates(ctx, svc)     // before any request is taken (privileges.go)
+	e.seedRates(ctx, svc) // before any request is taken (privileges.go)
 	e.mu.Lock()
 	err = e.failOrphans(ctx, svc)
 	if err == nil {
@@ -415,6 +398,24 @@ func (e *Engine) Lead(ctx context.Context) {
 		e.mu.Unlock()
 		e.closeWork()
 	}()
+	// A start that fails (a module this sidecar cannot upgrade, a read
+	// that fails) is tried again while this sidecar leads; meanwhile the
+	// engine answers requests with why (hold) rather than leave their
+	// callers to time out, and runs no cycle.
+	var reported bool // an expired transaction, while held
+	for retry := time.Second; ; retry = min(2*retry, maxStartRetry) {
+		err := e.start(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		e.log.Error("engine cannot start; it answers requests with why and tries again", "err", err, "retry_in", retry)
+		if !e.hold(ctx, err, retry, lost, &reported) {
+			return
+		}
+	}
 	timer := time.NewTimer(e.interval)
 	defer timer.Stop()
 	health := time.NewTicker(5 * time.Second)
@@ -429,6 +430,9 @@ func (e *Engine) Lead(ctx context.Context) {
 	e.log.Info("engine running", "interval", e.interval, "schedule", driver, "modules", len(e.offered()))
 	e.resetAccount()
 	_ = e.checkAccount(ctx) // before the first cycle of this leadership; a mismatch is logged
+	// An iasql transaction whose owner ended while the engine could not
+	// start (hold) is rolled back now, before anything else.
+	e.expireTransaction(ctx)
 	// Previews are answered beside the loop, one at a time.
 	sideCtx, stopSide := context.WithCancel(ctx)
 	var side sync.WaitGroup
@@ -476,6 +480,75 @@ func (e *Engine) Lead(ctx context.Context) {
 				return
 			}
 			e.expireTransaction(ctx)
+		}
+	}
+}
+
+// maxStartRetry is the longest wait between two tries of a start that
+// fails.
+const maxStartRetry = 5 * time.Second
+
+// start is what a leadership does before its first cycle, on the service
+// session: register the modules (upgrading the installed ones), note when
+// it began leading, load the engine's state.
+func (e *Engine) start(ctx context.Context) error {
+	if err := e.service(ctx, func(c *pgx.Conn) error { return e.registerModules(ctx, c) }); err != nil {
+		return fmt.Errorf("register modules: %w", err)
+	}
+	var since time.Time
+	if err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		since, err = store.Now(ctx, c)
+		return err
+	}); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.leadSince = since
+	e.mu.Unlock()
+	if err := e.loadLow(ctx); err != nil {
+		return err
+	}
+	e.unverifiedClear = false // another sidecar may have left parts there
+	return nil
+}
+
+// hold is the engine of a leadership whose start failed (why), until
+// retry has passed (true: try the start again) or the leadership or the
+// service session ends (false). It runs no cycle: it answers every request
+// with why, in one line, and watches the iasql transaction: one whose
+// owner has ended is reported, and rolled back as soon as the engine
+// starts (its rollback is a cycle: it restores the rows from the cloud,
+// read through the modules the start could not make; closing it without
+// would let what its owner never committed reach the cloud); reported
+// says it was reported already.
+func (e *Engine) hold(ctx context.Context, why error, retry time.Duration, lost <-chan error, reported *bool) bool {
+	failure := fmt.Errorf("the sidecar's engine cannot start, so it runs no cycle: %w; it tries again every %s (the sidecar's log says more)", why, maxStartRetry)
+	timer := time.NewTimer(retry)
+	defer timer.Stop()
+	health := time.NewTicker(time.Second)
+	defer health.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case err := <-lost:
+			e.log.Warn("engine lost its session; starting again", "err", err)
+			return false
+		case r := <-e.requests:
+			e.finish(ctx, r, nil, failure)
+		case r := <-e.previews:
+			e.finish(ctx, r, nil, failure)
+		case <-timer.C:
+			return true
+		case <-health.C:
+			if err := e.service(ctx, func(c *pgx.Conn) error { return c.Ping(ctx) }); err != nil {
+				e.log.Warn("engine lost its session; starting again", "err", err)
+				return false
+			}
+			if t, why := e.expiredTransaction(ctx); t != nil && !*reported {
+				*reported = true
+				e.log.Warn("an iasql transaction has expired; it is rolled back as soon as the engine starts", "why", why, "opened_by", t.OpenedBy, "owner_pid", t.OwnerPID, "opened_at", t.OpenedAt)
+			}
 		}
 	}
 }

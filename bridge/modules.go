@@ -52,18 +52,13 @@ func (e *Engine) catalogOf(name string) module.Catalog {
 	return nil
 }
 
-// registerModules upgrades the installed modules whose SQL is older than
-// this sidecar's, offers the built-in modules in iasql_modules, and makes
-// again the modules stored definitions describe.
+// registerModules makes again the modules stored definitions describe,
+// upgrades the installed modules whose SQL is older than this sidecar's,
+// and offers every module in iasql_modules. The modules made from stored
+// definitions come first, so that every start checks them alike: the
+// first of a process, and those after a lost session, when the engine
+// still offers what the last one made.
 func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
-	if err := e.upgradeModules(ctx, c); err != nil {
-		return err
-	}
-	for _, m := range e.offered() {
-		if err := store.RegisterModule(ctx, c, m.Name, m.Version, m.DependsOn, tableNames(m), nil); err != nil {
-			return err
-		}
-	}
 	defs, err := store.ModuleDefinitions(ctx, c)
 	if err != nil {
 		return err
@@ -81,6 +76,14 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 		}
 		e.offer(m)
 	}
+	if err := e.upgradeModules(ctx, c, defs); err != nil {
+		return err
+	}
+	for _, m := range e.offered() {
+		if err := store.RegisterModule(ctx, c, m.Name, m.Version, m.DependsOn, tableNames(m), nil); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -89,7 +92,15 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 // module in one transaction. A module installed at a version its upgrades
 // do not lead from (a newer one, or a gap) stops the engine with one line:
 // cycles over tables whose shape the sidecar does not know could do harm.
-func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn) error {
+//
+// A module made from a stored definition (defs) is made from the very
+// definition its tables were made from (it is stored once, at the first
+// install, and kept), so another version there is not an upgrade: it is
+// another digest of the same schema. Sidecars before SchemaVersion took
+// the digest of DescribeType's bytes at the install and of the stored
+// jsonb's text afterwards; such an install is recorded at this sidecar's
+// version.
+func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn, defs map[string][]byte) error {
 	installed, err := store.InstalledVersions(ctx, c)
 	if err != nil {
 		return err
@@ -99,9 +110,11 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn) error {
 		if !ok || from == m.Version {
 			continue
 		}
-		steps, err := m.UpgradePath(from)
-		if err != nil {
-			return err
+		var steps []module.Upgrade
+		if _, made := defs[m.Name]; !made {
+			if steps, err = m.UpgradePath(from); err != nil {
+				return err
+			}
 		}
 		sqls := make([]string, len(steps))
 		for i, u := range steps {
@@ -116,6 +129,10 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn) error {
 			return store.UpgradeModule(ctx, tx, m.Name, m.Version, sqls, tableNames(m))
 		}); err != nil {
 			return err
+		}
+		if _, made := defs[m.Name]; made {
+			e.log.Info("module made from its stored definition: its version recorded anew (the same schema, digested otherwise)", "module", m.Name, "from", from, "to", m.Version)
+			continue
 		}
 		e.log.Info("module upgraded", "module", m.Name, "from", from, "to", m.Version, "steps", len(steps))
 	}

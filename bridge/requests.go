@@ -210,16 +210,8 @@ func (e *Engine) rollbackSince(ctx context.Context, t *store.Transaction, reason
 // transaction timeout. The rollback's cycle records say why (reason
 // "transaction expired: ..."), and automatic cycles resume.
 func (e *Engine) expireTransaction(ctx context.Context) {
-	t, err := e.openTransaction(ctx)
-	if err != nil || t == nil {
-		return
-	}
-	var why string
-	err = e.service(ctx, func(c *pgx.Conn) (err error) {
-		why, err = store.TransactionExpired(ctx, c, t.OwnerPID, t.OwnerStarted, e.txTimeout)
-		return err
-	})
-	if err != nil || why == "" {
+	t, why := e.expiredTransaction(ctx)
+	if t == nil {
 		return
 	}
 	if time.Now().Before(e.expiry.next) && e.expiry.begin == t.BeginLSN {
@@ -258,6 +250,25 @@ type expiryRetry struct {
 	begin string
 	wait  time.Duration
 	next  time.Time
+}
+
+// expiredTransaction is the open iasql transaction when it has expired,
+// and why; nil when none is open, it has not expired, or that cannot be
+// read.
+func (e *Engine) expiredTransaction(ctx context.Context) (*store.Transaction, string) {
+	t, err := e.openTransaction(ctx)
+	if err != nil || t == nil {
+		return nil, ""
+	}
+	var why string
+	err = e.service(ctx, func(c *pgx.Conn) (err error) {
+		why, err = store.TransactionExpired(ctx, c, t.OwnerPID, t.OwnerStarted, e.txTimeout)
+		return err
+	})
+	if err != nil || why == "" {
+		return nil, ""
+	}
+	return t, why
 }
 
 // preview returns the plan a cycle would execute now. It runs beside a

@@ -30,10 +30,14 @@ const pruneEvery = time.Hour
 // pruneBatch is how many audit rows one statement deletes.
 const pruneBatch = 10000
 
-// loadLow reads the persisted intent watermark and the last pruning.
-func (e *Engine) loadLow(ctx context.Context, c *pgx.Conn) error {
-	kept, err := store.LoadEngineState(ctx, c)
-	if err != nil {
+// loadLow reads the persisted intent watermark and the last pruning, on
+// the service session.
+func (e *Engine) loadLow(ctx context.Context) error {
+	var kept store.EngineState
+	if err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		kept, err = store.LoadEngineState(ctx, c)
+		return err
+	}); err != nil {
 		return err
 	}
 	e.kept = kept

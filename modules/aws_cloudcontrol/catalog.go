@@ -20,6 +20,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -80,12 +81,15 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		return module.Module{}, fmt.Errorf("%s: the stored schema is of %s", name, t.TypeName)
 	}
 	spec := t.ModuleTable()
-	sum := sha256.Sum256(definition)
+	version, err := SchemaVersion(definition)
+	if err != nil {
+		return module.Module{}, fmt.Errorf("%s: %w", name, err)
+	}
 	m := module.Module{
 		Name: name,
 		// The schema it was made from, as a short digest: a type's table
 		// changes only with its schema.
-		Version: "schema " + hex.EncodeToString(sum[:6]),
+		Version: version,
 		// The table's DDL comes from its declaration (InstallSQL); SQL
 		// is the identity's constraint and its comments.
 		SQL:    t.SQL(),
@@ -105,6 +109,27 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		return map[string]module.Reader{spec.Name: ccmapper.New(cloudcontrol.NewFromConfig(cfg), t, c.lim, opts)}, nil
 	}
 	return m, nil
+}
+
+// SchemaVersion is the version of a type's module made from definition:
+// "schema " and a short digest of the schema's canonical form, so that
+// DescribeType's bytes (at the first install) and the text of the jsonb
+// they are stored as (at every start after) give the same version. jsonb
+// keeps neither whitespace, key order nor duplicate keys (the last one
+// wins) and may print a number otherwise (1e2 as 100); the canonical form
+// is the JSON value decoded and encoded again (keys sorted, numbers as
+// float64 prints them), on which both agree.
+func SchemaVersion(definition []byte) (string, error) {
+	var v any
+	if err := json.Unmarshal(definition, &v); err != nil {
+		return "", fmt.Errorf("the schema is not JSON: %w", err)
+	}
+	canonical, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode the schema: %w", err)
+	}
+	sum := sha256.Sum256(canonical)
+	return "schema " + hex.EncodeToString(sum[:6]), nil
 }
 
 // parentsKey is the context key of the parents a cycle's rows name, per
