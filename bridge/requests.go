@@ -219,7 +219,7 @@ func (e *Engine) expireTransaction(ctx context.Context) {
 	}
 	reason := fmt.Sprintf("transaction expired: %s (%s)", why, t)
 	e.log.Warn("rolling back an expired iasql transaction", "why", why, "opened_by", t.OpenedBy, "owner_pid", t.OwnerPID, "opened_at", t.OpenedAt)
-	_, err = e.rollbackSince(ctx, t, reason)
+	_, err := e.rollbackSince(ctx, t, reason)
 	if err == nil {
 		e.expiry = expiryRetry{}
 		return
