@@ -86,7 +86,7 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 
 // upgradeModules applies, for each installed module this sidecar offers at
 // a newer version, the module's upgrades from the installed version, each
-// module in one transaction. A module installed at a version its upgrades
+// module in one transaction, a module after those it depends on. A module installed at a version its upgrades
 // do not lead from (a newer one, or a gap) stops the engine with one line:
 // cycles over tables whose shape the sidecar does not know could do harm.
 func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn) error {
@@ -94,7 +94,14 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
+	// In dependency order: a module's upgrade may use what the upgrade of
+	// a module it depends on adds (aws_account's aws_tags_check()).
+	var names []string
 	for _, m := range e.offered() {
+		names = append(names, m.Name)
+	}
+	for _, n := range e.dependencyOrder(names) {
+		m, _ := e.module(n)
 		from, ok := installed[m.Name]
 		if !ok || from == m.Version {
 			continue

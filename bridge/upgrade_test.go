@@ -23,20 +23,20 @@ func TestModuleUpgrade(t *testing.T) {
 	vpcID := e.String(`SELECT vpc_id FROM vpc WHERE cidr_block = '10.7.0.0/16'`)
 
 	next := aws_vpc.Module()
-	next.Version = "0.3.0"
-	next.Upgrades = []module.Upgrade{
-		{From: "0.1.0", To: "0.2.0", SQL: `ALTER TABLE public.vpc ADD COLUMN owner text;
+	from := next.Version
+	next.Version = "99.2.0" // versions no release has
+	next.Upgrades = append(next.Upgrades,
+		module.Upgrade{From: from, To: "99.1.0", SQL: `ALTER TABLE public.vpc ADD COLUMN owner text;
 COMMENT ON COLUMN public.vpc.owner IS 'Who looks after the VPC (the database''s own).';`},
-		{From: "0.2.0", To: "0.3.0", SQL: `UPDATE public.vpc SET owner = 'platform' WHERE NOT is_default;`},
-	}
+		module.Upgrade{From: "99.1.0", To: "99.2.0", SQL: `UPDATE public.vpc SET owner = 'platform' WHERE NOT is_default;`})
 	vpc := next.Tables[0]
 	vpc.Columns = append(vpc.Columns, module.Column{Name: "owner", Type: "text", Kind: module.Initial,
 		Comment: "Who looks after the VPC (the database's own)."})
 	next.Tables = []module.Table{vpc.Declare(), next.Tables[1]}
 	e.Upgrade([]module.Module{aws_account.Module(), next})
 
-	if v := e.String(`SELECT installed_version FROM iasql_modules WHERE name = 'aws_vpc'`); v != "0.3.0" {
-		t.Errorf("installed_version %q after the upgrade, want 0.3.0", v)
+	if v := e.String(`SELECT installed_version FROM iasql_modules WHERE name = 'aws_vpc'`); v != "99.2.0" {
+		t.Errorf("installed_version %q after the upgrade, want 99.2.0", v)
 	}
 	if o := e.String(`SELECT owner FROM vpc WHERE vpc_id = $1`, vpcID); o != "platform" {
 		t.Errorf("owner %q: the second step did not run after the first", o)
@@ -57,7 +57,7 @@ COMMENT ON COLUMN public.vpc.owner IS 'Who looks after the VPC (the database''s 
 
 	// A sidecar at the same version again changes nothing.
 	e.Upgrade([]module.Module{aws_account.Module(), next})
-	if v := e.String(`SELECT installed_version FROM iasql_modules WHERE name = 'aws_vpc'`); v != "0.3.0" {
-		t.Errorf("installed_version %q after a restart, want 0.3.0", v)
+	if v := e.String(`SELECT installed_version FROM iasql_modules WHERE name = 'aws_vpc'`); v != "99.2.0" {
+		t.Errorf("installed_version %q after a restart, want 99.2.0", v)
 	}
 }
