@@ -86,9 +86,10 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 
 // upgradeModules applies, for each installed module this sidecar offers at
 // a newer version, the module's upgrades from the installed version, each
-// module in one transaction, a module after those it depends on. A module installed at a version its upgrades
-// do not lead from (a newer one, or a gap) stops the engine with one line:
-// cycles over tables whose shape the sidecar does not know could do harm.
+// module in one transaction, a module after those it depends on. A module
+// installed at a version its upgrades do not lead from (a newer one, or a
+// gap) stops the engine with one line: cycles over tables whose shape the
+// sidecar does not know could do harm.
 func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn) error {
 	installed, err := store.InstalledVersions(ctx, c)
 	if err != nil {

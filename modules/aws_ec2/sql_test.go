@@ -117,9 +117,9 @@ var errRollback = errors.New("rolled back on purpose")
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestUninstallLeavesGroupsUsable: aws_ec2's trigger on security_group
-// (security_group_in_use) outlives the instance table when aws_ec2 is
-// uninstalled; group rows can still be deleted then, and aws_ec2 installs
-// again, checking again.
+// (security_group_in_use) goes with aws_ec2's uninstall (its Uninstall
+// SQL); group rows can be deleted then, and aws_ec2 installs again,
+// checking again.
 func TestUninstallLeavesGroupsUsable(t *testing.T) {
 	t.Parallel()
 	e := enginetest.New(t, srv, enginetest.Options{
@@ -135,6 +135,9 @@ func TestUninstallLeavesGroupsUsable(t *testing.T) {
 	e.Exec(`SELECT * FROM iasql_uninstall('aws_ec2')`)
 	if n := e.Count(`SELECT count(*) FROM pg_catalog.pg_class WHERE oid = 'public.security_group'::regclass AND to_regclass('public.instance') IS NULL`); n != 1 {
 		t.Fatal("aws_ec2 uninstalled, the instance table is still there")
+	}
+	if n := e.Count(`SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = 'public.security_group'::regclass AND tgname = 'security_group_in_use'`); n != 0 {
+		t.Error("aws_ec2 uninstalled, its trigger on security_group is still there")
 	}
 	e.Exec(`DELETE FROM security_group WHERE group_name = 'web'`)
 
