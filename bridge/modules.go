@@ -89,9 +89,10 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 
 // upgradeModules applies, for each installed module this sidecar offers at
 // a newer version, the module's upgrades from the installed version, each
-// module in one transaction. A module installed at a version its upgrades
-// do not lead from (a newer one, or a gap) stops the engine with one line:
-// cycles over tables whose shape the sidecar does not know could do harm.
+// module in one transaction, a module after those it depends on. A module
+// installed at a version its upgrades do not lead from (a newer one, or a
+// gap) stops the engine with one line: cycles over tables whose shape the
+// sidecar does not know could do harm.
 //
 // A module made from a stored definition (defs) is made from the very
 // definition its tables were made from (it is stored once, at the first
@@ -105,7 +106,14 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn, defs map[strin
 	if err != nil {
 		return err
 	}
+	// In dependency order: a module's upgrade may use what the upgrade of
+	// a module it depends on adds (aws_account's aws_tags_check()).
+	var names []string
 	for _, m := range e.offered() {
+		names = append(names, m.Name)
+	}
+	for _, n := range e.dependencyOrder(names) {
+		m, _ := e.module(n)
 		from, ok := installed[m.Name]
 		if !ok || from == m.Version {
 			continue

@@ -426,7 +426,7 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 			for j := len(m.Tables) - 1; j >= 0; j-- {
 				tables = append(tables, m.Tables[j].Name)
 			}
-			if err := store.UninstallModule(ctx, tx, n, tables); err != nil {
+			if err := store.UninstallModule(ctx, tx, n, m.UninstallSQL(), tables); err != nil {
 				return err
 			}
 			results = append(results, moduleResult{n, false, "uninstalled; nothing in the cloud was touched"})

@@ -2,16 +2,24 @@ package modules_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules"
+	"github.com/iasql/iasql/modules/aws_account"
+	"github.com/iasql/iasql/modules/aws_vpc"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -54,14 +62,24 @@ func checkSQL(t *testing.T, byName map[string]module.Module, m module.Module) {
 		}
 	}
 	checkTables(t, conn, m, created)
-	// Uninstall drops the tables only (store.UninstallModule); installing
-	// again must work over what is left (functions, triggers on other
-	// modules' tables): CREATE OR REPLACE.
-	var drop strings.Builder
-	for i := len(m.Tables) - 1; i >= 0; i-- {
-		drop.WriteString("DROP TABLE public." + m.Tables[i].Name + ";\n")
+	// Uninstall (module.UninstallSQL, what store.UninstallModule runs)
+	// leaves the database as it was before the install: nothing of the
+	// module is left to break another module or a later install, nothing of
+	// its dependencies is taken.
+	pgtest.Exec(t, dsn, "BEGIN;\n"+m.UninstallSQL()+"\nCOMMIT;")
+	after := objects(t, conn)
+	for d := range after {
+		if _, ok := before[d]; !ok {
+			t.Errorf("left behind by the uninstall: %s", d)
+		}
 	}
-	pgtest.Exec(t, dsn, "BEGIN;\n"+drop.String()+m.InstallSQL()+"\nCOMMIT;")
+	for d := range before {
+		if _, ok := after[d]; !ok {
+			t.Errorf("dropped by the uninstall, though not the module's: %s", d)
+		}
+	}
+	// Installing again works.
+	pgtest.Exec(t, dsn, "BEGIN;\n"+m.InstallSQL()+"\nCOMMIT;")
 	var missing []string
 	for _, o := range created {
 		if !o.commented {
@@ -257,24 +275,7 @@ func checkTables(t *testing.T, conn *pgx.Conn, m module.Module, created []object
 // default or a nullable column, never NOT NULL without a default.
 func TestORMInsert(t *testing.T) {
 	t.Parallel()
-	byName := map[string]module.Module{}
-	for _, m := range modules.All() {
-		byName[m.Name] = m
-	}
-	dsn := srv.NewDB(t)
-	installed := map[string]bool{}
-	var tables []string
-	for _, m := range modules.All() {
-		for _, d := range append(dependencies(t, byName, m.Name), m.Name) {
-			if !installed[d] {
-				installed[d] = true
-				pgtest.Exec(t, dsn, "BEGIN;\n"+byName[d].InstallSQL()+"\nCOMMIT;")
-				for _, tbl := range byName[d].Tables {
-					tables = append(tables, tbl.Name)
-				}
-			}
-		}
-	}
+	dsn, tables := installAll(t)
 	conn := pgtest.Connect(t, dsn)
 	// The columns each table's users must give, as introspection sees them.
 	want := map[string]string{
@@ -329,4 +330,334 @@ func TestORMInsert(t *testing.T) {
 	// Left without a VPC, a group is refused by name.
 	_, err := conn.Exec(context.Background(), `UPDATE security_group SET vpc_id = NULL`)
 	pgtest.WantViolation(t, err, "security_group_vpc_id_set")
+}
+
+// TestModuleUpgradeSQL: for each module with upgrades, a database where it
+// (and what it depends on) was installed at the version its oldest step
+// starts from, then upgraded step by step, a module after those it depends
+// on (as the engine does), has exactly the objects of a fresh install: the
+// same tables, columns, defaults, constraints (and whether they are
+// validated), triggers, functions and comments. What an old version
+// installed is kept as released in <module>/testdata/install-<version>.sql.
+func TestModuleUpgradeSQL(t *testing.T) {
+	byName := map[string]module.Module{}
+	for _, m := range modules.All() {
+		byName[m.Name] = m
+	}
+	for _, m := range modules.All() {
+		if len(m.Upgrades) == 0 {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			t.Parallel()
+			order := append(dependencies(t, byName, m.Name), m.Name)
+			fresh := srv.NewDB(t)
+			old := srv.NewDB(t)
+			for _, n := range order {
+				d := byName[n]
+				pgtest.Exec(t, fresh, "BEGIN;\n"+d.InstallSQL()+"\nCOMMIT;")
+				install, from := d.InstallSQL(), d.Version
+				if len(d.Upgrades) > 0 {
+					from = d.Upgrades[0].From
+					for _, u := range d.Upgrades {
+						if u.From < from {
+							from = u.From
+						}
+					}
+					b, err := os.ReadFile(filepath.Join(n, "testdata", "install-"+from+".sql"))
+					if err != nil {
+						t.Fatalf("%s %s as released: %v", n, from, err)
+					}
+					install = string(b)
+				}
+				pgtest.Exec(t, old, "BEGIN;\n"+install+"\nCOMMIT;")
+				steps, err := d.UpgradePath(from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, u := range steps {
+					pgtest.Exec(t, old, "BEGIN;\n"+u.SQL+"\nCOMMIT;")
+				}
+			}
+			want, got := schema(t, pgtest.Connect(t, fresh)), schema(t, pgtest.Connect(t, old))
+			for k, w := range want {
+				if g, ok := got[k]; !ok {
+					t.Errorf("upgraded: no %s", k)
+				} else if g != w {
+					t.Errorf("upgraded: %s is\n%s\nfresh:\n%s", k, g, w)
+				}
+			}
+			for k := range got {
+				if _, ok := want[k]; !ok {
+					t.Errorf("upgraded: %s, which a fresh install has not", k)
+				}
+			}
+		})
+	}
+}
+
+// schema describes the objects of the database's public schema by what
+// they are: columns with type, default and nullability, constraints with
+// their definition and whether they are validated, triggers and functions
+// with theirs, and every comment.
+func schema(t *testing.T, conn *pgx.Conn) map[string]string {
+	t.Helper()
+	rows, err := conn.Query(t.Context(), `
+		SELECT 'column ' || c.relname || '.' || a.attname,
+		       pg_catalog.format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END ||
+		       coalesce(' DEFAULT ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid), '') ||
+		       coalesce(' -- ' || pg_catalog.col_description(c.oid, a.attnum), '')
+		  FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+		  LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+		 WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+		UNION ALL
+		SELECT 'relation ' || c.relname, c.relkind::text || coalesce(' -- ' || pg_catalog.obj_description(c.oid, 'pg_class'), '')
+		  FROM pg_catalog.pg_class c WHERE c.relnamespace = 'public'::regnamespace
+		UNION ALL
+		SELECT 'constraint ' || k.conname || ' on ' || k.conrelid::regclass::text,
+		       pg_catalog.pg_get_constraintdef(k.oid) || CASE WHEN k.convalidated THEN '' ELSE ' NOT VALID' END ||
+		       coalesce(' -- ' || pg_catalog.obj_description(k.oid, 'pg_constraint'), '')
+		  FROM pg_catalog.pg_constraint k WHERE k.connamespace = 'public'::regnamespace
+		UNION ALL
+		SELECT 'trigger ' || g.tgname || ' on ' || g.tgrelid::regclass::text,
+		       pg_catalog.pg_get_triggerdef(g.oid) || coalesce(' -- ' || pg_catalog.obj_description(g.oid, 'pg_trigger'), '')
+		  FROM pg_catalog.pg_trigger g JOIN pg_catalog.pg_class c ON c.oid = g.tgrelid
+		 WHERE c.relnamespace = 'public'::regnamespace AND NOT g.tgisinternal
+		UNION ALL
+		SELECT 'function ' || p.oid::regprocedure::text,
+		       pg_catalog.pg_get_functiondef(p.oid) || coalesce(' -- ' || pg_catalog.obj_description(p.oid, 'pg_proc'), '')
+		  FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'public'::regnamespace`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var k, v string
+	if _, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+		out[k] = v
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// installAll installs every module in a fresh database, each after the
+// modules it depends on, each in a transaction of its own; it returns the
+// database and the tables in install order.
+func installAll(t *testing.T) (dsn string, tables []string) {
+	t.Helper()
+	byName := map[string]module.Module{}
+	for _, m := range modules.All() {
+		byName[m.Name] = m
+	}
+	dsn = srv.NewDB(t)
+	installed := map[string]bool{}
+	for _, m := range modules.All() {
+		for _, d := range append(dependencies(t, byName, m.Name), m.Name) {
+			if !installed[d] {
+				installed[d] = true
+				pgtest.Exec(t, dsn, "BEGIN;\n"+byName[d].InstallSQL()+"\nCOMMIT;")
+				for _, tbl := range byName[d].Tables {
+					tables = append(tables, tbl.Name)
+				}
+			}
+		}
+	}
+	return dsn, tables
+}
+
+// errRollback ends a transaction a test wanted to see succeed.
+var errRollback = errors.New("rolled back on purpose")
+
+// TestSQLTagRestrictions: every hand-written table with a tags column
+// refuses, when the row is written, the tags AWS would refuse at commit,
+// with SQLSTATE 23514, the constraint <table>_tags_aws_limits and a one-line
+// message that says what is wrong and what to do: a key starting with aws:
+// (any case), an empty key, a key over 128 or a value over 256 characters,
+// more than 50 tags, and more than 49 on a row iasql creates with its
+// client-token tag (vpc, subnet, instance; not yet created: its cloud id is
+// NULL). What AWS takes passes, whatever the case of a key's other letters.
+// EC2: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions
+// ELB: https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-tags.html
+func TestSQLTagRestrictions(t *testing.T) {
+	t.Parallel()
+	dsn, _ := installAll(t)
+	pgtest.Exec(t, dsn,
+		`INSERT INTO aws_regions (region, is_default) VALUES ('us-east-1', true)`,
+		`INSERT INTO vpc (vpc_id, cidr_block, is_default) VALUES ('vpc-1', '172.31.0.0/16', true)`,
+		`INSERT INTO subnet (subnet_id, vpc_id, cidr_block, availability_zone)
+		 SELECT s.id, v.id, s.block::cidr, s.zone FROM vpc v, (VALUES ('subnet-a', '172.31.0.0/20', 'us-east-1a'), ('subnet-b', '172.31.16.0/20', 'us-east-1b')) s(id, block, zone)`)
+	conn := pgtest.Connect(t, dsn)
+	ctx := t.Context()
+	tables := []struct {
+		name string
+		// create inserts a row iasql is to create, imported one the cloud
+		// has (its cloud id set); $1 is the tags.
+		create, imported string
+		token            bool // the create adds iasql:client-token
+	}{
+		{"vpc", `INSERT INTO vpc (cidr_block, tags) VALUES ('10.0.0.0/16', $1)`,
+			`INSERT INTO vpc (vpc_id, cidr_block, tags) VALUES ('vpc-2', '10.1.0.0/16', $1)`, true},
+		{"subnet", `INSERT INTO subnet (vpc_id, cidr_block, availability_zone, tags) SELECT id, '172.31.32.0/24', 'us-east-1a', $1 FROM vpc WHERE vpc_id = 'vpc-1'`,
+			`INSERT INTO subnet (subnet_id, vpc_id, cidr_block, availability_zone, tags) SELECT 'subnet-c', id, '172.31.33.0/24', 'us-east-1a', $1 FROM vpc WHERE vpc_id = 'vpc-1'`, true},
+		{"security_group", `INSERT INTO security_group (group_name, description, tags) VALUES ('web', 'web', $1)`,
+			`INSERT INTO security_group (group_id, group_name, description, tags) VALUES ('sg-2', 'db', 'db', $1)`, false},
+		{"instance", `INSERT INTO instance (ami, instance_type, tags) VALUES ('ami-0123456789abcdef0', 't3.micro', $1)`,
+			`INSERT INTO instance (instance_id, ami, instance_type, tags) VALUES ('i-2', 'ami-0123456789abcdef0', 't3.micro', $1)`, true},
+		{"load_balancer", `INSERT INTO load_balancer (name, subnets, tags) SELECT 'web', array_agg(id ORDER BY id), $1 FROM subnet WHERE subnet_id IN ('subnet-a', 'subnet-b')`,
+			`INSERT INTO load_balancer (load_balancer_arn, name, subnets, tags) SELECT 'arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/db/1', 'db', array_agg(id ORDER BY id), $1 FROM subnet WHERE subnet_id IN ('subnet-a', 'subnet-b')`, false},
+		{"target_group", `INSERT INTO target_group (name, port, vpc_id, tags) SELECT 'web', 80, id, $1 FROM vpc WHERE vpc_id = 'vpc-1'`,
+			`INSERT INTO target_group (target_group_arn, name, port, vpc_id, tags) SELECT 'arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/db/1', 'db', 80, id, $1 FROM vpc WHERE vpc_id = 'vpc-1'`, false},
+	}
+	many := func(n int) map[string]string {
+		out := map[string]string{}
+		for i := range n {
+			out[fmt.Sprintf("k%02d", i)] = "v"
+		}
+		return out
+	}
+	long := strings.Repeat("é", 129) // 129 characters, 258 bytes
+	// try writes the row in a transaction it rolls back, and returns the
+	// write's error (nil when the row was taken).
+	try := func(sql string, tags map[string]string) error {
+		js, err := json.Marshal(tags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, sql, string(js)); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if errors.Is(err, errRollback) {
+			return nil
+		}
+		return err
+	}
+	for _, tbl := range tables {
+		t.Run(tbl.name, func(t *testing.T) {
+			refused := []struct {
+				name     string
+				imported bool
+				tags     map[string]string
+				message  string
+			}{
+				{"aws: key", false, map[string]string{"AWS:cloudformation:stack-name": "web"},
+					tbl.name + ` tag key "AWS:cloudformation:stack-name" starts with aws:, which AWS keeps for its own tags: use another key`},
+				{"aws: key read back", true, map[string]string{"aws:cloudformation:stack-name": "web"},
+					tbl.name + ` tag key "aws:cloudformation:stack-name" starts with aws:, which AWS keeps for its own tags: use another key`},
+				{"empty key", false, map[string]string{"": "x"}, tbl.name + ` has a tag with an empty key: give every tag a key`},
+				{"key over 128", false, map[string]string{long: "x"},
+					tbl.name + ` tag key "` + strings.Repeat("é", 40) + `..." is 129 characters long, AWS allows at most 128: shorten it`},
+				{"value over 256", false, map[string]string{"team": long + long[:256]},
+					tbl.name + ` tag "team" has a value 257 characters long, AWS allows at most 256: shorten it`},
+				{"51 tags", true, many(51), tbl.name + ` has 51 tags, AWS allows at most 50 per resource: remove 1`},
+			}
+			if tbl.token {
+				refused = append(refused, struct {
+					name     string
+					imported bool
+					tags     map[string]string
+					message  string
+				}{"50 tags on a create", false, many(50),
+					tbl.name + ` has 50 tags, a resource iasql creates takes at most 49 (AWS allows 50, and the create adds its iasql:client-token tag): remove 1`})
+			} else {
+				refused = append(refused, struct {
+					name     string
+					imported bool
+					tags     map[string]string
+					message  string
+				}{"51 tags on a create", false, many(51), tbl.name + ` has 51 tags, AWS allows at most 50 per resource: remove 1`})
+			}
+			for _, c := range refused {
+				sql := tbl.create
+				if c.imported {
+					sql = tbl.imported
+				}
+				err := try(sql, c.tags)
+				var pe *pgconn.PgError
+				if !errors.As(err, &pe) || pe.Code != "23514" || pe.ConstraintName != tbl.name+"_tags_aws_limits" || pe.Message != c.message {
+					t.Errorf("%s: %v; want SQLSTATE 23514, constraint %s_tags_aws_limits, message %q", c.name, err, tbl.name, c.message)
+				}
+			}
+			taken := []struct {
+				name     string
+				imported bool
+				tags     map[string]string
+			}{
+				{"128-character key, 256-character value", false, map[string]string{long[:256]: long + long[:254]}},
+				{"aws without the colon, aws: inside", false, map[string]string{"awsome": "x", "team:aws:x": "aws:y"}},
+				{"an empty value", false, map[string]string{"team": ""}},
+				{"50 tags read back", true, many(50)},
+			}
+			if tbl.token {
+				taken = append(taken, struct {
+					name     string
+					imported bool
+					tags     map[string]string
+				}{"49 tags on a create", false, many(49)})
+			} else {
+				taken = append(taken, struct {
+					name     string
+					imported bool
+					tags     map[string]string
+				}{"50 tags on a create", false, many(50)})
+			}
+			for _, c := range taken {
+				sql := tbl.create
+				if c.imported {
+					sql = tbl.imported
+				}
+				if err := try(sql, c.tags); err != nil {
+					t.Errorf("%s: %v", c.name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestModuleUpgradeKeepsRows: the 0.2.0 steps of aws_account and aws_vpc
+// upgrade a database whose rows break the new checks (a VPC imported with
+// AWS's own aws: tags before the mappers left them out, a subnet the cloud
+// refused) without failing: the tag constraints are then left NOT VALID,
+// and refuse new writes all the same.
+func TestModuleUpgradeKeepsRows(t *testing.T) {
+	t.Parallel()
+	dsn := srv.NewDB(t)
+	for _, m := range []module.Module{aws_account.Module(), aws_vpc.Module()} {
+		b, err := os.ReadFile(filepath.Join(m.Name, "testdata", "install-0.1.0.sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pgtest.Exec(t, dsn, "BEGIN;\n"+string(b)+"\nCOMMIT;")
+	}
+	pgtest.Exec(t, dsn,
+		`INSERT INTO aws_regions (region, is_default) VALUES ('us-east-1', true)`,
+		`INSERT INTO vpc (vpc_id, cidr_block, tags) VALUES ('vpc-1', '10.0.0.0/16', '{"aws:cloudformation:stack-name": "web", "team": "web"}')`,
+		`INSERT INTO subnet (vpc_id, cidr_block, availability_zone) SELECT id, '10.9.0.0/24', 'us-east-1a' FROM vpc`)
+	for _, m := range []module.Module{aws_account.Module(), aws_vpc.Module()} {
+		steps, err := m.UpgradePath("0.1.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range steps {
+			pgtest.Exec(t, dsn, "BEGIN;\n"+u.SQL+"\nCOMMIT;")
+		}
+	}
+	conn := pgtest.Connect(t, dsn)
+	var valid []bool
+	if err := conn.QueryRow(t.Context(), `SELECT array_agg(convalidated ORDER BY conname) FROM pg_constraint
+		WHERE conname IN ('subnet_tags_aws_limits', 'vpc_tags_aws_limits')`).Scan(&valid); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(valid, []bool{true, false}) {
+		t.Errorf("validated (subnet, vpc): %v, want the subnet's constraint validated and the VPC's left NOT VALID", valid)
+	}
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM vpc WHERE tags ? 'aws:cloudformation:stack-name'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("the upgrade changed the VPC row: %d rows (%v)", n, err)
+	}
+	_, err := conn.Exec(t.Context(), `INSERT INTO vpc (cidr_block, tags) VALUES ('10.1.0.0/16', '{"aws:x": "y"}')`)
+	pgtest.WantViolation(t, err, "vpc_tags_aws_limits")
 }

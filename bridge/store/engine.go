@@ -221,22 +221,22 @@ func UpgradeModule(ctx context.Context, tx pgx.Tx, name, version string, sqls []
 	return nil
 }
 
-// UninstallModule drops a module's tables (tables in reverse dependency
-// order), forgets the engine's state of their records and marks it not
-// installed. The cloud is not touched.
-func UninstallModule(ctx context.Context, tx pgx.Tx, name string, tables []string) error {
+// UninstallModule drops a module's tables and what else it installed
+// (sql: module.UninstallSQL), forgets the engine's state of their records
+// (tables) and marks it not installed. The cloud is not touched.
+func UninstallModule(ctx context.Context, tx pgx.Tx, name, sql string, tables []string) error {
 	for _, t := range tables {
 		if _, err := tx.Exec(ctx, `DELETE FROM public.iasql_tables WHERE table_name = $1`, t); err != nil {
 			return fmt.Errorf("unregister %s: %w", t, err)
-		}
-		if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{"public", t}.Sanitize()); err != nil {
-			return fmt.Errorf("drop %s: %w", t, err)
 		}
 		for _, state := range []string{"iasql_records", "iasql_replacements", "iasql_operations"} {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{"public", state}.Sanitize()+` WHERE table_name = $1`, t); err != nil {
 				return fmt.Errorf("forget %s of %s: %w", state, t, err)
 			}
 		}
+	}
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("drop what %s installed: %w", name, err)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = NULL, installed_version = NULL WHERE name = $1`, name); err != nil {
 		return fmt.Errorf("mark %s uninstalled: %w", name, err)

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -156,7 +157,12 @@ func (s *ec2Service) createTags(rg *ec2Region, p ec2Params, x *ec2XML) error {
 		return ec2Errorf("MissingParameter", "The request must contain the parameter tagSet")
 	}
 	for _, t := range targets {
-		n := len(*t)
+		n := 0 // AWS's own (aws:) tags do not count against the limit
+		for _, tag := range *t {
+			if !strings.HasPrefix(strings.ToLower(tag.key), "aws:") {
+				n++
+			}
+		}
 		for _, tag := range tags {
 			if _, ok := t.get(tag.key); !ok {
 				n++
@@ -184,9 +190,15 @@ func (s *ec2Service) deleteTags(rg *ec2Region, p ec2Params, x *ec2XML) error {
 		return err
 	}
 	members := p.members("Tag")
+	for _, m := range members {
+		if key := p.Get(m + ".Key"); strings.HasPrefix(strings.ToLower(key), "aws:") {
+			return ec2Errorf("InvalidParameterValue", "Tag keys starting with 'aws:' are reserved for internal use")
+		}
+	}
 	for _, t := range targets {
 		if len(members) == 0 {
-			*t = nil
+			// AWS's own tags stay: no one can delete them.
+			*t = slices.DeleteFunc(*t, func(tag ec2Tag) bool { return !strings.HasPrefix(strings.ToLower(tag.key), "aws:") })
 			continue
 		}
 		for _, m := range members {
@@ -320,4 +332,31 @@ func ec2Glob(pat, s string) bool {
 		return false
 	}
 	return true
+}
+
+// TagAsAWS puts one of AWS's own tags (a key starting with aws:) on the EC2
+// resource id in region, as AWS's services do to what they create: a VPC
+// that CloudFormation creates carries aws:cloudformation:stack-name,
+// aws:cloudformation:stack-id and aws:cloudformation:logical-id. No API
+// call can: CreateTags refuses such keys, and DeleteTags cannot remove
+// them ("Tag your Amazon EC2 resources", Tag restrictions:
+// https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions).
+// They do not count against the limit of 50.
+func (e *Emulator) TagAsAWS(region, id, key, value string) error {
+	s := e.services["ec2"].(*ec2Service)
+	if !strings.HasPrefix(strings.ToLower(key), "aws:") {
+		return fmt.Errorf("tag %q is not one of AWS's own: its key must start with aws:", key)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rg, err := s.region(region)
+	if err != nil {
+		return err
+	}
+	t, err := rg.tagsOf(id)
+	if err != nil {
+		return err
+	}
+	t.set(key, value)
+	return nil
 }

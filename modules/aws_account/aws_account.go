@@ -8,7 +8,7 @@ package aws_account
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -17,6 +17,18 @@ import (
 
 //go:embed aws_account.sql
 var installSQL string
+
+// tagsSQL is 0.2.0's step (aws_tags_check()), also run at install: one
+// source for both.
+//
+//go:embed upgrades/0.1.0--0.2.0.sql
+var tagsSQL string
+
+//go:embed aws_account_uninstall.sql
+var uninstallSQL string
+
+//go:embed upgrades
+var upgrades embed.FS
 
 // RegionsTable is the aws_regions table's declaration.
 func RegionsTable() module.Table {
@@ -39,10 +51,12 @@ func RegionsTable() module.Table {
 // Module returns the aws_account module.
 func Module() module.Module {
 	return module.Module{
-		Name:    "aws_account",
-		Version: "0.1.0",
-		SQL:     installSQL,
-		Tables:  []module.Table{RegionsTable()},
+		Name:      "aws_account",
+		Version:   "0.2.0",
+		SQL:       installSQL + "\n" + tagsSQL,
+		Uninstall: uninstallSQL,
+		Upgrades:  module.UpgradesFrom(upgrades, "upgrades"),
+		Tables:    []module.Table{RegionsTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			return map[string]module.Reader{"aws_regions": newRegionMapper(cfg)}, nil
 		},

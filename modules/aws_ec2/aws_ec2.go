@@ -9,7 +9,7 @@ package aws_ec2
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"os"
 	"time"
 
@@ -23,6 +23,18 @@ import (
 
 //go:embed aws_ec2.sql
 var installSQL string
+
+// checksSQL is 0.2.0's step (tag restrictions, key name), also run at install: one
+// source for both.
+//
+//go:embed upgrades/0.1.0--0.2.0.sql
+var checksSQL string
+
+//go:embed aws_ec2_uninstall.sql
+var uninstallSQL string
+
+//go:embed upgrades
+var upgrades embed.FS
 
 // InstanceTable is the instance table's declaration.
 func InstanceTable() module.Table {
@@ -67,9 +79,11 @@ func InstanceTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_ec2",
-		Version:   "0.1.0",
+		Version:   "0.2.0",
 		DependsOn: []string{"aws_account", "aws_vpc", "aws_security_group"},
-		SQL:       installSQL,
+		SQL:       installSQL + "\n" + checksSQL,
+		Uninstall: uninstallSQL,
+		Upgrades:  module.UpgradesFrom(upgrades, "upgrades"),
 		Tables:    []module.Table{InstanceTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			return map[string]module.Reader{"instance": NewMapper(cfg, Options{})}, nil

@@ -49,10 +49,11 @@ COMMENT ON CONSTRAINT instance_security_group_ids_no_nulls ON public.instance IS
 -- instance_security_group_ids_fk, as a foreign key would. A group's id
 -- never changes (it is a serial), so no UPDATE of security_group is checked.
 --
--- The functions are CREATE OR REPLACE so that aws_ec2 installs again after
--- an uninstall, which drops the instance table (and its triggers) but not
--- the functions, nor the trigger on aws_security_group's table: that one
--- does nothing while public.instance does not exist.
+-- Uninstall drops the instance table (and its triggers), then the trigger
+-- on aws_security_group's table and the functions (aws_ec2_uninstall.sql).
+-- The functions are CREATE OR REPLACE, and security_group_in_use does
+-- nothing while public.instance does not exist, for databases where an
+-- older sidecar's uninstall left them behind.
 
 CREATE OR REPLACE FUNCTION public.instance_references_check() RETURNS trigger
 LANGUAGE plpgsql AS $$

@@ -117,9 +117,9 @@ var errRollback = errors.New("rolled back on purpose")
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestUninstallLeavesGroupsUsable: aws_ec2's trigger on security_group
-// (security_group_in_use) outlives the instance table when aws_ec2 is
-// uninstalled; group rows can still be deleted then, and aws_ec2 installs
-// again, checking again.
+// (security_group_in_use) goes with aws_ec2's uninstall (its Uninstall
+// SQL); group rows can be deleted then, and aws_ec2 installs again,
+// checking again.
 func TestUninstallLeavesGroupsUsable(t *testing.T) {
 	t.Parallel()
 	e := enginetest.New(t, srv, enginetest.Options{
@@ -136,6 +136,9 @@ func TestUninstallLeavesGroupsUsable(t *testing.T) {
 	if n := e.Count(`SELECT count(*) FROM pg_catalog.pg_class WHERE oid = 'public.security_group'::regclass AND to_regclass('public.instance') IS NULL`); n != 1 {
 		t.Fatal("aws_ec2 uninstalled, the instance table is still there")
 	}
+	if n := e.Count(`SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = 'public.security_group'::regclass AND tgname = 'security_group_in_use'`); n != 0 {
+		t.Error("aws_ec2 uninstalled, its trigger on security_group is still there")
+	}
 	e.Exec(`DELETE FROM security_group WHERE group_name = 'web'`)
 
 	e.Exec(`SELECT * FROM iasql_install('aws_ec2')`,
@@ -143,4 +146,40 @@ func TestUninstallLeavesGroupsUsable(t *testing.T) {
 		 SELECT 'ami-0123456789abcdef0', 't3.micro', ARRAY(SELECT id FROM security_group WHERE group_name = 'db')`)
 	_, err = e.DB.Exec(context.Background(), `DELETE FROM security_group WHERE group_name = 'db'`)
 	wantRefused(t, err, "delete those instance rows", "(db) is still used by instance row(s)")
+}
+
+// TestSQLKeyName: an instance's key_name is refused when it is written if
+// no key pair can have it (CreateKeyPair, ImportKeyPair: up to 255 ASCII
+// characters, https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateKeyPair.html),
+// with SQLSTATE 23514, the constraint instance_key_name_255 and a one-line
+// message saying what to do; NULL (no key pair) and 1 to 255 characters
+// pass.
+func TestSQLKeyName(t *testing.T) {
+	t.Parallel()
+	conn := srv.Installed(t, []string{aws_account.Module().InstallSQL(), aws_vpc.Module().InstallSQL(),
+		aws_security_group.Module().InstallSQL(), aws_ec2.Module().InstallSQL()},
+		`INSERT INTO aws_regions (region, is_default) VALUES ('us-east-1', true)`)
+	ctx := t.Context()
+	insert := `INSERT INTO instance (ami, instance_type, key_name) VALUES ('ami-0123456789abcdef0', 't3.micro', $1)`
+	for _, c := range []struct {
+		name    string
+		key     string
+		message string
+	}{
+		{"256 characters", strings.Repeat("k", 256), "instance key_name is 256 characters long, a key pair's name is 1 to 255: give the name of an existing key pair, or NULL for none"},
+		{"empty", "", "instance key_name is 0 characters long, a key pair's name is 1 to 255: give the name of an existing key pair, or NULL for none"},
+	} {
+		_, err := conn.Exec(ctx, insert, c.key)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "23514" || pe.ConstraintName != "instance_key_name_255" || pe.Message != c.message {
+			t.Errorf("%s: %v; want SQLSTATE 23514, constraint instance_key_name_255, message %q", c.name, err, c.message)
+		}
+	}
+	for _, ok := range []any{strings.Repeat("k", 255), "deploy", nil} {
+		if _, err := conn.Exec(ctx, insert, ok); err != nil {
+			t.Errorf("key_name %v: %v", ok, err)
+		}
+	}
+	_, err := conn.Exec(ctx, `UPDATE instance SET key_name = repeat('k', 256) WHERE key_name = 'deploy'`)
+	pgtest.WantViolation(t, err, "instance_key_name_255")
 }

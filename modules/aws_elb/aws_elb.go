@@ -16,7 +16,7 @@ package aws_elb
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -25,6 +25,18 @@ import (
 
 //go:embed aws_elb.sql
 var installSQL string
+
+// checksSQL is 0.2.0's step (tag restrictions), also run at install: one
+// source for both.
+//
+//go:embed upgrades/0.1.0--0.2.0.sql
+var checksSQL string
+
+//go:embed aws_elb_uninstall.sql
+var uninstallSQL string
+
+//go:embed upgrades
+var upgrades embed.FS
 
 // LoadBalancerTable is the load_balancer table's declaration.
 func LoadBalancerTable() module.Table {
@@ -144,9 +156,11 @@ func Module() module.Module { return ModuleWith(Options{}) }
 func ModuleWith(o Options) module.Module {
 	return module.Module{
 		Name:      "aws_elb",
-		Version:   "0.1.0",
+		Version:   "0.2.0",
 		DependsOn: []string{"aws_account", "aws_vpc", "aws_security_group", "aws_ec2"},
-		SQL:       installSQL,
+		SQL:       installSQL + "\n" + checksSQL,
+		Uninstall: uninstallSQL,
+		Upgrades:  module.UpgradesFrom(upgrades, "upgrades"),
 		Tables:    []module.Table{LoadBalancerTable(), TargetGroupTable(), TargetTable(), ListenerTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			return Mappers(cfg, o), nil

@@ -176,11 +176,12 @@ func tagsOf(ctx context.Context, cl *elb.Client, arns []string) (map[string][]ty
 }
 
 // tagRecord renders tags as a record value ({} when none), without the
-// engine's client-token tag (tokenOf).
+// engine's client-token tag (tokenOf) and AWS's own aws: tags
+// (module.ReservedTag), which no one may set or delete.
 func tagRecord(tags []types.Tag) map[string]any {
 	out := make(map[string]any, len(tags))
 	for _, t := range tags {
-		if k := aws.ToString(t.Key); k != module.TokenTag {
+		if k := aws.ToString(t.Key); k != module.TokenTag && !module.ReservedTag(k) {
 			out[k] = aws.ToString(t.Value)
 		}
 	}

@@ -5,7 +5,7 @@ package aws_s3
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -18,6 +18,12 @@ var installSQL string
 
 //go:embed aws_s3_prelude.sql
 var preludeSQL string
+
+//go:embed aws_s3_uninstall.sql
+var uninstallSQL string
+
+//go:embed upgrades
+var upgrades embed.FS
 
 // BucketTable is the bucket table's declaration.
 func BucketTable() module.Table {
@@ -68,12 +74,14 @@ func ObjectTable() module.Table {
 // Module returns the aws_s3 module.
 func Module() module.Module {
 	return module.Module{
-		Name:    "aws_s3",
-		Version: "0.1.0",
-		Prelude: preludeSQL,
-		SQL:     installSQL,
-		Tables:  []module.Table{BucketTable(), ObjectTable()},
-		Mappers: Mappers,
+		Name:      "aws_s3",
+		Version:   "0.2.0",
+		Prelude:   preludeSQL,
+		SQL:       installSQL,
+		Uninstall: uninstallSQL,
+		Upgrades:  module.UpgradesFrom(upgrades, "upgrades"),
+		Tables:    []module.Table{BucketTable(), ObjectTable()},
+		Mappers:   Mappers,
 	}
 }
 

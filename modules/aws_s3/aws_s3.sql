@@ -35,6 +35,7 @@ CREATE OR REPLACE FUNCTION public.bucket_region_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   IF (TG_OP = 'INSERT' OR NEW.region IS DISTINCT FROM OLD.region)
+     AND pg_catalog.to_regclass('public.aws_regions') IS NOT NULL
      AND pg_catalog.to_regprocedure('public.aws_region_require(text, text)') IS NOT NULL THEN
     PERFORM public.aws_region_require(NEW.region, TG_TABLE_NAME);
   END IF;
@@ -42,7 +43,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION public.bucket_region_check() IS
-  'Trigger function: when the aws_account module is installed, refuses a bucket region that is not in aws_regions or not enabled there (aws_region_require()).';
+  'Trigger function: when the aws_account module is installed (aws_regions exists), refuses a bucket region that is not in aws_regions or not enabled there (aws_region_require()).';
 CREATE TRIGGER bucket_region_check BEFORE INSERT OR UPDATE OF region ON public.bucket
   FOR EACH ROW EXECUTE FUNCTION public.bucket_region_check();
 COMMENT ON TRIGGER bucket_region_check ON public.bucket IS 'Refuses a region not enabled in aws_regions, when aws_account is installed.';

@@ -6,16 +6,20 @@
 -- installed, bucket.region defaults to its default region and is checked
 -- against aws_regions like every region column; without it, the default is
 -- us-east-1 (S3's region without a location constraint) and any region code
--- is taken. The functions are CREATE OR REPLACE: uninstall drops only the
--- tables, and a reinstall runs this again.
+-- is taken. aws_account is installed when its table is there: uninstalling
+-- it drops its functions too, and a database where an older sidecar
+-- uninstalled it keeps default_aws_region() without aws_regions, which it
+-- would fail on. The functions are CREATE OR REPLACE: a reinstall runs this
+-- again (uninstall drops them: aws_s3_uninstall.sql).
 CREATE OR REPLACE FUNCTION public.bucket_default_region() RETURNS text
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-  IF pg_catalog.to_regprocedure('public.default_aws_region()') IS NOT NULL THEN
+  IF pg_catalog.to_regclass('public.aws_regions') IS NOT NULL
+     AND pg_catalog.to_regprocedure('public.default_aws_region()') IS NOT NULL THEN
     RETURN public.default_aws_region();
   END IF;
   RETURN 'us-east-1';
 END;
 $$;
 COMMENT ON FUNCTION public.bucket_default_region() IS
-  'The default of bucket.region: default_aws_region() when the aws_account module is installed, else us-east-1.';
+  'The default of bucket.region: default_aws_region() when the aws_account module is installed (aws_regions exists), else us-east-1.';

@@ -154,3 +154,20 @@ func TestSQLBucketRegion(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLBucketRegionAfterOldUninstall: where an older sidecar uninstalled
+// aws_account by dropping its table only (its functions default_aws_region()
+// and aws_region_require() left behind, failing on the missing aws_regions),
+// aws_s3 installs and takes buckets as without aws_account: us-east-1 by
+// default, any region code.
+func TestSQLBucketRegionAfterOldUninstall(t *testing.T) {
+	conn := srv.Installed(t, []string{aws_account.Module().InstallSQL(), "DROP TABLE public.aws_regions;", aws_s3.Module().InstallSQL()})
+	ctx := t.Context()
+	var region string
+	if err := conn.QueryRow(ctx, `INSERT INTO bucket (name) VALUES ('logs') RETURNING region`).Scan(&region); err != nil || region != "us-east-1" {
+		t.Fatalf("bucket.region defaults to %q (%v), want us-east-1", region, err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO bucket (name, region) VALUES ('far', 'eu-west-1')`); err != nil {
+		t.Errorf("a bucket in eu-west-1: %v", err)
+	}
+}

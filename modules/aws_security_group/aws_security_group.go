@@ -8,7 +8,7 @@ package aws_security_group
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -18,6 +18,18 @@ import (
 
 //go:embed aws_security_group.sql
 var installSQL string
+
+// checksSQL is 0.2.0's step (tag restrictions), also run at install: one
+// source for both.
+//
+//go:embed upgrades/0.1.0--0.2.0.sql
+var checksSQL string
+
+//go:embed aws_security_group_uninstall.sql
+var uninstallSQL string
+
+//go:embed upgrades
+var upgrades embed.FS
 
 // GroupTable is the security_group table's declaration. Other modules that
 // reference groups (aws_ec2's instances) render a group's identity by it.
@@ -83,9 +95,11 @@ func RuleTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_security_group",
-		Version:   "0.1.0",
+		Version:   "0.2.0",
 		DependsOn: []string{"aws_vpc"},
-		SQL:       installSQL,
+		SQL:       installSQL + "\n" + checksSQL,
+		Uninstall: uninstallSQL,
+		Upgrades:  module.UpgradesFrom(upgrades, "upgrades"),
 		Tables:    []module.Table{GroupTable(), RuleTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			g := &groups{c: ec2x.NewClients(cfg), t: GroupTable(), byID: map[string]groupRef{}, byCID: map[string]string{}}

@@ -6,7 +6,7 @@ package aws_vpc
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -16,6 +16,18 @@ import (
 
 //go:embed aws_vpc.sql
 var installSQL string
+
+// checksSQL is 0.2.0's step (tag restrictions, subnet blocks), also run at
+// install: one source for both.
+//
+//go:embed upgrades/0.1.0--0.2.0.sql
+var checksSQL string
+
+//go:embed aws_vpc_uninstall.sql
+var uninstallSQL string
+
+//go:embed upgrades
+var upgrades embed.FS
 
 // VPCTable is the vpc table's declaration.
 func VPCTable() module.Table {
@@ -67,9 +79,11 @@ func SubnetTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_vpc",
-		Version:   "0.1.0",
+		Version:   "0.2.0",
 		DependsOn: []string{"aws_account"},
-		SQL:       installSQL,
+		SQL:       installSQL + "\n" + checksSQL,
+		Uninstall: uninstallSQL,
+		Upgrades:  module.UpgradesFrom(upgrades, "upgrades"),
 		Tables:    []module.Table{VPCTable(), SubnetTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			c := ec2x.NewClients(cfg)

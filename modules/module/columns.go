@@ -185,3 +185,14 @@ func (m Module) InstallSQL() string {
 	b.WriteString(m.SQL)
 	return b.String()
 }
+
+// UninstallSQL is what uninstalling m runs, in one transaction: DROP TABLE
+// of its tables in reverse order, then its Uninstall SQL.
+func (m Module) UninstallSQL() string {
+	var b strings.Builder
+	for i := len(m.Tables) - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "DROP TABLE IF EXISTS public.%s;\n", m.Tables[i].Name)
+	}
+	b.WriteString(m.Uninstall)
+	return b.String()
+}

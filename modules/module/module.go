@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,9 +28,16 @@ type Module struct {
 	// constraints, triggers and functions, with COMMENT ON for every
 	// object. Everything runs in one transaction; the engine registers
 	// Tables in iasql_tables afterwards. Uninstall drops Tables in reverse
-	// order.
-	SQL    string
-	Tables []Table // in dependency order: a table after the tables it references
+	// order, then runs Uninstall.
+	SQL string
+	// Uninstall runs at uninstall after the tables are dropped: it drops
+	// every other object SQL and Prelude created (functions, triggers on
+	// other modules' tables), so that nothing of the module is left to
+	// break other modules or a later install (UninstallSQL). DROP ... IF
+	// EXISTS, without CASCADE: an object another module still uses stops
+	// the uninstall.
+	Uninstall string
+	Tables    []Table // in dependency order: a table after the tables it references
 	// Upgrades are the module's SQL upgrades, each from one version to the
 	// next (UpgradesFrom reads them from files named FROM--TO.sql). A
 	// sidecar that starts on a database where the module is installed at
@@ -275,6 +283,20 @@ func FreshFor(ctx context.Context, names ...string) bool {
 // TokenTag is the tag key (and the key in read records) that carries the
 // client token of the create that made a resource.
 const TokenTag = "iasql:client-token"
+
+// ReservedTag reports whether a tag key is AWS's own: keys starting with
+// aws: (in any case) are reserved for AWS (CloudFormation's
+// aws:cloudformation:stack-name, Auto Scaling's aws:autoscaling:groupName);
+// no one can set, change or delete them, and they do not count against a
+// resource's tag limit. "Tag your Amazon EC2 resources", Tag restrictions:
+// https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions;
+// ELB: https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-tags.html.
+// Mappers leave them out of tags columns, whose constraints refuse them
+// (aws_account's aws_tags_check), so that reading them back never fails an
+// import and a tag update never tries to delete them.
+func ReservedTag(key string) bool {
+	return len(key) >= 4 && strings.EqualFold(key[:4], "aws:")
+}
 
 type tokenKey struct{}
 

@@ -48,11 +48,12 @@ func (c *Clients) EachRegion(ctx context.Context, read func(ctx context.Context,
 
 // Tags renders EC2 tags as a record value: an object of key -> value
 // ({} when there are none, as the tables' default is). The engine's
-// client-token tag (module.TokenTag) is not among them: see TokenOf.
+// client-token tag (module.TokenTag) is not among them (see TokenOf), nor
+// AWS's own aws: tags (module.ReservedTag), which no one may set or delete.
 func Tags(tags []types.Tag) map[string]any {
 	out := make(map[string]any, len(tags))
 	for _, t := range tags {
-		if k := aws.ToString(t.Key); k != module.TokenTag {
+		if k := aws.ToString(t.Key); k != module.TokenTag && !module.ReservedTag(k) {
 			out[k] = aws.ToString(t.Value)
 		}
 	}

@@ -1,0 +1,49 @@
+-- aws_ec2 0.2.0: an instance's tags and key name are checked when they are
+-- written. Also run at install (aws_ec2.go appends this file); needs
+-- aws_account 0.2.0 (aws_tags_check).
+--
+-- Tags: EC2's tag restrictions ("Tag your Amazon EC2 resources", Tag
+-- restrictions: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions):
+-- at most 50 tags (49 before the instance is launched: RunInstances tags it
+-- iasql:client-token too), keys up to 128 and values up to 256 characters,
+-- no key starting with aws: (see aws_vpc's 0.1.0--0.2.0.sql for the key
+-- length and NOT VALID).
+ALTER TABLE public.instance ADD CONSTRAINT instance_tags_aws_limits CHECK (public.aws_tags_check(tags, 'instance', 50, 128, 256,
+  'https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions', instance_id IS NULL)) NOT VALID;
+COMMENT ON CONSTRAINT instance_tags_aws_limits ON public.instance IS
+  'EC2''s tag restrictions: at most 50 tags (49 before the instance is launched: the launch adds iasql:client-token), keys 1 to 128 characters not starting with aws:, values up to 256.';
+
+-- A key pair's name: CreateKeyPair and ImportKeyPair, KeyName: "Constraints:
+-- Up to 255 ASCII characters"
+-- (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateKeyPair.html,
+-- https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_ImportKeyPair.html).
+CREATE OR REPLACE FUNCTION public.instance_key_name_check(key_name text) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF key_name IS NOT NULL AND pg_catalog.length(key_name) NOT BETWEEN 1 AND 255 THEN
+    RAISE EXCEPTION 'instance key_name is % characters long, a key pair''s name is 1 to 255: give the name of an existing key pair, or NULL for none',
+        pg_catalog.length(key_name)
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'instance_key_name_255', TABLE = 'instance', COLUMN = 'key_name',
+            HINT = 'CreateKeyPair and ImportKeyPair take names of up to 255 ASCII characters: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateKeyPair.html';
+  END IF;
+  RETURN true;
+END;
+$$;
+COMMENT ON FUNCTION public.instance_key_name_check(text) IS
+  'CHECK helper of instance_key_name_255: true, or raises check_violation when a key pair name is not 1 to 255 characters long; NULL passes.';
+ALTER TABLE public.instance ADD CONSTRAINT instance_key_name_255 CHECK (public.instance_key_name_check(key_name)) NOT VALID;
+COMMENT ON CONSTRAINT instance_key_name_255 ON public.instance IS
+  'A key pair''s name is 1 to 255 characters (CreateKeyPair, ImportKeyPair: up to 255 ASCII characters); NULL for none.';
+DO $$
+DECLARE
+  c text;
+BEGIN
+  FOREACH c IN ARRAY ARRAY['instance.instance_tags_aws_limits', 'instance.instance_key_name_255'] LOOP
+    BEGIN
+      EXECUTE pg_catalog.format('ALTER TABLE public.%I VALIDATE CONSTRAINT %I', pg_catalog.split_part(c, '.', 1), pg_catalog.split_part(c, '.', 2));
+    EXCEPTION WHEN check_violation THEN
+      RAISE WARNING 'constraint % is left NOT VALID: %', c, SQLERRM
+        USING HINT = 'It checks every write from now on; rows imported with aws: tags lose them at the next cycle.';
+    END;
+  END LOOP;
+END $$;
