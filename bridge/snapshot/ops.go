@@ -137,6 +137,9 @@ func (s Stray) Describe() string {
 // temporary resource is the replacement's to retire, never a stray.
 func (ts *Table) MarkStrays() {
 	for tok, made := range ts.ByToken {
+		if len(made) < 2 {
+			continue // the common case: one resource per token
+		}
 		var cids []string
 		for _, cid := range made {
 			if _, there := ts.Cloud[cid]; there && ts.Retired[cid] == nil && !slices.Contains(cids, cid) {
