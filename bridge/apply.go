@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -80,6 +81,10 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 				}
 				return nil
 			})
+		}
+		if s := a.Stray; s != nil {
+			c.e.log.Warn("deleting a resource made twice by one create: its client token was not honoured", "cycle", c.id, "table", a.Table,
+				"token", s.Token, "row", s.Row, "kept", strings.Join(s.Kept, ","), "deleting", a.CloudID, "duplicates", strings.Join(s.All, ","))
 		}
 		if err := ts.Delete(ctx, a.Cloud); errors.Is(err, module.ErrKeep) && (plan.ParentRetired(c.snap, ts.Spec, a.Cloud) || plan.ParentLeaving(c.snap, ts.Spec, a.Cloud)) {
 			// It goes with its parent (the old resource of a replacement, or

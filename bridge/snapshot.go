@@ -98,7 +98,7 @@ func (c *cycle) read(ctx context.Context) error {
 		ts := &snapshot.Table{Spec: t.spec, Mapper: t.mapper, Module: t.mod, Rows: rows[t.spec.Name], ByCloud: map[string]*snapshot.Row{},
 			Records: recs[t.spec.Name], RecBy: map[string]string{}, Intent: intent[t.spec.Name], Seen: seen[t.spec.Name],
 			Cloud: map[string]module.Record{}, Repl: repls[t.spec.Name], Retired: map[string]*replace.Replacement{}, Forced: forcedBy(c.recreated[t.spec.Name]),
-			Ops: ops[t.spec.Name], ByToken: map[string][]string{}, Strays: map[string]string{}}
+			Ops: ops[t.spec.Name], ByToken: map[string][]string{}, Strays: map[string]snapshot.Stray{}}
 		if ts.Records == nil {
 			ts.Records = map[string]snapshot.RecordState{}
 		}
@@ -150,6 +150,7 @@ func (c *cycle) read(ctx context.Context) error {
 				return err
 			}
 		}
+		ts.MarkStrays()
 		ts.TakeChoices(snap)
 	}
 	c.snap = snap

@@ -46,7 +46,7 @@ func TestDirectionTable(t *testing.T) {
 				ts := &snapshot.Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*snapshot.Row{}, ByCloud: map[string]*snapshot.Row{},
 					Cloud: map[string]module.Record{}, Records: map[string]snapshot.RecordState{"7": {CloudID: "x", Enacted: 1}}, RecBy: map[string]string{"x": "7"},
 					Intent: map[string]pglogrepl.LSN{}, Seen: map[string]pglogrepl.LSN{}, Repl: map[string]*replace.Replacement{}, Retired: map[string]*replace.Replacement{},
-					Forced: map[string]bool{}, Ops: map[string]snapshot.Op{}, ByToken: map[string][]string{}, Strays: map[string]string{}}
+					Forced: map[string]bool{}, Ops: map[string]snapshot.Op{}, ByToken: map[string][]string{}, Strays: map[string]snapshot.Stray{}}
 				snap.Tables, snap.ByName["thing"] = []*snapshot.Table{ts}, ts
 				if col.intent {
 					ts.Intent["7"], ts.Seen["7"] = 5, 5

@@ -25,7 +25,7 @@ func table(spec module.Table) *snapshot.Table {
 	return &snapshot.Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*snapshot.Row{}, ByCloud: map[string]*snapshot.Row{},
 		Cloud: map[string]module.Record{}, Records: map[string]snapshot.RecordState{}, RecBy: map[string]string{}, Intent: map[string]pglogrepl.LSN{},
 		Seen: map[string]pglogrepl.LSN{}, Repl: map[string]*replace.Replacement{}, Retired: map[string]*replace.Replacement{}, Forced: map[string]bool{},
-		Ops: map[string]snapshot.Op{}, ByToken: map[string][]string{}, Strays: map[string]string{}}
+		Ops: map[string]snapshot.Op{}, ByToken: map[string][]string{}, Strays: map[string]snapshot.Stray{}}
 }
 
 func ids(v ...int) []any {

@@ -36,6 +36,7 @@ type Action struct {
 	Record string               `json:"-"` // the record a cloud-only resource belonged to, if known
 	Kind   Step                 `json:"-"`
 	Retire *replace.Replacement `json:"-"` // a cloud delete of a replacement's old or temporary resource
+	Stray  *snapshot.Stray      `json:"-"` // a cloud delete of a resource a create's client token made twice
 	// Identified: a create whose resource's identity is written back;
 	// retrying the create could make a second one, so a failure after it
 	// is not retried in this pass (the next read sees the resource).
@@ -276,10 +277,14 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 					Description: "delete " + what + " " + Describe(ts.Spec, c) + " (replacement of row " + rp.Record + ")"})
 				continue
 			}
-			if row := ts.Strays[cid]; row != "" {
-				p.Actions = append(p.Actions, &Action{Table: ts.Spec.Name, ID: row, CloudID: cid, Mode: "client token", Tab: ts, Cloud: c,
-					Kind: CloudDelete, Action: "delete", Direction: "cloud",
-					Description: "delete " + Describe(ts.Spec, c) + ": a second resource made for row " + row + " by a repeated create (same client token)"})
+			if s, ok := ts.Strays[cid]; ok {
+				// Never imported: the engine made it, and no row wants it.
+				if stillReferenced(snap, ts, cid) || leaving() {
+					continue // what was made in it goes first; a later pass deletes it
+				}
+				p.Actions = append(p.Actions, &Action{Table: ts.Spec.Name, ID: s.Row, CloudID: cid, Mode: "client token", Tab: ts, Cloud: c,
+					Kind: CloudDelete, Action: "delete", Direction: "cloud", Stray: &s,
+					Description: "delete " + Describe(ts.Spec, c) + ": " + s.Describe()})
 				continue
 			}
 			rid := ts.RecBy[cid]

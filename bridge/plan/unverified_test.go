@@ -59,7 +59,7 @@ func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *snaps
 		ts := &snapshot.Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*snapshot.Row{}, ByCloud: map[string]*snapshot.Row{},
 			Cloud: map[string]module.Record{}, Records: map[string]snapshot.RecordState{}, RecBy: map[string]string{}, Intent: map[string]pglogrepl.LSN{},
 			Seen: map[string]pglogrepl.LSN{}, Repl: map[string]*replace.Replacement{}, Retired: map[string]*replace.Replacement{}, Forced: map[string]bool{},
-			Ops: map[string]snapshot.Op{}, ByToken: map[string][]string{}, Strays: map[string]string{}, Unverified: unverified[spec.Name]}
+			Ops: map[string]snapshot.Op{}, ByToken: map[string][]string{}, Strays: map[string]snapshot.Stray{}, Unverified: unverified[spec.Name]}
 		snap.Tables = append(snap.Tables, ts)
 		snap.ByName[spec.Name] = ts
 	}

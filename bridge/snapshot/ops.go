@@ -1,9 +1,12 @@
 package snapshot
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/iasql/iasql/bridge/replace"
@@ -34,28 +37,24 @@ const (
 // AdoptByToken matches rows yet to be created, whose create has a persisted
 // client token, with the resources that token made (module.TokenTag): a
 // crash after the cloud acted and before the write-back leaves the row
-// without its identity, and the resource is its own, not one to import. A
-// second resource with the same token (a create repeated by something that
-// ignored the token) is a stray of the row, deleted from the cloud.
+// without its identity, and the resource is its own, not one to import.
+// Of several (a create repeated by something that ignored the token) it
+// takes the oldest (Keeper); MarkStrays deletes the others.
 func (ts *Table) AdoptByToken(id string, cf module.Record) (module.Record, string) {
 	o, ok := ts.Ops[id]
 	if !ok || o.Token == "" {
 		return cf, ""
 	}
-	return ts.adopt(id, cf, ts.ByToken[o.Token])
+	return ts.adopt(cf, ts.ByToken[o.Token])
 }
 
-// adopt gives row id the first of the resources its token made (cids),
-// and marks the others strays of it.
-func (ts *Table) adopt(id string, cf module.Record, cids []string) (module.Record, string) {
+// adopt gives a row the oldest of the resources its token made (cids).
+func (ts *Table) adopt(cf module.Record, cids []string) (module.Record, string) {
 	if len(cids) == 0 {
 		return cf, ""
 	}
-	cids = slices.Sorted(slices.Values(cids))
-	for _, stray := range cids[1:] {
-		ts.Strays[stray] = id
-	}
-	return WithIdentity(ts.Spec, cf, cids[0]), cids[0]
+	keep := ts.Keeper(cids)
+	return WithIdentity(ts.Spec, cf, keep), keep
 }
 
 // adoptReplacement is AdoptByToken for a row being replaced by a resource
@@ -74,7 +73,120 @@ func (ts *Table) adoptReplacement(id string, cf module.Record, rp *replace.Repla
 			cids = append(cids, cid)
 		}
 	}
-	return ts.adopt(id, cf, cids)
+	return ts.adopt(cf, cids)
+}
+
+// Keeper is which of the resources one client token made a record keeps
+// when no row holds any: the oldest by the table's creation time
+// (module.Table.Created; unknown times last), then the least identity.
+func (ts *Table) Keeper(cids []string) string {
+	created := func(cid string) (time.Time, bool) {
+		if ts.Spec.Created == "" {
+			return time.Time{}, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, ts.Cloud[cid].String(ts.Spec.Created))
+		return t, err == nil
+	}
+	return slices.MinFunc(cids, func(a, b string) int {
+		ta, oka := created(a)
+		tb, okb := created(b)
+		switch {
+		case oka && okb && !ta.Equal(tb):
+			return ta.Compare(tb)
+		case oka != okb:
+			if oka {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+}
+
+// Stray is a resource that a create's client token made beyond the one
+// its record keeps: the create was repeated by something that ignored the
+// token (an endpoint that does not honour ClientToken, a retry that did not
+// find the first resource). The engine made it and no row wants it, so it
+// is deleted, never imported.
+type Stray struct {
+	Token string
+	Kept  []string // the resources of the token that are kept (held by rows, or the record's)
+	Row   string   // the record the token's create was for ("" when unknown)
+	All   []string // every resource of the token deleted as a stray, this one among them
+}
+
+// Describe says what a stray is, for the plan and the audit trail: the
+// token, what is kept, what is deleted.
+func (s Stray) Describe() string {
+	row := ""
+	if s.Row != "" {
+		row = " for row " + s.Row
+	}
+	return fmt.Sprintf("client token %s made more than one resource%s (a create repeated where the token was not honoured); kept %s, deleting %s",
+		s.Token, row, strings.Join(s.Kept, ", "), strings.Join(s.All, ", "))
+}
+
+// MarkStrays finds the resources that one client token made more than once
+// (module.TokenTag, read back from the cloud) and marks all but one
+// strays, to be deleted. Kept are the resources that rows stand for
+// (after AdoptByToken: a row whose identity was never written back holds
+// the oldest); when no row holds any, the one its record knew (a row the
+// user deleted: the direction table settles it, as any resource of a
+// deleted row); else the oldest (Keeper), which the direction table then
+// settles as a resource only in the cloud. A replacement's old or
+// temporary resource is the replacement's to retire, never a stray.
+func (ts *Table) MarkStrays() {
+	for tok, made := range ts.ByToken {
+		if len(made) < 2 {
+			continue // the common case: one resource per token
+		}
+		var cids []string
+		for _, cid := range made {
+			if _, there := ts.Cloud[cid]; there && ts.Retired[cid] == nil && !slices.Contains(cids, cid) {
+				cids = append(cids, cid)
+			}
+		}
+		if len(cids) < 2 {
+			continue
+		}
+		slices.Sort(cids)
+		var kept []string
+		row := ""
+		for _, cid := range cids {
+			if r := ts.ByCloud[cid]; r != nil {
+				kept = append(kept, cid)
+				row = cmp.Or(row, r.ID)
+			}
+		}
+		if len(kept) == 0 {
+			for _, cid := range cids {
+				if id := ts.RecBy[cid]; id != "" {
+					kept = append(kept, cid)
+					row = cmp.Or(row, id)
+				}
+			}
+		}
+		if len(kept) == 0 {
+			kept = []string{ts.Keeper(cids)}
+		}
+		if row == "" {
+			for _, key := range slices.Sorted(maps.Keys(ts.Ops)) {
+				if ts.Ops[key].Token == tok && !strings.HasPrefix(key, "cloud ") {
+					row = key
+					break
+				}
+			}
+		}
+		var strays []string
+		for _, cid := range cids {
+			if !slices.Contains(kept, cid) {
+				strays = append(strays, cid)
+			}
+		}
+		for _, cid := range strays {
+			ts.Strays[cid] = Stray{Token: tok, Kept: kept, Row: row, All: strays}
+		}
+	}
 }
 
 // InFlight reports whether a record has an operation running in the cloud.

@@ -276,10 +276,11 @@ type Table struct {
 	Forced map[string]bool
 	// ops: record key -> the engine's work under way or failed for it;
 	// ByToken: client token -> the cloud ids of resources tagged with it;
-	// strays: cloud id -> the row whose retried create made it a second time.
+	// strays: cloud id -> a resource a create's token made beyond the one
+	// kept (MarkStrays), to delete.
 	Ops     map[string]Op
 	ByToken map[string][]string
-	Strays  map[string]string
+	Strays  map[string]Stray
 	// unverified: region ("" for the whole table) -> why the table's read
 	// failed there (unverified.go).
 	Unverified map[string]error

@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5"
@@ -27,17 +30,23 @@ import (
 )
 
 // The crash trials: each inserts crashBuckets buckets, crashVPCs VPCs with
-// one subnet and one security group each, and crashRoles IAM roles, and
-// SIGKILLs the sidecar while the commit creates them; every create call
-// takes crashDelayMin to crashDelayMax in the emulator (drawn per trial and
-// operation).
+// two subnets (zones a and b), one security group and one instance each,
+// an application load balancer over the first VPC's subnets with a target
+// group and a listener, crashRoles IAM roles and crashLogGroups log groups
+// (AWS::Logs::LogGroup, a Cloud Control type), and SIGKILLs the sidecar
+// while the commit creates them; every create call takes crashDelayMin to
+// crashDelayMax in the emulator (drawn per trial and operation). In odd
+// trials the emulator does not honour RunInstances' ClientToken (the
+// IgnoreClientToken fault), before and after the kill: a launch repeated
+// with its token makes a second instance, which the engine must delete.
 const (
-	crashTrials   = 50
-	crashBuckets  = 4
-	crashVPCs     = 2
-	crashRoles    = 2
-	crashDelayMin = 50 * time.Millisecond
-	crashDelayMax = 300 * time.Millisecond
+	crashTrials    = 50
+	crashBuckets   = 4
+	crashVPCs      = 2
+	crashRoles     = 2
+	crashLogGroups = 2
+	crashDelayMin  = 50 * time.Millisecond
+	crashDelayMax  = 300 * time.Millisecond
 	// crashRecovery bounds the commits after a kill, until one succeeds;
 	// when none does, the trials stop there (later commits would fail on
 	// the same records) and the bench fails, after printing the figures
@@ -47,7 +56,9 @@ const (
 
 // crashCreates are the create operations of the trials, as the emulator
 // names them.
-var crashCreates = []string{"s3:CreateBucket", "ec2:CreateVpc", "ec2:CreateSubnet", "ec2:CreateSecurityGroup", "iam:CreateRole"}
+var crashCreates = []string{"s3:CreateBucket", "ec2:CreateVpc", "ec2:CreateSubnet", "ec2:CreateSecurityGroup", "iam:CreateRole",
+	"ec2:RunInstances", "elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup",
+	"elasticloadbalancing:CreateListener", "cloudcontrolapi:CreateResource"}
 
 const crashTrustPolicy = `{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}`
 
@@ -62,8 +73,12 @@ const crashTrustPolicy = `{"Version": "2012-10-17", "Statement": [{"Effect": "Al
 //   - crash_orphans: over all trials, cloud resources the trial made that
 //     no row stands for (no row holds their id).
 //
+// Instances count while not shutting down or terminated (AWS lists
+// terminated ones for an hour): a duplicate the engine terminated is gone.
+//
 // One database (aws_s3, aws_security_group with aws_vpc and aws_account,
-// aws_iam) and one in-process emulator serve every trial; the sidecar is a
+// aws_iam, aws_ec2, aws_elb, AWS::Logs::LogGroup) and one in-process
+// emulator serve every trial; the sidecar is a
 // child process (iasql run, IASQL_BIN) pointed at the emulator with
 // AWS_ENDPOINT_URL. A trial inserts its rows (names and CIDRs of its own),
 // calls CALL iasql_commit() in the background, SIGKILLs the sidecar at a
@@ -89,7 +104,7 @@ func (b *bench) crashPart(ctx context.Context) error {
 		}
 		cfg := emulator.ClientConfig(es.URL)
 		r := &crashRun{b: b, db: db, conn: conn, emu: emu, busy: busy, url: es.URL, logDir: logDir,
-			ec2: ec2.NewFromConfig(cfg), iam: iam.NewFromConfig(cfg),
+			ec2: ec2.NewFromConfig(cfg), iam: iam.NewFromConfig(cfg), elb: elb.NewFromConfig(cfg), cc: cloudcontrol.NewFromConfig(cfg),
 			s3: s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })}
 		defer func() {
 			if r.cur != nil {
@@ -116,7 +131,7 @@ func (b *bench) crashPart(ctx context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("crash: modules never registered: %w", err)
 		}
-		if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('aws_s3', 'aws_security_group', 'aws_iam')`); err != nil {
+		if _, err := conn.Exec(ctx, `SELECT * FROM iasql_install('aws_s3', 'aws_security_group', 'aws_iam', 'aws_ec2', 'aws_elb', 'AWS::Logs::LogGroup')`); err != nil {
 			return fmt.Errorf("crash: install modules: %w", err)
 		}
 		started := time.Now()
@@ -133,10 +148,11 @@ func (b *bench) crashPart(ctx context.Context) error {
 		}
 		b.logf("crash: %d trials in %s; kills with cloud calls in flight: %d; create requests made before the kill (of %d per trial): %s; "+
 			"resources made whose row had no feedback yet when the sidecar died: %d (%s); the interrupted commit: %s; "+
-			"from the kill to the first successful commit: median %.1f s, max %.1f s (%d trials)",
+			"from the kill to the first successful commit: median %.1f s, max %.1f s (%d trials); "+
+			"trials with RunInstances' ClientToken not honoured: %d, duplicate instances launched and terminated by the engine: %d",
 			trials, time.Since(started).Round(time.Second), r.killedInFlight, crashRowsPerTrial, histogram(r.killedAfter),
 			r.unrecorded, histogram(r.unrecordedBy), histogram(r.firstCommit),
-			percentile(r.recoveries, 0.5), percentile(r.recoveries, 1), len(r.recoveries))
+			percentile(r.recoveries, 0.5), percentile(r.recoveries, 1), len(r.recoveries), r.ignoredTokens, r.strays)
 		return r.cur.stop()
 	})
 	if err != nil {
@@ -159,8 +175,10 @@ type stuckError struct{ msg string }
 
 func (e *stuckError) Error() string { return e.msg }
 
-// crashRowsPerTrial is how many rows (resources to create) a trial inserts.
-const crashRowsPerTrial = crashBuckets + 3*crashVPCs + crashRoles
+// crashRowsPerTrial is how many rows (resources to create) a trial inserts:
+// per VPC the VPC, two subnets, a group and an instance; a load balancer,
+// a target group and a listener.
+const crashRowsPerTrial = crashBuckets + 5*crashVPCs + 3 + crashRoles + crashLogGroups
 
 type crashRun struct {
 	b        *bench
@@ -171,6 +189,8 @@ type crashRun struct {
 	url      string
 	ec2      *ec2.Client
 	iam      *iam.Client
+	elb      *elb.Client
+	cc       *cloudcontrol.Client
 	s3       *s3.Client
 	logDir   string
 	keepLogs bool
@@ -183,6 +203,8 @@ type crashRun struct {
 	unrecordedBy   map[string]int // the same by type
 	firstCommit    map[string]int // trials by what the killed sidecar's commit returned
 	recoveries     []float64      // seconds from each kill to the first successful commit
+	ignoredTokens  int            // trials whose endpoint did not honour RunInstances' ClientToken
+	strays         int            // instances of those trials terminated (launched twice with one token)
 }
 
 // activeCounter counts the requests h is serving.
@@ -235,6 +257,11 @@ func (r *crashRun) trial(ctx context.Context, t int) (crashTally, error) {
 		delays[op] = crashDelayMin + rand.N(crashDelayMax-crashDelayMin+1)
 		r.emu.Inject(emulator.Fault{Op: op, Kind: emulator.Latency, Delay: delays[op]})
 	}
+	ignoreTokens := t%2 == 1
+	if ignoreTokens {
+		r.ignoredTokens++
+		r.emu.Inject(emulator.Fault{Op: "ec2:RunInstances", Kind: emulator.IgnoreClientToken})
+	}
 	if err := r.insert(ctx, t); err != nil {
 		return crashTally{}, err
 	}
@@ -270,9 +297,13 @@ func (r *crashRun) trial(ctx context.Context, t int) (crashTally, error) {
 	}); err != nil {
 		return crashTally{}, fmt.Errorf("wait for the first create call: %w", err)
 	}
-	// The creates take one EC2 pass for the VPCs, then one for their
-	// subnets and groups (buckets and roles alongside): kill within that.
-	window := delays["ec2:CreateVpc"] + max(delays["ec2:CreateSubnet"], delays["ec2:CreateSecurityGroup"]) + 200*time.Millisecond
+	// The creates take a pass for the VPCs (buckets, roles and log groups
+	// alongside), one for their subnets, groups and the target group, one
+	// for the instances and the load balancer, and the listener once the
+	// load balancer is active (asked about after a second): kill within
+	// that.
+	window := delays["ec2:CreateVpc"] + max(delays["ec2:CreateSubnet"], delays["ec2:CreateSecurityGroup"], delays["elasticloadbalancing:CreateTargetGroup"]) +
+		max(delays["ec2:RunInstances"], delays["elasticloadbalancing:CreateLoadBalancer"]) + time.Second + delays["elasticloadbalancing:CreateListener"] + 200*time.Millisecond
 	if err := sleep(ctx, rand.N(window)); err != nil {
 		return crashTally{}, err
 	}
@@ -308,8 +339,12 @@ func (r *crashRun) trial(ctx context.Context, t int) (crashTally, error) {
 		}
 	}
 
-	// A new sidecar; commit until a commit succeeds.
+	// A new sidecar; commit until a commit succeeds. (An endpoint that
+	// ignores client tokens goes on ignoring them.)
 	r.emu.ClearFaults()
+	if ignoreTokens {
+		r.emu.Inject(emulator.Fault{Op: "ec2:RunInstances", Kind: emulator.IgnoreClientToken})
+	}
 	if err := r.start(ctx); err != nil {
 		return crashTally{}, err
 	}
@@ -366,6 +401,7 @@ func (r *crashRun) trial(ctx context.Context, t int) (crashTally, error) {
 	if err != nil {
 		return crashTally{}, err
 	}
+	r.strays += tally.terminated
 	if failed > 1 {
 		r.b.logf("crash trial %d: %d commits after the kill failed", t, failed)
 	}
@@ -413,6 +449,7 @@ func containsEmpty(ids []string) bool {
 func crashName(t int, kind string, i int) string { return fmt.Sprintf("crash-t%03d-%s%d", t, kind, i) }
 func crashVPCCidr(t, k int) string               { return fmt.Sprintf("10.%d.%d.0/24", t, k) }
 func crashSubnetCidr(t, k int) string            { return fmt.Sprintf("10.%d.%d.0/26", t, k) }
+func crashSubnetBCidr(t, k int) string           { return fmt.Sprintf("10.%d.%d.64/26", t, k) }
 func crashCidrPrefix(t int) string               { return fmt.Sprintf("10.%d.", t) }
 
 // insert writes trial t's rows in one transaction.
@@ -428,11 +465,39 @@ func (r *crashRun) insert(ctx context.Context, t int) error {
 			if err := tx.QueryRow(ctx, `INSERT INTO vpc (cidr_block) VALUES ($1) RETURNING id`, crashVPCCidr(t, k)).Scan(&vpc); err != nil {
 				return fmt.Errorf("insert vpc: %w", err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO subnet (vpc_id, cidr_block, availability_zone) VALUES ($1, $2, 'us-east-1a')`, vpc, crashSubnetCidr(t, k)); err != nil {
+			var subnet, group int
+			if err := tx.QueryRow(ctx, `INSERT INTO subnet (vpc_id, cidr_block, availability_zone) VALUES ($1, $2, 'us-east-1a') RETURNING id`, vpc, crashSubnetCidr(t, k)).Scan(&subnet); err != nil {
 				return fmt.Errorf("insert subnet: %w", err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO security_group (group_name, description, vpc_id) VALUES ($1, 'bench crash trial', $2)`, crashName(t, "g", k), vpc); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO subnet (vpc_id, cidr_block, availability_zone) VALUES ($1, $2, 'us-east-1b')`, vpc, crashSubnetBCidr(t, k)); err != nil {
+				return fmt.Errorf("insert subnet: %w", err)
+			}
+			if err := tx.QueryRow(ctx, `INSERT INTO security_group (group_name, description, vpc_id) VALUES ($1, 'bench crash trial', $2) RETURNING id`, crashName(t, "g", k), vpc).Scan(&group); err != nil {
 				return fmt.Errorf("insert security group: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO instance (ami, instance_type, subnet_id, security_group_ids, tags) VALUES ('ami-0123456789abcdef0', 't3.micro', $1, ARRAY[$2]::bigint[], jsonb_build_object('Name', $3::text))`,
+				subnet, group, crashName(t, "i", k)); err != nil {
+				return fmt.Errorf("insert instance: %w", err)
+			}
+			if k > 0 {
+				continue
+			}
+			// The load balancer over both subnets, its target group and a listener.
+			var lb, tg int
+			if err := tx.QueryRow(ctx, `INSERT INTO load_balancer (name, subnets, security_groups) VALUES ($1, ARRAY(SELECT id FROM subnet WHERE vpc_id = $2 ORDER BY cidr_block), ARRAY[$3]::bigint[]) RETURNING id`,
+				crashName(t, "lb", k), vpc, group).Scan(&lb); err != nil {
+				return fmt.Errorf("insert load balancer: %w", err)
+			}
+			if err := tx.QueryRow(ctx, `INSERT INTO target_group (name, port, vpc_id) VALUES ($1, 80, $2) RETURNING id`, crashName(t, "tg", k), vpc).Scan(&tg); err != nil {
+				return fmt.Errorf("insert target group: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO listener (load_balancer_id, port, target_group_id) VALUES ($1, 80, $2)`, lb, tg); err != nil {
+				return fmt.Errorf("insert listener: %w", err)
+			}
+		}
+		for i := 0; i < crashLogGroups; i++ {
+			if _, err := tx.Exec(ctx, `INSERT INTO aws_logs_log_group (log_group_name) VALUES ($1)`, crashName(t, "c", i)); err != nil {
+				return fmt.Errorf("insert log group: %w", err)
 			}
 		}
 		for i := 0; i < crashRoles; i++ {
@@ -448,6 +513,7 @@ func (r *crashRun) insert(ctx context.Context, t int) error {
 type crashTally struct {
 	duplicates, orphans int
 	extraRows, missing  int
+	terminated          int               // instances of the trial terminated (the engine's duplicates)
 	kinds               map[string][2]int // type: duplicates, orphans
 	detail              string
 }
@@ -468,12 +534,16 @@ func (c *crashTally) add(o crashTally) {
 
 func (c *crashTally) byKind() string {
 	var parts []string
-	for _, k := range []string{"bucket", "vpc", "subnet", "security_group", "iam_role"} {
+	for _, k := range crashKindNames {
 		v := c.kinds[k]
 		parts = append(parts, fmt.Sprintf("%s %d duplicates %d orphans", k, v[0], v[1]))
 	}
 	return strings.Join(parts, ", ")
 }
+
+// crashKindNames are the resource types of a trial, in the order kinds
+// returns them.
+var crashKindNames = []string{"bucket", "vpc", "subnet", "security_group", "iam_role", "instance", "load_balancer", "target_group", "listener", "log_group"}
 
 // crashKind is one resource type of a trial: the cloud's resources of the
 // trial and the table's rows, each by key (name or CIDR) with the cloud
@@ -485,6 +555,7 @@ type crashKind struct {
 	rowIDs map[string]bool     // every cloud id any row of the table holds
 	fedIDs map[string]bool     // those of rows that show the cloud's answer (feedback written)
 	want   []string            // keys the trial inserted
+	gone   int                 // resources of the trial terminated (instances)
 }
 
 // count compares trial t's resources in the cloud with the tables.
@@ -528,6 +599,7 @@ func (r *crashRun) count(ctx context.Context, t int) (crashTally, error) {
 		}
 		tally.duplicates += dup
 		tally.orphans += orph
+		tally.terminated += k.gone
 		tally.kinds[k.name] = [2]int{dup, orph}
 	}
 	sort.Strings(notes)
@@ -544,10 +616,16 @@ func (r *crashRun) kinds(ctx context.Context, t int) ([]*crashKind, error) {
 		return &crashKind{name: name, cloud: map[string][]string{}, rows: map[string][]string{}, rowIDs: map[string]bool{}, fedIDs: map[string]bool{}}
 	}
 	bucket, vpc, subnet, group, role := newKind("bucket"), newKind("vpc"), newKind("subnet"), newKind("security_group"), newKind("iam_role")
+	inst, lb, tg, listener, logGroup := newKind("instance"), newKind("load_balancer"), newKind("target_group"), newKind("listener"), newKind("log_group")
 	for k := 0; k < crashVPCs; k++ {
 		vpc.want = append(vpc.want, crashVPCCidr(t, k))
-		subnet.want = append(subnet.want, crashSubnetCidr(t, k))
+		subnet.want = append(subnet.want, crashSubnetCidr(t, k), crashSubnetBCidr(t, k))
 		group.want = append(group.want, crashName(t, "g", k))
+		inst.want = append(inst.want, crashName(t, "i", k))
+	}
+	lb.want, tg.want, listener.want = []string{crashName(t, "lb", 0)}, []string{crashName(t, "tg", 0)}, []string{crashName(t, "lb", 0) + ":80"}
+	for i := 0; i < crashLogGroups; i++ {
+		logGroup.want = append(logGroup.want, crashName(t, "c", i))
 	}
 	for i := 0; i < crashBuckets; i++ {
 		bucket.want = append(bucket.want, crashName(t, "b", i))
@@ -618,6 +696,81 @@ func (r *crashRun) kinds(ctx context.Context, t int) ([]*crashKind, error) {
 		}
 	}
 
+	ip := ec2.NewDescribeInstancesPaginator(r.ec2, &ec2.DescribeInstancesInput{})
+	for ip.HasMorePages() {
+		out, err := ip.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describe instances: %w", err)
+		}
+		for _, res := range out.Reservations {
+			for _, x := range res.Instances {
+				name := ""
+				for _, tag := range x.Tags {
+					if aws.ToString(tag.Key) == "Name" {
+						name = aws.ToString(tag.Value)
+					}
+				}
+				if !strings.HasPrefix(name, namePrefix) {
+					continue
+				}
+				if s := x.State.Name; s == ec2types.InstanceStateNameShuttingDown || s == ec2types.InstanceStateNameTerminated {
+					inst.gone++
+					continue
+				}
+				inst.cloud[name] = append(inst.cloud[name], aws.ToString(x.InstanceId))
+			}
+		}
+	}
+	lp := elb.NewDescribeLoadBalancersPaginator(r.elb, &elb.DescribeLoadBalancersInput{})
+	for lp.HasMorePages() {
+		out, err := lp.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describe load balancers: %w", err)
+		}
+		for _, x := range out.LoadBalancers {
+			n := aws.ToString(x.LoadBalancerName)
+			if !strings.HasPrefix(n, namePrefix) {
+				continue
+			}
+			lb.cloud[n] = append(lb.cloud[n], n)
+			ls := elb.NewDescribeListenersPaginator(r.elb, &elb.DescribeListenersInput{LoadBalancerArn: x.LoadBalancerArn})
+			for ls.HasMorePages() {
+				page, err := ls.NextPage(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("describe listeners of %s: %w", n, err)
+				}
+				for _, l := range page.Listeners {
+					key := fmt.Sprintf("%s:%d", n, aws.ToInt32(l.Port))
+					listener.cloud[key] = append(listener.cloud[key], aws.ToString(l.ListenerArn))
+				}
+			}
+		}
+	}
+	tp := elb.NewDescribeTargetGroupsPaginator(r.elb, &elb.DescribeTargetGroupsInput{})
+	for tp.HasMorePages() {
+		out, err := tp.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describe target groups: %w", err)
+		}
+		for _, x := range out.TargetGroups {
+			if n := aws.ToString(x.TargetGroupName); strings.HasPrefix(n, namePrefix) {
+				tg.cloud[n] = append(tg.cloud[n], n)
+			}
+		}
+	}
+	cp := cloudcontrol.NewListResourcesPaginator(r.cc, &cloudcontrol.ListResourcesInput{TypeName: aws.String("AWS::Logs::LogGroup")})
+	for cp.HasMorePages() {
+		out, err := cp.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list log groups: %w", err)
+		}
+		for _, x := range out.ResourceDescriptions {
+			if n := aws.ToString(x.Identifier); strings.HasPrefix(n, namePrefix) {
+				logGroup.cloud[n] = append(logGroup.cloud[n], n)
+			}
+		}
+	}
+
 	// The tables: every row's cloud id, and the trial's rows by key.
 	for _, q := range []struct {
 		k      *crashKind
@@ -629,6 +782,12 @@ func (r *crashRun) kinds(ctx context.Context, t int) ([]*crashKind, error) {
 		{subnet, `SELECT cidr_block::text, coalesce(subnet_id, ''), coalesce(subnet_id, '') FROM subnet`, cidrPrefix},
 		{group, `SELECT group_name, coalesce(group_id, ''), coalesce(group_id, '') FROM security_group`, namePrefix},
 		{role, `SELECT role_name, role_name, CASE WHEN arn IS NOT NULL THEN role_name ELSE '' END FROM iam_role`, namePrefix},
+		{inst, `SELECT coalesce(tags->>'Name', ''), coalesce(instance_id, ''), coalesce(instance_id, '') FROM instance`, namePrefix},
+		{lb, `SELECT name, name, CASE WHEN load_balancer_arn IS NOT NULL THEN name ELSE '' END FROM load_balancer`, namePrefix},
+		{tg, `SELECT name, name, CASE WHEN target_group_arn IS NOT NULL THEN name ELSE '' END FROM target_group`, namePrefix},
+		{listener, `SELECT lb.name || ':' || l.port, coalesce(l.listener_arn, ''), coalesce(l.listener_arn, '')
+			FROM listener l JOIN load_balancer lb ON lb.id = l.load_balancer_id`, namePrefix},
+		{logGroup, `SELECT log_group_name, log_group_name, CASE WHEN arn IS NOT NULL THEN log_group_name ELSE '' END FROM aws_logs_log_group`, namePrefix},
 	} {
 		rows, err := r.conn.Query(ctx, q.sql)
 		if err != nil {
@@ -651,5 +810,5 @@ func (r *crashRun) kinds(ctx context.Context, t int) ([]*crashKind, error) {
 			return nil, fmt.Errorf("read %s rows: %w", q.k.name, err)
 		}
 	}
-	return []*crashKind{bucket, vpc, subnet, group, role}, nil
+	return []*crashKind{bucket, vpc, subnet, group, role, inst, lb, tg, listener, logGroup}, nil
 }

@@ -40,9 +40,12 @@
 //     cloudControlPart);
 //   - crash_duplicates and crash_orphans: over 50 SIGKILLs of a sidecar
 //     (a child process) while its commit creates buckets, VPCs, subnets,
-//     security groups and IAM roles, the copies beyond one per row and the
-//     cloud resources no row stands for once a new sidecar has committed
-//     (goal: both 0; see crashPart).
+//     security groups, IAM roles, instances, a load balancer with a target
+//     group and a listener, and Cloud Control log groups (in half the
+//     trials against an endpoint that does not honour RunInstances'
+//     ClientToken), the copies beyond one per row and the cloud resources
+//     no row stands for once a new sidecar has committed (goal: both 0;
+//     see crashPart).
 //
 // It prints one "name: value" line per figure on stdout, progress on stderr,
 // and exits 1 with a one-line error when something fails. The goals are

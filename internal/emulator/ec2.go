@@ -149,7 +149,8 @@ func (s *ec2Service) do(r *http.Request, op string, x *ec2XML) error {
 		return err
 	}
 	s.advance(rg, time.Now())
-	p := ec2Params{r.Form}
+	ignore, _ := r.Context().Value(ignoreClientTokenKey{}).(bool)
+	p := ec2Params{Values: r.Form, ignoreToken: ignore}
 	if p.Get("DryRun") == "true" {
 		return &ec2Error{status: http.StatusPreconditionFailed, code: "DryRunOperation",
 			msg: "Request would have succeeded, but DryRun flag is set."}
@@ -233,8 +234,12 @@ func writeEC2(w http.ResponseWriter, status int, body []byte) {
 
 // ec2Params are a request's form values, with the query protocol's list
 // conventions: Name.1, Name.2 for lists, Name.1.Field for lists of
-// structures.
-type ec2Params struct{ url.Values }
+// structures. ignoreToken: an injected IgnoreClientToken fault applies to
+// the request.
+type ec2Params struct {
+	url.Values
+	ignoreToken bool
+}
 
 // members returns the prefixes of a list's members ("Filter.1",
 // "Filter.2", ...) in index order.

@@ -152,6 +152,10 @@ func ec2RunFingerprint(p ec2Params) string {
 	return b.String()
 }
 
+// ignoreClientTokenKey marks a request's context when an IgnoreClientToken
+// fault applies to it.
+type ignoreClientTokenKey struct{}
+
 // runInstances launches MaxCount instances (at least MinCount) of an AMI in
 // a subnet (SubnetId, else the default subnet of the default VPC's first
 // zone, or of Placement.AvailabilityZone) with security groups
@@ -162,13 +166,15 @@ func ec2RunFingerprint(p ec2Params) string {
 // same parameters answers the first call's reservation (with the instances'
 // current states), with other parameters IdempotentParameterMismatch.
 // https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-idempotency.html
+// Under an IgnoreClientToken fault an earlier request's token is not
+// looked up: the instances are launched again, carrying the same token.
 func (s *ec2Service) runInstances(rg *ec2Region, p ec2Params, x *ec2XML) error {
 	token := p.Get("ClientToken")
 	if len(token) > 64 {
 		return ec2Errorf("InvalidParameterValue", "Value (%s) for parameter clientToken is invalid: at most 64 characters.", token)
 	}
 	fp := ec2RunFingerprint(p)
-	if r, ok := rg.tokens[token]; token != "" && ok {
+	if r, ok := rg.tokens[token]; token != "" && ok && !p.ignoreToken {
 		if r.fingerprint != fp {
 			return ec2Errorf("IdempotentParameterMismatch",
 				"Arguments on this idempotent request are inconsistent with arguments used in previous request(s).")

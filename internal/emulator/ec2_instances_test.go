@@ -467,3 +467,31 @@ func TestEC2InstanceFaults(t *testing.T) {
 		t.Errorf("after a lost answer and a retry: %v, %+v", err, out)
 	}
 }
+
+// TestEC2IgnoreClientToken: under the IgnoreClientToken fault, a repeated
+// RunInstances with one token launches again (an endpoint that does not
+// honour ClientToken), and both instances carry the token; the fault
+// applies together with a Latency fault on the same operation; once it is
+// cleared, the token answers the last launch again, as AWS does.
+func TestEC2IgnoreClientToken(t *testing.T) {
+	em, client := sdkEnvWith(t, emulator.Options{}, ec2.NewFromConfig)
+	c := client("us-east-1")
+	em.Inject(emulator.Fault{Op: "ec2:RunInstances", Kind: emulator.Latency, Delay: time.Millisecond, Times: 1})
+	em.Inject(emulator.Fault{Op: "ec2:RunInstances", Kind: emulator.IgnoreClientToken, Times: 2})
+	in := &ec2.RunInstancesInput{ImageId: aws.String(testAMI), MinCount: aws.Int32(1), MaxCount: aws.Int32(1), ClientToken: aws.String("twice")}
+	var ids []string
+	for range 3 {
+		out, err := c.RunInstances(t.Context(), in)
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		ids = append(ids, aws.ToString(out.Instances[0].InstanceId))
+	}
+	if ids[0] == ids[1] || ids[2] != ids[1] {
+		t.Errorf("instances answered %v: want two launches, then the second answered again", ids)
+	}
+	out, err := c.DescribeInstances(t.Context(), &ec2.DescribeInstancesInput{Filters: []types.Filter{ec2Filter("client-token", "twice")}})
+	if err != nil || len(out.Reservations) != 2 {
+		t.Errorf("reservations with the token: %v, %+v; want 2", err, out)
+	}
+}

@@ -175,10 +175,17 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		svc.writeError(rec, r, status, code, msg)
 		return
 	}
-	if f := e.takeFault(name+":"+op, region); f != nil {
-		if f.Kind == HandlerFailure {
+	faults := e.takeFaults(name+":"+op, region)
+	for _, f := range faults {
+		switch f.Kind {
+		case HandlerFailure:
 			r = withHandlerFailure(r, f.ErrorCode)
-		} else if e.applyFault(rec, r, svc, op, f) {
+		case IgnoreClientToken:
+			r = r.WithContext(context.WithValue(r.Context(), ignoreClientTokenKey{}, true))
+		}
+	}
+	for _, f := range faults {
+		if !f.Kind.modifies() && e.applyFault(rec, r, svc, op, f) {
 			return
 		}
 	}

@@ -35,7 +35,19 @@ const (
 	// ErrorCode (NotStabilized when empty), as when a resource handler
 	// fails; other requests are served normally.
 	HandlerFailure
+	// IgnoreClientToken serves RunInstances as an endpoint that does not
+	// honour ClientToken: it launches new instances whatever an earlier
+	// request with the same token launched (AWS answers that request's
+	// instances: https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-idempotency.html).
+	// What it launches still carries the token, as its tags do; other
+	// requests are served normally.
+	IgnoreClientToken
 )
+
+// modifies reports whether a fault only changes how a request is served
+// (HandlerFailure, IgnoreClientToken): such faults apply together with
+// the first matching fault that answers or delays it.
+func (k FaultKind) modifies() bool { return k == HandlerFailure || k == IgnoreClientToken }
 
 // Fault is a failure injected into matching requests, for reliability
 // tests: see Emulator.Inject.
@@ -68,8 +80,10 @@ func (f *Fault) matches(op, region string) bool {
 	return false
 }
 
-// Inject adds a fault; faults apply in the order injected, the first
-// matching one to a request.
+// Inject adds a fault; faults apply in the order injected: the first
+// matching one that answers or delays a request (Throttle, ServerError,
+// ServerErrorAfter, Latency, Denied), and with it every matching one that
+// changes how it is served (HandlerFailure, IgnoreClientToken).
 func (e *Emulator) Inject(f Fault) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -83,25 +97,32 @@ func (e *Emulator) ClearFaults() {
 	e.faults = nil
 }
 
-// takeFault returns the fault that applies to a request of op signed for
-// region, counting it against the fault's Times.
-func (e *Emulator) takeFault(op, region string) *Fault {
+// takeFaults returns the faults that apply to a request of op signed for
+// region (see Inject), counting each against its Times.
+func (e *Emulator) takeFaults(op, region string) []*Fault {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for i, f := range e.faults {
-		if !f.matches(op, region) {
+	var out []*Fault
+	answered := false
+	kept := e.faults[:0:0]
+	for _, f := range e.faults {
+		if !f.matches(op, region) || (answered && !f.Kind.modifies()) {
+			kept = append(kept, f)
 			continue
 		}
+		answered = answered || !f.Kind.modifies()
 		got := *f
+		out = append(out, &got)
 		if f.Times > 0 {
 			f.Times--
 			if f.Times == 0 {
-				e.faults = append(e.faults[:i:i], e.faults[i+1:]...)
+				continue // used up
 			}
 		}
-		return &got
+		kept = append(kept, f)
 	}
-	return nil
+	e.faults = kept
+	return out
 }
 
 // applyFault serves the request under fault f; it reports whether it
@@ -144,7 +165,8 @@ func (d *discardWriter) WriteHeader(int)             {}
 // run it as a separate process (iasql emulator): POST a JSON fault
 // {"op": "ec2:CreateSecurityGroup", "kind": "throttle", "times": 3,
 // "delay_ms": 0, "region": "", "error_code": ""} to add one (kinds: throttle,
-// server_error, server_error_after, latency, denied, handler_failure;
+// server_error, server_error_after, latency, denied, handler_failure,
+// ignore_client_token;
 // region and error_code optional), DELETE to clear
 // them all. No AWS request has this path: S3 bucket names cannot start
 // with "_".
@@ -152,7 +174,7 @@ const FaultsPath = "/_iasql/faults"
 
 var faultKinds = map[string]FaultKind{
 	"throttle": Throttle, "server_error": ServerError, "server_error_after": ServerErrorAfter, "latency": Latency,
-	"denied": Denied, "handler_failure": HandlerFailure,
+	"denied": Denied, "handler_failure": HandlerFailure, "ignore_client_token": IgnoreClientToken,
 }
 
 // serveFaults answers requests to FaultsPath.
@@ -178,7 +200,7 @@ func (e *Emulator) serveFaults(w http.ResponseWriter, r *http.Request) {
 		}
 		kind, ok := faultKinds[in.Kind]
 		if !ok || in.Op == "" || in.Times < 0 || in.DelayMS < 0 {
-			http.Error(w, `bad fault: give "op" (e.g. ec2:CreateVpc, ec2:* or *), "kind" (throttle, server_error, server_error_after, latency, denied or handler_failure), "times" >= 0 and "delay_ms" >= 0 (and "region" to limit it to one)`, http.StatusBadRequest)
+			http.Error(w, `bad fault: give "op" (e.g. ec2:CreateVpc, ec2:* or *), "kind" (throttle, server_error, server_error_after, latency, denied, handler_failure or ignore_client_token), "times" >= 0 and "delay_ms" >= 0 (and "region" to limit it to one)`, http.StatusBadRequest)
 			return
 		}
 		e.Inject(Fault{Op: in.Op, Region: in.Region, Kind: kind, Times: in.Times, Delay: time.Duration(in.DelayMS) * time.Millisecond, ErrorCode: in.Code})

@@ -72,6 +72,8 @@ func InstanceTable() module.Table {
 				Comment: "The state AWS reports: pending, running, stopping or stopped (from the cloud)."},
 		},
 		Region: "region",
+		// Of two instances one launch's token made, the first launched is kept.
+		Created: "launch_time",
 	}.Declare()
 }
 

@@ -117,6 +117,9 @@ func (t Table) Declare() Table {
 			t.Refs[c.Name] = c.Ref
 		}
 	}
+	if c, ok := t.Column(t.Created); t.Created != "" && (!ok || c.Kind != Feedback) {
+		panic(fmt.Sprintf("%s: Created names %q, which is no feedback column", t.Name, t.Created))
+	}
 	return t
 }
 

@@ -118,6 +118,12 @@ type Table struct {
 	// when the commit returns; other tables under a changed parent are left
 	// to the next automatic cycle.
 	MadeByCloud bool
+	// Created names the feedback column that holds when the cloud made a
+	// resource (an instance's launch_time), if the table has one. Of the
+	// resources one create's client token made more than once (an endpoint
+	// that ignored the token), the engine keeps the one a row holds, else
+	// the oldest (then the least identity), and deletes the others.
+	Created string
 }
 
 // CloudIDOf renders the identity of a record in cloud form: the value of
