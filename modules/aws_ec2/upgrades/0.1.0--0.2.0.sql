@@ -47,3 +47,10 @@ BEGIN
     END;
   END LOOP;
 END $$;
+
+-- A reference left to AWS's choice is written into the row once the instance
+-- is launched (the engine's cloud choices): the columns say so.
+COMMENT ON COLUMN public.instance.subnet_id IS
+  'The subnet (subnet.id) the instance is launched in; NULL: a default subnet of AWS''s choice, whose row the engine writes here once the instance is launched. Fixed at launch: changing it replaces the instance.';
+COMMENT ON COLUMN public.instance.security_group_ids IS
+  'Security groups (security_group.id) of the instance, in any order; empty: the VPC''s default group, AWS''s choice at launch, whose row the engine writes here once the instance is launched. Changed in place.';

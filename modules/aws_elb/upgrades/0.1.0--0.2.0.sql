@@ -33,3 +33,8 @@ BEGIN
     END;
   END LOOP;
 END $$;
+
+-- A reference left to AWS's choice is written into the row once the load
+-- balancer exists (the engine's cloud choices): the column says so.
+COMMENT ON COLUMN public.load_balancer.security_groups IS
+  'Security groups (security_group.id) of the subnets'' VPC, in any order; empty: the VPC''s default group, AWS''s choice at creation, whose row the engine writes here once the load balancer exists. Changed in place (SetSecurityGroups).';
