@@ -165,7 +165,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 					Description: "resume the create of " + Describe(ts.Spec, r.Cloud) + " (cut short before the cloud's answer was recorded)"})
 				continue
 			}
-			if equal && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) {
+			if equal && !r.Adopted && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) {
 				// In sync (the common case: no mode or action is worked out).
 				if ts.StandingIn(id) {
 					continue // the stand-in is in sync, not the record
@@ -214,6 +214,12 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			case !equal:
 				a.Action, a.Direction, a.Kind = "update", "database", DBUpdate
 				a.Description = "update the row from the cloud: " + changes(ts, ts.Spec.Declarative, r.Cloud, c) + note
+			case r.Adopted:
+				// An earlier create made it (a crash, or a lost answer, came
+				// before its identity was written back): the row takes it,
+				// and is in sync only once it holds its identity.
+				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
+				a.Description = "adopt " + Describe(ts.Spec, c) + ", made for the row by an earlier create (same client token): write back " + strings.Join(ts.Spec.Feedback, ", ")
 			default:
 				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
 				a.Description = "refresh " + strings.Join(ts.Spec.Feedback, ", ") + " from the cloud"
@@ -367,10 +373,15 @@ func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
 
 // parentInFlight reports whether a row references a record whose
 // operation runs on in the cloud (a create, replacement or change that
-// answered module.Pending).
+// answered module.Pending), or whose long create a previous leader began
+// and never recorded the answer of (CreateCutShort): its handle was not
+// saved, but the resource may be as much on its way.
 func parentInFlight(snap *snapshot.Snapshot, spec module.Table, r module.Record) bool {
 	for _, ref := range module.RefsOf(spec) {
-		if p := snap.ByName[ref.Table]; p != nil && slices.ContainsFunc(ref.Values(r), p.InFlight) {
+		p := snap.ByName[ref.Table]
+		if p != nil && slices.ContainsFunc(ref.Values(r), func(id string) bool {
+			return p.InFlight(id) || p.CreateCutShort(id, snap.LeaderSince)
+		}) {
 			return true
 		}
 	}

@@ -42,11 +42,12 @@ func (ts *Table) CloudForms(snap *Snapshot) error {
 			// To be created (the cloud gives it its identity), unless an
 			// earlier create made it and its identity was never written back.
 			cf, cid = ts.AdoptByToken(id, cf)
+			r.Adopted = cid != ""
 		}
 		if rp := ts.Repl[id]; rp != nil && Generated(ts.Spec) && cid == rp.Old {
 			// The new resource was made, its identity not written back.
 			if acf, acid := ts.adoptReplacement(id, cf, rp); acid != "" {
-				cf, cid = acf, acid
+				cf, cid, r.Adopted = acf, acid, true
 			}
 		}
 		if rp := ts.Repl[id]; rp != nil {
@@ -227,6 +228,11 @@ type Row struct {
 	DB      module.Record // as stored (refs are ids)
 	Cloud   module.Record // in cloud form (refs are the referenced resources' cloud ids)
 	CloudID string
+	// Adopted: the identity in Cloud is not the row's own but that of the
+	// resource its create's client token made (AdoptByToken,
+	// adoptReplacement): the row does not hold it yet, so the record is
+	// not in sync until it is written back.
+	Adopted bool
 }
 
 // RecordState is what iasql_records says of one record.
