@@ -95,6 +95,11 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 	// record had (a rename undone); claimed: the cloud ids (table, cloud
 	// id) they take back. What references either waits for the next pass.
 	restoring, claimed := map[string]bool{}, map[string]bool{}
+	// relaunching: rows (table, id) created anew in this pass under a new
+	// identity the cloud generates (Relaunch). What references them reads
+	// that identity in the next pass: planned now, it would register the
+	// old one (a target of a terminated instance).
+	relaunching := map[string]bool{}
 	for _, ts := range snap.Tables {
 		// Nothing at all is done in a part whose reads failed (unverified.go).
 		unverified := snap.UnverifiedParts(ts)
@@ -144,7 +149,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if ts.InFlight(id) {
 				continue // its operation runs on in the cloud: asked about later
 			}
-			if r.Cloud == nil || refersTo(ts.Spec, r.DB, restoring) {
+			if r.Cloud == nil || refersTo(ts.Spec, r.DB, restoring) || refersTo(ts.Spec, r.DB, relaunching) {
 				// A reference that cannot be resolved yet: its parent is
 				// planned in this pass; the next pass handles the child.
 				continue
@@ -189,6 +194,10 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			case !inCloud && toCloud:
 				a.Action, a.Direction, a.Kind = "create", "cloud", CloudCreate
 				a.Description = "create " + Describe(ts.Spec, r.Cloud) + " in the cloud" + note
+				if Relaunch(a) {
+					relaunching[ts.Spec.Name+"\x00"+id] = true
+					a.Description += dependents(snap, ts, id)
+				}
 			case !inCloud && restorable(ts, id, r):
 				// The row's identity changed without intent (a rename rolled
 				// back, or TRACK): the row takes back the resource its record
@@ -317,6 +326,14 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// Relaunch reports whether a is the create of a resource whose identity
+// the cloud generates, for a row that names one no longer in the cloud (an
+// instance terminated elsewhere, launched again under ENFORCE): the new
+// resource has a new identity, and what references the row moves to it.
+func Relaunch(a *Action) bool {
+	return a.Kind == CloudCreate && a.Cloud == nil && a.CloudID != "" && snapshot.Generated(a.Tab.Spec)
 }
 
 // dependents says what a replacement of row id cascades to: the rows that

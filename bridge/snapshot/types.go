@@ -60,10 +60,11 @@ func (ts *Table) CloudForms(snap *Snapshot) error {
 		if cid != "" {
 			ts.ByCloud[cid] = r
 		}
-		if ts.Repl[id] != nil || ts.Ops[id].Action == "replace" {
+		if ts.Repl[id] != nil || ts.Ops[id].Action == "replace" || ts.Ops[id].Relaunches(ts.Spec, cid) {
 			// Being replaced (a replacement under way, or one that deleted
-			// first and has not yet been read in sync): what references
-			// the record is pushed to the new resource, whatever its intent.
+			// first and has not yet been read in sync, or a relaunch under
+			// way): what references the record is pushed to the new
+			// resource, whatever its intent.
 			ts.Forced[id] = true
 		}
 		for _, ref := range module.RefsOf(ts.Spec) {
