@@ -57,13 +57,14 @@ func TestTierKilledMidCall(t *testing.T) {
 	cases := []struct {
 		name string
 		op   string // the call the kill cuts short
+		n    int    // how many such calls the tier makes
 		// startDelay: how long instances stay pending: long enough, for
 		// RunInstances, that the resumed create finds its instance still
 		// pending (its targets must wait for it).
 		startDelay time.Duration
 	}{
-		{"RunInstances, its handle never saved", "ec2:RunInstances", 5 * time.Second},
-		{"CreateListener, its ARN never written back", "elasticloadbalancing:CreateListener", 500 * time.Millisecond},
+		{"RunInstances, its handle never saved", "ec2:RunInstances", 2, 5 * time.Second},
+		{"CreateListener, its ARN never written back", "elasticloadbalancing:CreateListener", 1, 500 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,13 +76,14 @@ func TestTierKilledMidCall(t *testing.T) {
 			})
 			e.Stop() // the in-process sidecar makes way for one that can be killed
 			sc := startBinarySidecar(t, e)
-			e.Emu.Inject(emulator.Fault{Op: tc.op, Kind: emulator.Latency, Times: 1, Delay: time.Minute})
+			e.Emu.Inject(emulator.Fault{Op: tc.op, Kind: emulator.Latency, Delay: time.Minute})
 
 			tier := webtier.Default()
 			e.Exec(append([]string{`CALL iasql_begin()`}, tier.Statements()...)...)
 			done := callAsync(t, e.DSN, `CALL iasql_commit()`, nil)
-			enginetest.WaitUntil(t, 60*time.Second, tc.op+" to be asked for", func() bool { return e.Emu.Calls()[tc.op] > 0 })
+			enginetest.WaitUntil(t, 60*time.Second, tc.op+" to be asked for", func() bool { return e.Emu.Calls()[tc.op] >= tc.n })
 			sc.kill()
+			e.Emu.ClearFaults()
 			if err := waitCall(t, done); err == nil {
 				t.Fatal("the commit was answered before the kill")
 			}
@@ -92,9 +94,9 @@ func TestTierKilledMidCall(t *testing.T) {
 					t.Fatal(err)
 				}
 				if tc.op == "ec2:RunInstances" {
-					return len(c.Instances) == tier.Instances
+					return len(c.Instances) == tc.n
 				}
-				return c.Listeners == 1
+				return c.Listeners == tc.n
 			})
 
 			startBinarySidecar(t, e)
