@@ -64,7 +64,7 @@ func (d doer) Lane(a *plan.Action) string { return d.c.laneOf(a) }
 // cloud said yes): only a later read that shows it enacts the intent.
 func (d doer) Settled(a *plan.Action, err error) {
 	switch {
-	case err == nil && (a.Kind == plan.CloudCreate || a.Kind == plan.CloudUpdate) && (a.Action == "create" || a.Action == "update"):
+	case err == nil && (a.Kind == plan.CloudCreate || (a.Kind == plan.CloudUpdate && a.Action == "update")):
 		d.c.pushed[plan.PushKey(a)] = a.Tab.Seen[a.ID]
 	case errors.Is(err, store.ErrConflict):
 		d.c.e.log.Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)

@@ -25,6 +25,17 @@ func newToken() string { return randomHex(16) }
 // reports whether an earlier attempt may have made the resource.
 func (c *cycle) beginOp(ctx context.Context, a *plan.Action) (retried bool, err error) {
 	prev, had := a.Tab.Ops[plan.OpKey(a)]
+	if had && prev.Action == "replace" && a.Kind == plan.CloudCreate && a.Action == "create" {
+		// The create of a replacement whose new resource is not there (it
+		// deleted the old one first, module.DeleteFirst, and the create
+		// failed, or is tried in a later cycle): still the replacement.
+		// Recorded as such, what references the record keeps moving to
+		// the new resource (snapshot.Table.Forced) in every cycle until a
+		// read shows the record in sync; recorded as a create, a later
+		// cycle took the listeners AWS deleted with the old load balancer
+		// for deleted by someone else, and deleted their rows.
+		a.Action = "replace"
+	}
 	if (a.Kind == plan.CloudCreate || a.Action == "replace") && a.Token == "" {
 		// A replacement creates too: its new resource carries a token.
 		if had && prev.Action == a.Action && prev.Token != "" {
@@ -269,6 +280,11 @@ func (c *cycle) finishOp(ctx context.Context, ts *snapshot.Table, key string, o 
 	}
 	if o.Action != "replace" {
 		delete(ts.Ops, key)
+	}
+	if got != nil && o.Relaunches(ts.Spec, module.CloudIDOf(ts.Spec, got)) {
+		// A relaunch ended (in a cycle after the one that began it): what
+		// references the record moves to the new resource in this one.
+		c.markRecreated(ts.Spec.Name, key)
 	}
 	return nil
 }

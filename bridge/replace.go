@@ -32,15 +32,7 @@ func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 	want := a.Row.Own()
 	strategy := replace.StrategyFor(ts.Mapper, snapshot.Generated(ts.Spec))
 	if strategy == replace.DeleteFirst {
-		c.recreatedMu.Lock()
-		if c.recreated == nil {
-			c.recreated = map[string]map[string]bool{}
-		}
-		if c.recreated[a.Table] == nil {
-			c.recreated[a.Table] = map[string]bool{}
-		}
-		c.recreated[a.Table][a.ID] = true
-		c.recreatedMu.Unlock()
+		c.markRecreated(a.Table, a.ID)
 		if err := ts.Delete(ctx, a.Cloud); err != nil {
 			return fmt.Errorf("replace: delete the old resource: %w", err)
 		}
@@ -77,6 +69,21 @@ func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 		return c.writeFeedback(ctx, a, got)
 	}
 	return c.writeBack(ctx, a, got)
+}
+
+// markRecreated records that the record's resource is made anew in this
+// cycle, its old one gone (cycle.recreated): what references it moves to
+// the new one.
+func (c *cycle) markRecreated(table, id string) {
+	c.recreatedMu.Lock()
+	defer c.recreatedMu.Unlock()
+	if c.recreated == nil {
+		c.recreated = map[string]map[string]bool{}
+	}
+	if c.recreated[table] == nil {
+		c.recreated[table] = map[string]bool{}
+	}
+	c.recreated[table][id] = true
 }
 
 // settle records what the read found of replacements in progress: old

@@ -43,12 +43,16 @@ type cycle struct {
 	// carried. Only a later read that shows it enacts the intent.
 	pushed map[string]pglogrepl.LSN
 	// recreated: table -> records whose old resource this cycle deleted
-	// to replace it (module.DeleteFirst). The cloud may delete what hangs
+	// to replace it (module.DeleteFirst), or relaunched under a new
+	// generated identity, the old resource gone from the cloud (an
+	// instance terminated elsewhere, under ENFORCE), and every record a
+	// read of this cycle forced (snapshot.Table.Forced: being replaced or
+	// relaunched, or referencing one). The cloud may delete what hangs
 	// from it (a load balancer's listeners): what references them is
 	// pushed to the cloud for the rest of the cycle (snapshot.Table.Forced),
 	// created again, never taken for deleted by someone else.
 	recreated   map[string]map[string]bool
-	recreatedMu sync.Mutex // replacements run concurrently
+	recreatedMu sync.Mutex // replacements and creates run concurrently
 	// polledFailures: operations that ran long and failed, found by poll;
 	// pollRetry: one failed in a way the cloud says to retry, and is
 	// planned again (progress, not a loop).

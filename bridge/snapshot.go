@@ -145,6 +145,13 @@ func (c *cycle) read(ctx context.Context) error {
 		if err := ts.CloudForms(snap); err != nil {
 			return err
 		}
+		for id := range ts.Forced {
+			// Pushed for the rest of the cycle (cycle.recreated): what
+			// waits for a parent's operation in the cloud is still moved
+			// once it ends, though the parent's replace or relaunch
+			// operation is over by then.
+			c.markRecreated(ts.Spec.Name, id)
+		}
 		if byRecord {
 			if err := ts.GetCloud(ctx, reading, c.fresh[ts.Spec.Name]); err != nil {
 				return err

@@ -148,7 +148,7 @@ type round struct {
 
 	mu   sync.Mutex
 	down map[string]string // action key -> why it did not happen
-	// moved: parents replaced under a new generated identity, deletes that
+	// moved: parents replaced under a new generated identity, actions that
 	// run on in the cloud (ErrInFlight), and what waits for them: not done
 	// in this pass, planned again in a later one (plan.Diff holds a delete
 	// while a delete of something that may reference it runs on).
@@ -285,11 +285,15 @@ func (r *round) settle(a *plan.Action, err error) {
 	if err == nil && a.Action == "replace" && snapshot.Generated(a.Tab.Spec) {
 		r.moved[plan.ActionKey(a)] = true
 	}
-	if errors.Is(err, ErrInFlight) && a.Kind == plan.CloudDelete {
-		// A resource still being deleted (an instance shutting down) may
-		// still hold what waits for its delete: AWS refuses to delete a
-		// security group or subnet an instance uses until it is terminated
-		// (DependencyViolation).
+	if errors.Is(err, ErrInFlight) {
+		// Not done yet, whatever the action: what waits for it waits for a
+		// later pass, which holds it while the operation runs (plan.Diff:
+		// parentInFlight). A resource still being made is not ready for
+		// its children (RegisterTargets: an instance "must be in the
+		// running state when you register it", and AWS's InvalidTarget is
+		// terminal); one still being deleted (an instance shutting down)
+		// may still hold what waits for its delete (DependencyViolation for
+		// the security group or subnet it uses).
 		r.moved[plan.ActionKey(a)] = true
 	}
 	r.do.Settled(a, err)

@@ -199,6 +199,20 @@ func TestRun(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a create that runs on in the cloud holds its child for a later pass, which is no failure",
+		setup: func(d *doer) []*plan.Action {
+			d.running["parent 1"] = true
+			return []*plan.Action{create(parentSpec, "1", module.Record{"name": "p"}), create(childSpec, "5", module.Record{"name": "c", "parent_id": "1"}),
+				create(parentSpec, "2", module.Record{"name": "q"}), create(childSpec, "6", module.Record{"name": "d", "parent_id": "2"})}
+		},
+		check: func(t *testing.T, d *doer) {
+			// An instance still pending takes no target (RegisterTargets:
+			// InvalidTarget, terminal).
+			if d.calls["parent 1"] != 1 || d.calls["child 5"] != 0 || d.calls["child 6"] != 1 || len(d.held) != 0 {
+				t.Errorf("calls %v, held %v; want the running parent once, its child not yet (nor held as a failure), the other child once", d.calls, d.held)
+			}
+		},
+	}, {
 		name: "database actions run in batches before cloud actions",
 		setup: func(d *doer) []*plan.Action {
 			var out []*plan.Action

@@ -105,6 +105,11 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 	// record had (a rename undone); claimed: the cloud ids (table, cloud
 	// id) they take back. What references either waits for the next pass.
 	restoring, claimed := map[string]bool{}, map[string]bool{}
+	// relaunching: rows (table, id) created anew in this pass under a new
+	// identity the cloud generates (Relaunch). What references them reads
+	// that identity in the next pass: planned now, it would register the
+	// old one (a target of a terminated instance).
+	relaunching := map[string]bool{}
 	for _, ts := range snap.Tables {
 		// Nothing at all is done in a part whose reads failed (unverified.go).
 		unverified := snap.UnverifiedParts(ts)
@@ -169,7 +174,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				}
 				continue
 			}
-			if r.Cloud == nil || refersTo(ts.Spec, r.DB, restoring) {
+			if r.Cloud == nil || refersTo(ts.Spec, r.DB, restoring) || refersTo(ts.Spec, r.DB, relaunching) {
 				// A reference that cannot be resolved yet: its parent is
 				// planned in this pass; the next pass handles the child.
 				continue
@@ -187,7 +192,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 					Description: "resume the create of " + Describe(ts.Spec, r.Cloud) + " (cut short before the cloud's answer was recorded)"})
 				continue
 			}
-			if equal && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) && len(r.Fill) == 0 {
+			if equal && !r.Adopted && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) && len(r.Fill) == 0 {
 				// In sync (the common case: no mode or action is worked out).
 				if ts.StandingIn(id) {
 					continue // the stand-in is in sync, not the record
@@ -211,6 +216,10 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			case !inCloud && toCloud:
 				a.Action, a.Direction, a.Kind = "create", "cloud", CloudCreate
 				a.Description = "create " + Describe(ts.Spec, r.Cloud) + " in the cloud" + note
+				if Relaunch(a) {
+					relaunching[ts.Spec.Name+"\x00"+id] = true
+					a.Description += dependents(snap, ts, id)
+				}
 			case !inCloud && restorable(ts, id, r):
 				// The row's identity changed without intent (a rename rolled
 				// back, or TRACK): the row takes back the resource its record
@@ -236,6 +245,12 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			case !equal:
 				a.Action, a.Direction, a.Kind = "update", "database", DBUpdate
 				a.Description = "update the row from the cloud: " + changes(ts, ts.Spec.Declarative, r.Cloud, c) + note
+			case r.Adopted:
+				// An earlier create made it (a crash, or a lost answer, came
+				// before its identity was written back): the row takes it,
+				// and is in sync only once it holds its identity.
+				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
+				a.Description = "adopt " + Describe(ts.Spec, c) + ", made for the row by an earlier create (same client token): write back " + strings.Join(ts.Spec.Feedback, ", ")
 			case len(r.Fill) > 0:
 				// The row left them NULL and the cloud chose (snapshot.TakeChoices).
 				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
@@ -343,6 +358,14 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 	return p, nil
 }
 
+// Relaunch reports whether a is the create of a resource whose identity
+// the cloud generates, for a row that names one no longer in the cloud (an
+// instance terminated elsewhere, launched again under ENFORCE): the new
+// resource has a new identity, and what references the row moves to it.
+func Relaunch(a *Action) bool {
+	return a.Kind == CloudCreate && a.Cloud == nil && a.CloudID != "" && snapshot.Generated(a.Tab.Spec)
+}
+
 // dependents says what a replacement of row id cascades to: the rows that
 // reference it move to the new resource.
 func dependents(snap *snapshot.Snapshot, ts *snapshot.Table, id string) string {
@@ -447,10 +470,15 @@ func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
 
 // parentInFlight reports whether a row references a record whose
 // operation runs on in the cloud (a create, replacement or change that
-// answered module.Pending).
+// answered module.Pending), or whose long create a previous leader began
+// and never recorded the answer of (CreateCutShort): its handle was not
+// saved, but the resource may be as much on its way.
 func parentInFlight(snap *snapshot.Snapshot, spec module.Table, r module.Record) bool {
 	for _, ref := range module.RefsOf(spec) {
-		if p := snap.ByName[ref.Table]; p != nil && slices.ContainsFunc(ref.Values(r), p.InFlight) {
+		p := snap.ByName[ref.Table]
+		if p != nil && slices.ContainsFunc(ref.Values(r), func(id string) bool {
+			return p.InFlight(id) || p.CreateCutShort(id, snap.LeaderSince)
+		}) {
 			return true
 		}
 	}

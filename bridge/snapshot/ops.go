@@ -189,6 +189,15 @@ func (ts *Table) MarkStrays() {
 	}
 }
 
+// Relaunches reports whether o is the create of a resource that replaces
+// one the record had (cid is the record's identity now): a record whose
+// identity the cloud generates, whose resource was gone from the cloud
+// (an instance terminated elsewhere, under ENFORCE), created anew. What
+// references the record moves to the new resource (Table.Forced).
+func (o Op) Relaunches(spec module.Table, cid string) bool {
+	return o.Action == "create" && Generated(spec) && o.CloudID != "" && cid != "" && o.CloudID != cid
+}
+
 // InFlight reports whether a record has an operation running in the cloud.
 func (ts *Table) InFlight(key string) bool {
 	o, ok := ts.Ops[key]

@@ -42,11 +42,12 @@ func (ts *Table) CloudForms(snap *Snapshot) error {
 			// To be created (the cloud gives it its identity), unless an
 			// earlier create made it and its identity was never written back.
 			cf, cid = ts.AdoptByToken(id, cf)
+			r.Adopted = cid != ""
 		}
 		if rp := ts.Repl[id]; rp != nil && Generated(ts.Spec) && cid == rp.Old {
 			// The new resource was made, its identity not written back.
 			if acf, acid := ts.adoptReplacement(id, cf, rp); acid != "" {
-				cf, cid = acf, acid
+				cf, cid, r.Adopted = acf, acid, true
 			}
 		}
 		if rp := ts.Repl[id]; rp != nil {
@@ -59,10 +60,11 @@ func (ts *Table) CloudForms(snap *Snapshot) error {
 		if cid != "" {
 			ts.ByCloud[cid] = r
 		}
-		if ts.Repl[id] != nil || ts.Ops[id].Action == "replace" {
+		if ts.Repl[id] != nil || ts.Ops[id].Action == "replace" || ts.Ops[id].Relaunches(ts.Spec, cid) {
 			// Being replaced (a replacement under way, or one that deleted
-			// first and has not yet been read in sync): what references
-			// the record is pushed to the new resource, whatever its intent.
+			// first and has not yet been read in sync, or a relaunch under
+			// way): what references the record is pushed to the new
+			// resource, whatever its intent.
 			ts.Forced[id] = true
 		}
 		for _, ref := range module.RefsOf(ts.Spec) {
@@ -231,6 +233,11 @@ type Row struct {
 	// (TakeChoices; Cloud holds them already); Fill: those of them to be
 	// written into the row.
 	Chosen, Fill []string
+	// Adopted: the identity in Cloud is not the row's own but that of the
+	// resource its create's client token made (AdoptByToken,
+	// adoptReplacement): the row does not hold it yet, so the record is
+	// not in sync until it is written back.
+	Adopted bool
 }
 
 // Own is the row's cloud form without the cloud's choices: what a new

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
@@ -216,4 +219,47 @@ func TestTierLoadBalancerReplacedAcrossCycles(t *testing.T) {
 	e.Emu.ClearFaults()
 	e.Commit()
 	whole(t, e, tier)
+}
+
+// TestTierEnforceRelaunch: an instance under ENFORCE is terminated by
+// someone else; one commit launches its replacement and moves the target
+// that registered it to the new instance (the target row references the
+// instance row, so it registers the instance id the row now has).
+func TestTierEnforceRelaunch(t *testing.T) {
+	t.Parallel()
+	e, tier := newTier(t)
+	// The rule comes with the tier: no cycle ever sees the instance without it.
+	e.Exec(append(append([]string{`CALL iasql_begin()`}, tier.Statements()...),
+		`INSERT INTO iasql_mode (table_name, record_id, mode) SELECT 'instance', id, 'ENFORCE' FROM instance WHERE tags->>'Name' = 'web-2'`,
+		`CALL iasql_commit()`)...)
+	whole(t, e, tier)
+	id := e.String(`SELECT id::text FROM instance WHERE tags->>'Name' = 'web-2'`)
+	old := e.String(`SELECT instance_id FROM instance WHERE id = ` + id)
+
+	cfg := e.AWS.Copy()
+	cfg.Region = tier.Region
+	cl := ec2.NewFromConfig(cfg)
+	if _, err := cl.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: []string{old}}); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.WaitUntil(t, 30*time.Second, "the instance to be terminated", func() bool {
+		out, err := cl.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{old}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(out.Reservations) == 1 && out.Reservations[0].Instances[0].State.Name == ec2types.InstanceStateNameTerminated
+	})
+
+	e.Commit()
+	now := e.String(`SELECT coalesce(instance_id, '') FROM instance WHERE id = ` + id)
+	if now == old || now == "" {
+		t.Fatalf("the row names %q after the commit; want a new instance in place of the terminated %s", now, old)
+	}
+	c := whole(t, e, tier)
+	if c.Instances[now] != "running" {
+		t.Errorf("the new instance %s is %q, want running", now, c.Instances[now])
+	}
+	if n := e.Count(`SELECT count(*) FROM target`); n != tier.Instances {
+		t.Errorf("%d target rows, want %d (the moved one kept, none imported)", n, tier.Instances)
+	}
 }
