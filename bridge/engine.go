@@ -516,11 +516,10 @@ func (e *Engine) start(ctx context.Context) error {
 // retry has passed (true: try the start again) or the leadership or the
 // service session ends (false). It runs no cycle: it answers every request
 // with why, in one line, and watches the iasql transaction: one whose
-// owner has ended is reported, and rolled back as soon as the engine
-// starts (its rollback is a cycle: it restores the rows from the cloud,
-// read through the modules the start could not make; closing it without
-// would let what its owner never committed reach the cloud); reported
-// says it was reported already.
+// owner has ended (or sat idle past the timeout) is rolled back without a
+// cycle (discardExpired), so that it does not refuse everyone's writes for
+// as long as the engine cannot start; reported says that a discard that
+// failed was reported already.
 func (e *Engine) hold(ctx context.Context, why error, retry time.Duration, lost <-chan error, reported *bool) bool {
 	failure := fmt.Errorf("the sidecar's engine cannot start, so it runs no cycle: %w; it tries again every %s (the sidecar's log says more)", why, maxStartRetry)
 	timer := time.NewTimer(retry)
@@ -545,12 +544,65 @@ func (e *Engine) hold(ctx context.Context, why error, retry time.Duration, lost 
 				e.log.Warn("engine lost its session; starting again", "err", err)
 				return false
 			}
-			if t, why := e.expiredTransaction(ctx); t != nil && !*reported {
-				*reported = true
-				e.log.Warn("an iasql transaction has expired; it is rolled back as soon as the engine starts", "why", why, "opened_by", t.OpenedBy, "owner_pid", t.OwnerPID, "opened_at", t.OpenedAt)
+			if t, why := e.expiredTransaction(ctx); t != nil {
+				if err := e.discardExpired(ctx, t, why); err != nil && !*reported {
+					*reported = true
+					e.log.Warn("an iasql transaction has expired, and its changes cannot be discarded yet; tried again each second", "why", why, "opened_by", t.OpenedBy, "owner_pid", t.OwnerPID, "err", err)
+				}
 			}
 		}
 	}
+}
+
+// discardExpired ends an expired iasql transaction while the engine cannot
+// start (hold), so that it never refuses everyone's writes for as long as
+// the cause lasts: the user changes made since it began are recorded as
+// discarded (store.DiscardSince: no intent any more, so none of them can
+// reach the cloud), and it closes. What the rollback's cycle would have
+// restored at once, the first cycles after the start restore, as they do
+// any row without intent (as after a rollback that could not restore
+// everything). Capture must have recorded every change committed before
+// now first, or one could escape the discard.
+func (e *Engine) discardExpired(ctx context.Context, t *store.Transaction, why string) error {
+	var upto pglogrepl.LSN
+	if err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		upto, err = store.WALInsertLSN(ctx, c)
+		return err
+	}); err != nil {
+		return err
+	}
+	if e.capture != nil {
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := e.capture.WaitCovered(wctx, upto)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("wait until capture has recorded the changes up to %s: %w", upto, err)
+		}
+	}
+	var n int
+	var closed bool
+	err := e.service(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			cur, err := store.ReadTransaction(ctx, tx)
+			if err != nil || cur == nil || cur.BeginLSN != t.BeginLSN {
+				return err // closed meanwhile, or another one
+			}
+			if n, err = store.DiscardSince(ctx, tx, lsnOf(t.BeginLSN), upto); err != nil {
+				return err
+			}
+			closed = true
+			return store.CloseTransaction(ctx, tx)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("discard the changes of an expired iasql transaction: %w", err)
+	}
+	if closed {
+		e.log.Warn("an expired iasql transaction is rolled back while the engine cannot start: its changes are discarded, and its rows are restored from the cloud by the first cycles once the engine starts",
+			"why", why, "opened_by", t.OpenedBy, "owner_pid", t.OwnerPID, "opened_at", t.OpenedAt, "records", n)
+		e.Intent() // the first cycle once the engine starts restores them
+	}
+	return nil
 }
 
 // automatic runs a scheduled cycle unless an iasql transaction is open or

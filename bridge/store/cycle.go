@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -116,6 +117,74 @@ func Discard(ctx context.Context, db Execer, tables, ids, lsns []string) error {
 		return fmt.Errorf("discard the changes to %d records: %w", len(tables), err)
 	}
 	return nil
+}
+
+// DiscardSince records as discarded the user changes of the audit trail
+// after after and up to upto (an expired iasql transaction's, while the
+// engine cannot run the rollback's cycle), for the records that still have
+// a row or a record: from then on they are no intent, and the cycles restore
+// those rows from the cloud as any row without intent (a row never made in
+// the cloud is deleted, one the user deleted is imported again). It returns
+// how many records it discarded.
+func DiscardSince(ctx context.Context, tx pgx.Tx, after, upto pglogrepl.LSN) (int, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT a.table_name, a.record_id, max(a.lsn)::text
+		FROM public.iasql_audit_log a
+		WHERE a.origin = 'user' AND a.lsn > $1::text::pg_lsn AND a.lsn <= $2::text::pg_lsn
+		  AND a.record_id IS NOT NULL AND a.change_type IN ('INSERT', 'UPDATE', 'DELETE')
+		GROUP BY a.table_name, a.record_id`, after.String(), upto.String())
+	if err != nil {
+		return 0, fmt.Errorf("read the user changes to discard: %w", err)
+	}
+	type change struct{ id, lsn string }
+	byTable := map[string][]change{}
+	for rows.Next() {
+		var t string
+		var c change
+		if err := rows.Scan(&t, &c.id, &c.lsn); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("read the user changes to discard: %w", err)
+		}
+		byTable[t] = append(byTable[t], c)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("read the user changes to discard: %w", err)
+	}
+	var tables, ids, lsns []string
+	for t, changes := range byTable {
+		want := make([]string, len(changes))
+		for i, c := range changes {
+			want[i] = c.id
+		}
+		// A record whose row is gone and that has no record (inserted and
+		// deleted since begin) leaves nothing to discard.
+		var keep []string
+		if err := tx.QueryRow(ctx, `
+			SELECT coalesce(array_agg(r.record_id), '{}') FROM public.iasql_records r
+			WHERE r.table_name = $1 AND r.record_id = ANY($2)`, t, want).Scan(&keep); err != nil {
+			return 0, fmt.Errorf("read the records of %s: %w", t, err)
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL`, "public."+pgx.Identifier{t}.Sanitize()).Scan(&exists); err != nil {
+			return 0, fmt.Errorf("look up table %s: %w", t, err)
+		}
+		if exists {
+			var present []string
+			if err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(id::text), '{}') FROM `+pgx.Identifier{"public", t}.Sanitize()+` WHERE id::text = ANY($1)`, want).Scan(&present); err != nil {
+				return 0, fmt.Errorf("read the rows of %s: %w", t, err)
+			}
+			keep = append(keep, present...)
+		}
+		for _, c := range changes {
+			if slices.Contains(keep, c.id) {
+				tables, ids, lsns = append(tables, t), append(ids, c.id), append(lsns, c.lsn)
+			}
+		}
+	}
+	if len(tables) == 0 {
+		return 0, nil
+	}
+	return len(tables), Discard(ctx, tx, tables, ids, lsns)
 }
 
 // ForgetResource forgets that record stood for the resource cloudID (it
