@@ -125,6 +125,9 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if err := c.enact(ctx, p.Enact); err != nil {
 			return out, err
 		}
+		if err := c.forgetGone(ctx); err != nil {
+			return out, err
+		}
 		if err := c.settle(ctx, p); err != nil {
 			return out, err
 		}
@@ -370,6 +373,27 @@ func (c *cycle) enact(ctx context.Context, es []plan.Enactment) error {
 		}
 		return store.ForgetOps(ctx, tx, opTables, opKeys)
 	})
+}
+
+// forgetGone forgets the records that outlived their rows, with nothing
+// left to do in the cloud (snapshot.Table.Forgotten): a create that failed
+// and whose row the user then deleted is no longer failed in iasql_status.
+func (c *cycle) forgetGone(ctx context.Context) error {
+	for _, ts := range c.snap.Tables {
+		ids := ts.Forgotten(c.snap)
+		if len(ids) == 0 {
+			continue
+		}
+		if err := c.dbTx(ctx, func(tx pgx.Tx) error { return store.ForgetGone(ctx, tx, ts.Spec.Name, ids) }); err != nil {
+			return err
+		}
+		c.e.log.Info("forgot records whose rows are gone", "table", ts.Spec.Name, "ids", strings.Join(ids, ","))
+		for _, id := range ids {
+			delete(ts.Ops, id)
+			delete(ts.Records, id)
+		}
+	}
+	return nil
 }
 
 func lsnOf(s string) pglogrepl.LSN {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/iasql/iasql/bridge/replace"
@@ -142,4 +143,47 @@ func (ts *Table) CreateUnsettled() bool {
 		}
 	}
 	return false
+}
+
+// Forgotten are the records of the table that outlived their rows: the row
+// is gone (read, not there), and the resource the record stands for is not
+// in the cloud, or another row stands for it now; so nothing is left to do
+// for them, and their state and operations (a create that failed before
+// the user deleted the row) are forgotten. A record is kept while an
+// operation of it runs in the cloud, while a create cut short may yet be
+// found by its token (in progress, with one), while a replacement of it
+// is under way, and where the cloud could not be read.
+func (ts *Table) Forgotten(snap *Snapshot) []string {
+	unverified := snap.UnverifiedParts(ts)
+	var out []string
+	consider := func(id string) {
+		if ts.Rows[id] != nil || ts.Repl[id] != nil || slices.Contains(out, id) {
+			return
+		}
+		if snap.Reading.ByRecord(ts.Spec.Name) && !snap.Reading.Acting[ts.Spec.Name][id] {
+			return // not read: whether the row is there is not known
+		}
+		if o, ok := ts.Ops[id]; ok && (o.Handle != "" || (o.State == OpInProgress && o.Token != "")) {
+			return
+		}
+		if cid := ts.Records[id].CloudID; cid != "" {
+			if _, there := ts.Cloud[cid]; there && ts.ByCloud[cid] == nil {
+				return // the resource is deleted from the cloud first (Diff)
+			}
+		}
+		if unverified.Record(id) {
+			return
+		}
+		out = append(out, id)
+	}
+	for key := range ts.Ops {
+		if !strings.HasPrefix(key, "cloud ") {
+			consider(key)
+		}
+	}
+	for id := range ts.Records {
+		consider(id)
+	}
+	sort.Slice(out, func(i, j int) bool { return NumLess(out[i], out[j]) })
+	return out
 }
