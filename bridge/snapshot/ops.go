@@ -23,6 +23,21 @@ type Op struct {
 	Since                time.Time // when it began (the handle's, once it has one)
 	CloudID              string    // the resource it works on, when known
 	Updated              time.Time // when it last changed
+	// Changed: a user changed the record since (new intent, which a
+	// record failed as not converging is planned for again at once).
+	Changed bool
+}
+
+// NotConverging is how the last error of a record failed for not
+// converging begins (bridge's cycle.notConverging).
+const NotConverging = "not converging: "
+
+// BackingOff reports whether the record's operation failed for not
+// converging, its retry is not due at now, and no user changed the record
+// since: every cycle leaves it alone (iasql_commit too), so that it does
+// not fail commits that are not about it.
+func (o Op) BackingOff(now time.Time) bool {
+	return o.State == OpFailed && strings.HasPrefix(o.LastError, NotConverging) && o.NextRetry.After(now) && !o.Changed
 }
 
 // Operation states, as iasql_operations spells them.
