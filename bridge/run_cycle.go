@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -326,7 +327,9 @@ func (c *cycle) notConverging(ctx context.Context, actions []*plan.Action, why s
 		c.endOp(ctx, a, snapshot.OpFailed, reason)
 		line := a.Failure(reason)
 		c.stuck = append(c.stuck, line)
-		if key := a.Table + "\x00" + plan.OpKey(a); c.first[key] && !c.carried[key] {
+		// A resource being deleted from the cloud is its row's (a.ID), as
+		// user intent goes; its operation is the resource's (OpKey).
+		if c.first[a.Table+"\x00"+cmp.Or(a.ID, plan.OpKey(a))] && !c.carried[a.Table+"\x00"+plan.OpKey(a)] {
 			c.involved = append(c.involved, line)
 		}
 		c.e.log.Warn("record not converging; it backs off", "cycle", c.id, "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "why", reason)
