@@ -164,7 +164,8 @@ func (ts *Table) CreateUnsettled() bool {
 // is gone (read, not there), and the resource the record stands for is not
 // in the cloud, or another row stands for it now; so nothing is left to do
 // for them, and their state and operations (a create that failed before
-// the user deleted the row) are forgotten. A record is kept while an
+// the user deleted the row) are forgotten. So is the work on a resource
+// with no row ("cloud " and its id) that a whole read no longer finds. A record is kept while an
 // operation of it runs in the cloud, while a create cut short may yet be
 // found by its token (in progress, with one), while a replacement of it
 // is under way, and where the cloud could not be read.
@@ -191,9 +192,16 @@ func (ts *Table) Forgotten(snap *Snapshot) []string {
 		}
 		out = append(out, id)
 	}
-	for key := range ts.Ops {
-		if !strings.HasPrefix(key, "cloud ") {
+	for key, o := range ts.Ops {
+		cid, rowless := strings.CutPrefix(key, "cloud ")
+		if !rowless {
 			consider(key)
+			continue
+		}
+		// Work on a resource with no row (a delete that failed) whose
+		// resource is gone meanwhile: nothing is left to do either.
+		if _, there := ts.Cloud[cid]; !there && ts.CloudWhole && o.Handle == "" && unverified == nil {
+			out = append(out, key)
 		}
 	}
 	for id := range ts.Records {
