@@ -61,8 +61,12 @@ func (d doer) Held(ctx context.Context, a *plan.Action, why string) {
 func (d doer) Lane(a *plan.Action) string { return d.c.laneOf(a) }
 
 // Settled notes the records whose declarative state the cycle pushed (the
-// cloud said yes): only a later read that shows it enacts the intent.
+// cloud said yes): only a later read that shows it enacts the intent; and
+// the records it acted on in the cloud (leaveNewer).
 func (d doer) Settled(a *plan.Action, err error) {
+	if err == nil && plan.IsCloud(a) && a.ID != "" {
+		d.c.acted[a.Table+"\x00"+a.ID] = true
+	}
 	switch {
 	case err == nil && (a.Kind == plan.CloudCreate || (a.Kind == plan.CloudUpdate && a.Action == "update")):
 		d.c.pushed[plan.PushKey(a)] = a.Tab.Seen[a.ID]

@@ -2,6 +2,9 @@ package bridge_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,13 +18,15 @@ import (
 
 // memMapper is a cloud of its own, in memory, for engine behaviours no
 // real module should show: an Equal that never agrees (the differ footgun
-// the guard exists for) and a Read that hangs.
+// the guard exists for), a Read that hangs, and a resource whose feedback
+// column (seen, with tickModule) reads differently every time.
 type memMapper struct {
 	mu        sync.Mutex
 	things    map[string]module.Record
 	neverSame bool
 	slowRead  time.Duration
-	reads     int // Read calls so far
+	reads     int    // Read (and Get) calls so far
+	ticking   string // the name of the thing whose seen is the read count
 }
 
 func (m *memMapper) Read(ctx context.Context) ([]module.Record, error) {
@@ -37,9 +42,20 @@ func (m *memMapper) Read(ctx context.Context) ([]module.Record, error) {
 	m.reads++
 	var out []module.Record
 	for _, r := range m.things {
-		out = append(out, r)
+		out = append(out, m.tick(r))
 	}
 	return out, nil
+}
+
+// tick is r as the cloud reports it: the ticking thing's seen is the
+// number of reads so far (m.mu held).
+func (m *memMapper) tick(r module.Record) module.Record {
+	if r.String("name") != m.ticking || m.ticking == "" {
+		return r
+	}
+	r = maps.Clone(r)
+	r["seen"] = json.Number(strconv.Itoa(m.reads))
+	return r
 }
 
 func (m *memMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {

@@ -78,15 +78,18 @@ func (c *cycle) endOp(ctx context.Context, a *plan.Action, state, why string) {
 
 // dueOnly drops, from an automatic cycle's actions, the cloud actions that
 // failed before and whose retry is not due yet: each record backs off on
-// its own. They stay failed in iasql_status.
+// its own. They stay failed in iasql_status. A record failed for not
+// converging backs off in every cycle (iasql_commit too) until a user
+// changes it (snapshot.Op.BackingOff).
 func (c *cycle) dueOnly(actions []*plan.Action) []*plan.Action {
-	if c.waited() {
-		return actions
-	}
 	now := time.Now()
 	kept := actions[:0]
 	for _, a := range actions {
-		if o, ok := a.Tab.Ops[plan.OpKey(a)]; ok && plan.IsCloud(a) && o.State == snapshot.OpFailed && o.NextRetry.After(now) {
+		o, ok := a.Tab.Ops[plan.OpKey(a)]
+		if ok && o.BackingOff(now) {
+			continue
+		}
+		if !c.waited() && ok && plan.IsCloud(a) && o.State == snapshot.OpFailed && o.NextRetry.After(now) {
 			continue
 		}
 		kept = append(kept, a)

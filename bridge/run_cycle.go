@@ -70,6 +70,18 @@ type cycle struct {
 	touched map[string]bool
 	// changed: the tables this cycle changed in the cloud (in any pass).
 	changed map[string]bool
+
+	// begin: the cycle's first read; first: the records with user changes
+	// pending then (its work); carried: those failed for not converging
+	// before it, unchanged since; acted: the records whose cloud action it
+	// did (leaveNewer). same: per record, the work the last passes
+	// planned; stuck, involved: the records failed for not converging, and
+	// those of them the cycle is about (notConverging).
+	begin           pglogrepl.LSN
+	first, carried  map[string]bool
+	acted           map[string]bool
+	same            map[string]sameWork
+	stuck, involved []string
 }
 
 type installedTable struct {
@@ -95,7 +107,13 @@ type Outcome struct {
 	Discarded bool `json:"-"`
 }
 
-const maxPasses = 10
+// maxPasses bounds a cycle's passes; maxSame is how many passes in a row
+// may plan a record the same work (the same action, with no new user
+// change) before it is taken for not converging.
+const (
+	maxPasses = 10
+	maxSame   = 2
+)
 
 // run is the double loop of the walkthrough: read both sides, diff,
 // execute (retrying failed tasks while the set of failures keeps changing),
@@ -103,12 +121,17 @@ const maxPasses = 10
 // are enacted only by the next pass's read, when it shows them; so a pass
 // with failures is followed by one more read that enacts what did succeed,
 // and the cycle then ends failed.
+//
+// A cycle enacts the user changes committed before it began (its first
+// read) and leaves newer ones to the next cycle (leaveNewer): users who
+// keep writing are never taken for a loop. A record that keeps being
+// planned the same work, or is still planned when the passes run out, is
+// failed on its own (notConverging), backs off, and fails the cycle only
+// when the cycle is about it (involved).
 func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 	out := &Outcome{Cycle: c.id}
 	c.pushed = map[string]pglogrepl.LSN{}
-	var lastSig string
-	var lastSeen map[string]pglogrepl.LSN
-	repeats := 0
+	c.acted, c.same = map[string]bool{}, map[string]sameWork{}
 	for pass := 1; ; pass++ {
 		if err := c.read(ctx); err != nil {
 			return out, err
@@ -120,8 +143,12 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 				return out, err
 			}
 		}
+		if pass == 1 {
+			c.begun(c.snap)
+		}
 		if c.pollRetry {
-			lastSig, repeats, c.pollRetry = "", 0, false
+			clear(c.same)
+			c.pollRetry = false
 		}
 		if c.opt.Discard && c.opt.DiscardUpTo == 0 {
 			// A rollback discards what its first read saw, in every pass
@@ -139,6 +166,9 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if err := c.enact(ctx, p.Enact); err != nil {
 			return out, err
 		}
+		if err := c.forgetGone(ctx); err != nil {
+			return out, err
+		}
 		if err := c.settle(ctx, p); err != nil {
 			return out, err
 		}
@@ -148,6 +178,15 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, err
 		}
 		p.Actions = c.dueOnly(p.Actions)
+		left := c.leaveNewer(p)
+		if pass > maxPasses {
+			// Still planned when the passes have run out, with no newer
+			// user change to explain it.
+			c.notConverging(ctx, p.Actions, fmt.Sprintf("still planned after %d passes: ", maxPasses))
+			p.Actions = nil
+		} else {
+			p.Actions = c.sameAgain(ctx, p.Actions)
+		}
 		if len(out.Failures) > 0 {
 			// The read after a failed pass: it enacted what the cloud shows.
 			for _, f := range failures {
@@ -155,6 +194,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 					out.Failures = append(out.Failures, f)
 				}
 			}
+			out.Failures = append(out.Failures, c.stuckInvolved()...)
 			out.Summary = summarize(out)
 			return out, &CycleError{Failures: out.Failures}
 		}
@@ -178,26 +218,18 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			if len(what) > 0 {
 				out.Summary += fmt.Sprintf("; %d operation(s) still running in the cloud", len(what))
 			}
+			if left > 0 {
+				out.Summary += fmt.Sprintf("; %d change(s) left for the next cycle: users changed their records after this cycle began", left)
+			}
+			if len(c.stuck) > 0 {
+				out.Summary += fmt.Sprintf("; %d record(s) not converging, backing off (iasql_status): %s", len(c.stuck), strings.Join(c.stuck, "; "))
+			}
+			if involved := c.stuckInvolved(); len(involved) > 0 {
+				out.Failures = involved
+				return out, &CycleError{Failures: involved}
+			}
 			return out, nil
 		}
-		sig := signature(p.Actions)
-		if sig == lastSig {
-			repeats++
-		} else {
-			repeats = 0
-		}
-		if repeats >= 2 || (pass > maxPasses && !c.userWrites(p, lastSeen)) {
-			return out, fmt.Errorf("the cycle is not converging: it keeps planning the same work: %s", sig)
-		}
-		if pass > maxPasses {
-			// Users keep changing the records this cycle works on: each pass
-			// enacts what it saw, and what they write meanwhile is left,
-			// pending, to the next cycle. Not a loop, not a failure.
-			c.keepPending(p)
-			out.Summary = summarize(out) + fmt.Sprintf("; %d change(s) left for the next cycle: their records kept changing while it ran", len(p.Actions))
-			return out, nil
-		}
-		lastSig, lastSeen = sig, c.seenOf(p)
 		done := c.executeAll(c.snap.Scope(ctx), p.Actions)
 		c.e.log.DebugContext(ctx, "cycle executed", "cycle", c.id, "pass", pass, "actions", len(p.Actions), "failures", len(done))
 		failures = append(failures, done...)
@@ -210,12 +242,114 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if len(failures) > 0 {
 			out.Failures = failures
 			if len(p.Actions) == 0 {
+				out.Failures = append(out.Failures, c.stuckInvolved()...)
 				out.Summary = summarize(out)
-				return out, &CycleError{Failures: failures}
+				return out, &CycleError{Failures: out.Failures}
 			}
 		}
 	}
 }
+
+// sameWork is the work a pass planned for a record, and how many passes in
+// a row planned it.
+type sameWork struct {
+	what string
+	n    int
+}
+
+// begun notes, at the cycle's first read, where the cycle begins: the user
+// changes committed before it are its work (first, by record); newer ones
+// are the next cycle's, once it has acted on the record (leaveNewer). A
+// record failed for not converging, that no user changed since, is no work
+// of this cycle's even when a retry is due (carried).
+func (c *cycle) begun(snap *snapshot.Snapshot) {
+	c.begin = snap.LSN
+	c.first, c.carried = map[string]bool{}, map[string]bool{}
+	for _, ts := range snap.Tables {
+		for id := range ts.Intent {
+			c.first[ts.Spec.Name+"\x00"+id] = true
+		}
+		for key, o := range ts.Ops {
+			if o.State == snapshot.OpFailed && strings.HasPrefix(o.LastError, snapshot.NotConverging) && !o.Changed {
+				c.carried[ts.Spec.Name+"\x00"+key] = true
+			}
+		}
+	}
+}
+
+// leaveNewer takes out of a plan, and leaves pending for the next cycle,
+// the cloud actions on records that users changed after the cycle began
+// (their newest change is past its first read) and that are not this
+// cycle's work any more: it has acted on them already (what was committed
+// before it is pushed), or they had no change pending when it began. A
+// record recreated by this cycle (module.DeleteFirst) is finished in it.
+// It returns how many it left.
+func (c *cycle) leaveNewer(p *plan.Plan) int {
+	kept, left := p.Actions[:0], 0
+	for _, a := range p.Actions {
+		key := a.Table + "\x00" + a.ID
+		if a.ID != "" && plan.IsCloud(a) && !a.Tab.Forced[a.ID] && a.Tab.Seen[a.ID] > c.begin && (c.acted[key] || !c.first[key]) {
+			left++
+			continue
+		}
+		kept = append(kept, a)
+	}
+	p.Actions = kept
+	return left
+}
+
+// sameAgain takes out of a pass's actions those that plan a record the
+// same work as the passes before (maxSame of them in a row) with no new
+// user change: the record is not converging (notConverging).
+func (c *cycle) sameAgain(ctx context.Context, actions []*plan.Action) []*plan.Action {
+	kept := actions[:0]
+	var stuck []*plan.Action
+	for _, a := range actions {
+		key := plan.ActionKey(a)
+		what := fmt.Sprintf("%s %s @%s", a.Action, a.Direction, a.Tab.Seen[a.ID])
+		s := c.same[key]
+		if s.what == what {
+			s.n++
+		} else {
+			s = sameWork{what: what, n: 1}
+		}
+		c.same[key] = s
+		if s.n > maxSame {
+			stuck = append(stuck, a)
+			continue
+		}
+		kept = append(kept, a)
+	}
+	c.notConverging(ctx, stuck, "")
+	return kept
+}
+
+// notConverging fails records that keep being planned: each is marked
+// failed in iasql_operations with why (what still differs), backs off like
+// any failure, and is left alone by the rest of the cycle.
+func (c *cycle) notConverging(ctx context.Context, actions []*plan.Action, why string) {
+	for _, a := range actions {
+		if o, ok := a.Tab.Ops[plan.OpKey(a)]; ok && strings.HasPrefix(o.LastError, snapshot.NotConverging) {
+			a.Attempts = max(a.Attempts, o.Attempts) // it backs off longer each time
+		}
+		a.Attempts++
+		reason := snapshot.NotConverging + why + a.Description
+		c.endOp(ctx, a, snapshot.OpFailed, reason)
+		line := a.Failure(reason)
+		c.stuck = append(c.stuck, line)
+		// A resource being deleted from the cloud is its row's (a.ID), as
+		// user intent goes; its operation is the resource's (OpKey).
+		if c.first[a.Table+"\x00"+cmp.Or(a.ID, plan.OpKey(a))] && !c.carried[a.Table+"\x00"+plan.OpKey(a)] {
+			c.involved = append(c.involved, line)
+		}
+		c.e.log.Warn("record not converging; it backs off", "cycle", c.id, "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "why", reason)
+	}
+}
+
+// stuckInvolved are the records not converging that the cycle is about:
+// their user changes were pending when it began (a commit that does not
+// touch them succeeds).
+func (c *cycle) stuckInvolved() []string { return c.involved }
 
 // logRead says, at debug level, what a pass read: per table, whether
 // whole or by record (scope.go), and how many rows and resources.
@@ -347,44 +481,6 @@ func summarize(o *Outcome) string {
 	return s + unverifiedSummary(o)
 }
 
-// signature names a pass's work: the actions, and for each record the
-// newest user change the pass saw (a record a user changed again is new
-// work, not a repeat).
-func signature(actions []*plan.Action) string {
-	parts := make([]string, 0, len(actions))
-	for _, a := range actions {
-		part := fmt.Sprintf("%s %s %s %s", a.Action, a.Direction, a.Table, cmp.Or(a.ID, a.CloudID))
-		if lsn := a.Tab.Seen[a.ID]; a.ID != "" && lsn != 0 {
-			part += " @" + lsn.String()
-		}
-		parts = append(parts, part)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
-}
-
-// seenOf is the newest user change the pass saw for each record it acts on.
-func (c *cycle) seenOf(p *plan.Plan) map[string]pglogrepl.LSN {
-	out := map[string]pglogrepl.LSN{}
-	for _, a := range p.Actions {
-		if a.ID != "" {
-			out[plan.ActionKey(a)] = a.Tab.Seen[a.ID]
-		}
-	}
-	return out
-}
-
-// userWrites reports whether users changed, since the previous pass, a
-// record this pass acts on.
-func (c *cycle) userWrites(p *plan.Plan, before map[string]pglogrepl.LSN) bool {
-	for k, lsn := range c.seenOf(p) {
-		if old, ok := before[k]; ok && lsn > old {
-			return true
-		}
-	}
-	return false
-}
-
 // enact records records that are in sync: first sightings and intent that
 // needed no change.
 func (c *cycle) enact(ctx context.Context, es []plan.Enactment) error {
@@ -407,6 +503,27 @@ func (c *cycle) enact(ctx context.Context, es []plan.Enactment) error {
 		}
 		return store.ForgetOps(ctx, tx, opTables, opKeys)
 	})
+}
+
+// forgetGone forgets the records that outlived their rows, with nothing
+// left to do in the cloud (snapshot.Table.Forgotten): a create that failed
+// and whose row the user then deleted is no longer failed in iasql_status.
+func (c *cycle) forgetGone(ctx context.Context) error {
+	for _, ts := range c.snap.Tables {
+		ids := ts.Forgotten(c.snap)
+		if len(ids) == 0 {
+			continue
+		}
+		if err := c.dbTx(ctx, func(tx pgx.Tx) error { return store.ForgetGone(ctx, tx, ts.Spec.Name, ids) }); err != nil {
+			return err
+		}
+		c.e.log.Info("forgot records whose rows are gone", "table", ts.Spec.Name, "ids", strings.Join(ids, ","))
+		for _, id := range ids {
+			delete(ts.Ops, id)
+			delete(ts.Records, id)
+		}
+	}
+	return nil
 }
 
 func lsnOf(s string) pglogrepl.LSN {

@@ -25,6 +25,21 @@ type Op struct {
 	Since                time.Time // when it began (the handle's, once it has one)
 	CloudID              string    // the resource it works on, when known
 	Updated              time.Time // when it last changed
+	// Changed: a user changed the record since (new intent, which a
+	// record failed as not converging is planned for again at once).
+	Changed bool
+}
+
+// NotConverging is how the last error of a record failed for not
+// converging begins (bridge's cycle.notConverging).
+const NotConverging = "not converging: "
+
+// BackingOff reports whether the record's operation failed for not
+// converging, its retry is not due at now, and no user changed the record
+// since: every cycle leaves it alone (iasql_commit too), so that it does
+// not fail commits that are not about it.
+func (o Op) BackingOff(now time.Time) bool {
+	return o.State == OpFailed && strings.HasPrefix(o.LastError, NotConverging) && o.NextRetry.After(now) && !o.Changed
 }
 
 // Operation states, as iasql_operations spells them.
@@ -263,4 +278,55 @@ func (ts *Table) CreateUnsettled() bool {
 		}
 	}
 	return false
+}
+
+// Forgotten are the records of the table that outlived their rows: the row
+// is gone (read, not there), and the resource the record stands for is not
+// in the cloud, or another row stands for it now; so nothing is left to do
+// for them, and their state and operations (a create that failed before
+// the user deleted the row) are forgotten. So is the work on a resource
+// with no row ("cloud " and its id) that a whole read no longer finds. A record is kept while an
+// operation of it runs in the cloud, while a create cut short may yet be
+// found by its token (in progress, with one), while a replacement of it
+// is under way, and where the cloud could not be read.
+func (ts *Table) Forgotten(snap *Snapshot) []string {
+	unverified := snap.UnverifiedParts(ts)
+	var out []string
+	consider := func(id string) {
+		if ts.Rows[id] != nil || ts.Repl[id] != nil || slices.Contains(out, id) {
+			return
+		}
+		if snap.Reading.ByRecord(ts.Spec.Name) && !snap.Reading.Acting[ts.Spec.Name][id] {
+			return // not read: whether the row is there is not known
+		}
+		if o, ok := ts.Ops[id]; ok && (o.Handle != "" || (o.State == OpInProgress && o.Token != "")) {
+			return
+		}
+		if cid := ts.Records[id].CloudID; cid != "" {
+			if _, there := ts.Cloud[cid]; there && ts.ByCloud[cid] == nil {
+				return // the resource is deleted from the cloud first (Diff)
+			}
+		}
+		if unverified.Record(id) {
+			return
+		}
+		out = append(out, id)
+	}
+	for key, o := range ts.Ops {
+		cid, rowless := strings.CutPrefix(key, "cloud ")
+		if !rowless {
+			consider(key)
+			continue
+		}
+		// Work on a resource with no row (a delete that failed) whose
+		// resource is gone meanwhile: nothing is left to do either.
+		if _, there := ts.Cloud[cid]; !there && ts.CloudWhole && o.Handle == "" && unverified == nil {
+			out = append(out, key)
+		}
+	}
+	for id := range ts.Records {
+		consider(id)
+	}
+	sort.Slice(out, func(i, j int) bool { return NumLess(out[i], out[j]) })
+	return out
 }

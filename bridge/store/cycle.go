@@ -327,3 +327,24 @@ func MarkPruned(ctx context.Context, db Execer) error {
 	}
 	return nil
 }
+
+// ForgetGone forgets the records of a table whose rows are gone and whose
+// resources are not in the cloud: their state in iasql_records and their
+// operations (a create that failed before the user deleted its row). Each
+// is forgotten only while its row is still absent, so a row that takes
+// the id again meanwhile keeps its record.
+func ForgetGone(ctx context.Context, db Execer, table string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	absent := `NOT EXISTS (SELECT 1 FROM ` + pgx.Identifier{"public", table}.Sanitize() + ` x WHERE x.id::text = %s)`
+	if _, err := db.Exec(ctx, `DELETE FROM public.iasql_operations o WHERE o.table_name = $1 AND o.record_key = ANY($2) AND `+
+		fmt.Sprintf(absent, "o.record_key"), table, ids); err != nil {
+		return fmt.Errorf("forget the operations of %d deleted %s rows: %w", len(ids), table, err)
+	}
+	if _, err := db.Exec(ctx, `DELETE FROM public.iasql_records r WHERE r.table_name = $1 AND r.record_id = ANY($2) AND `+
+		fmt.Sprintf(absent, "r.record_id"), table, ids); err != nil {
+		return fmt.Errorf("forget %d deleted %s rows: %w", len(ids), table, err)
+	}
+	return nil
+}

@@ -412,9 +412,12 @@ func ReadReplacements(ctx context.Context, conn *pgx.Conn, tables []string) (map
 
 // ReadOps reads iasql_operations for the tables: table -> record key -> op.
 func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]snapshot.Op, error) {
-	rows, err := conn.Query(ctx, `SELECT table_name, record_key, action, state, coalesce(token, ''), attempts,
-		coalesce(next_retry, 'epoch'), coalesce(handle, ''), coalesce(poll_after, 'epoch'), coalesce(last_error, ''), since, coalesce(cloud_id, ''), updated_at
-		FROM public.iasql_operations WHERE table_name = ANY($1)`, tables)
+	// changed: a user changed the record since the operation last changed
+	// (the audit trail's commit times and updated_at are the server's clock).
+	rows, err := conn.Query(ctx, `SELECT o.table_name, o.record_key, o.action, o.state, coalesce(o.token, ''), o.attempts,
+		coalesce(o.next_retry, 'epoch'), coalesce(o.handle, ''), coalesce(o.poll_after, 'epoch'), coalesce(o.last_error, ''), o.since, coalesce(o.cloud_id, ''), o.updated_at,
+		EXISTS (SELECT 1 FROM public.iasql_audit_log a WHERE a.origin = 'user' AND a.table_name = o.table_name AND a.record_id = o.record_key AND a.ts > o.updated_at)
+		FROM public.iasql_operations o WHERE o.table_name = ANY($1)`, tables)
 	if err != nil {
 		return nil, fmt.Errorf("read operations: %w", err)
 	}
@@ -423,7 +426,7 @@ func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]m
 	for rows.Next() {
 		var t, k string
 		var o snapshot.Op
-		if err := rows.Scan(&t, &k, &o.Action, &o.State, &o.Token, &o.Attempts, &o.NextRetry, &o.Handle, &o.PollAfter, &o.LastError, &o.Since, &o.CloudID, &o.Updated); err != nil {
+		if err := rows.Scan(&t, &k, &o.Action, &o.State, &o.Token, &o.Attempts, &o.NextRetry, &o.Handle, &o.PollAfter, &o.LastError, &o.Since, &o.CloudID, &o.Updated, &o.Changed); err != nil {
 			return nil, fmt.Errorf("read operations: %w", err)
 		}
 		if out[t] == nil {
