@@ -11,3 +11,4 @@ DROP FUNCTION IF EXISTS public.aws_region_check();
 DROP FUNCTION IF EXISTS public.aws_region_require(text, text);
 DROP FUNCTION IF EXISTS public.default_aws_region();
 DROP FUNCTION IF EXISTS public.aws_tags_check(jsonb, text, integer, integer, integer, text, boolean);
+DROP FUNCTION IF EXISTS public.aws_validate_constraints(text[]);

@@ -56,3 +56,27 @@ END;
 $$;
 COMMENT ON FUNCTION public.aws_tags_check(jsonb, text, integer, integer, integer, text, boolean) IS
   'CHECK helper for tags columns (constraint <table>_tags_aws_limits): true, or raises check_violation naming the tag AWS would refuse and what to do: an empty key, a key starting with aws: (any case), a key longer than max_key or a value longer than max_value characters, more than max_tags tags (one fewer when token: the create adds iasql:client-token). docs is the AWS page of the restrictions, given as the hint.';
+
+-- Upgrade helper of the modules that add constraints in a step: each is
+-- added NOT VALID (existing rows are not checked), then validated here
+-- where the rows allow. An upgraded database may hold rows the new check
+-- refuses (imported with aws: tags, a user's row the cloud refused); an
+-- upgrade must never stop the sidecar, so such a constraint stays NOT VALID,
+-- still checking every write, and a WARNING says so.
+CREATE OR REPLACE FUNCTION public.aws_validate_constraints(constraints text[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  c text;
+BEGIN
+  FOREACH c IN ARRAY constraints LOOP
+    BEGIN
+      EXECUTE pg_catalog.format('ALTER TABLE public.%I VALIDATE CONSTRAINT %I', pg_catalog.split_part(c, '.', 1), pg_catalog.split_part(c, '.', 2));
+    EXCEPTION WHEN check_violation THEN
+      RAISE WARNING 'constraint % is left NOT VALID: %', c, SQLERRM
+        USING HINT = 'It checks every write from now on; rows imported with aws: tags lose them at the next cycle.';
+    END;
+  END LOOP;
+END;
+$$;
+COMMENT ON FUNCTION public.aws_validate_constraints(text[]) IS
+  'Upgrade helper: validates each constraint named table.constraint (added NOT VALID by a module''s upgrade step) where the rows allow; one existing rows break stays NOT VALID (it still checks every write) with a WARNING.';

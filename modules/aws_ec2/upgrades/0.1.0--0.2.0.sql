@@ -34,19 +34,7 @@ COMMENT ON FUNCTION public.instance_key_name_check(text) IS
 ALTER TABLE public.instance ADD CONSTRAINT instance_key_name_255 CHECK (public.instance_key_name_check(key_name)) NOT VALID;
 COMMENT ON CONSTRAINT instance_key_name_255 ON public.instance IS
   'A key pair''s name is 1 to 255 characters (CreateKeyPair, ImportKeyPair: up to 255 ASCII characters); NULL for none.';
-DO $$
-DECLARE
-  c text;
-BEGIN
-  FOREACH c IN ARRAY ARRAY['instance.instance_tags_aws_limits', 'instance.instance_key_name_255'] LOOP
-    BEGIN
-      EXECUTE pg_catalog.format('ALTER TABLE public.%I VALIDATE CONSTRAINT %I', pg_catalog.split_part(c, '.', 1), pg_catalog.split_part(c, '.', 2));
-    EXCEPTION WHEN check_violation THEN
-      RAISE WARNING 'constraint % is left NOT VALID: %', c, SQLERRM
-        USING HINT = 'It checks every write from now on; rows imported with aws: tags lose them at the next cycle.';
-    END;
-  END LOOP;
-END $$;
+SELECT public.aws_validate_constraints(ARRAY['instance.instance_tags_aws_limits', 'instance.instance_key_name_255']);
 
 -- A reference left to AWS's choice is written into the row once the instance
 -- is launched (the engine's cloud choices): the columns say so.

@@ -20,19 +20,7 @@ ALTER TABLE public.target_group ADD CONSTRAINT target_group_tags_aws_limits CHEC
   'https://docs.aws.amazon.com/elasticloadbalancing/latest/application/target-group-tags.html')) NOT VALID;
 COMMENT ON CONSTRAINT target_group_tags_aws_limits ON public.target_group IS
   'ELB''s tag restrictions: at most 50 tags, keys 1 to 128 characters not starting with aws:, values up to 256.';
-DO $$
-DECLARE
-  c text;
-BEGIN
-  FOREACH c IN ARRAY ARRAY['load_balancer.load_balancer_tags_aws_limits', 'target_group.target_group_tags_aws_limits'] LOOP
-    BEGIN
-      EXECUTE pg_catalog.format('ALTER TABLE public.%I VALIDATE CONSTRAINT %I', pg_catalog.split_part(c, '.', 1), pg_catalog.split_part(c, '.', 2));
-    EXCEPTION WHEN check_violation THEN
-      RAISE WARNING 'constraint % is left NOT VALID: %', c, SQLERRM
-        USING HINT = 'It checks every write from now on; rows imported with aws: tags lose them at the next cycle.';
-    END;
-  END LOOP;
-END $$;
+SELECT public.aws_validate_constraints(ARRAY['load_balancer.load_balancer_tags_aws_limits', 'target_group.target_group_tags_aws_limits']);
 
 -- A reference left to AWS's choice is written into the row once the load
 -- balancer exists (the engine's cloud choices): the column says so.

@@ -10,16 +10,4 @@ ALTER TABLE public.security_group ADD CONSTRAINT security_group_tags_aws_limits 
   'https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions')) NOT VALID;
 COMMENT ON CONSTRAINT security_group_tags_aws_limits ON public.security_group IS
   'EC2''s tag restrictions: at most 50 tags, keys 1 to 128 characters not starting with aws:, values up to 256.';
-DO $$
-DECLARE
-  c text;
-BEGIN
-  FOREACH c IN ARRAY ARRAY['security_group.security_group_tags_aws_limits'] LOOP
-    BEGIN
-      EXECUTE pg_catalog.format('ALTER TABLE public.%I VALIDATE CONSTRAINT %I', pg_catalog.split_part(c, '.', 1), pg_catalog.split_part(c, '.', 2));
-    EXCEPTION WHEN check_violation THEN
-      RAISE WARNING 'constraint % is left NOT VALID: %', c, SQLERRM
-        USING HINT = 'It checks every write from now on; rows imported with aws: tags lose them at the next cycle.';
-    END;
-  END LOOP;
-END $$;
+SELECT public.aws_validate_constraints(ARRAY['security_group.security_group_tags_aws_limits']);

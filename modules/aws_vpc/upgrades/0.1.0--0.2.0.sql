@@ -24,19 +24,7 @@ ALTER TABLE public.subnet ADD CONSTRAINT subnet_tags_aws_limits CHECK (public.aw
   'https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions', subnet_id IS NULL)) NOT VALID;
 COMMENT ON CONSTRAINT subnet_tags_aws_limits ON public.subnet IS
   'EC2''s tag restrictions: at most 50 tags (49 before the subnet is created: the create adds iasql:client-token), keys 1 to 128 characters not starting with aws:, values up to 256.';
-DO $$
-DECLARE
-  c text;
-BEGIN
-  FOREACH c IN ARRAY ARRAY['vpc.vpc_tags_aws_limits', 'subnet.subnet_tags_aws_limits'] LOOP
-    BEGIN
-      EXECUTE pg_catalog.format('ALTER TABLE public.%I VALIDATE CONSTRAINT %I', pg_catalog.split_part(c, '.', 1), pg_catalog.split_part(c, '.', 2));
-    EXCEPTION WHEN check_violation THEN
-      RAISE WARNING 'constraint % is left NOT VALID: %', c, SQLERRM
-        USING HINT = 'It checks every write from now on; rows imported with aws: tags lose them at the next cycle.';
-    END;
-  END LOOP;
-END $$;
+SELECT public.aws_validate_constraints(ARRAY['vpc.vpc_tags_aws_limits', 'subnet.subnet_tags_aws_limits']);
 
 -- A subnet's block is inside its VPC's and overlaps no other subnet of the
 -- VPC. CreateSubnet: "The IPv4 network range for the subnet, in CIDR
