@@ -433,6 +433,10 @@ func (e *Engine) Lead(ctx context.Context) {
 	// An iasql transaction whose owner ended while the engine could not
 	// start (hold) is rolled back now, before anything else.
 	e.expireTransaction(ctx)
+	// Intent the last leader left pending (it stopped, it failed over, the
+	// database was restored from a dump) is enacted now, as a new change
+	// would be, rather than at the next schedule or the next change.
+	e.intentAtStart(ctx)
 	// Previews are answered beside the loop, one at a time.
 	sideCtx, stopSide := context.WithCancel(ctx)
 	var side sync.WaitGroup
@@ -481,6 +485,22 @@ func (e *Engine) Lead(ctx context.Context) {
 			}
 			e.expireTransaction(ctx)
 		}
+	}
+}
+
+// intentAtStart asks for an automatic cycle when intent is pending.
+func (e *Engine) intentAtStart(ctx context.Context) {
+	var pending bool
+	err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		pending, err = store.IntentPending(ctx, c)
+		return err
+	})
+	switch {
+	case err != nil:
+		e.log.Warn("cannot tell whether intent is pending at start; the next change or schedule runs a cycle", "err", err)
+	case pending:
+		e.log.Info("intent is pending at start: an automatic cycle runs now")
+		e.Intent()
 	}
 }
 

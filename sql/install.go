@@ -232,3 +232,11 @@ func compareVersions(a, b string) int {
 	}
 	return 0
 }
+
+//go:embed uninstall.sql
+var uninstallScript string
+
+// UninstallScript returns the block 'iasql uninstall' runs to remove the
+// objects of this folder (and the extension) from a database: see
+// uninstall.sql.
+func UninstallScript() string { return uninstallScript }

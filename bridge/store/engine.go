@@ -51,6 +51,17 @@ func TransactionIsOpen(ctx context.Context, db Querier) (bool, error) {
 	return open, nil
 }
 
+// IntentPending reports whether a user change committed before now is not
+// enacted yet (iasql_pending_intent): intent a sidecar that stopped, or the
+// database a dump was taken of, left behind.
+func IntentPending(ctx context.Context, db Querier) (bool, error) {
+	var pending bool
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM public.iasql_pending_intent(pg_catalog.pg_current_wal_insert_lsn()))`).Scan(&pending); err != nil {
+		return false, fmt.Errorf("check for pending intent: %w", err)
+	}
+	return pending, nil
+}
+
 // InstalledModules are the names of the installed modules, in the order
 // they were installed.
 func InstalledModules(ctx context.Context, db *pgx.Conn) ([]string, error) {

@@ -76,7 +76,7 @@ func TestReadmeFlagsMatchHelp(t *testing.T) {
 	}
 	known := map[string]bool{"help": true, "version": true}
 	def := regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`)
-	for _, cmd := range []string{"run", "install", "status", "demo", "emulator"} {
+	for _, cmd := range []string{"run", "install", "uninstall", "status", "demo", "emulator"} {
 		r := iasql(t, 10*time.Second, cmd, "--help")
 		for _, m := range def.FindAllStringSubmatch(r.stdout+r.stderr, -1) {
 			known[m[1]] = true

@@ -27,6 +27,7 @@ Usage:
 Commands:
   run       run the sidecar in the foreground (installs or upgrades the SQL objects)
   install   install or upgrade the SQL objects as plain SQL (no extension needed)
+  uninstall remove what iasql put in the database (--module-tables, --roles: those too)
   status    show capture and sync health (--json); exits 1 when capture is not healthy, 2 when sync is not
   demo      start a throwaway PostgreSQL, the emulator and the sidecar with aws_s3; print how to connect
   emulator  serve an AWS-compatible endpoint (S3, EC2, IAM, ECR) for tests and demos
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "install":
 		err = cmdInstall(ctx, args[1:], stdout, stderr)
+	case "uninstall":
+		err = cmdUninstall(ctx, args[1:], stdout, stderr)
 	case "status":
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case "demo":

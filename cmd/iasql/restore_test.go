@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,11 +28,17 @@ import (
 
 // TestBackupAndRestore runs the README's recipe (Running in production,
 // Backup and restore) literally on a database with the product installed,
-// both as plain SQL (iasql install) and as the extension: pg_dump with the
-// sidecar running, restore into an empty database, iasql run on it. Capture
-// resumes at a new slot, the registry, modes and audit trail are intact, the
-// audit trail's ids continue, the intent pending at the dump is enacted, and
-// so is a new INSERT, which iasql_wait_for_all does not report before it is.
+// both as plain SQL (iasql install) and as the extension, with the
+// least-privilege sidecar of Roles and grants (a role with REPLICATION only,
+// named by iasql install --sidecar-role): pg_dump with the sidecar running,
+// restore into an empty database, iasql_grant_sidecar, iasql run on it as
+// the DSN of the recipe's line names it. Capture resumes at a new slot, the
+// registry, modes and audit trail are intact, the audit trail's ids
+// continue; the intent pending at the dump (an insert of an open iasql
+// transaction, and changes not captured by then) is enacted by the cycle
+// the sidecar runs as it starts, with no commit and no write (its schedule
+// is an hour away); and so is a new INSERT, which iasql_wait_for_all does not
+// report before it is.
 func TestBackupAndRestore(t *testing.T) {
 	t.Parallel()
 	recipe := readmeRecipe(t)
@@ -76,14 +83,16 @@ func TestBackupAndRestore(t *testing.T) {
 			emu := httptest.NewServer(emulator.New(emulator.Options{}))
 			defer emu.Close()
 
+			// Roles and grants: the sidecar's role, without superuser.
+			pgtest.Exec(t, c.DSN("postgres"), "CREATE ROLE iasql_sidecar LOGIN REPLICATION")
 			if path == "plain" {
-				if r := iasql(t, 30*time.Second, "install", "--dsn", src); r.code != 0 {
+				if r := iasql(t, 30*time.Second, "install", "--dsn", src, "--sidecar-role", "iasql_sidecar"); r.code != 0 {
 					t.Fatalf("install: exit %d: %s", r.code, r.stderr)
 				}
 			} else {
-				pgtest.Exec(t, src, "CREATE EXTENSION iasql")
+				pgtest.Exec(t, src, "CREATE EXTENSION iasql", "SELECT iasql_grant_sidecar('iasql_sidecar')")
 			}
-			stopSrc := startRun(t, src, emu.URL)
+			stopSrc := startRun(t, withUser(src, "iasql_sidecar"), emu.URL)
 			db := pgtest.Connect(t, src)
 			ctx := context.Background()
 			mustExec(t, db, `SELECT * FROM iasql_install('aws_s3', 'aws_security_group')`,
@@ -107,11 +116,11 @@ func TestBackupAndRestore(t *testing.T) {
 				`UPDATE bucket SET versioning = true WHERE name = 'updated-uncaptured'`,
 				`DELETE FROM bucket WHERE name = 'deleted-uncaptured'`)
 
-			// The recipe, line by line.
+			// The recipe, line by line, up to iasql run.
 			dir := t.TempDir()
-			for _, line := range recipe {
-				if strings.HasPrefix(line, "export ") || strings.HasPrefix(line, "iasql run") {
-					continue // the test's server and DSN stand in for them
+			for _, line := range recipe[:len(recipe)-1] {
+				if strings.HasPrefix(line, "export ") {
+					continue // the test's servers stand in for it
 				}
 				server := to // the restore's lines name the server restored on
 				if strings.HasPrefix(line, "pg_dump ") || strings.HasPrefix(line, "pg_dumpall ") {
@@ -146,7 +155,16 @@ func TestBackupAndRestore(t *testing.T) {
 				// writes: the sidecar drops it and starts at a new one.
 				pgtest.Exec(t, dst, `SELECT pg_create_logical_replication_slot('iasql_app_restored', 'pgoutput')`)
 			}
-			logs := startRunLogged(t, dst, emu.URL)
+			// The recipe's last line, on the test's server: the role it
+			// names is the sidecar's, without superuser. Its schedule is an
+			// hour away, so only the cycle it runs as it starts can enact
+			// what was pending at the dump.
+			runDSN := recipeRunDSN(t, recipe[len(recipe)-1], to.Port)
+			var super bool
+			if err := pgtest.Connect(t, dst).QueryRow(ctx, `SELECT rolsuper OR NOT rolreplication FROM pg_roles WHERE rolname = $1`, dbUser(runDSN)).Scan(&super); err != nil || super {
+				t.Fatalf("the recipe's sidecar %s is a superuser or lacks REPLICATION (%v)", dbUser(runDSN), err)
+			}
+			_, logs := startRunLog(t, runDSN, emu.URL, "--interval", "1h")
 			if path == "extension" {
 				// The line was written before the sidecar connected; poll
 				// for it, since its copy from the pipe may still be on its way.
@@ -159,6 +177,18 @@ func TestBackupAndRestore(t *testing.T) {
 			}
 			rdb := pgtest.Connect(t, dst)
 			waitTrue(t, rdb, "the sidecar connected", `SELECT iasql_sidecar_connected()`)
+			// Before anyone writes or commits: what was pending at the dump
+			// reaches the cloud.
+			s3c := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true })
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+				got := bucketNames(t, s3c)
+				if got == "inserted-uncaptured,kept-before-dump,pending-at-dump,updated-uncaptured" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the intent pending at the dump was not enacted as the sidecar started: buckets in the cloud %s\n%s", got, logs())
+				}
+			}
 
 			checks := []struct{ what, query string }{
 				{"registry intact", `SELECT count(*) = 3 FROM iasql_tables WHERE table_name IN ('bucket', 'bucket_object', 'iasql_mode')`},
@@ -214,15 +244,7 @@ func TestBackupAndRestore(t *testing.T) {
 
 			// The cloud has every bucket, each once: the one pending at the
 			// dump enacted, the one enacted before it not again.
-			out, err := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true }).ListBuckets(ctx, &s3.ListBucketsInput{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, b := range out.Buckets {
-				names = append(names, *b.Name)
-			}
-			if strings.Join(names, ",") != "after-restore,inserted-uncaptured,kept-before-dump,pending-at-dump,updated-uncaptured" {
+			if names := bucketNames(t, s3c); names != "after-restore,inserted-uncaptured,kept-before-dump,pending-at-dump,updated-uncaptured" {
 				t.Errorf("buckets in the cloud: %v", names)
 			}
 			for _, name := range []string{"kept-before-dump", "updated-uncaptured"} {
@@ -244,6 +266,42 @@ func TestBackupAndRestore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bucketNames lists the buckets in the cloud, comma-separated.
+func bucketNames(t *testing.T, c *s3.Client) string {
+	t.Helper()
+	out, err := c.ListBuckets(context.Background(), &s3.ListBucketsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, b := range out.Buckets {
+		names = append(names, *b.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+// recipeRunDSN is the DSN of the recipe's "iasql run --dsn DSN" line, on
+// the test's server (127.0.0.1:port) instead of the README's host.
+func recipeRunDSN(t *testing.T, line string, port int) string {
+	t.Helper()
+	f := strings.Fields(line)
+	if len(f) != 4 || f[0] != "iasql" || f[1] != "run" || f[2] != "--dsn" {
+		t.Fatalf("the recipe's last line is not iasql run --dsn DSN: %q", line)
+	}
+	u, err := url.Parse(f[3])
+	if err != nil {
+		t.Fatalf("the recipe's DSN %q: %v", f[3], err)
+	}
+	u.Host = "127.0.0.1:" + strconv.Itoa(port)
+	u.RawQuery = "sslmode=disable"
+	return u.String()
+}
+
+func dbUser(dsn string) string {
+	cfg, _ := pgx.ParseConfig(dsn)
+	return cfg.User
 }
 
 func walPosition(t *testing.T, dsn string) string {
@@ -311,15 +369,9 @@ func startRun(t *testing.T, dsn, endpoint string) (stop func()) {
 	return stop
 }
 
-func startRunLogged(t *testing.T, dsn, endpoint string) (logs func() string) {
+func startRunLog(t *testing.T, dsn, endpoint string, args ...string) (stop func(), logs func() string) {
 	t.Helper()
-	_, logs = startRunLog(t, dsn, endpoint)
-	return logs
-}
-
-func startRunLog(t *testing.T, dsn, endpoint string) (stop func(), logs func() string) {
-	t.Helper()
-	cmd := exec.Command(bin, "run", "--dsn", dsn, "--log-level", "debug")
+	cmd := exec.Command(bin, append([]string{"run", "--dsn", dsn, "--log-level", "debug"}, args...)...)
 	cmd.Env = append(os.Environ(), "IASQL_DSN=", "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
 	var mu sync.Mutex
