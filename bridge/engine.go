@@ -872,6 +872,14 @@ func (e *Engine) mappersOf(ctx context.Context, m module.Module) (map[string]mod
 
 // dependencyOrder orders module names so that dependencies come first.
 func (e *Engine) dependencyOrder(names []string) []string {
+	return e.dependencyOrderOf(names, func(n string) module.Module {
+		m, _ := e.module(n)
+		return m
+	})
+}
+
+// dependencyOrderOf is dependencyOrder over the modules of returns.
+func (e *Engine) dependencyOrderOf(names []string, of func(string) module.Module) []string {
 	var out []string
 	seen := map[string]bool{}
 	var visit func(string)
@@ -880,8 +888,7 @@ func (e *Engine) dependencyOrder(names []string) []string {
 			return
 		}
 		seen[n] = true
-		m, _ := e.module(n)
-		for _, d := range m.DependsOn {
+		for _, d := range of(n).DependsOn {
 			visit(d)
 		}
 		out = append(out, n)
