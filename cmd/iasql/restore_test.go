@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
 	iasqlsql "github.com/iasql/iasql/sql"
@@ -117,9 +118,9 @@ func TestBackupAndRestore(t *testing.T) {
 				if strings.HasPrefix(line, "pg_dump ") || strings.HasPrefix(line, "pg_dumpall ") {
 					server = c
 				}
-				cmd := exec.Command("sh", "-c", line)
+				cmd := launch.Command(context.Background(), "", "sh", "-c", line)
 				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), "PATH="+c.BinDir+":"+os.Getenv("PATH"),
+				cmd.Env = append(cmd.Env, "PATH="+c.BinDir+":"+os.Getenv("PATH"),
 					"PGHOST=127.0.0.1", "PGPORT="+strconv.Itoa(server.Port), "PGUSER="+server.User)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("%s: %v\n%s", line, err, out)
@@ -319,9 +320,8 @@ func startRunLogged(t *testing.T, dsn, endpoint string) (logs func() string) {
 
 func startRunLog(t *testing.T, dsn, endpoint string) (stop func(), logs func() string) {
 	t.Helper()
-	cmd := exec.Command(bin, "run", "--dsn", dsn, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "IASQL_DSN=", "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
+	cmd := launch.Command(context.Background(), endpoint, bin, "run", "--dsn", dsn, "--log-level", "debug")
+	cmd.Env = append(cmd.Env, "IASQL_DSN=")
 	var mu sync.Mutex
 	var buf bytes.Buffer
 	cmd.Stderr = writerFunc(func(p []byte) (int, error) {

@@ -2,11 +2,11 @@ package main_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
 )
@@ -30,10 +31,12 @@ type sidecar struct {
 	done  chan struct{}
 }
 
-func startSidecar(t *testing.T, env []string, args ...string) *sidecar {
+// startSidecar starts iasql run with args against the emulator at
+// endpoint ("": none, launch.NoCloud).
+func startSidecar(t *testing.T, endpoint string, args ...string) *sidecar {
 	t.Helper()
-	s := &sidecar{cmd: exec.Command(bin, append([]string{"run"}, args...)...), lines: make(chan string, 1000), done: make(chan struct{})}
-	s.cmd.Env = append(append(os.Environ(), "IASQL_DSN="), env...)
+	s := &sidecar{cmd: launch.Command(context.Background(), endpoint, bin, append([]string{"run"}, args...)...), lines: make(chan string, 1000), done: make(chan struct{})}
+	s.cmd.Env = append(s.cmd.Env, "IASQL_DSN=")
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -140,8 +143,7 @@ func TestStatusAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"AWS_ENDPOINT_URL=" + es.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
-	sc := startSidecar(t, env, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
+	sc := startSidecar(t, es.URL, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
 	addr := sc.waitLine(t, regexp.MustCompile(`"msg":"serving metrics","addr":"([^"]+)"`))
 	base := "http://" + addr
 
@@ -275,7 +277,7 @@ func TestStatusAndMetrics(t *testing.T) {
 	}
 
 	// A second sidecar stands by: it is no leader, and healthy.
-	standby := startSidecar(t, env, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json")
+	standby := startSidecar(t, es.URL, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json")
 	standbyAddr := standby.waitLine(t, regexp.MustCompile(`"msg":"serving metrics","addr":"([^"]+)"`))
 	standby.waitLine(t, regexp.MustCompile(`"msg":"(another sidecar is capturing; waiting to take over)"`))
 	if _, body := httpGet(t, "http://"+standbyAddr+"/metrics"); !strings.Contains(body, "\niasql_leader 0\n") {
