@@ -363,3 +363,86 @@ func startCluster(t *testing.T, settings map[string]string) (*pgcluster.Cluster,
 	}
 	return c, err
 }
+
+// TestStopAndUncaptured: a request without an id is logged as such; a
+// SIGTERM is logged when it arrives and once everything has stopped, and
+// the cycle it cuts short ends "interrupted", not "failed"; with the
+// sidecar stopped, status counts as pending the change committed since,
+// which only the slot holds.
+func TestStopAndUncaptured(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := srv.NewDB(t)
+	emu := emulator.New(emulator.Options{})
+	es, err := emu.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := startSidecar(t, es.URL, "--dsn", dsn)
+	sc.waitLine(t, regexp.MustCompile(`msg="(engine running)"`))
+	conn := pgtest.Connect(t, dsn)
+	for _, q := range []string{`SELECT * FROM iasql_install('aws_s3')`, `SELECT pg_logical_emit_message(false, 'iasql_request', '{"kind": "commit"}')`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v\n%s", q, err, sc.Log())
+		}
+	}
+	sc.waitLine(t, regexp.MustCompile(`msg="(ignoring a request without an id)"`))
+
+	// A cycle is creating a bucket (the emulator holds the call) when the
+	// sidecar is told to stop.
+	emu.Inject(emulator.Fault{Op: "s3:CreateBucket", Kind: emulator.Latency, Delay: time.Minute, Times: 1})
+	if _, err := conn.Exec(ctx, `INSERT INTO bucket (name) VALUES ('slow-one')`); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); emu.Calls()["s3:CreateBucket"] == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no cycle called CreateBucket within 30s:\n%s", sc.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := sc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sc.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the sidecar did not stop within 30s of SIGTERM:\n%s", sc.Log())
+	}
+	if err := sc.cmd.Wait(); err != nil {
+		t.Errorf("the sidecar exited with %v after SIGTERM:\n%s", err, sc.Log())
+	}
+	log := sc.Log()
+	for _, re := range []string{`(?m)^time=\S+ level=INFO msg=stopping cause="terminated signal received"$`,
+		`msg="cycle ended" .*outcome=interrupted`, `(?m)^time=\S+ level=INFO msg=stopped\n\z`} {
+		if !regexp.MustCompile(re).MatchString(log) {
+			t.Errorf("the log has no line matching %s:\n%s", re, log)
+		}
+	}
+	for _, bad := range []string{"outcome=failed", "err=<nil>"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("the log says %s:\n%s", bad, log)
+		}
+	}
+
+	// Committed while no sidecar runs: only the slot holds it.
+	if _, err := conn.Exec(ctx, `INSERT INTO bucket (name) VALUES ('while-stopped')`); err != nil {
+		t.Fatal(err)
+	}
+	r := iasql(t, 30*time.Second, "status", "--dsn", dsn)
+	if r.code != 1 || !regexp.MustCompile(`records:\s+[1-9]\d* pending \(1 not captured yet\)`).MatchString(r.stdout) {
+		t.Errorf("status with a change only the slot holds: exit %d, want 1 and it counted as pending\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = iasql(t, 30*time.Second, "status", "--dsn", dsn, "--json")
+	var js struct {
+		Records    map[string]int64 `json:"records_not_in_sync"`
+		Uncaptured *struct {
+			Changes int64 `json:"changes"`
+		} `json:"uncaptured"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	if js.Uncaptured == nil || js.Uncaptured.Changes != 1 || js.Records["pending"] < 1 {
+		t.Errorf("status --json: uncaptured %+v, records %v; want 1 change not captured, counted as pending\n%s", js.Uncaptured, js.Records, r.stdout)
+	}
+}
