@@ -26,7 +26,7 @@ const dsnHelp = "PostgreSQL connection string, e.g. postgres://user@host:5432/db
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("run", "Run the sidecar in the foreground: install or upgrade the SQL objects, then capture\nchanges to registered tables into iasql_audit_log. Several sidecars may run against one\ndatabase: one captures, the others wait and take over when it stops.",
-		"  iasql run --dsn postgres://iasql@db:5432/app\n  IASQL_DSN=postgres://iasql@db/app iasql run --log-format json", stderr)
+		"  iasql run --dsn postgres://iasql_sidecar@db:5432/app\n  IASQL_DSN=postgres://iasql_sidecar@db/app iasql run --log-format json", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
@@ -199,7 +199,7 @@ server's other iasql_* slots, the consumer, the last captured change, the last c
 the records not in sync (iasql_status) by state.
 Exit status: 0 healthy; 1 capture is not healthy (no slot, slot lost, or no consumer);
 2 capture is healthy but the last cycle failed or records are failing.`,
-		"  iasql status --dsn postgres://iasql@db:5432/app\n  iasql status --json | jq .slot.wal_status", stderr)
+		"  iasql status --dsn postgres://iasql_sidecar@db:5432/app\n  iasql status --json | jq .slot.wal_status", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	asJSON := f.Bool("json", "IASQL_STATUS_JSON", false, "print one JSON object instead of text")

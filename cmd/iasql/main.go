@@ -28,8 +28,10 @@ Commands:
   run       run the sidecar in the foreground (installs or upgrades the SQL objects)
   install   install or upgrade the SQL objects as plain SQL (no extension needed)
   status    show capture and sync health (--json); exits 1 when capture is not healthy, 2 when sync is not
-  demo      start a throwaway PostgreSQL, the emulator and the sidecar with aws_s3; print how to connect
-  emulator  serve an AWS-compatible endpoint (S3, EC2, IAM, ECR) for tests and demos
+  demo      start a throwaway PostgreSQL, the emulator and the sidecar with aws_s3 and aws_elb (and what
+            aws_elb needs: aws_vpc, aws_security_group, aws_ec2); print how to connect and what to try
+  emulator  serve an AWS-compatible endpoint (S3, EC2, ELBv2, IAM, ECR, STS, Cloud Control,
+            CloudFormation DescribeType) for tests and demos
 
 Run 'iasql <command> --help' for a command's flags and environment.
 Flags: --help; --version prints the release and the version of the SQL objects it installs.
