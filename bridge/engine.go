@@ -139,8 +139,12 @@ func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
 			return
 		}
 		var r request
-		if err := json.Unmarshal(content, &r); err != nil || r.ID == "" {
-			e.log.Warn("ignoring a malformed request", "err", err)
+		if err := json.Unmarshal(content, &r); err != nil {
+			e.log.Warn("ignoring a request that is not JSON", "lsn", lsn, "bytes", len(content), "err", err)
+			return
+		}
+		if r.ID == "" {
+			e.log.Warn("ignoring a request without an id", "lsn", lsn, "kind", r.Kind)
 			return
 		}
 		r.raw = bytes.Clone(content) // content is capture's buffer, reused once this returns
@@ -779,6 +783,11 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 	}
 	outcome := "done"
 	switch {
+	case runErr != nil && ctx.Err() != nil:
+		// The sidecar is stopping (or lost its session): the cycle did not
+		// fail, it was cut short; what it left is taken up by the next.
+		outcome = "interrupted"
+		runErr = fmt.Errorf("cycle %s interrupted: %w", c.id, runErr)
 	case errors.Is(runErr, context.DeadlineExceeded) || cctx.Err() == context.DeadlineExceeded:
 		outcome = "timeout"
 		runErr = fmt.Errorf("cycle %s cancelled after the cycle timeout (%s): %w", c.id, e.timeout, runErr)
@@ -892,6 +901,14 @@ func (e *Engine) mappersOf(ctx context.Context, m module.Module) (map[string]mod
 
 // dependencyOrder orders module names so that dependencies come first.
 func (e *Engine) dependencyOrder(names []string) []string {
+	return e.dependencyOrderOf(names, func(n string) module.Module {
+		m, _ := e.module(n)
+		return m
+	})
+}
+
+// dependencyOrderOf is dependencyOrder over the modules of returns.
+func (e *Engine) dependencyOrderOf(names []string, of func(string) module.Module) []string {
 	var out []string
 	seen := map[string]bool{}
 	var visit func(string)
@@ -900,8 +917,7 @@ func (e *Engine) dependencyOrder(names []string) []string {
 			return
 		}
 		seen[n] = true
-		m, _ := e.module(n)
-		for _, d := range m.DependsOn {
+		for _, d := range of(n).DependsOn {
 			visit(d)
 		}
 		out = append(out, n)

@@ -147,44 +147,50 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn, defs map[strin
 	return nil
 }
 
-// resolve makes sure every name is an offered module: a name a catalog
-// offers is made from its stored definition, or (at its first install)
-// from the one the cloud describes now, which is then stored.
-func (e *Engine) resolve(ctx context.Context, names []string) error {
+// made is a module a catalog made for an install, with the definition it
+// was made from: it is stored (and offered) only with a successful
+// install, so a failed one leaves nothing that a later install would
+// reuse instead of describing the type again.
+type made struct {
+	m   module.Module
+	def []byte
+}
+
+// resolve makes sure every name is an offered module or one a catalog
+// offers, which it makes: from its stored definition, or (at its first
+// install) from the one the cloud describes now. It returns the modules it
+// made, by name; install registers them in its transaction.
+func (e *Engine) resolve(ctx context.Context, names []string) (map[string]made, error) {
+	out := map[string]made{}
 	for _, n := range names {
 		if _, ok := e.module(n); ok {
 			continue
 		}
 		cat := e.catalogOf(n)
 		if cat == nil {
-			return fmt.Errorf("unknown module %q; SELECT * FROM iasql_modules_list() lists the modules, and a resource type name (AWS::Logs::LogGroup) installs that type", n)
+			return nil, fmt.Errorf("unknown module %q; SELECT * FROM iasql_modules_list() lists the modules, and a resource type name (AWS::Logs::LogGroup) installs that type", n)
 		}
 		var def []byte
 		if err := e.service(ctx, func(c *pgx.Conn) (err error) {
 			def, err = store.ModuleDefinition(ctx, c, n)
 			return err
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		if def == nil {
 			d, err := cat.Describe(ctx, e.aws, n)
 			if err != nil {
-				return fmt.Errorf("cannot install %s: %w", n, err)
+				return nil, fmt.Errorf("cannot install %s: %w", n, err)
 			}
 			def = d
 		}
 		m, err := cat.Module(n, def)
 		if err != nil {
-			return fmt.Errorf("cannot install %s: %w", n, err)
+			return nil, fmt.Errorf("cannot install %s: %w", n, err)
 		}
-		if err := e.service(ctx, func(c *pgx.Conn) error {
-			return store.RegisterModule(ctx, c, m.Name, m.Version, m.DependsOn, tableNames(m), def)
-		}); err != nil {
-			return err
-		}
-		e.offer(m)
+		out[n] = made{m.Declared(), def}
 	}
-	return nil
+	return out, nil
 }
 
 func tableNames(m module.Module) []string {

@@ -14,6 +14,7 @@ import (
 	"github.com/iasql/iasql/bridge/plan"
 	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/logical"
+	"github.com/iasql/iasql/modules/module"
 )
 
 // handle answers one request from the SQL API.
@@ -326,18 +327,36 @@ func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := e.resolve(ctx, names); err != nil {
+	fresh, err := e.resolve(ctx, names)
+	if err != nil {
 		return nil, err
 	}
 	asked := map[string]bool{}
 	for _, n := range names {
 		asked[n] = true
 	}
+	// A module a catalog made is registered, its definition stored, in
+	// the transaction that installs it, and offered once that committed:
+	// a failed install leaves nothing a later one would reuse.
+	modOf := func(n string) module.Module {
+		if f, ok := fresh[n]; ok {
+			return f.m
+		}
+		m, _ := e.module(n)
+		return m
+	}
+	order := e.dependencyOrderOf(names, modOf)
 	var results []moduleResult
 	err = e.service(ctx, func(c *pgx.Conn) error {
+		results = nil
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			for _, n := range e.dependencyOrder(names) {
-				m, _ := e.module(n)
+			for _, n := range order {
+				m := modOf(n)
+				if f, ok := fresh[n]; ok {
+					if err := store.RegisterModule(ctx, tx, m.Name, m.Version, m.DependsOn, tableNames(m), f.def); err != nil {
+						return err
+					}
+				}
 				installed, err := store.ModuleInstalled(ctx, tx, n)
 				if err != nil {
 					return err
@@ -364,6 +383,9 @@ func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) 
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range fresh {
+		e.offer(f.m)
 	}
 	// Import what already exists in the cloud.
 	if _, err := e.cycle(ctx, "install", plan.Options{}, true); err != nil {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgtest"
 )
 
@@ -261,17 +260,13 @@ func startBinarySidecar(t *testing.T, e *enginetest.Env) *binarySidecar {
 // launchBinarySidecar starts the process without waiting for it.
 func launchBinarySidecar(t *testing.T, e *enginetest.Env) *binarySidecar {
 	t.Helper()
-	bin := os.Getenv("IASQL_BIN")
-	if bin == "" {
-		bin = filepath.Join(t.TempDir(), "iasql")
-		if out, err := exec.Command("go", "build", "-o", bin, "../cmd/iasql").CombinedOutput(); err != nil {
-			t.Fatalf("build iasql: %v: %s", err, out)
-		}
+	bin, err := launch.Binary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	s := &binarySidecar{out: &lockedBuffer{}, end: make(chan struct{})}
-	s.cmd = exec.Command(bin, "run", "--dsn", e.DSN, "--interval", "1h", "--log-level", "debug")
-	s.cmd.Env = append(os.Environ(), "IASQL_DSN=", "AWS_ENDPOINT_URL="+*e.AWS.BaseEndpoint, "AWS_REGION="+e.AWS.Region,
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_EC2_METADATA_DISABLED=true")
+	s.cmd = launch.Command(context.Background(), *e.AWS.BaseEndpoint, bin, "run", "--dsn", e.DSN, "--interval", "1h", "--log-level", "debug")
+	s.cmd.Env = append(s.cmd.Env, "IASQL_DSN=")
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start sidecar: %v", err)

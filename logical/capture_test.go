@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	iasqlsidecar "github.com/iasql/iasql/cmd/iasql/sidecar"
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/logical"
 )
@@ -253,24 +253,15 @@ var (
 func iasqlBin(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
-		if p := os.Getenv("IASQL_BIN"); p != "" {
-			binPath = p
-			return
-		}
 		dir, err := os.MkdirTemp("", "iasql-bin-")
 		if err != nil {
 			binErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "iasql")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/iasql").CombinedOutput()
-		if err != nil {
-			binErr = err
-			binPath = string(out)
-		}
+		binPath, binErr = launch.Binary(dir)
 	})
 	if binErr != nil {
-		t.Fatalf("build iasql: %v: %s", binErr, binPath)
+		t.Fatal(binErr)
 	}
 	return binPath
 }
@@ -280,8 +271,8 @@ func iasqlBin(t testing.TB) string {
 func startSidecar(t testing.TB, dsn string, env ...string) *sidecar {
 	t.Helper()
 	s := &sidecar{out: &syncBuffer{}, end: make(chan struct{})}
-	s.cmd = exec.Command(iasqlBin(t), "run", "--dsn", dsn, "--log-level", "debug")
-	s.cmd.Env = append(os.Environ(), env...)
+	s.cmd = launch.Command(context.Background(), "", iasqlBin(t), "run", "--dsn", dsn, "--log-level", "debug")
+	s.cmd.Env = append(s.cmd.Env, env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start sidecar: %v", err)

@@ -51,13 +51,14 @@ type Cycle struct {
 	Reason   string        `json:"reason"`
 	Ended    time.Time     `json:"ended"`
 	Duration time.Duration `json:"-"`
-	Outcome  string        `json:"outcome"` // done, failed, timeout
+	Outcome  string        `json:"outcome"` // done, failed, timeout, interrupted (the sidecar stopped)
 	Summary  string        `json:"summary"`
 	Error    string        `json:"error,omitempty"`
 }
 
-// Failed reports whether the cycle did not end done.
-func (c *Cycle) Failed() bool { return c != nil && c.Outcome != "done" }
+// Failed reports whether the cycle failed or timed out (a cycle cut short
+// because its sidecar stopped did neither: the next one takes up its work).
+func (c *Cycle) Failed() bool { return c != nil && c.Outcome != "done" && c.Outcome != "interrupted" }
 
 // Health is what ReadHealth found.
 type Health struct {
@@ -87,6 +88,28 @@ type Health struct {
 	// CycleError is why the last cycle could not be read by this role
 	// (the audit trail is for iasql_reader); LastCycle is nil then.
 	CycleError string `json:"cycle_error,omitempty"`
+	// Uncaptured is what the slot holds that capture has not recorded
+	// (CountUncaptured; nil when not read, and while a sidecar streams);
+	// its changes are counted in Records["pending"] too. UncapturedError
+	// is why it could not be read.
+	Uncaptured      *Uncaptured `json:"uncaptured,omitempty"`
+	UncapturedError string      `json:"uncaptured_error,omitempty"`
+}
+
+// CountUncaptured reads what the slot holds that capture has not recorded
+// (ReadUncaptured) and counts its changes as pending records: committed,
+// not enacted. A role that may not read the slot learns the rest, with a
+// warning.
+func (h *Health) CountUncaptured(ctx context.Context, conn *pgx.Conn) {
+	u, err := ReadUncaptured(ctx, conn, h)
+	if err != nil {
+		h.UncapturedError = err.Error()
+		return
+	}
+	h.Uncaptured = u
+	if u != nil && h.Records != nil {
+		h.Records["pending"] += u.Changes
+	}
 }
 
 // CaptureProblem says what makes capture unhealthy, or "".
@@ -123,6 +146,9 @@ func (h *Health) Warnings() []string {
 	}
 	if h.RecordsError != "" {
 		out = append(out, "cannot count the records not in sync (iasql_status: "+h.RecordsError+"): the role running status needs iasql_reader (GRANT iasql_reader TO it)")
+	}
+	if h.UncapturedError != "" {
+		out = append(out, "cannot count the changes the slot holds that are not captured yet ("+h.UncapturedError+"): pending leaves them out; run status as the sidecar's role (it needs REPLICATION)")
 	}
 	if h.CycleError != "" {
 		out = append(out, "cannot read the last cycle (iasql_audit_log: "+h.CycleError+"): the role running status needs iasql_reader (GRANT iasql_reader TO it)")

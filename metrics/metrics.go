@@ -342,7 +342,7 @@ func (c *dbCollector) collect(ctx context.Context, ch chan<- prometheus.Metric) 
 		}
 	}
 	gauge(descLeader, b2f(held && c.m.leader.Load()))
-	for _, o := range []string{"done", "failed", "timeout"} {
+	for _, o := range []string{"done", "failed", "timeout", "interrupted"} {
 		ch <- prometheus.MustNewConstMetric(descCycles, prometheus.CounterValue, c.outcomes[o], o)
 	}
 	cum := map[float64]uint64{}

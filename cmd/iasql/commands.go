@@ -26,7 +26,7 @@ const dsnHelp = "PostgreSQL connection string, e.g. postgres://user@host:5432/db
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("run", "Run the sidecar in the foreground: install or upgrade the SQL objects, then capture\nchanges to registered tables into iasql_audit_log. Several sidecars may run against one\ndatabase: one captures, the others wait and take over when it stops.",
-		"  iasql run --dsn postgres://iasql@db:5432/app\n  IASQL_DSN=postgres://iasql@db/app iasql run --log-format json", stderr)
+		"  iasql run --dsn postgres://iasql_sidecar@db:5432/app\n  IASQL_DSN=postgres://iasql_sidecar@db/app iasql run --log-format json", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
@@ -92,10 +92,25 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	metrics.LogCalls(&awsCfg, log)
 	cfg := sidecar.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret,
 		TransactionTimeout: tt, Modules: modules.All(), Catalogs: modules.Catalogs(), AWS: &awsCfg}
+	// A signal (SIGTERM, Ctrl-C) is logged when it arrives, before what
+	// stopping takes, and the end once everything has stopped.
+	logged := make(chan struct{})
+	stopLog := context.AfterFunc(ctx, func() {
+		defer close(logged)
+		log.Info("stopping", "cause", context.Cause(ctx).Error())
+	})
 	if listener == nil {
-		return sidecar.Run(ctx, cfg)
+		err = sidecar.Run(ctx, cfg)
+	} else {
+		err = runWithMetrics(ctx, cfg, listener)
 	}
-	return runWithMetrics(ctx, cfg, listener)
+	if !stopLog() {
+		<-logged
+		if err == nil {
+			log.Info("stopped")
+		}
+	}
+	return err
 }
 
 // runWithMetrics runs the sidecar and serves its metrics on l until ctx
@@ -184,7 +199,7 @@ server's other iasql_* slots, the consumer, the last captured change, the last c
 the records not in sync (iasql_status) by state.
 Exit status: 0 healthy; 1 capture is not healthy (no slot, slot lost, or no consumer);
 2 capture is healthy but the last cycle failed or records are failing.`,
-		"  iasql status --dsn postgres://iasql@db:5432/app\n  iasql status --json | jq .slot.wal_status", stderr)
+		"  iasql status --dsn postgres://iasql_sidecar@db:5432/app\n  iasql status --json | jq .slot.wal_status", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	asJSON := f.Bool("json", "IASQL_STATUS_JSON", false, "print one JSON object instead of text")
@@ -209,6 +224,9 @@ Exit status: 0 healthy; 1 capture is not healthy (no slot, slot lost, or no cons
 	if err != nil {
 		return err
 	}
+	// Changes committed but not captured yet (no sidecar streams) are
+	// pending too, though iasql_status shows them only once captured.
+	h.CountUncaptured(ctx, conn)
 	in, err := iasqlsql.Detect(ctx, conn)
 	if err != nil {
 		return err
@@ -392,7 +410,15 @@ func printStatus(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engine *
 		} else {
 			var parts []string
 			for _, state := range []string{"pending", "in progress", "failed", "waiting", "unverified"} {
-				parts = append(parts, fmt.Sprintf("%d %s", h.Records[state], state))
+				p := fmt.Sprintf("%d %s", h.Records[state], state)
+				if u := h.Uncaptured; state == "pending" && u != nil && u.Changes > 0 {
+					more := ""
+					if u.AtLeast {
+						more = "at least "
+					}
+					p += fmt.Sprintf(" (%s%d not captured yet)", more, u.Changes)
+				}
+				parts = append(parts, p)
 			}
 			line("records", "%s", strings.Join(parts, ", "))
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/internal/launch"
 )
 
 // demoCase is one way a user stops `iasql demo`.
@@ -44,8 +45,7 @@ func TestDemoRemovesClusterOnInterrupt(t *testing.T) {
 }
 
 func demoInterrupted(t *testing.T, tc demoCase) {
-	cmd := exec.Command(bin, "demo", "--log-level", "warn")
-	cmd.Env = os.Environ()
+	cmd := launch.Command(context.Background(), "", bin, "demo", "--log-level", "warn")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -42,8 +42,7 @@ func TestFailedRecordGoesWithItsRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env := []string{"AWS_ENDPOINT_URL=" + es.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
-			sc := startSidecar(t, env, "--dsn", dsn, "--log-format", "json")
+			sc := startSidecar(t, es.URL, "--dsn", dsn, "--log-format", "json")
 			sc.waitLine(t, regexp.MustCompile(`"msg":"(engine running)"`))
 			conn := pgtest.Connect(t, dsn)
 			exec := func(q string) error {

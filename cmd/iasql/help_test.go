@@ -25,8 +25,10 @@ func TestHelpNamesEnvironment(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() && path != root {
-			// Tests' and the benchmark's own settings are not the binary's.
-			if strings.HasPrefix(d.Name(), ".") || rel == filepath.Join("internal", "bench") || rel == filepath.Join("internal", "pgtest") || rel == filepath.Join("internal", "enginetest") {
+			// Tests' and the benchmark's own settings are not the binary's
+			// (internal/launch starts the binary for them).
+			if strings.HasPrefix(d.Name(), ".") || rel == filepath.Join("internal", "bench") || rel == filepath.Join("internal", "pgtest") || rel == filepath.Join("internal", "enginetest") ||
+				rel == filepath.Join("internal", "launch") {
 				return filepath.SkipDir
 			}
 			return nil

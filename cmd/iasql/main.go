@@ -29,8 +29,10 @@ Commands:
   install   install or upgrade the SQL objects as plain SQL (no extension needed)
   uninstall remove what iasql put in the database (--module-tables, --roles: those too)
   status    show capture and sync health (--json); exits 1 when capture is not healthy, 2 when sync is not
-  demo      start a throwaway PostgreSQL, the emulator and the sidecar with aws_s3; print how to connect
-  emulator  serve an AWS-compatible endpoint (S3, EC2, IAM, ECR) for tests and demos
+  demo      start a throwaway PostgreSQL, the emulator and the sidecar with aws_s3 and aws_elb (and what
+            aws_elb needs: aws_vpc, aws_security_group, aws_ec2); print how to connect and what to try
+  emulator  serve an AWS-compatible endpoint (S3, EC2, ELBv2, IAM, ECR, STS, Cloud Control,
+            CloudFormation DescribeType) for tests and demos
 
 Run 'iasql <command> --help' for a command's flags and environment.
 Flags: --help; --version prints the release and the version of the SQL objects it installs.
@@ -254,13 +256,37 @@ func dsnHasPassword(dsn string) bool {
 	return false
 }
 
-// humanDurations writes durations as Go prints them (1.5s, 2m0s) in both
-// formats: the JSON handler would write nanoseconds.
-func humanDurations(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
+// logValues writes durations as Go prints them (1.5s, 2m0s) in both
+// formats (the JSON handler would write nanoseconds), and errors and
+// strings of several lines (errors.Join, a server's DETAIL) as one line,
+// their lines joined with "; ", so that one record is one line a reader
+// can follow (the text handler would write "\n" escapes).
+func logValues(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindDuration:
 		a.Value = slog.StringValue(a.Value.Duration().String())
+	case slog.KindString:
+		if s := a.Value.String(); strings.ContainsAny(s, "\r\n") {
+			a.Value = slog.StringValue(joinLines(s))
+		}
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok && err != nil {
+			a.Value = slog.StringValue(joinLines(err.Error()))
+		}
 	}
 	return a
+}
+
+// joinLines is s with its lines trimmed, the empty ones dropped, and the
+// rest joined with "; ".
+func joinLines(s string) string {
+	var out []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // logFlags adds --log-level and --log-format and returns a builder.
@@ -272,7 +298,7 @@ func logFlags(f *flags, stderr io.Writer) func() (*slog.Logger, error) {
 		if err := l.UnmarshalText([]byte(*level)); err != nil {
 			return nil, fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", *level)
 		}
-		opts := &slog.HandlerOptions{Level: l, ReplaceAttr: humanDurations}
+		opts := &slog.HandlerOptions{Level: l, ReplaceAttr: logValues}
 		switch *format {
 		case "text":
 			return slog.New(slog.NewTextHandler(stderr, opts)), nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
 )
@@ -26,18 +27,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	bin = os.Getenv("IASQL_BIN")
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "iasql-bin-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		bin = filepath.Join(dir, "iasql")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build iasql: %v\n%s", err, out)
-			os.Exit(1)
-		}
+	dir, err := os.MkdirTemp("", "iasql-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if bin, err = launch.Binary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	pgtest.Main(m, &srv)
 }
@@ -51,8 +48,8 @@ func iasql(t *testing.T, timeout time.Duration, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "IASQL_DSN=")
+	cmd := launch.Command(ctx, "", bin, args...)
+	cmd.Env = append(cmd.Env, "IASQL_DSN=")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -233,7 +230,7 @@ func TestInstallAndStatus(t *testing.T) {
 		t.Errorf("status before run: exit %d, %s", r.code, r.stderr)
 	}
 
-	run := exec.Command(bin, "run", "--dsn", dsn)
+	run := launch.Command(context.Background(), "", bin, "run", "--dsn", dsn)
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +284,7 @@ func TestLostSlot(t *testing.T) {
 	defer c.Destroy()
 	pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app")
 	dsn := c.DSN("app")
-	run := exec.Command(bin, "run", "--dsn", dsn)
+	run := launch.Command(context.Background(), "", bin, "run", "--dsn", dsn)
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +395,7 @@ func TestSidecarRole(t *testing.T) {
 		t.Fatalf("a refused run left %d slots (%v)", slots, err)
 	}
 
-	run := exec.Command(bin, "run", "--dsn", withUser(dsn, sidecar))
+	run := launch.Command(context.Background(), "", bin, "run", "--dsn", withUser(dsn, sidecar))
 	var errb bytes.Buffer
 	run.Stderr = &errb
 	if err := run.Start(); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
 	iasqlsql "github.com/iasql/iasql/sql"
@@ -126,9 +127,9 @@ func TestBackupAndRestore(t *testing.T) {
 				if strings.HasPrefix(line, "pg_dump ") || strings.HasPrefix(line, "pg_dumpall ") {
 					server = c
 				}
-				cmd := exec.Command("sh", "-c", line)
+				cmd := launch.Command(context.Background(), "", "sh", "-c", line)
 				cmd.Dir = dir
-				cmd.Env = append(os.Environ(), "PATH="+c.BinDir+":"+os.Getenv("PATH"),
+				cmd.Env = append(cmd.Env, "PATH="+c.BinDir+":"+os.Getenv("PATH"),
 					"PGHOST=127.0.0.1", "PGPORT="+strconv.Itoa(server.Port), "PGUSER="+server.User)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("%s: %v\n%s", line, err, out)
@@ -371,9 +372,8 @@ func startRun(t *testing.T, dsn, endpoint string) (stop func()) {
 
 func startRunLog(t *testing.T, dsn, endpoint string, args ...string) (stop func(), logs func() string) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"run", "--dsn", dsn, "--log-level", "debug"}, args...)...)
-	cmd.Env = append(os.Environ(), "IASQL_DSN=", "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
+	cmd := launch.Command(context.Background(), endpoint, bin, append([]string{"run", "--dsn", dsn, "--log-level", "debug"}, args...)...)
+	cmd.Env = append(cmd.Env, "IASQL_DSN=")
 	var mu sync.Mutex
 	var buf bytes.Buffer
 	cmd.Stderr = writerFunc(func(p []byte) (int, error) {

@@ -2,11 +2,11 @@ package main_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
 )
@@ -30,10 +31,12 @@ type sidecar struct {
 	done  chan struct{}
 }
 
-func startSidecar(t *testing.T, env []string, args ...string) *sidecar {
+// startSidecar starts iasql run with args against the emulator at
+// endpoint ("": none, launch.NoCloud).
+func startSidecar(t *testing.T, endpoint string, args ...string) *sidecar {
 	t.Helper()
-	s := &sidecar{cmd: exec.Command(bin, append([]string{"run"}, args...)...), lines: make(chan string, 1000), done: make(chan struct{})}
-	s.cmd.Env = append(append(os.Environ(), "IASQL_DSN="), env...)
+	s := &sidecar{cmd: launch.Command(context.Background(), endpoint, bin, append([]string{"run"}, args...)...), lines: make(chan string, 1000), done: make(chan struct{})}
+	s.cmd.Env = append(s.cmd.Env, "IASQL_DSN=")
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -140,8 +143,7 @@ func TestStatusAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"AWS_ENDPOINT_URL=" + es.URL, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
-	sc := startSidecar(t, env, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
+	sc := startSidecar(t, es.URL, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
 	addr := sc.waitLine(t, regexp.MustCompile(`"msg":"serving metrics","addr":"([^"]+)"`))
 	base := "http://" + addr
 
@@ -275,7 +277,7 @@ func TestStatusAndMetrics(t *testing.T) {
 	}
 
 	// A second sidecar stands by: it is no leader, and healthy.
-	standby := startSidecar(t, env, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json")
+	standby := startSidecar(t, es.URL, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json")
 	standbyAddr := standby.waitLine(t, regexp.MustCompile(`"msg":"serving metrics","addr":"([^"]+)"`))
 	standby.waitLine(t, regexp.MustCompile(`"msg":"(another sidecar is capturing; waiting to take over)"`))
 	if _, body := httpGet(t, "http://"+standbyAddr+"/metrics"); !strings.Contains(body, "\niasql_leader 0\n") {
@@ -360,4 +362,87 @@ func startCluster(t *testing.T, settings map[string]string) (*pgcluster.Cluster,
 		t.Cleanup(func() { _ = c.Destroy() })
 	}
 	return c, err
+}
+
+// TestStopAndUncaptured: a request without an id is logged as such; a
+// SIGTERM is logged when it arrives and once everything has stopped, and
+// the cycle it cuts short ends "interrupted", not "failed"; with the
+// sidecar stopped, status counts as pending the change committed since,
+// which only the slot holds.
+func TestStopAndUncaptured(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dsn := srv.NewDB(t)
+	emu := emulator.New(emulator.Options{})
+	es, err := emu.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := startSidecar(t, es.URL, "--dsn", dsn)
+	sc.waitLine(t, regexp.MustCompile(`msg="(engine running)"`))
+	conn := pgtest.Connect(t, dsn)
+	for _, q := range []string{`SELECT * FROM iasql_install('aws_s3')`, `SELECT pg_logical_emit_message(false, 'iasql_request', '{"kind": "commit"}')`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v\n%s", q, err, sc.Log())
+		}
+	}
+	sc.waitLine(t, regexp.MustCompile(`msg="(ignoring a request without an id)"`))
+
+	// A cycle is creating a bucket (the emulator holds the call) when the
+	// sidecar is told to stop.
+	emu.Inject(emulator.Fault{Op: "s3:CreateBucket", Kind: emulator.Latency, Delay: time.Minute, Times: 1})
+	if _, err := conn.Exec(ctx, `INSERT INTO bucket (name) VALUES ('slow-one')`); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); emu.Calls()["s3:CreateBucket"] == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no cycle called CreateBucket within 30s:\n%s", sc.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := sc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sc.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the sidecar did not stop within 30s of SIGTERM:\n%s", sc.Log())
+	}
+	if err := sc.cmd.Wait(); err != nil {
+		t.Errorf("the sidecar exited with %v after SIGTERM:\n%s", err, sc.Log())
+	}
+	log := sc.Log()
+	for _, re := range []string{`(?m)^time=\S+ level=INFO msg=stopping cause="terminated signal received"$`,
+		`msg="cycle ended" .*outcome=interrupted`, `(?m)^time=\S+ level=INFO msg=stopped\n\z`} {
+		if !regexp.MustCompile(re).MatchString(log) {
+			t.Errorf("the log has no line matching %s:\n%s", re, log)
+		}
+	}
+	for _, bad := range []string{"outcome=failed", "err=<nil>"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("the log says %s:\n%s", bad, log)
+		}
+	}
+
+	// Committed while no sidecar runs: only the slot holds it.
+	if _, err := conn.Exec(ctx, `INSERT INTO bucket (name) VALUES ('while-stopped')`); err != nil {
+		t.Fatal(err)
+	}
+	r := iasql(t, 30*time.Second, "status", "--dsn", dsn)
+	if r.code != 1 || !regexp.MustCompile(`records:\s+[1-9]\d* pending \(1 not captured yet\)`).MatchString(r.stdout) {
+		t.Errorf("status with a change only the slot holds: exit %d, want 1 and it counted as pending\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = iasql(t, 30*time.Second, "status", "--dsn", dsn, "--json")
+	var js struct {
+		Records    map[string]int64 `json:"records_not_in_sync"`
+		Uncaptured *struct {
+			Changes int64 `json:"changes"`
+		} `json:"uncaptured"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	if js.Uncaptured == nil || js.Uncaptured.Changes != 1 || js.Records["pending"] < 1 {
+		t.Errorf("status --json: uncaptured %+v, records %v; want 1 change not captured, counted as pending\n%s", js.Uncaptured, js.Records, r.stdout)
+	}
 }

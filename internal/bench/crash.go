@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/logical"
 )
 
@@ -228,14 +228,10 @@ func (r *crashRun) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, r.b.iasqlBin, "run", "--dsn", r.b.cluster.DSN(r.db), "--log-level", "debug", "--interval", "1h")
+	cmd := launch.Command(ctx, r.url, r.b.iasqlBin, "run", "--dsn", r.b.cluster.DSN(r.db), "--log-level", "debug", "--interval", "1h")
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+r.url, "AWS_ENDPOINT_URL_S3="+r.url, "AWS_ENDPOINT_URL_EC2="+r.url,
-		"AWS_ENDPOINT_URL_IAM="+r.url, "AWS_ENDPOINT_URL_ECR="+r.url, "AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=", "AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null",
-		"AWS_SHARED_CREDENTIALS_FILE=/dev/null")
 	s := &sidecar{cmd: cmd, name: "sidecar", what: fmt.Sprintf("the sidecar (log %s)", path), stopSig: syscall.SIGTERM, slot: logical.SlotName(r.db)}
 	err = s.start()
 	f.Close() // the child has its own descriptor

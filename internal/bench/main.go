@@ -70,6 +70,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgcluster"
 )
 
@@ -92,6 +93,7 @@ type bench struct {
 	cluster     *pgcluster.Cluster
 	admin       *pgx.Conn // the maintenance database
 	iasqlBin    string
+	emuURL      string // the emulator the capture-only sidecars are pointed at
 	pgbench     string
 	recvlogical string
 	work        *workload // the workload of the figures: one change per transaction
@@ -154,6 +156,14 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 		return fmt.Errorf("connect to the maintenance database: %w", err)
 	}
 	defer b.admin.Close(context.Background())
+	// The capture-only sidecars install no module, but whatever AWS calls
+	// they make go to an emulator of their own, never to AWS.
+	_, emuCfg, stopEmu, err := startEmulatorWith(ctx, emulator.Options{})
+	if err != nil {
+		return err
+	}
+	defer stopEmu()
+	b.emuURL = *emuCfg.BaseEndpoint
 
 	if err := b.run(ctx); err != nil {
 		if log := c.Log(); strings.Contains(log, "ERROR") || strings.Contains(log, "FATAL") || strings.Contains(log, "PANIC") {

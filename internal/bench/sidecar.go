@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/logical"
 )
 
@@ -30,9 +31,10 @@ type sidecar struct {
 }
 
 // startSidecar starts the sidecar against database db; its log goes to the
-// bench's stderr, each line prefixed.
+// bench's stderr, each line prefixed. It captures only (no module is
+// installed); what AWS calls it makes go to the bench's emulator.
 func (b *bench) startSidecar(ctx context.Context, db string) (*sidecar, error) {
-	cmd := exec.CommandContext(ctx, b.iasqlBin, "run", "--dsn", b.cluster.DSN(db))
+	cmd := launch.Command(ctx, b.emuURL, b.iasqlBin, "run", "--dsn", b.cluster.DSN(db))
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second
 	w := &linePrefixer{w: b.log, prefix: "  sidecar | "}

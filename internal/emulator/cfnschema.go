@@ -77,21 +77,29 @@ func propName(p string) string {
 	return name
 }
 
-// loadCFNSchemas reads the embedded schemas, by type name.
-func loadCFNSchemas() map[string]*cfnSchema {
+// loadCFNSchemas reads the embedded schemas and extra (Options.CloudFormationSchemas),
+// by type name.
+func loadCFNSchemas(extra []string) map[string]*cfnSchema {
 	entries, err := cfnSchemaFiles.ReadDir("cfnschemas")
 	if err != nil {
 		panic(err)
 	}
-	out := map[string]*cfnSchema{}
+	docs := map[string][]byte{}
 	for _, e := range entries {
 		b, err := cfnSchemaFiles.ReadFile(path.Join("cfnschemas", e.Name()))
 		if err != nil {
 			panic(err)
 		}
+		docs[e.Name()] = b
+	}
+	for i, d := range extra {
+		docs[fmt.Sprintf("Options.CloudFormationSchemas[%d]", i)] = []byte(d)
+	}
+	out := map[string]*cfnSchema{}
+	for name, b := range docs {
 		s := &cfnSchema{raw: string(b)}
 		if err := json.Unmarshal(b, s); err != nil {
-			panic(fmt.Sprintf("emulator: schema %s: %v", e.Name(), err))
+			panic(fmt.Sprintf("emulator: schema %s: %v", name, err))
 		}
 		s.readOnlyTop, s.writeOnlyTop = map[string]bool{}, map[string]bool{}
 		for _, p := range s.ReadOnly {

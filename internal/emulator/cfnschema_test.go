@@ -25,7 +25,7 @@ func TestTouches(t *testing.T) {
 // properties, and its create-only, read-only and write-only paths name
 // properties it has.
 func TestCFNSchemas(t *testing.T) {
-	schemas := loadCFNSchemas()
+	schemas := loadCFNSchemas(nil)
 	if len(schemas) < 7 {
 		t.Fatalf("%d schemas", len(schemas))
 	}

@@ -81,7 +81,7 @@ func newCloudControl(opts Options) *ccService {
 		jsonProto: jsonProto{"application/x-amz-json-1.0"},
 		account:   opts.accountID(),
 		delay:     opts.CloudControlDelay,
-		schemas:   loadCFNSchemas(),
+		schemas:   loadCFNSchemas(opts.CloudFormationSchemas),
 		resources: map[ccKey]map[string]map[string]any{},
 		requests:  map[string]*ccRequest{},
 		byClient:  map[string]*ccRequest{},

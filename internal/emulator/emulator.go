@@ -83,6 +83,10 @@ type Options struct {
 	// group is forwarded to by an active load balancer, before it is
 	// healthy; 0 as for LoadBalancerActiveDelay.
 	TargetHealthyDelay time.Duration
+	// CloudFormationSchemas are resource schemas (JSON documents, as
+	// cfnschemas/ holds) served besides the embedded ones, for tests of
+	// types no real schema has the shape of.
+	CloudFormationSchemas []string
 }
 
 // service emulates one AWS service behind the shared endpoint.

@@ -211,3 +211,69 @@ func TestInstallRefusals(t *testing.T) {
 		t.Errorf("%d refused types left in the registry", n)
 	}
 }
+
+// columnsSchema is a type whose properties are named after PostgreSQL's
+// system columns (xmin, ctid, tableoid), which no column may be named.
+const columnsSchema = `{
+  "typeName": "AWS::Test::Columns",
+  "description": "A test type whose properties are named after system columns.",
+  "properties": {
+    "ColumnsId": {"description": "Identifier.", "type": "string"},
+    "Xmin": {"description": "A property named xmin.", "type": "string"},
+    "Ctid": {"description": "A property named ctid.", "type": "string"},
+    "TableOid": {"description": "A property named tableoid.", "type": "string"}
+  },
+  "createOnlyProperties": ["/properties/ColumnsId"],
+  "primaryIdentifier": ["/properties/ColumnsId"],
+  "handlers": {
+    "create": {"permissions": []}, "read": {"permissions": []}, "update": {"permissions": []},
+    "delete": {"permissions": []}, "list": {"permissions": []}
+  },
+  "additionalProperties": false
+}`
+
+// TestFailedInstallStoresNothing: an install that fails stores nothing of
+// the type (no registry row, no definition), so the next install describes
+// the type again; a property named after a system column (Xmin) makes an
+// aws_ column, and the type installs and syncs.
+func TestFailedInstallStoresNothing(t *testing.T) {
+	t.Parallel()
+	const typ = "AWS::Test::Columns"
+	e := enginetest.New(t, srv, enginetest.Options{
+		Catalogs: []module.Catalog{aws_cloudcontrol.Catalog()},
+		Emulator: emulator.Options{CloudFormationSchemas: []string{columnsSchema}},
+	})
+	c := &cc{t: t, client: cloudcontrol.NewFromConfig(e.AWS)}
+	ctx := context.Background()
+
+	// A table of that name already exists: the install fails.
+	e.Exec(`CREATE TABLE public.aws_test_columns (id int)`)
+	if _, err := e.DB.Exec(ctx, `SELECT * FROM iasql_install($1)`, typ); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("install over an existing table: %v; want it refused", err)
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_modules WHERE name = $1`, typ); n != 0 {
+		t.Errorf("the failed install left %d registry rows (with the definition it would reuse)", n)
+	}
+	calls := e.Emu.Calls()["cloudformation:DescribeType"]
+
+	// Once the table is gone, the install describes the type again and
+	// succeeds, with aws_ columns for the system column names.
+	e.Exec(`DROP TABLE public.aws_test_columns`)
+	e.Exec(`SELECT * FROM iasql_install('` + typ + `')`)
+	if n := e.Emu.Calls()["cloudformation:DescribeType"]; n != calls+1 {
+		t.Errorf("the install after a failed one made %d DescribeType calls, want 1: it must not reuse anything of the failed one", n-calls)
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_modules WHERE name = $1 AND installed_at IS NOT NULL AND definition IS NOT NULL`, typ); n != 1 {
+		t.Errorf("%s is not registered as installed with its schema", typ)
+	}
+	cols := e.String(`SELECT string_agg(attname, ',' ORDER BY attname) FROM pg_attribute
+		WHERE attrelid = 'public.aws_test_columns'::regclass AND attnum > 0 AND NOT attisdropped`)
+	if cols != "aws_ctid,aws_xmin,columns_id,id,table_oid" {
+		t.Errorf("columns %s; want aws_ctid, aws_xmin, columns_id, id, table_oid", cols)
+	}
+	e.Exec(`INSERT INTO aws_test_columns (columns_id, aws_xmin, aws_ctid) VALUES ('one', 'x', 'c')`)
+	e.Commit()
+	if got := c.get(typ, "one"); got == nil || got["Xmin"] != "x" || got["Ctid"] != "c" {
+		t.Errorf("the resource in the cloud: %v; want Xmin x, Ctid c", got)
+	}
+}

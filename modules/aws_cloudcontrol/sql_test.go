@@ -99,7 +99,7 @@ func TestTypeSQL(t *testing.T) {
 
 // TestReservedWords: a property named by a word the database reserves
 // (a column name the declared table's DDL, which writes names unquoted,
-// cannot have) makes an aws_ column, and a word it does not reserve is the
+// cannot have), or by a system column (xmin), makes an aws_ column, and a word it does not reserve is the
 // column itself; a type with a property named by each keyword installs.
 func TestReservedWords(t *testing.T) {
 	dsn := srv.NewDB(t)
@@ -116,6 +116,17 @@ func TestReservedWords(t *testing.T) {
 	if err != nil || len(words) == 0 {
 		t.Fatalf("keywords: %v %v", words, err)
 	}
+	// The system columns every table has cannot name a column either.
+	rows, err = conn.Query(context.Background(), `SELECT attname::text, true FROM pg_catalog.pg_attribute
+		WHERE attrelid = 'pg_catalog.pg_class'::regclass AND attnum < 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	system, err := pgx.CollectRows(rows, pgx.RowToStructByPos[kw])
+	if err != nil || len(system) == 0 {
+		t.Fatalf("system columns: %v %v", system, err)
+	}
+	words = append(words, system...)
 	for _, w := range words {
 		want := w.Word
 		if w.Reserved {

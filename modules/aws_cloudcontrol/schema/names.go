@@ -38,10 +38,11 @@ func TableName(typeName string) string {
 // starts a capitalized word after an acronym (SSESpecification:
 // sse_specification, KmsKeyId: kms_key_id, Ipv6CidrBlock:
 // ipv6_cidr_block); anything but letters and digits becomes "_". A
-// property whose column would be the engine's "id", or a word SQL
-// reserves (which the table's DDL cannot have as a column name), has
-// "aws_" before it: aws_id, aws_order. Longer than 63 bytes: cut as
-// TableName says.
+// property whose column would be the engine's "id", a word SQL reserves
+// (which the table's DDL cannot have as a column name), or the name of a
+// system column every table has (xmin, ctid: "column name xmin conflicts
+// with a system column name") has "aws_" before it: aws_id, aws_order,
+// aws_xmin. Longer than 63 bytes: cut as TableName says.
 func ColumnName(property string) string {
 	n := snake(property)
 	if n == IDColumn || reserved[n] {
@@ -115,6 +116,12 @@ func init() {
 		where window with
 		authorization binary collation concurrently cross current_schema freeze full ilike inner is
 		isnull join left like natural notnull outer overlaps right similar tablesample verbose`) {
+		reserved[w] = true
+	}
+	// The system columns every table has, which no column may be named
+	// after (PostgreSQL 15, "5.5. System Columns":
+	// https://www.postgresql.org/docs/15/ddl-system-columns.html).
+	for _, w := range strings.Fields(`tableoid xmin cmin xmax cmax ctid`) {
 		reserved[w] = true
 	}
 }
