@@ -510,6 +510,13 @@ func TestWhoReadsWhat(t *testing.T) {
 	if msg := refused(t, r.nobody, `SELECT iasql_wait_for_all(5)`); msg != "permission denied for iasql_wait_for_all: role "+r.nothing+" is not a member of iasql_reader" {
 		t.Errorf("iasql_wait_for_all as a role with nothing: %s", msg)
 	}
+	// The answer is read as the current role: after SET ROLE to a role with
+	// nothing, an administrator's session is refused the same way.
+	su := pgtest.Connect(t, r.dsn)
+	execAs(t, su, `SET ROLE `+r.nothing)
+	if msg := refused(t, su, `CALL iasql_commit()`); msg != "permission denied for iasql commit: the current role "+r.nothing+" is not a member of iasql_reader, so it cannot read the answer" {
+		t.Errorf("iasql_commit after SET ROLE to a role with nothing: %s", msg)
+	}
 
 	// The application: its own requests (begin, commit, preview) and their
 	// answers, no one else's.
