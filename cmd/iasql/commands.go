@@ -138,7 +138,7 @@ func runWithMetrics(ctx context.Context, cfg sidecar.Config, l net.Listener) err
 }
 
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("install", "Install (or upgrade) iasql's SQL objects as plain SQL, for managed databases that allow\nno custom extensions. Where the server has the extension files, CREATE EXTENSION iasql\ndoes the same. Creates the roles iasql_admin, iasql_writer and iasql_reader when missing\n(they are cluster-wide). With --sidecar-role, makes that role the sidecar's and grants it\nwhat 'iasql run' needs, so the sidecar needs no superuser (it still needs REPLICATION).",
+	f := newFlags("install", "Install (or upgrade) iasql's SQL objects as plain SQL, for managed databases that allow\nno custom extensions. Where the server has the extension files, CREATE EXTENSION iasql\ndoes the same. Creates the roles iasql_admin, iasql_writer and iasql_reader when missing\n(they are cluster-wide). With --sidecar-role, makes that role the sidecar's and grants it\nwhat 'iasql run' needs, so the sidecar needs no superuser (it still needs REPLICATION).\nBoth happen in one transaction: when the installing role lacks a right (to hand the\nsidecar's role the publication it must be able to SET ROLE to it), nothing changes and\none line names each GRANT to run.",
 		"  iasql install --dsn postgres://admin@db:5432/app\n  iasql install --dsn postgres://admin@db:5432/app --sidecar-role iasql_sidecar", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	f.environment = envPostgres
