@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -451,4 +452,131 @@ func TestSquattersDoNotStallStart(t *testing.T) {
 		t.Error("the session squatting the sidecar's locks is still alive")
 	}
 	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('after-squat')`, `CALL iasql_commit()`)
+}
+
+// TestWhoReadsWhat: iasql's state is read only with a grant. A role with
+// nothing but LOGIN reads none of iasql's tables and views (the records'
+// cloud ids, the operations, the requests and their answers, ...) but
+// iasql_sidecar and iasql_tables, which repeat what pg_roles and
+// pg_publication_tables show; the application (iasql_writer) commits,
+// previews and waits as before, reads its own requests' answers
+// (iasql_my_requests) and no one else's, not even through a function of
+// its own in the WHERE clause; a reader reads what the README lists; a
+// member of iasql_admin reads every request.
+func TestWhoReadsWhat(t *testing.T) {
+	t.Parallel()
+	r := newRecipe(t)
+	ctx := context.Background()
+
+	// The administrator's preview names the application's bucket; the
+	// application commits it.
+	execAs(t, r.app, `CALL iasql_begin()`, `INSERT INTO bucket (name) VALUES ('who-reads-secret')`)
+	execAs(t, r.admin, `SELECT * FROM iasql_preview()`)
+	if n := count(t, r.admin, `SELECT count(*) FROM iasql_requests WHERE kind = 'preview' AND requested_by = current_user AND result::text LIKE '%who-reads-secret%'`); n != 1 {
+		t.Fatalf("the administrator's preview does not name the bucket (%d answers do)", n)
+	}
+	execAs(t, r.app, `CALL iasql_commit()`, `SELECT iasql_wait_for_all(30)`, `SELECT count(*) FROM iasql_preview()`)
+
+	// A role with nothing: refused every relation of iasql's but two.
+	open := map[string]bool{"iasql_sidecar": true, "iasql_tables": true}
+	rows, err := r.admin.Query(ctx, `SELECT c.relname FROM pg_class c
+		WHERE c.relnamespace IN ('public'::regnamespace, 'iasql_private'::regnamespace) AND c.relkind IN ('r', 'v', 'm', 'p')
+		  AND (c.relname LIKE 'iasql\_%' OR c.relnamespace = 'iasql_private'::regnamespace) ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"iasql_requests", "iasql_my_requests", "iasql_records", "iasql_operations", "iasql_status", "iasql_audit_log", "iasql_capture_progress", "iasql_unverified"} {
+		if !slices.Contains(rels, want) {
+			t.Errorf("%s is not among iasql's relations %v", want, rels)
+		}
+	}
+	for _, rel := range rels {
+		q := `SELECT count(*) FROM ` + pgx.Identifier{rel}.Sanitize()
+		if open[rel] {
+			count(t, r.nobody, q)
+			continue
+		}
+		if rel == "iasql_engine_key" {
+			q = `SELECT count(*) FROM iasql_private.iasql_engine_key`
+		}
+		if msg := refused(t, r.nobody, q); !strings.Contains(msg, "permission denied") {
+			t.Errorf("a role with nothing reads %s: %s", rel, msg)
+		}
+	}
+	if msg := refused(t, r.nobody, `SELECT iasql_wait_for_all(5)`); msg != "permission denied for iasql_wait_for_all: role "+r.nothing+" is not a member of iasql_reader" {
+		t.Errorf("iasql_wait_for_all as a role with nothing: %s", msg)
+	}
+	// The answer is read as the current role: after SET ROLE to a role with
+	// nothing, an administrator's session is refused the same way.
+	su := pgtest.Connect(t, r.dsn)
+	execAs(t, su, `SET ROLE `+r.nothing)
+	if msg := refused(t, su, `CALL iasql_commit()`); msg != "permission denied for iasql commit: the current role "+r.nothing+" is not a member of iasql_reader, so it cannot read the answer" {
+		t.Errorf("iasql_commit after SET ROLE to a role with nothing: %s", msg)
+	}
+
+	// The application: its own requests (begin, commit, preview) and their
+	// answers, no one else's.
+	if n := count(t, r.app, `SELECT count(*) FROM iasql_my_requests WHERE kind IN ('begin', 'commit', 'preview') AND status = 'done' AND requested_by = session_user`); n != 3 {
+		t.Errorf("the application sees %d of its 3 answered requests", n)
+	}
+	if n := count(t, r.app, `SELECT count(*) FROM iasql_my_requests WHERE requested_by <> session_user`); n != 0 {
+		t.Errorf("the application sees %d requests of others", n)
+	}
+	if msg := refused(t, r.app, `SELECT count(*) FROM iasql_requests`); !strings.Contains(msg, "permission denied for table iasql_requests") {
+		t.Errorf("the application reads every request: %s", msg)
+	}
+	// A function of its own sees only the rows the view lets through
+	// (security_barrier), whatever its cost.
+	cfg, err := pgx.ParseConfig(asRole(t, r.dsn, r.appRole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen lockedBuffer
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { seen.Write([]byte(n.Message + "\n")) }
+	leaky, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leaky.Close(ctx)
+	execAs(t, leaky, `CREATE FUNCTION pg_temp.peek(x text) RETURNS boolean LANGUAGE plpgsql COST 0.000001 AS $$ BEGIN RAISE NOTICE 'peek %', x; RETURN true; END $$`,
+		`SELECT count(*) FROM iasql_my_requests WHERE pg_temp.peek(requested_by || ' ' || coalesce(result::text, ''))`)
+	lines := strings.Split(strings.TrimSpace(seen.String()), "\n")
+	if len(lines) < 3 {
+		t.Errorf("the function saw %d of the application's requests, want its 3", len(lines))
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "peek "+r.appRole+" ") {
+			t.Errorf("a function in the WHERE clause saw another role's request: %q", l)
+		}
+	}
+
+	// A reader: what the README lists, and its own requests.
+	for _, q := range []string{
+		`SELECT count(*) FROM iasql_audit_log`, `SELECT count(*) FROM iasql_status`, `SELECT count(*) FROM iasql_records`,
+		`SELECT count(*) FROM iasql_operations`, `SELECT count(*) FROM iasql_mode`, `SELECT count(*) FROM iasql_modules`,
+		`SELECT count(*) FROM iasql_transaction`, `SELECT count(*) FROM iasql_capture_progress`, `SELECT count(*) FROM iasql_account`,
+		`SELECT count(*) FROM iasql_unverified`, `SELECT count(*) FROM iasql_replacements`, `SELECT count(*) FROM iasql_engine_state`,
+		`SELECT count(*) FROM iasql_deprecated_calls`, `SELECT count(*) FROM iasql_my_requests`, `SELECT count(*) FROM iasql_modules_list()`,
+		`SELECT count(*) FROM iasql_preview()`, `SELECT iasql_wait_for_all(30)::int`,
+	} {
+		count(t, r.reader, q)
+	}
+	if n := count(t, r.reader, `SELECT count(*) FROM iasql_records WHERE table_name = 'bucket' AND cloud_id LIKE '%who-reads-secret%'`); n != 1 {
+		t.Errorf("the reader sees %d records of the application's bucket, want 1", n)
+	}
+	if n := count(t, r.reader, `SELECT count(*) FROM iasql_my_requests`); n != 1 {
+		t.Errorf("the reader sees %d requests, want its one preview", n)
+	}
+
+	// A member of iasql_admin (not a superuser) reads every request.
+	dba := r.appRole + "_dba"
+	execAs(t, r.admin, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE iasql_admin`, dba))
+	admin := pgtest.Connect(t, asRole(t, r.dsn, dba))
+	if n := count(t, admin, fmt.Sprintf(`SELECT count(DISTINCT requested_by) FROM iasql_requests WHERE requested_by IN ('%s', '%s', '%s')`, r.appRole, r.reader.Config().User, r.admin.Config().User)); n != 3 {
+		t.Errorf("a member of iasql_admin sees the requests of %d of the 3 roles that made some", n)
+	}
 }

@@ -160,8 +160,9 @@ wait:
 	}
 }
 
-// nonSuperuser creates a role without privileges (dropped when the test
-// ends) that a superuser session can SET ROLE to.
+// nonSuperuser creates a role with no privileges but iasql_reader's (it
+// reads the answer; dropped when the test ends) that a superuser session
+// can SET ROLE to.
 func nonSuperuser(t *testing.T, dsn string) string {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(dsn)
@@ -169,7 +170,7 @@ func nonSuperuser(t *testing.T, dsn string) string {
 		t.Fatal(err)
 	}
 	role := pgx.Identifier{cfg.Database + "_caller"}.Sanitize()
-	pgtest.Exec(t, srv.AdminDSN(), `CREATE ROLE `+role+` NOLOGIN NOSUPERUSER`)
+	pgtest.Exec(t, srv.AdminDSN(), `CREATE ROLE `+role+` NOLOGIN NOSUPERUSER IN ROLE iasql_reader`)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

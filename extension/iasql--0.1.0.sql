@@ -73,11 +73,14 @@ COMMENT ON FUNCTION public.iasql_guard_capture_tables() IS
 -- installing role needs CREATEROLE only while they are missing. Each role
 -- includes the one below it:
 --   iasql_admin   install and uninstall modules, write modes, rebind the
---                 account; everything iasql_writer may do;
+--                 account, read every role's requests; everything
+--                 iasql_writer may do;
 --   iasql_writer  INSERT, UPDATE, DELETE on module tables and the
 --                 transaction procedures (begin, commit, rollback, refresh);
---   iasql_reader  SELECT on module tables, the audit trail and iasql_status,
---                 and iasql_preview().
+--   iasql_reader  SELECT on module tables and iasql's tables and views (the
+--                 audit trail, iasql_status, records, ...; its own requests
+--                 in iasql_my_requests), and iasql_preview().
+-- A role with none of them reads nothing of iasql's state (070_privileges.sql).
 -- Application roles are granted one of them (GRANT iasql_writer TO app).
 DO $$
 DECLARE
@@ -85,9 +88,9 @@ DECLARE
   recipe constant text := 'As a role with CREATEROLE: CREATE ROLE iasql_reader NOLOGIN; CREATE ROLE iasql_writer NOLOGIN IN ROLE iasql_reader; CREATE ROLE iasql_admin NOLOGIN IN ROLE iasql_writer; then install iasql again.';
 BEGIN
   FOR r IN SELECT * FROM (VALUES
-      ('iasql_reader', NULL, 'iasql: reads module tables, the audit trail and iasql_status, and may call iasql_preview().'),
+      ('iasql_reader', NULL, 'iasql: reads module tables and iasql''s tables (audit trail, iasql_status, records, its own requests), and may call iasql_preview().'),
       ('iasql_writer', 'iasql_reader', 'iasql: writes module tables and runs iasql_begin, iasql_commit, iasql_rollback and iasql_refresh; includes iasql_reader.'),
-      ('iasql_admin', 'iasql_writer', 'iasql: installs and uninstalls modules, writes iasql_mode, rebinds the account; includes iasql_writer.')
+      ('iasql_admin', 'iasql_writer', 'iasql: installs and uninstalls modules, writes iasql_mode, rebinds the account, reads every request; includes iasql_writer.')
     ) v(name, below, about)
   LOOP
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r.name) THEN
@@ -347,7 +350,7 @@ CREATE TABLE public.iasql_audit_log (
 );
 CREATE INDEX iasql_audit_log_record ON public.iasql_audit_log (table_name, record_id, id);
 COMMENT ON TABLE public.iasql_audit_log IS
-  'Every captured change to a registered table, in commit order; written only by the iasql sidecar, readable by all.';
+  'Every captured change to a registered table, in commit order; written only by the iasql sidecar, readable by iasql_reader.';
 COMMENT ON COLUMN public.iasql_audit_log.id IS 'Increases with commit order (then position in the transaction).';
 COMMENT ON COLUMN public.iasql_audit_log.lsn IS 'Commit LSN of the transaction that made the change.';
 COMMENT ON COLUMN public.iasql_audit_log.seq IS 'Position of the change within its transaction, from 1.';
@@ -364,7 +367,7 @@ COMMENT ON COLUMN public.iasql_audit_log.captured_at IS 'When the sidecar wrote 
 COMMENT ON INDEX public.iasql_audit_log_record IS 'Finds the changes to one record in order.';
 COMMENT ON CONSTRAINT iasql_audit_log_position ON public.iasql_audit_log IS 'A change is recorded at most once.';
 REVOKE ALL ON public.iasql_audit_log FROM PUBLIC;
-GRANT SELECT ON public.iasql_audit_log TO PUBLIC;
+GRANT SELECT ON public.iasql_audit_log TO iasql_reader;
 CREATE TRIGGER iasql_audit_log_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_audit_log
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('1', '2');
 COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the capture leader and the running cycle write the audit trail.';
@@ -424,7 +427,7 @@ COMMENT ON COLUMN public.iasql_capture_progress.changes IS 'Changes captured thr
 COMMENT ON COLUMN public.iasql_capture_progress.updated_at IS 'When capture last advanced.';
 COMMENT ON COLUMN public.iasql_capture_progress.lsn_origin IS 'The server and database (iasql_lsn_origin) whose WAL the LSNs belong to; another than this database''s means it was restored from a dump.';
 REVOKE ALL ON public.iasql_capture_progress FROM PUBLIC;
-GRANT SELECT ON public.iasql_capture_progress TO PUBLIC;
+GRANT SELECT ON public.iasql_capture_progress TO iasql_reader;
 CREATE TRIGGER iasql_capture_progress_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_capture_progress
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('1');
 COMMENT ON TRIGGER iasql_capture_progress_guard ON public.iasql_capture_progress IS 'Only the capture leader writes capture progress.';
@@ -457,7 +460,7 @@ COMMENT ON COLUMN public.iasql_modules.installed_at IS 'When it was installed; N
 COMMENT ON COLUMN public.iasql_modules.installed_version IS 'The version whose SQL the module''s tables have: set at install, moved by the upgrades a newer sidecar applies at start; NULL when not installed.';
 COMMENT ON COLUMN public.iasql_modules.definition IS 'For a module made from a cloud resource type (AWS::Logs::LogGroup): the type''s schema as fetched at its first install; its table, previews, restarts and reinstalls use this one. NULL for the modules built into the sidecar.';
 REVOKE ALL ON public.iasql_modules FROM PUBLIC;
-GRANT SELECT ON public.iasql_modules TO PUBLIC;
+GRANT SELECT ON public.iasql_modules TO iasql_reader;
 CREATE TRIGGER iasql_modules_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_modules
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_modules_guard ON public.iasql_modules IS 'Only the sidecar writes the module registry.';
@@ -481,7 +484,7 @@ COMMENT ON COLUMN public.iasql_records.enacted_lsn IS 'User changes to the recor
 COMMENT ON COLUMN public.iasql_records.enacted_at IS 'When enacted_lsn last moved.';
 COMMENT ON INDEX public.iasql_records_cloud_id IS 'Finds the record a cloud resource belonged to.';
 REVOKE ALL ON public.iasql_records FROM PUBLIC;
-GRANT SELECT ON public.iasql_records TO PUBLIC;
+GRANT SELECT ON public.iasql_records TO iasql_reader;
 CREATE TRIGGER iasql_records_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_records
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_records_guard ON public.iasql_records IS 'Only the sidecar writes record state.';
@@ -509,7 +512,7 @@ COMMENT ON COLUMN public.iasql_replacements.phase IS 'temporary: the temporary r
 COMMENT ON COLUMN public.iasql_replacements.started_at IS 'When the replacement began.';
 COMMENT ON CONSTRAINT iasql_replacements_phase ON public.iasql_replacements IS 'The two phases of a replacement.';
 REVOKE ALL ON public.iasql_replacements FROM PUBLIC;
-GRANT SELECT ON public.iasql_replacements TO PUBLIC;
+GRANT SELECT ON public.iasql_replacements TO iasql_reader;
 CREATE TRIGGER iasql_replacements_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_replacements
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_replacements_guard ON public.iasql_replacements IS 'Only the sidecar writes replacements.';
@@ -546,7 +549,7 @@ COMMENT ON CONSTRAINT iasql_requests_status ON public.iasql_requests IS 'Known r
 CREATE INDEX iasql_requests_accepted_at ON public.iasql_requests (accepted_at);
 COMMENT ON INDEX public.iasql_requests_accepted_at IS 'Recent requests by time: a sidecar that starts leading seeds each role''s rate limit from them, so a failover does not reset it.';
 REVOKE ALL ON public.iasql_requests FROM PUBLIC;
-GRANT SELECT ON public.iasql_requests TO PUBLIC;
+GRANT SELECT ON public.iasql_requests TO iasql_admin;
 CREATE TRIGGER iasql_requests_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_requests
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_requests_guard ON public.iasql_requests IS 'Only the sidecar answers requests.';
@@ -569,7 +572,7 @@ COMMENT ON COLUMN public.iasql_transaction.owner_started IS 'When the owning ses
 COMMENT ON COLUMN public.iasql_transaction.begin_lsn IS 'User changes after this LSN belong to the transaction (iasql_rollback discards them).';
 COMMENT ON CONSTRAINT iasql_transaction_one ON public.iasql_transaction IS 'At most one iasql transaction per database.';
 REVOKE ALL ON public.iasql_transaction FROM PUBLIC;
-GRANT SELECT ON public.iasql_transaction TO PUBLIC;
+GRANT SELECT ON public.iasql_transaction TO iasql_reader;
 CREATE TRIGGER iasql_transaction_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_transaction
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_transaction_guard ON public.iasql_transaction IS 'Only the sidecar opens and closes iasql transactions.';
@@ -585,7 +588,7 @@ COMMENT ON COLUMN public.iasql_deprecated_calls.function_name IS 'The deprecated
 COMMENT ON COLUMN public.iasql_deprecated_calls.calls IS 'Calls counted so far.';
 COMMENT ON COLUMN public.iasql_deprecated_calls.last_called IS 'When it was last called.';
 REVOKE ALL ON public.iasql_deprecated_calls FROM PUBLIC;
-GRANT SELECT ON public.iasql_deprecated_calls TO PUBLIC;
+GRANT SELECT ON public.iasql_deprecated_calls TO iasql_reader;
 CREATE TRIGGER iasql_deprecated_calls_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_deprecated_calls
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_deprecated_calls_guard ON public.iasql_deprecated_calls IS 'Only the sidecar counts.';
@@ -643,6 +646,8 @@ COMMENT ON FUNCTION public.iasql_request_key(bytea) IS
 -- it (taken_by_pid) must stay alive until it answers, or it fails at once.
 -- pg_stat_activity is read afresh each time (pg_stat_clear_snapshot: a
 -- transaction otherwise sees the sessions as they were at its first read).
+-- The answer is read from iasql_my_requests, the caller's own requests: only
+-- iasql_admin reads everyone's (070_privileges.sql).
 CREATE FUNCTION public.iasql_request(kind text, args jsonb DEFAULT '{}', timeout_s integer DEFAULT 3600) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -667,6 +672,13 @@ BEGIN
     RAISE EXCEPTION 'permission denied for iasql %: role % is not a member of %', kind, session_user, needs
       USING ERRCODE = 'insufficient_privilege',
             HINT = pg_catalog.format('An administrator grants it: GRANT %I TO %I;', needs, session_user);
+  END IF;
+  -- The answer is read with the current role's privileges (after SET ROLE,
+  -- not the session's).
+  IF NOT pg_catalog.pg_has_role('iasql_reader', 'USAGE') THEN
+    RAISE EXCEPTION 'permission denied for iasql %: the current role % is not a member of iasql_reader, so it cannot read the answer', kind, current_user
+      USING ERRCODE = 'insufficient_privilege',
+            HINT = pg_catalog.format('RESET ROLE, or an administrator grants it: GRANT iasql_reader TO %I;', current_user);
   END IF;
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
     RAISE EXCEPTION 'iasql % cannot run at % isolation: its snapshot would never see the sidecar''s answer', kind,
@@ -697,7 +709,7 @@ BEGIN
   next_check := pg_catalog.clock_timestamp();
   next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
   LOOP
-    SELECT r.status, r.result, r.error, r.taken_by_pid, r.progress INTO st, res, err, taker, now_doing FROM public.iasql_requests r WHERE r.id = req;
+    SELECT r.status, r.result, r.error, r.taken_by_pid, r.progress INTO st, res, err, taker, now_doing FROM public.iasql_my_requests r WHERE r.id = req;
     EXIT WHEN st IN ('done', 'failed');
     IF now_doing IS DISTINCT FROM said AND now_doing IS NOT NULL THEN
       RAISE NOTICE 'iasql %: %', kind, now_doing;
@@ -709,7 +721,7 @@ BEGIN
         -- Not taken yet. (Each check looks at the row again before it
         -- raises: the sidecar may have taken the request meanwhile.)
         IF NOT public.iasql_sidecar_connected()
-           AND NOT EXISTS (SELECT 1 FROM public.iasql_requests r WHERE r.id = req) THEN
+           AND NOT EXISTS (SELECT 1 FROM public.iasql_my_requests r WHERE r.id = req) THEN
           RAISE EXCEPTION 'iasql % needs the iasql sidecar, and none is connected to this database (it disconnected before taking the request)', kind
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Start it: iasql run --dsn <this database> (it may then carry out this request); iasql status shows its state.';
@@ -728,7 +740,7 @@ BEGIN
             next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
           END IF;
         ELSIF pg_catalog.clock_timestamp() > answer_by
-              AND NOT EXISTS (SELECT 1 FROM public.iasql_requests r WHERE r.id = req) THEN
+              AND NOT EXISTS (SELECT 1 FROM public.iasql_my_requests r WHERE r.id = req) THEN
           RAISE EXCEPTION 'iasql %: the sidecar received the request but did not answer within 5 seconds', kind
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Check the sidecar with iasql status and its logs (is its engine running?), then call it again.';
@@ -738,7 +750,7 @@ BEGIN
         PERFORM pg_catalog.pg_stat_clear_snapshot();
         IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
                         WHERE a.pid = taker AND a.datname = pg_catalog.current_database())
-           AND EXISTS (SELECT 1 FROM public.iasql_requests r WHERE r.id = req AND r.status = 'accepted') THEN
+           AND EXISTS (SELECT 1 FROM public.iasql_my_requests r WHERE r.id = req AND r.status = 'accepted') THEN
           RAISE EXCEPTION 'iasql %: the sidecar that took the request (server process %) ended before answering; it may or may not have acted', kind, taker
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Check iasql status and the sidecar''s logs, then call it again: a commit is idempotent (it does what is left to do).';
@@ -748,7 +760,7 @@ BEGIN
     IF pg_catalog.clock_timestamp() > give_up THEN
       RAISE EXCEPTION 'iasql % did not finish within % seconds (request %)', kind, timeout_s, req
         USING ERRCODE = 'query_canceled',
-              HINT = 'It may still finish: see iasql_requests.';
+              HINT = 'It may still finish: see iasql_my_requests.';
     END IF;
     PERFORM pg_catalog.pg_sleep(0.005);
   END LOOP;
@@ -758,7 +770,7 @@ BEGIN
   RETURN res;
 END $$;
 COMMENT ON FUNCTION public.iasql_request(text, jsonb, integer) IS
-  'Sends a request to the sidecar (as a non-transactional logical-decoding message, holding the advisory lock iasql_request_key that proves the sender) and waits for its answer in iasql_requests; raises its error. Refuses at once a role that lacks the role the request needs (iasql_request_role). Waits (with a NOTICE every 5 seconds) while the sidecar''s capture is behind the request; fails at once when no sidecar is connected or the engine session that took the request has ended.';
+  'Sends a request to the sidecar (as a non-transactional logical-decoding message, holding the advisory lock iasql_request_key that proves the sender) and waits for its answer in iasql_my_requests (its own requests); raises its error. Refuses at once a role that lacks the role the request needs (iasql_request_role). Waits (with a NOTICE every 5 seconds) while the sidecar''s capture is behind the request; fails at once when no sidecar is connected or the engine session that took the request has ended.';
 
 CREATE PROCEDURE public.iasql_begin()
 LANGUAGE plpgsql AS $$
@@ -934,7 +946,7 @@ COMMENT ON COLUMN public.iasql_operations.since IS 'When the engine began this a
 COMMENT ON COLUMN public.iasql_operations.updated_at IS 'When this row last changed.';
 COMMENT ON CONSTRAINT iasql_operations_state ON public.iasql_operations IS 'Known operation states.';
 REVOKE ALL ON public.iasql_operations FROM PUBLIC;
-GRANT SELECT ON public.iasql_operations TO PUBLIC;
+GRANT SELECT ON public.iasql_operations TO iasql_reader;
 CREATE TRIGGER iasql_operations_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_operations
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_operations_guard ON public.iasql_operations IS 'Only the sidecar writes operations.';
@@ -953,7 +965,7 @@ COMMENT ON COLUMN public.iasql_engine_state.pruned_at IS 'When the engine last d
 COMMENT ON COLUMN public.iasql_engine_state.updated_at IS 'When this row last changed.';
 COMMENT ON CONSTRAINT iasql_engine_state_one ON public.iasql_engine_state IS 'One row at most.';
 REVOKE ALL ON public.iasql_engine_state FROM PUBLIC;
-GRANT SELECT ON public.iasql_engine_state TO PUBLIC;
+GRANT SELECT ON public.iasql_engine_state TO iasql_reader;
 CREATE TRIGGER iasql_engine_state_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_engine_state
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_engine_state_guard ON public.iasql_engine_state IS 'Only the sidecar writes its state.';
@@ -983,7 +995,7 @@ COMMENT ON COLUMN public.iasql_account.previous_account_id IS 'The account the d
 COMMENT ON COLUMN public.iasql_account.previous_endpoint IS 'The endpoint the database was bound to before the last rebind.';
 COMMENT ON CONSTRAINT iasql_account_one ON public.iasql_account IS 'One row at most.';
 REVOKE ALL ON public.iasql_account FROM PUBLIC;
-GRANT SELECT ON public.iasql_account TO PUBLIC;
+GRANT SELECT ON public.iasql_account TO iasql_reader;
 CREATE TRIGGER iasql_account_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_account
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_account_guard ON public.iasql_account IS 'Only the sidecar records the account binding.';
@@ -1103,6 +1115,12 @@ DECLARE
   failed text;
   gone_since timestamptz;
 BEGIN
+  -- It reads iasql's tables with the caller's privileges (iasql_reader's).
+  IF NOT pg_catalog.pg_has_role('iasql_reader', 'USAGE') THEN
+    RAISE EXCEPTION 'permission denied for iasql_wait_for_all: role % is not a member of iasql_reader', current_user
+      USING ERRCODE = 'insufficient_privilege',
+            HINT = pg_catalog.format('An administrator grants it: GRANT iasql_reader TO %I;', current_user);
+  END IF;
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
     RAISE EXCEPTION 'iasql_wait_for_all cannot run at % isolation: its snapshot would never see the changes enacted',
         pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
@@ -1201,7 +1219,7 @@ COMMENT ON COLUMN public.iasql_unverified.error IS 'Why the read failed, in one 
 COMMENT ON COLUMN public.iasql_unverified.since IS 'Since when the part has been unverified.';
 COMMENT ON COLUMN public.iasql_unverified.checked_at IS 'When a read last failed there.';
 REVOKE ALL ON public.iasql_unverified FROM PUBLIC;
-GRANT SELECT ON public.iasql_unverified TO PUBLIC;
+GRANT SELECT ON public.iasql_unverified TO iasql_reader;
 CREATE TRIGGER iasql_unverified_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_unverified
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_unverified_guard ON public.iasql_unverified IS 'Only the sidecar writes what is unverified.';
@@ -1238,7 +1256,7 @@ COMMENT ON COLUMN public.iasql_status.last_error IS 'The last failure, in one li
 COMMENT ON COLUMN public.iasql_status.next_retry IS 'When an automatic cycle tries a failed action again.';
 COMMENT ON COLUMN public.iasql_status.since IS 'Since when the record has been out of sync, or the part unverified.';
 COMMENT ON COLUMN public.iasql_status.region IS 'For an unverified part, the region whose reads fail (NULL: the whole table''s read fails, or a record''s row).';
-GRANT SELECT ON public.iasql_status TO PUBLIC;
+GRANT SELECT ON public.iasql_status TO iasql_reader;
 
 -- 060_mode.sql
 -- Modes: NORMAL (two-way), ENFORCE (the database is the truth), TRACK (the
@@ -1267,7 +1285,7 @@ COMMENT ON CONSTRAINT iasql_mode_one_rule_per_level ON public.iasql_mode IS 'One
 COMMENT ON CONSTRAINT iasql_mode_record_needs_table ON public.iasql_mode IS 'A record rule names its table.';
 COMMENT ON CONSTRAINT iasql_mode_table_name_fkey ON public.iasql_mode IS 'Rules cover registered tables; unregistering (uninstalling) a table removes its rules.';
 COMMENT ON SEQUENCE public.iasql_mode_id_seq IS 'Rule ids.';
-GRANT SELECT ON public.iasql_mode TO PUBLIC;
+GRANT SELECT ON public.iasql_mode TO iasql_reader;
 
 -- Clear messages for the mistakes the constraints would only name.
 CREATE FUNCTION public.iasql_mode_check() RETURNS trigger
@@ -1432,12 +1450,20 @@ COMMENT ON TRIGGER iasql_tables_transaction_guard ON public.iasql_tables IS 'Put
 
 -- 070_privileges.sql
 -- What each of iasql's roles (005_roles.sql) may do, and what the sidecar's
--- role needs. Reading the engine's tables (iasql_requests, iasql_status, ...)
--- stays open to PUBLIC: the SQL API polls them as its caller. The audit trail
--- holds the rows of every module table, so only iasql_reader (and the roles
--- that include it) read it.
-REVOKE ALL ON public.iasql_audit_log FROM PUBLIC;
-GRANT SELECT ON public.iasql_audit_log TO iasql_reader;
+-- role needs.
+--
+-- Reading. A role without a grant reads nothing of iasql's state: the
+-- engine's tables name every resource (iasql_records.cloud_id), the audit
+-- trail holds every module row, and answers show them too (a preview's
+-- descriptions). Each table grants SELECT to iasql_reader (so to every role
+-- of iasql) where it is made; PUBLIC keeps only iasql_sidecar and
+-- iasql_tables, which say what pg_roles and pg_publication_tables show
+-- anyway, and which the sidecar's preflight and guards read in any session.
+-- Requests are per role: a member of iasql_reader reads its own
+-- (iasql_my_requests, below), iasql_admin everyone's (iasql_requests). The
+-- functions that read these tables run as their caller (none is SECURITY
+-- DEFINER): iasql_request as a member of the role the request needs,
+-- iasql_status and iasql_wait_for_all as a member of iasql_reader.
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.iasql_mode TO iasql_admin;
 GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO iasql_admin;
 GRANT EXECUTE ON FUNCTION public.iasql_rebind_account() TO iasql_admin;
@@ -1537,20 +1563,92 @@ REVOKE ALL ON FUNCTION public.iasql_end_lock_squatters() FROM PUBLIC;
 -- attribute is not a grant, so it is only checked. The previous sidecar
 -- role keeps its grants (revoke them by hand) but no longer passes the
 -- guards.
+-- What the calling role needs is checked before anything changes: to hand
+-- the publication and the module tables over (ALTER ... OWNER TO), it must
+-- hold their owners' privileges and be able to SET ROLE to the sidecar's
+-- (CREATEROLE alone is not that); to grant on schema public and on the
+-- database, their grant options (owners have them), unless the sidecar's
+-- role holds those rights already. A refusal names in one line every GRANT
+-- that is missing. (The call is one statement, so a failure part way would
+-- change nothing either, but would name only the first missing right, in
+-- PostgreSQL's words.)
 CREATE FUNCTION public.iasql_grant_sidecar(sidecar name) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
   rel regclass;
   missing text := '';
+  target oid;
+  moving oid[];
+  owner oid;
+  owners oid[];
+  can_set boolean;
+  needs text[] := '{}';
+  db name := pg_catalog.current_database();
+  grant_ns boolean := pg_catalog.has_schema_privilege('public', 'USAGE WITH GRANT OPTION')
+                      AND pg_catalog.has_schema_privilege('public', 'CREATE WITH GRANT OPTION');
+  grant_db boolean := pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CONNECT WITH GRANT OPTION')
+                      AND pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE WITH GRANT OPTION');
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = sidecar) THEN
+  SELECT r.oid INTO target FROM pg_catalog.pg_roles r WHERE r.rolname = sidecar;
+  IF NOT FOUND THEN
     RAISE EXCEPTION 'role "%" does not exist', sidecar
       USING ERRCODE = 'undefined_object',
             HINT = pg_catalog.format('Create it first: CREATE ROLE %I LOGIN REPLICATION PASSWORD ...;', sidecar);
   END IF;
+  IF NOT grant_ns AND NOT (pg_catalog.has_schema_privilege(sidecar, 'public', 'USAGE') AND pg_catalog.has_schema_privilege(sidecar, 'public', 'CREATE')) THEN
+    needs := needs || pg_catalog.format('GRANT USAGE, CREATE ON SCHEMA public TO %I (as the owner of schema public)', sidecar);
+  END IF;
+  IF NOT grant_db AND NOT (pg_catalog.has_database_privilege(sidecar, db, 'CONNECT') AND pg_catalog.has_database_privilege(sidecar, db, 'CREATE')) THEN
+    needs := needs || pg_catalog.format('GRANT CONNECT, CREATE ON DATABASE %I TO %I (as the owner of database %I)', db, sidecar, db);
+  END IF;
+  -- What moves to the sidecar's role (ALTER ... OWNER TO): the module
+  -- tables and the publication, which this role creates when it is missing.
+  SELECT pg_catalog.array_agg(DISTINCT x.o) INTO moving FROM (
+      SELECT c.relowner AS o FROM public.iasql_tables t
+        JOIN pg_catalog.pg_class c ON c.oid = public.iasql_table_regclass(t.table_name)
+       WHERE t.module IS NOT NULL
+      UNION ALL
+      SELECT p.pubowner FROM pg_catalog.pg_publication p WHERE p.pubname = public.iasql_publication()
+      UNION ALL
+      SELECT r.oid FROM pg_catalog.pg_roles r
+       WHERE r.rolname = current_user AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication p WHERE p.pubname = public.iasql_publication())
+    ) x WHERE x.o <> target;
+  -- Whose privileges this role needs: the installer's (iasql's tables) and
+  -- those of the owners of what moves.
+  owners := ARRAY[(SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = 'public.iasql_sidecar'::regclass)] || coalesce(moving, '{}');
+  FOREACH owner IN ARRAY ARRAY(SELECT DISTINCT o FROM pg_catalog.unnest(owners) o) LOOP
+    IF NOT pg_catalog.pg_has_role(owner, 'USAGE') THEN
+      needs := needs || CASE WHEN (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid = owner)
+        THEN pg_catalog.format('run it as a superuser (%s, which owns iasql''s objects here, is one)', owner::regrole)
+        ELSE pg_catalog.format('GRANT %s TO %I (it owns iasql''s objects here)', owner::regrole, current_user) END;
+    END IF;
+  END LOOP;
+  IF moving IS NOT NULL THEN
+    -- ALTER ... OWNER TO needs membership in the new owner (PostgreSQL 16
+    -- and later: the SET option of it).
+    IF pg_catalog.current_setting('server_version_num')::integer >= 160000 THEN
+      can_set := pg_catalog.pg_has_role(target, 'SET');
+    ELSE
+      can_set := pg_catalog.pg_has_role(target, 'MEMBER');
+    END IF;
+    IF NOT can_set THEN
+      needs := needs || pg_catalog.format('GRANT %I TO %I (to hand it the publication %I and the module tables)',
+        sidecar, current_user, public.iasql_publication());
+    END IF;
+  END IF;
+  IF pg_catalog.array_length(needs, 1) > 0 THEN
+    RAISE EXCEPTION 'role % may not make % the iasql sidecar''s role, and nothing was changed: %; then run it again',
+        current_user, sidecar, pg_catalog.array_to_string(needs, '; ')
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+
   UPDATE public.iasql_sidecar SET role_name = sidecar, granted_at = pg_catalog.clock_timestamp();
-  EXECUTE pg_catalog.format('GRANT USAGE, CREATE ON SCHEMA public TO %I', sidecar);
-  EXECUTE pg_catalog.format('GRANT CONNECT, CREATE ON DATABASE %I TO %I', pg_catalog.current_database(), sidecar);
+  IF grant_ns THEN
+    EXECUTE pg_catalog.format('GRANT USAGE, CREATE ON SCHEMA public TO %I', sidecar);
+  END IF;
+  IF grant_db THEN
+    EXECUTE pg_catalog.format('GRANT CONNECT, CREATE ON DATABASE %I TO %I', db, sidecar);
+  END IF;
   FOR rel IN
     SELECT c.oid::regclass FROM pg_catalog.pg_class c
      WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
@@ -1558,6 +1656,8 @@ BEGIN
   LOOP
     EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %I', rel, sidecar);
   END LOOP;
+  -- The metrics count the records not in sync.
+  EXECUTE pg_catalog.format('GRANT SELECT ON public.iasql_status TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA iasql_private TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT SELECT ON iasql_private.iasql_engine_key TO %I', sidecar);
@@ -1584,16 +1684,43 @@ BEGIN
   LOOP
     EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %I', rel, sidecar);
   END LOOP;
-  PERFORM public.iasql_sync_publication();
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication p WHERE p.pubname = public.iasql_publication()) THEN
+    PERFORM public.iasql_sync_publication();
+  END IF;
   EXECUTE pg_catalog.format('ALTER PUBLICATION %I OWNER TO %I', public.iasql_publication(), sidecar);
   IF NOT (SELECT r.rolreplication OR r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = sidecar) THEN
     missing := missing || pg_catalog.format('; it still needs REPLICATION: ALTER ROLE %I REPLICATION (on RDS: GRANT rds_replication TO %I)', sidecar, sidecar);
   END IF;
-  RETURN pg_catalog.format('role %s is the iasql sidecar''s role in database %s', sidecar, pg_catalog.current_database()) || missing;
+  RETURN pg_catalog.format('role %s is the iasql sidecar''s role in database %s', sidecar, db) || missing;
 END $$;
 COMMENT ON FUNCTION public.iasql_grant_sidecar(name) IS
-  'Makes a role the iasql sidecar''s (iasql_sidecar) and grants it what the sidecar needs (engine tables, the mark key, the publication, CREATE on schema public and database, the module tables, pg_signal_backend to end sessions that take its locks); says when it still lacks REPLICATION. Run it as the role that installed iasql (iasql install --sidecar-role does).';
+  'Makes a role the iasql sidecar''s (iasql_sidecar) and grants it what the sidecar needs (engine tables, the mark key, the publication, CREATE on schema public and database, the module tables, pg_signal_backend to end sessions that take its locks); says when it still lacks REPLICATION. Run it as the role that installed iasql (iasql install --sidecar-role does); it checks first what that role needs (to hand the publication and module tables over it must be able to SET ROLE to the sidecar''s role) and refuses in one line naming each missing GRANT, changing nothing.';
 REVOKE ALL ON FUNCTION public.iasql_grant_sidecar(name) FROM PUBLIC;
+
+-- A role's own requests and their answers: the rows of iasql_requests made by
+-- the session's login role (session_user, as the sidecar records the sender),
+-- so SET ROLE shows no other role's. iasql_request waits for its answer here.
+-- A security barrier view rather than row-level security on the table:
+-- pg_dump repeats the policies of an extension's tables, and restoring them
+-- after CREATE EXTENSION has made them fails; and no function a caller puts
+-- in its WHERE sees another role's rows.
+CREATE VIEW public.iasql_my_requests WITH (security_barrier) AS
+  SELECT r.id, r.kind, r.args, r.requested_by, r.accepted_at, r.finished_at, r.status, r.result, r.error, r.progress, r.taken_by_pid
+    FROM public.iasql_requests r
+   WHERE r.requested_by = session_user;
+COMMENT ON VIEW public.iasql_my_requests IS 'The requests this session''s login role made through the SQL API (iasql_commit, iasql_preview, ...) and the sidecar''s answers; iasql_admin reads everyone''s in iasql_requests.';
+COMMENT ON COLUMN public.iasql_my_requests.id IS 'Request id, chosen by the caller.';
+COMMENT ON COLUMN public.iasql_my_requests.kind IS 'begin, commit, rollback, refresh, preview, install, uninstall, ...';
+COMMENT ON COLUMN public.iasql_my_requests.args IS 'Arguments of the request.';
+COMMENT ON COLUMN public.iasql_my_requests.requested_by IS 'The role that made it: this session''s login role.';
+COMMENT ON COLUMN public.iasql_my_requests.accepted_at IS 'When the sidecar received it (or refused it).';
+COMMENT ON COLUMN public.iasql_my_requests.finished_at IS 'When the sidecar finished it.';
+COMMENT ON COLUMN public.iasql_my_requests.status IS 'accepted (being worked on), done or failed.';
+COMMENT ON COLUMN public.iasql_my_requests.result IS 'The answer (JSON), when done.';
+COMMENT ON COLUMN public.iasql_my_requests.error IS 'What went wrong, when failed.';
+COMMENT ON COLUMN public.iasql_my_requests.progress IS 'What the request waits for, while it runs.';
+COMMENT ON COLUMN public.iasql_my_requests.taken_by_pid IS 'Server process id of the sidecar''s engine session that took the request.';
+GRANT SELECT ON public.iasql_my_requests TO iasql_reader;
 
 -- 070_restore.sql
 -- A database restored from a dump (pg_dump, then pg_restore or psql into an

@@ -80,7 +80,8 @@ func SidecarPreflight(ctx context.Context, conn *pgx.Conn) error {
 		    CASE WHEN NOT pg_catalog.has_schema_privilege('iasql_private', 'USAGE') THEN 'USAGE on schema iasql_private'
 		         WHEN NOT pg_catalog.has_table_privilege('iasql_private.iasql_engine_key', 'SELECT') THEN 'SELECT on iasql_private.iasql_engine_key' END,
 		    CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_publication p WHERE p.pubname = $1 AND NOT pg_catalog.pg_has_role(p.pubowner, 'MEMBER'))
-		         THEN 'ownership of publication ' || $1 END] ||
+		         THEN 'ownership of publication ' || $1 END,
+		    CASE WHEN NOT pg_catalog.has_table_privilege('public.iasql_status', 'SELECT') THEN 'SELECT on public.iasql_status' END] ||
 		  ARRAY(SELECT pg_catalog.string_agg(p.priv, ', ' ORDER BY p.n) || ' on ' || c.oid::regclass::text
 		          FROM pg_catalog.pg_class c
 		          CROSS JOIN (VALUES (1, 'SELECT'), (2, 'INSERT'), (3, 'UPDATE'), (4, 'DELETE')) p(n, priv)

@@ -94,6 +94,10 @@ type Health struct {
 	// is why it could not be read.
 	Uncaptured      *Uncaptured `json:"uncaptured,omitempty"`
 	UncapturedError string      `json:"uncaptured_error,omitempty"`
+	// ProgressError is why capture progress could not be read by this
+	// role (iasql's tables are for iasql_reader); the captured position,
+	// commit time and count are unknown then.
+	ProgressError string `json:"progress_error,omitempty"`
 }
 
 // CountUncaptured reads what the slot holds that capture has not recorded
@@ -143,6 +147,9 @@ func (h *Health) Warnings() []string {
 		out = append(out, fmt.Sprintf("slot %s retains more WAL than max_wal_size (wal_status = extended): capture is behind or stopped; %s", h.Slot.Name, limit))
 	case "unreserved":
 		out = append(out, fmt.Sprintf("slot %s is about to lose WAL (wal_status = unreserved, max_slot_wal_keep_size %s): the next checkpoint may remove WAL it needs, and the slot becomes lost", h.Slot.Name, h.MaxSlotWALKeepSize))
+	}
+	if h.ProgressError != "" {
+		out = append(out, "cannot read what capture recorded (iasql_capture_progress: "+h.ProgressError+"): the role running status needs iasql_reader (GRANT iasql_reader TO it)")
 	}
 	if h.RecordsError != "" {
 		out = append(out, "cannot count the records not in sync (iasql_status: "+h.RecordsError+"): the role running status needs iasql_reader (GRANT iasql_reader TO it)")
@@ -231,7 +238,13 @@ func ReadHealth(ctx context.Context, q Querier, slot string) (*Health, error) {
 	}
 	err = q.QueryRow(ctx, `SELECT end_lsn::text, commit_ts, updated_at, changes FROM public.iasql_capture_progress WHERE slot_name = $1`, slot).
 		Scan(&h.CapturedLSN, &h.CommitTime, &h.CapturedAt, &h.Changes)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42501":
+		// iasql's tables are iasql_reader's: a role without it learns the
+		// slot's state (pg_replication_slots) and that it lacks the grant.
+		h.ProgressError = pe.Message
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return nil, fmt.Errorf("read capture progress: %w", err)
 	}
 	// Cycle records are the audit rows with no table: the index on
@@ -248,7 +261,6 @@ func ReadHealth(ctx context.Context, q Querier, slot string) (*Health, error) {
 		  FROM (SELECT id, ts, message::jsonb AS m FROM public.iasql_audit_log
 		         WHERE table_name IS NULL AND record_id IS NULL AND change_type = 'CYCLE_END'
 		         ORDER BY id DESC LIMIT 1) e`).Scan(&c.Cycle, &c.Reason, &c.Ended, &c.Outcome, &c.Summary, &c.Error, &started)
-	var pe *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case errors.As(err, &pe) && pe.Code == "42501":

@@ -5,11 +5,14 @@
 -- installing role needs CREATEROLE only while they are missing. Each role
 -- includes the one below it:
 --   iasql_admin   install and uninstall modules, write modes, rebind the
---                 account; everything iasql_writer may do;
+--                 account, read every role's requests; everything
+--                 iasql_writer may do;
 --   iasql_writer  INSERT, UPDATE, DELETE on module tables and the
 --                 transaction procedures (begin, commit, rollback, refresh);
---   iasql_reader  SELECT on module tables, the audit trail and iasql_status,
---                 and iasql_preview().
+--   iasql_reader  SELECT on module tables and iasql's tables and views (the
+--                 audit trail, iasql_status, records, ...; its own requests
+--                 in iasql_my_requests), and iasql_preview().
+-- A role with none of them reads nothing of iasql's state (070_privileges.sql).
 -- Application roles are granted one of them (GRANT iasql_writer TO app).
 DO $$
 DECLARE
@@ -17,9 +20,9 @@ DECLARE
   recipe constant text := 'As a role with CREATEROLE: CREATE ROLE iasql_reader NOLOGIN; CREATE ROLE iasql_writer NOLOGIN IN ROLE iasql_reader; CREATE ROLE iasql_admin NOLOGIN IN ROLE iasql_writer; then install iasql again.';
 BEGIN
   FOR r IN SELECT * FROM (VALUES
-      ('iasql_reader', NULL, 'iasql: reads module tables, the audit trail and iasql_status, and may call iasql_preview().'),
+      ('iasql_reader', NULL, 'iasql: reads module tables and iasql''s tables (audit trail, iasql_status, records, its own requests), and may call iasql_preview().'),
       ('iasql_writer', 'iasql_reader', 'iasql: writes module tables and runs iasql_begin, iasql_commit, iasql_rollback and iasql_refresh; includes iasql_reader.'),
-      ('iasql_admin', 'iasql_writer', 'iasql: installs and uninstalls modules, writes iasql_mode, rebinds the account; includes iasql_writer.')
+      ('iasql_admin', 'iasql_writer', 'iasql: installs and uninstalls modules, writes iasql_mode, rebinds the account, reads every request; includes iasql_writer.')
     ) v(name, below, about)
   LOOP
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r.name) THEN

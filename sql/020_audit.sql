@@ -19,7 +19,7 @@ CREATE TABLE public.iasql_audit_log (
 );
 CREATE INDEX iasql_audit_log_record ON public.iasql_audit_log (table_name, record_id, id);
 COMMENT ON TABLE public.iasql_audit_log IS
-  'Every captured change to a registered table, in commit order; written only by the iasql sidecar, readable by all.';
+  'Every captured change to a registered table, in commit order; written only by the iasql sidecar, readable by iasql_reader.';
 COMMENT ON COLUMN public.iasql_audit_log.id IS 'Increases with commit order (then position in the transaction).';
 COMMENT ON COLUMN public.iasql_audit_log.lsn IS 'Commit LSN of the transaction that made the change.';
 COMMENT ON COLUMN public.iasql_audit_log.seq IS 'Position of the change within its transaction, from 1.';
@@ -36,7 +36,7 @@ COMMENT ON COLUMN public.iasql_audit_log.captured_at IS 'When the sidecar wrote 
 COMMENT ON INDEX public.iasql_audit_log_record IS 'Finds the changes to one record in order.';
 COMMENT ON CONSTRAINT iasql_audit_log_position ON public.iasql_audit_log IS 'A change is recorded at most once.';
 REVOKE ALL ON public.iasql_audit_log FROM PUBLIC;
-GRANT SELECT ON public.iasql_audit_log TO PUBLIC;
+GRANT SELECT ON public.iasql_audit_log TO iasql_reader;
 CREATE TRIGGER iasql_audit_log_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_audit_log
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('1', '2');
 COMMENT ON TRIGGER iasql_audit_log_guard ON public.iasql_audit_log IS 'Only the capture leader and the running cycle write the audit trail.';

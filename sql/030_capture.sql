@@ -32,7 +32,7 @@ COMMENT ON COLUMN public.iasql_capture_progress.changes IS 'Changes captured thr
 COMMENT ON COLUMN public.iasql_capture_progress.updated_at IS 'When capture last advanced.';
 COMMENT ON COLUMN public.iasql_capture_progress.lsn_origin IS 'The server and database (iasql_lsn_origin) whose WAL the LSNs belong to; another than this database''s means it was restored from a dump.';
 REVOKE ALL ON public.iasql_capture_progress FROM PUBLIC;
-GRANT SELECT ON public.iasql_capture_progress TO PUBLIC;
+GRANT SELECT ON public.iasql_capture_progress TO iasql_reader;
 CREATE TRIGGER iasql_capture_progress_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_capture_progress
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('1');
 COMMENT ON TRIGGER iasql_capture_progress_guard ON public.iasql_capture_progress IS 'Only the capture leader writes capture progress.';

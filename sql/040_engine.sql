@@ -25,7 +25,7 @@ COMMENT ON COLUMN public.iasql_modules.installed_at IS 'When it was installed; N
 COMMENT ON COLUMN public.iasql_modules.installed_version IS 'The version whose SQL the module''s tables have: set at install, moved by the upgrades a newer sidecar applies at start; NULL when not installed.';
 COMMENT ON COLUMN public.iasql_modules.definition IS 'For a module made from a cloud resource type (AWS::Logs::LogGroup): the type''s schema as fetched at its first install; its table, previews, restarts and reinstalls use this one. NULL for the modules built into the sidecar.';
 REVOKE ALL ON public.iasql_modules FROM PUBLIC;
-GRANT SELECT ON public.iasql_modules TO PUBLIC;
+GRANT SELECT ON public.iasql_modules TO iasql_reader;
 CREATE TRIGGER iasql_modules_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_modules
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_modules_guard ON public.iasql_modules IS 'Only the sidecar writes the module registry.';
@@ -49,7 +49,7 @@ COMMENT ON COLUMN public.iasql_records.enacted_lsn IS 'User changes to the recor
 COMMENT ON COLUMN public.iasql_records.enacted_at IS 'When enacted_lsn last moved.';
 COMMENT ON INDEX public.iasql_records_cloud_id IS 'Finds the record a cloud resource belonged to.';
 REVOKE ALL ON public.iasql_records FROM PUBLIC;
-GRANT SELECT ON public.iasql_records TO PUBLIC;
+GRANT SELECT ON public.iasql_records TO iasql_reader;
 CREATE TRIGGER iasql_records_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_records
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_records_guard ON public.iasql_records IS 'Only the sidecar writes record state.';
@@ -77,7 +77,7 @@ COMMENT ON COLUMN public.iasql_replacements.phase IS 'temporary: the temporary r
 COMMENT ON COLUMN public.iasql_replacements.started_at IS 'When the replacement began.';
 COMMENT ON CONSTRAINT iasql_replacements_phase ON public.iasql_replacements IS 'The two phases of a replacement.';
 REVOKE ALL ON public.iasql_replacements FROM PUBLIC;
-GRANT SELECT ON public.iasql_replacements TO PUBLIC;
+GRANT SELECT ON public.iasql_replacements TO iasql_reader;
 CREATE TRIGGER iasql_replacements_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_replacements
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_replacements_guard ON public.iasql_replacements IS 'Only the sidecar writes replacements.';
@@ -114,7 +114,7 @@ COMMENT ON CONSTRAINT iasql_requests_status ON public.iasql_requests IS 'Known r
 CREATE INDEX iasql_requests_accepted_at ON public.iasql_requests (accepted_at);
 COMMENT ON INDEX public.iasql_requests_accepted_at IS 'Recent requests by time: a sidecar that starts leading seeds each role''s rate limit from them, so a failover does not reset it.';
 REVOKE ALL ON public.iasql_requests FROM PUBLIC;
-GRANT SELECT ON public.iasql_requests TO PUBLIC;
+GRANT SELECT ON public.iasql_requests TO iasql_admin;
 CREATE TRIGGER iasql_requests_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_requests
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_requests_guard ON public.iasql_requests IS 'Only the sidecar answers requests.';
@@ -137,7 +137,7 @@ COMMENT ON COLUMN public.iasql_transaction.owner_started IS 'When the owning ses
 COMMENT ON COLUMN public.iasql_transaction.begin_lsn IS 'User changes after this LSN belong to the transaction (iasql_rollback discards them).';
 COMMENT ON CONSTRAINT iasql_transaction_one ON public.iasql_transaction IS 'At most one iasql transaction per database.';
 REVOKE ALL ON public.iasql_transaction FROM PUBLIC;
-GRANT SELECT ON public.iasql_transaction TO PUBLIC;
+GRANT SELECT ON public.iasql_transaction TO iasql_reader;
 CREATE TRIGGER iasql_transaction_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_transaction
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_transaction_guard ON public.iasql_transaction IS 'Only the sidecar opens and closes iasql transactions.';
@@ -153,7 +153,7 @@ COMMENT ON COLUMN public.iasql_deprecated_calls.function_name IS 'The deprecated
 COMMENT ON COLUMN public.iasql_deprecated_calls.calls IS 'Calls counted so far.';
 COMMENT ON COLUMN public.iasql_deprecated_calls.last_called IS 'When it was last called.';
 REVOKE ALL ON public.iasql_deprecated_calls FROM PUBLIC;
-GRANT SELECT ON public.iasql_deprecated_calls TO PUBLIC;
+GRANT SELECT ON public.iasql_deprecated_calls TO iasql_reader;
 CREATE TRIGGER iasql_deprecated_calls_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_deprecated_calls
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_deprecated_calls_guard ON public.iasql_deprecated_calls IS 'Only the sidecar counts.';
@@ -211,6 +211,8 @@ COMMENT ON FUNCTION public.iasql_request_key(bytea) IS
 -- it (taken_by_pid) must stay alive until it answers, or it fails at once.
 -- pg_stat_activity is read afresh each time (pg_stat_clear_snapshot: a
 -- transaction otherwise sees the sessions as they were at its first read).
+-- The answer is read from iasql_my_requests, the caller's own requests: only
+-- iasql_admin reads everyone's (070_privileges.sql).
 CREATE FUNCTION public.iasql_request(kind text, args jsonb DEFAULT '{}', timeout_s integer DEFAULT 3600) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -235,6 +237,13 @@ BEGIN
     RAISE EXCEPTION 'permission denied for iasql %: role % is not a member of %', kind, session_user, needs
       USING ERRCODE = 'insufficient_privilege',
             HINT = pg_catalog.format('An administrator grants it: GRANT %I TO %I;', needs, session_user);
+  END IF;
+  -- The answer is read with the current role's privileges (after SET ROLE,
+  -- not the session's).
+  IF NOT pg_catalog.pg_has_role('iasql_reader', 'USAGE') THEN
+    RAISE EXCEPTION 'permission denied for iasql %: the current role % is not a member of iasql_reader, so it cannot read the answer', kind, current_user
+      USING ERRCODE = 'insufficient_privilege',
+            HINT = pg_catalog.format('RESET ROLE, or an administrator grants it: GRANT iasql_reader TO %I;', current_user);
   END IF;
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
     RAISE EXCEPTION 'iasql % cannot run at % isolation: its snapshot would never see the sidecar''s answer', kind,
@@ -265,7 +274,7 @@ BEGIN
   next_check := pg_catalog.clock_timestamp();
   next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
   LOOP
-    SELECT r.status, r.result, r.error, r.taken_by_pid, r.progress INTO st, res, err, taker, now_doing FROM public.iasql_requests r WHERE r.id = req;
+    SELECT r.status, r.result, r.error, r.taken_by_pid, r.progress INTO st, res, err, taker, now_doing FROM public.iasql_my_requests r WHERE r.id = req;
     EXIT WHEN st IN ('done', 'failed');
     IF now_doing IS DISTINCT FROM said AND now_doing IS NOT NULL THEN
       RAISE NOTICE 'iasql %: %', kind, now_doing;
@@ -277,7 +286,7 @@ BEGIN
         -- Not taken yet. (Each check looks at the row again before it
         -- raises: the sidecar may have taken the request meanwhile.)
         IF NOT public.iasql_sidecar_connected()
-           AND NOT EXISTS (SELECT 1 FROM public.iasql_requests r WHERE r.id = req) THEN
+           AND NOT EXISTS (SELECT 1 FROM public.iasql_my_requests r WHERE r.id = req) THEN
           RAISE EXCEPTION 'iasql % needs the iasql sidecar, and none is connected to this database (it disconnected before taking the request)', kind
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Start it: iasql run --dsn <this database> (it may then carry out this request); iasql status shows its state.';
@@ -296,7 +305,7 @@ BEGIN
             next_notice := pg_catalog.clock_timestamp() + interval '5 seconds';
           END IF;
         ELSIF pg_catalog.clock_timestamp() > answer_by
-              AND NOT EXISTS (SELECT 1 FROM public.iasql_requests r WHERE r.id = req) THEN
+              AND NOT EXISTS (SELECT 1 FROM public.iasql_my_requests r WHERE r.id = req) THEN
           RAISE EXCEPTION 'iasql %: the sidecar received the request but did not answer within 5 seconds', kind
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Check the sidecar with iasql status and its logs (is its engine running?), then call it again.';
@@ -306,7 +315,7 @@ BEGIN
         PERFORM pg_catalog.pg_stat_clear_snapshot();
         IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
                         WHERE a.pid = taker AND a.datname = pg_catalog.current_database())
-           AND EXISTS (SELECT 1 FROM public.iasql_requests r WHERE r.id = req AND r.status = 'accepted') THEN
+           AND EXISTS (SELECT 1 FROM public.iasql_my_requests r WHERE r.id = req AND r.status = 'accepted') THEN
           RAISE EXCEPTION 'iasql %: the sidecar that took the request (server process %) ended before answering; it may or may not have acted', kind, taker
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Check iasql status and the sidecar''s logs, then call it again: a commit is idempotent (it does what is left to do).';
@@ -316,7 +325,7 @@ BEGIN
     IF pg_catalog.clock_timestamp() > give_up THEN
       RAISE EXCEPTION 'iasql % did not finish within % seconds (request %)', kind, timeout_s, req
         USING ERRCODE = 'query_canceled',
-              HINT = 'It may still finish: see iasql_requests.';
+              HINT = 'It may still finish: see iasql_my_requests.';
     END IF;
     PERFORM pg_catalog.pg_sleep(0.005);
   END LOOP;
@@ -326,7 +335,7 @@ BEGIN
   RETURN res;
 END $$;
 COMMENT ON FUNCTION public.iasql_request(text, jsonb, integer) IS
-  'Sends a request to the sidecar (as a non-transactional logical-decoding message, holding the advisory lock iasql_request_key that proves the sender) and waits for its answer in iasql_requests; raises its error. Refuses at once a role that lacks the role the request needs (iasql_request_role). Waits (with a NOTICE every 5 seconds) while the sidecar''s capture is behind the request; fails at once when no sidecar is connected or the engine session that took the request has ended.';
+  'Sends a request to the sidecar (as a non-transactional logical-decoding message, holding the advisory lock iasql_request_key that proves the sender) and waits for its answer in iasql_my_requests (its own requests); raises its error. Refuses at once a role that lacks the role the request needs (iasql_request_role). Waits (with a NOTICE every 5 seconds) while the sidecar''s capture is behind the request; fails at once when no sidecar is connected or the engine session that took the request has ended.';
 
 CREATE PROCEDURE public.iasql_begin()
 LANGUAGE plpgsql AS $$

@@ -39,7 +39,7 @@ COMMENT ON COLUMN public.iasql_operations.since IS 'When the engine began this a
 COMMENT ON COLUMN public.iasql_operations.updated_at IS 'When this row last changed.';
 COMMENT ON CONSTRAINT iasql_operations_state ON public.iasql_operations IS 'Known operation states.';
 REVOKE ALL ON public.iasql_operations FROM PUBLIC;
-GRANT SELECT ON public.iasql_operations TO PUBLIC;
+GRANT SELECT ON public.iasql_operations TO iasql_reader;
 CREATE TRIGGER iasql_operations_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_operations
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_operations_guard ON public.iasql_operations IS 'Only the sidecar writes operations.';
@@ -58,7 +58,7 @@ COMMENT ON COLUMN public.iasql_engine_state.pruned_at IS 'When the engine last d
 COMMENT ON COLUMN public.iasql_engine_state.updated_at IS 'When this row last changed.';
 COMMENT ON CONSTRAINT iasql_engine_state_one ON public.iasql_engine_state IS 'One row at most.';
 REVOKE ALL ON public.iasql_engine_state FROM PUBLIC;
-GRANT SELECT ON public.iasql_engine_state TO PUBLIC;
+GRANT SELECT ON public.iasql_engine_state TO iasql_reader;
 CREATE TRIGGER iasql_engine_state_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_engine_state
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_engine_state_guard ON public.iasql_engine_state IS 'Only the sidecar writes its state.';

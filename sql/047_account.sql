@@ -22,7 +22,7 @@ COMMENT ON COLUMN public.iasql_account.previous_account_id IS 'The account the d
 COMMENT ON COLUMN public.iasql_account.previous_endpoint IS 'The endpoint the database was bound to before the last rebind.';
 COMMENT ON CONSTRAINT iasql_account_one ON public.iasql_account IS 'One row at most.';
 REVOKE ALL ON public.iasql_account FROM PUBLIC;
-GRANT SELECT ON public.iasql_account TO PUBLIC;
+GRANT SELECT ON public.iasql_account TO iasql_reader;
 CREATE TRIGGER iasql_account_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_account
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_account_guard ON public.iasql_account IS 'Only the sidecar records the account binding.';

@@ -102,6 +102,12 @@ DECLARE
   failed text;
   gone_since timestamptz;
 BEGIN
+  -- It reads iasql's tables with the caller's privileges (iasql_reader's).
+  IF NOT pg_catalog.pg_has_role('iasql_reader', 'USAGE') THEN
+    RAISE EXCEPTION 'permission denied for iasql_wait_for_all: role % is not a member of iasql_reader', current_user
+      USING ERRCODE = 'insufficient_privilege',
+            HINT = pg_catalog.format('An administrator grants it: GRANT iasql_reader TO %I;', current_user);
+  END IF;
   IF pg_catalog.current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
     RAISE EXCEPTION 'iasql_wait_for_all cannot run at % isolation: its snapshot would never see the changes enacted',
         pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))

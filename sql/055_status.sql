@@ -17,7 +17,7 @@ COMMENT ON COLUMN public.iasql_unverified.error IS 'Why the read failed, in one 
 COMMENT ON COLUMN public.iasql_unverified.since IS 'Since when the part has been unverified.';
 COMMENT ON COLUMN public.iasql_unverified.checked_at IS 'When a read last failed there.';
 REVOKE ALL ON public.iasql_unverified FROM PUBLIC;
-GRANT SELECT ON public.iasql_unverified TO PUBLIC;
+GRANT SELECT ON public.iasql_unverified TO iasql_reader;
 CREATE TRIGGER iasql_unverified_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_unverified
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_unverified_guard ON public.iasql_unverified IS 'Only the sidecar writes what is unverified.';
@@ -54,4 +54,4 @@ COMMENT ON COLUMN public.iasql_status.last_error IS 'The last failure, in one li
 COMMENT ON COLUMN public.iasql_status.next_retry IS 'When an automatic cycle tries a failed action again.';
 COMMENT ON COLUMN public.iasql_status.since IS 'Since when the record has been out of sync, or the part unverified.';
 COMMENT ON COLUMN public.iasql_status.region IS 'For an unverified part, the region whose reads fail (NULL: the whole table''s read fails, or a record''s row).';
-GRANT SELECT ON public.iasql_status TO PUBLIC;
+GRANT SELECT ON public.iasql_status TO iasql_reader;

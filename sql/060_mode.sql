@@ -24,7 +24,7 @@ COMMENT ON CONSTRAINT iasql_mode_one_rule_per_level ON public.iasql_mode IS 'One
 COMMENT ON CONSTRAINT iasql_mode_record_needs_table ON public.iasql_mode IS 'A record rule names its table.';
 COMMENT ON CONSTRAINT iasql_mode_table_name_fkey ON public.iasql_mode IS 'Rules cover registered tables; unregistering (uninstalling) a table removes its rules.';
 COMMENT ON SEQUENCE public.iasql_mode_id_seq IS 'Rule ids.';
-GRANT SELECT ON public.iasql_mode TO PUBLIC;
+GRANT SELECT ON public.iasql_mode TO iasql_reader;
 
 -- Clear messages for the mistakes the constraints would only name.
 CREATE FUNCTION public.iasql_mode_check() RETURNS trigger

@@ -155,8 +155,17 @@ func Ensure(ctx context.Context, conn *pgx.Conn, preferExtension bool) (string, 
 
 // InstallPlain installs or upgrades the objects as plain SQL (no extension).
 func InstallPlain(ctx context.Context, conn *pgx.Conn) (string, error) {
-	var did string
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	did, _, err := InstallPlainFor(ctx, conn, "")
+	return did, err
+}
+
+// InstallPlainFor installs or upgrades the objects as plain SQL, as
+// InstallPlain does, and when sidecarRole is not "" makes that role the
+// sidecar's (iasql_grant_sidecar) in the same transaction: if the role
+// cannot be given what it needs, nothing is installed either. It returns
+// what it did ("" when nothing was needed) and what the grant said.
+func InstallPlainFor(ctx context.Context, conn *pgx.Conn, sidecarRole string) (did, granted string, err error) {
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock($1)`, installLockKey); err != nil {
 			return fmt.Errorf("lock for install: %w", err)
 		}
@@ -170,10 +179,31 @@ func InstallPlain(ctx context.Context, conn *pgx.Conn) (string, error) {
 		if in.Version != "" && compareVersions(in.Version, Version) > 0 {
 			return fmt.Errorf("%w (database %s, binary %s): run a newer iasql", ErrNewer, in.Version, Version)
 		}
-		did, err = installPlain(ctx, tx, in.Version)
+		if did, err = installPlain(ctx, tx, in.Version); err != nil || sidecarRole == "" {
+			return err
+		}
+		if granted, err = GrantSidecar(ctx, tx, sidecarRole); err != nil && did != "" {
+			return fmt.Errorf("%w; so iasql %s was not installed either", err, Version)
+		}
 		return err
 	})
-	return did, err
+	if err != nil {
+		did, granted = "", ""
+	}
+	return did, granted, err
+}
+
+// GrantSidecar makes role the sidecar's and grants it what the sidecar
+// needs (iasql_grant_sidecar), reporting what it said. The function checks
+// first what the calling role lacks, and then changes nothing.
+func GrantSidecar(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, role string) (string, error) {
+	var said string
+	if err := q.QueryRow(ctx, `SELECT public.iasql_grant_sidecar($1)`, role).Scan(&said); err != nil {
+		return "", fmt.Errorf("make role %s the iasql sidecar's: %w", role, err)
+	}
+	return said, nil
 }
 
 func installPlain(ctx context.Context, tx pgx.Tx, from string) (string, error) {

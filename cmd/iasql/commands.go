@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/bridge"
 	"github.com/iasql/iasql/bridge/execute"
@@ -151,7 +153,7 @@ func runWithMetrics(ctx context.Context, cfg sidecar.Config, l net.Listener) err
 }
 
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := newFlags("install", "Install (or upgrade) iasql's SQL objects as plain SQL, for managed databases that allow\nno custom extensions. Where the server has the extension files, CREATE EXTENSION iasql\ndoes the same. Creates the roles iasql_admin, iasql_writer and iasql_reader when missing\n(they are cluster-wide). With --sidecar-role, makes that role the sidecar's and grants it\nwhat 'iasql run' needs, so the sidecar needs no superuser (it still needs REPLICATION).",
+	f := newFlags("install", "Install (or upgrade) iasql's SQL objects as plain SQL, for managed databases that allow\nno custom extensions. Where the server has the extension files, CREATE EXTENSION iasql\ndoes the same. Creates the roles iasql_admin, iasql_writer and iasql_reader when missing\n(they are cluster-wide). With --sidecar-role, makes that role the sidecar's and grants it\nwhat 'iasql run' needs, so the sidecar needs no superuser (it still needs REPLICATION).\nBoth happen in one transaction: when the installing role lacks a right (to hand the\nsidecar's role the publication it must be able to SET ROLE to it), nothing changes and\none line names each GRANT to run.",
 		"  iasql install --dsn postgres://admin@db:5432/app\n  iasql install --dsn postgres://admin@db:5432/app --sidecar-role iasql_sidecar", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	f.environment = envPostgres
@@ -172,21 +174,21 @@ func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	var did string
+	// The objects and the sidecar's grants in one transaction: all or nothing.
+	var did, said string
 	if !in.Extension || in.Version != iasqlsql.Version {
-		if did, err = iasqlsql.InstallPlain(ctx, conn); err != nil {
-			return err
-		}
+		did, said, err = iasqlsql.InstallPlainFor(ctx, conn, *sidecarRole)
+	} else if *sidecarRole != "" {
+		said, err = iasqlsql.GrantSidecar(ctx, conn, *sidecarRole)
+	}
+	if err != nil {
+		return err
 	}
 	if did == "" {
 		did = "iasql " + iasqlsql.Version + " is already installed"
 	}
 	fmt.Fprintln(stdout, did)
-	if *sidecarRole != "" {
-		var said string
-		if err := conn.QueryRow(ctx, `SELECT public.iasql_grant_sidecar($1)`, *sidecarRole).Scan(&said); err != nil {
-			return fmt.Errorf("grant role %s what the sidecar needs (run install as the role that installed iasql, or a superuser): %w", *sidecarRole, err)
-		}
+	if said != "" {
 		fmt.Fprintln(stdout, said)
 	}
 	return nil
@@ -487,13 +489,18 @@ type engineStatus struct {
 }
 
 // readEngineStatus reads the iasql transaction and the calls of deprecated
-// functions.
+// functions; both "unknown" for a role that may not read them (they are
+// iasql_reader's, and ReadHealth's warnings say so).
 func readEngineStatus(ctx context.Context, conn *pgx.Conn) (*engineStatus, error) {
 	var e engineStatus
+	var pe *pgconn.PgError
 	err := conn.QueryRow(ctx, `
 		SELECT coalesce((SELECT 'open since ' || to_char(opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' by ' || opened_by FROM public.iasql_transaction), 'none'),
 		       coalesce((SELECT string_agg(function_name || ' ' || calls, ', ' ORDER BY function_name) FROM public.iasql_deprecated_calls), 'none')`).
 		Scan(&e.Transaction, &e.Deprecated)
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return &engineStatus{Transaction: "unknown", Deprecated: "unknown"}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read engine status: %w", err)
 	}

@@ -1,6 +1,6 @@
--- audit: the audit trail is readable by iasql_reader, capture progress by
--- everyone; both are written only by the session holding the capture lock
--- (the sidecar).
+-- audit: the audit trail and capture progress are readable by iasql_reader;
+-- both are written only by the session holding the capture lock (the
+-- sidecar).
 CREATE EXTENSION iasql;
 -- Context lines carry PL/pgSQL line numbers; keep them out of the output.
 \set SHOW_CONTEXT never
@@ -9,8 +9,9 @@ DROP ROLE IF EXISTS regress_iasql_reader;
 RESET client_min_messages;
 CREATE ROLE regress_iasql_reader;
 
--- Any role may read capture progress, members of iasql_reader the audit
--- trail, and nobody but the owner has write privileges
+-- A role without a grant reads the registry only; members of iasql_reader
+-- read the audit trail and capture progress, and nobody but the owner has
+-- write privileges
 SELECT has_table_privilege('regress_iasql_reader', 'iasql_audit_log', 'SELECT') AS audit_readable,
        has_table_privilege('regress_iasql_reader', 'iasql_capture_progress', 'SELECT') AS progress_readable,
        has_table_privilege('regress_iasql_reader', 'iasql_tables', 'SELECT') AS registry_readable;
