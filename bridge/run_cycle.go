@@ -179,12 +179,18 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		}
 		p.Actions = c.dueOnly(p.Actions)
 		left := c.leaveNewer(p)
-		if pass > maxPasses {
+		switch {
+		case len(out.Failures) > 0:
+			// The read after a failed pass executes nothing: what it plans
+			// again is no sign of a loop, and a record that failed keeps
+			// the cloud's reason (a create Cloud Control refused is planned
+			// in three passes: made, retried, read after).
+		case pass > maxPasses:
 			// Still planned when the passes have run out, with no newer
 			// user change to explain it.
 			c.notConverging(ctx, p.Actions, fmt.Sprintf("still planned after %d passes: ", maxPasses))
 			p.Actions = nil
-		} else {
+		default:
 			p.Actions = c.sameAgain(ctx, p.Actions)
 		}
 		if len(out.Failures) > 0 {
