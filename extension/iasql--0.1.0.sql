@@ -1684,7 +1684,12 @@ BEGIN
   LOOP
     EXECUTE pg_catalog.format('ALTER TABLE %s OWNER TO %I', rel, sidecar);
   END LOOP;
-  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication p WHERE p.pubname = public.iasql_publication()) THEN
+  -- The publication is made, or brought up to date while this role may
+  -- (one restored from a dump lacks tables only their owner may add, and the
+  -- sidecar would fail to add them), before it is handed over.
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication p WHERE p.pubname = public.iasql_publication())
+     OR EXISTS (SELECT 1 FROM pg_catalog.pg_publication p
+                 WHERE p.pubname = public.iasql_publication() AND pg_catalog.pg_has_role(p.pubowner, 'USAGE')) THEN
     PERFORM public.iasql_sync_publication();
   END IF;
   EXECUTE pg_catalog.format('ALTER PUBLICATION %I OWNER TO %I', public.iasql_publication(), sidecar);

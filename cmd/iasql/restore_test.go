@@ -392,12 +392,23 @@ func startRunLog(t *testing.T, dsn, endpoint string, args ...string) (stop func(
 		})
 	}
 	t.Cleanup(stop)
-	conn := pgtest.Connect(t, dsn)
-	waitTrue(t, conn, "iasql run capturing", `SELECT to_regproc('public.iasql_sidecar_connected') IS NOT NULL AND iasql_sidecar_connected()`)
-	return stop, func() string {
+	logs = func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return buf.String()
+	}
+	conn := pgtest.Connect(t, dsn)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var ok bool
+		err := conn.QueryRow(context.Background(), `SELECT to_regproc('public.iasql_sidecar_connected') IS NOT NULL AND iasql_sidecar_connected()`).Scan(&ok)
+		if err == nil && ok {
+			return stop, logs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("iasql run never captured (%v); its log:\n%s", err, logs())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
