@@ -119,12 +119,12 @@ func TestSeedRates(t *testing.T) {
 // Request ids are UUIDs in their text form; anything else is dropped.
 func TestIsUUID(t *testing.T) {
 	for id, want := range map[string]bool{
-		"00000000-0000-4000-8000-000000000002": true,
-		"6F9619FF-8B86-D011-B42D-00C04FC964FF": true,
-		"":                                     false,
-		"x":                                    false,
-		"00000000-0000-4000-8000-00000000000g": false,
-		"00000000_0000-4000-8000-000000000002": false,
+		"00000000-0000-4000-8000-000000000002":  true,
+		"6F9619FF-8B86-D011-B42D-00C04FC964FF":  true,
+		"":                                      false,
+		"x":                                     false,
+		"00000000-0000-4000-8000-00000000000g":  false,
+		"00000000_0000-4000-8000-000000000002":  false,
 		"00000000-0000-4000-8000-0000000000023": false,
 	} {
 		if got := isUUID(id); got != want {
