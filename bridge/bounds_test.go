@@ -123,12 +123,13 @@ func TestRateLimitSurvivesFailover(t *testing.T) {
 		}
 		sent += n
 		enginetest.WaitUntil(t, 30*time.Second, "the sidecar to answer or refuse every request", func() bool {
-			return count(t, r.admin, `SELECT count(*) FROM iasql_requests WHERE requested_by = '`+flood+`' AND status <> 'accepted'`) == sent
+			return count(t, r.admin, `SELECT (SELECT count(*) FROM iasql_requests WHERE requested_by = '`+flood+`' AND status <> 'accepted')
+			  + coalesce((SELECT sum(refused) FROM iasql_request_refusals WHERE role_name = '`+flood+`'), 0)`) == sent
 		})
 	}
 	limited := func() int {
 		t.Helper()
-		return count(t, r.admin, `SELECT count(*) FROM iasql_requests WHERE requested_by = '`+flood+`' AND error LIKE 'role `+flood+` sent more than 50 requests at once%'`)
+		return count(t, r.admin, `SELECT coalesce(sum(refused), 0) FROM iasql_request_refusals WHERE role_name = '`+flood+`' AND reason = 'rate' AND message LIKE 'role `+flood+` sent more than 50 requests at once%'`)
 	}
 
 	send(60)
@@ -157,10 +158,10 @@ func TestRateLimitSurvivesFailover(t *testing.T) {
 	execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('other-role')`, `CALL iasql_commit()`)
 }
 
-// TestStartNamesBlockingSessions: a session of another role that holds, in
-// a transaction it keeps open, a lock the sidecar's start needs (the
-// install lock Ensure takes; a lock on iasql_tables, which the publication's
-// sync reads) does not stall `iasql run` silently: within the wait, the log
+// TestStartNamesBlockingSessions: a session that holds, in a transaction it
+// keeps open, a lock the sidecar's start needs (the install lock Ensure
+// takes, as an administrator's install would; a lock on iasql_tables, which
+// the publication's sync reads) does not stall `iasql run` silently: within the wait, the log
 // names that session's pid; once its transaction ends, the sidecar starts
 // and works.
 func TestStartNamesBlockingSessions(t *testing.T) {
@@ -170,7 +171,7 @@ func TestStartNamesBlockingSessions(t *testing.T) {
 		as   func(r *recipe) string // the blocking session's DSN
 		lock string
 	}{
-		{"install lock", func(r *recipe) string { return asRole(t, r.dsn, r.nothing) }, `SELECT pg_advisory_xact_lock(1767994225)`},
+		{"install lock", func(r *recipe) string { return r.dsn }, `SELECT 1 FROM iasql_private.iasql_locks WHERE lock_id = 5 FOR UPDATE`},
 		{"iasql_tables", func(r *recipe) string { return r.dsn }, `LOCK TABLE public.iasql_tables IN ACCESS EXCLUSIVE MODE`},
 	}
 	for _, tc := range tests {
@@ -213,4 +214,71 @@ func TestStartNamesBlockingSessions(t *testing.T) {
 			execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('after-the-wait')`, `CALL iasql_commit()`)
 		})
 	}
+}
+
+// TestRefusedFloodCostsNothing: a role without grants that floods the
+// sidecar with requests it proves as iasql_request does (3,000 installs,
+// 1,000 at a time) does not make a writer's commits fail, and its requests
+// are counted, not stored: no row in iasql_requests, every one in
+// iasql_request_refusals. (How long the writer's commit takes under such
+// a flood is make bench's commit_ms_under_flood.)
+func TestRefusedFloodCostsNothing(t *testing.T) {
+	t.Parallel()
+	r := newRecipe(t)
+	ctx := context.Background()
+	const rounds, each = 3, 1000
+	flooded := make(chan error, 1)
+	go func() {
+		for i := 1; i <= rounds; i++ {
+			// Each message's lock is held until the sidecar has counted the
+			// round (so none is dropped as forged), at most 60 s.
+			_, err := r.nobody.Exec(ctx, fmt.Sprintf(`DO $$
+				DECLARE m bytea; deadline timestamptz := clock_timestamp() + interval '60 seconds';
+				BEGIN
+				  FOR i IN 1..%d LOOP
+				    m := convert_to(jsonb_build_object('id', gen_random_uuid(), 'kind', 'install',
+				      'args', jsonb_build_object('modules', jsonb_build_array('aws_s3')), 'pid', pg_backend_pid())::text, 'UTF8');
+				    PERFORM pg_advisory_xact_lock(iasql_request_key(m));
+				    PERFORM pg_logical_emit_message(false, 'iasql_request', m);
+				  END LOOP;
+				  WHILE coalesce((SELECT sum(refused) FROM iasql_request_refusals WHERE role_name = session_user), 0) < %d
+				        AND clock_timestamp() < deadline LOOP
+				    PERFORM pg_sleep(0.02);
+				  END LOOP;
+				END $$`, each, i*each))
+			if err != nil {
+				flooded <- fmt.Errorf("flood round %d: %w", i, err)
+				return
+			}
+		}
+		flooded <- nil
+	}()
+	commits := 0
+	for done := false; !done; {
+		select {
+		case err := <-flooded:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		default:
+		}
+		commits++
+		if _, err := r.app.Exec(ctx, fmt.Sprintf(`INSERT INTO bucket (name) VALUES ('under-flood-%d')`, commits)); err != nil {
+			t.Fatalf("the writer's insert %d: %v", commits, err)
+		}
+		if _, err := r.app.Exec(ctx, `CALL iasql_commit()`); err != nil {
+			t.Fatalf("the writer's commit %d, during a flood of refused requests: %v", commits, err)
+		}
+	}
+	if n := count(t, r.admin, `SELECT count(*) FROM iasql_requests WHERE requested_by = '`+r.nothing+`'`); n != 0 {
+		t.Errorf("the flood stored %d row(s) in iasql_requests; refusals are to be counted only", n)
+	}
+	if n := count(t, r.admin, `SELECT coalesce(sum(refused), 0) FROM iasql_request_refusals WHERE role_name = '`+r.nothing+`'`); n != rounds*each {
+		t.Errorf("iasql_request_refusals counts %d refusals of the flood, want %d", n, rounds*each)
+	}
+	if n := count(t, r.admin, `SELECT coalesce(sum(refused), 0) FROM iasql_request_refusals WHERE role_name = '`+r.nothing+`' AND reason = 'rate'`); n == 0 {
+		t.Error("the rate limit did not apply to refused requests")
+	}
+	t.Logf("%d commits during the flood", commits)
 }

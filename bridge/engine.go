@@ -73,6 +73,7 @@ type Engine struct {
 	acct accountCheck // the database's account binding, checked once per leadership (account.go)
 
 	guard requestGuard // per-role request rates, expiry of answered requests (privileges.go)
+	inbox inbox        // request messages not taken yet (takeRequests)
 }
 
 // EngineConfig configures an engine.
@@ -101,7 +102,7 @@ func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
 	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
 		interval: cfg.Interval, timeout: cfg.CycleTimeout, exec: execute.New(cfg.CloudConcurrency), retention: cfg.AuditRetention,
 		txTimeout: cfg.TransactionTimeout,
-		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), mappers: map[string]map[string]module.Reader{}, sizes: map[string]int{}}
+		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), inbox: inbox{ready: make(chan struct{}, 1)}, mappers: map[string]map[string]module.Reader{}, sizes: map[string]int{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -147,6 +148,10 @@ func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
 			e.log.Warn("ignoring a request without an id", "lsn", lsn, "kind", r.Kind)
 			return
 		}
+		if !isUUID(r.ID) {
+			e.log.Warn("ignoring a request whose id is not a UUID")
+			return
+		}
 		r.raw = bytes.Clone(content) // content is capture's buffer, reused once this returns
 		if r.Kind == "tick" {
 			// pg_cron's schedule: nobody waits; ticks replayed after a
@@ -161,7 +166,9 @@ func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
 			}
 			return
 		}
-		go e.accept(r)
+		if !e.inbox.put(r) {
+			e.log.Warn("ignoring a request: too many wait to be taken", "id", r.ID, "kind", r.Kind, "limit_bytes", maxInboxBytes)
+		}
 	case "iasql_deprecated":
 		// Any role can send one: only the deprecated functions are counted.
 		if deprecatedFunctions[string(content)] {
@@ -191,68 +198,126 @@ func (e *Engine) service(ctx context.Context, fn func(*pgx.Conn) error) error {
 // this sidecar does not lead).
 var errNotRunning = errors.New("the engine is not running on this sidecar")
 
-// accept records the request (so the caller knows it arrived), with the
-// engine session that took it (taken_by_pid: the caller watches that it
-// stays alive until it answers), and queues it. It queues while holding the
-// service session, so a request taken by one session is never queued after
-// the next session's start-up has dropped what the last one left (Lead).
-//
-// A request can arrive before the engine of a sidecar that just took the
-// leadership has its session: it waits for it (up to 30 s) rather than
-// being dropped while its caller waits.
-func (e *Engine) accept(r request) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var fresh, queued bool
-	take := func(c *pgx.Conn) error {
+// takeRequests takes the request messages capture delivered (inbox), in
+// batches, while this engine leads (Lead owns it): it verifies every
+// sender of a batch in one query on the service session, counts the
+// refused ones (refusals: flushed to iasql_request_refusals at most every
+// refusalFlush, never a row per refusal), and records and queues the rest.
+// A flood of messages that are forged or refused thus costs one query per
+// batch, and a writer's request behind it waits for that, not for a
+// statement per message.
+func (e *Engine) takeRequests(ctx context.Context) {
+	counted := refusals{}
+	flush := time.NewTicker(refusalFlush)
+	defer flush.Stop()
+	defer func() { e.flushRefusals(counted) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flush.C:
+			e.flushRefusals(counted)
+			continue
+		case <-e.inbox.ready:
+		}
+		for {
+			batch := e.inbox.take(maxRequestBatch)
+			if len(batch) == 0 {
+				break
+			}
+			if !e.takeBatch(ctx, batch, counted) {
+				return
+			}
+		}
+	}
+}
+
+// maxRequestBatch is the most request messages verified in one query.
+const maxRequestBatch = 512
+
+// refusalFlush is how often refusals counted in memory are written.
+const refusalFlush = 200 * time.Millisecond
+
+// takeBatch verifies, refuses or accepts a batch of request messages;
+// false when ctx ended while a request waited for room in its queue.
+func (e *Engine) takeBatch(ctx context.Context, batch []request, counted refusals) bool {
+	var accepted []request
+	forged, firstForged := 0, ""
+	err := e.service(ctx, func(c *pgx.Conn) error {
 		if e.guard.dueExpiry(time.Now()) {
 			e.expireRequests(ctx, c)
 		}
-		refusal, err := e.authorize(ctx, c, &r)
+		senders := make([]store.Sender, len(batch))
+		for i, r := range batch {
+			classid, objid := senderLock(r.raw)
+			senders[i] = store.Sender{PID: r.PID, Classid: classid, Objid: objid, Needs: neededRole(r.Kind)}
+		}
+		found, err := store.RequestSenders(ctx, c, senders)
 		if err != nil {
 			return err
 		}
-		if refusal != "" {
-			e.log.Warn("refused a request", "id", r.ID, "kind", r.Kind, "role", r.Role, "why", refusal)
-			return refuse(ctx, c, r, refusal)
-		}
-		args := r.Args
-		if len(args) == 0 {
-			args = json.RawMessage(`{}`)
-		}
-		// A replayed message after a restart is not run twice.
-		fresh, err = store.AcceptRequest(ctx, c, r.ID, r.Kind, args, r.Role)
-		if err != nil {
-			return err
-		}
-		if fresh {
-			select {
-			case e.queueOf(r) <- r:
-				queued = true
-			default: // full: wait below, outside the session
+		now := time.Now()
+		for i, r := range batch {
+			if found[i] == nil || r.PID <= 0 {
+				if forged == 0 {
+					firstForged = r.ID
+				}
+				forged++
+				continue
+			}
+			r.Role = found[i].Role
+			if reason, msg := e.authorize(r, found[i].Member, now); reason != "" {
+				counted.add(r, reason, msg)
+				continue
+			}
+			args := r.Args
+			if len(args) == 0 {
+				args = json.RawMessage(`{}`)
+			}
+			// A replayed message after a restart is not run twice.
+			fresh, err := store.AcceptRequest(ctx, c, r.ID, r.Kind, args, r.Role)
+			if err != nil {
+				e.log.Warn("cannot accept request", "id", r.ID, "kind", r.Kind, "err", err)
+				continue
+			}
+			if fresh {
+				accepted = append(accepted, r)
 			}
 		}
 		return nil
-	}
-	err := e.service(ctx, take)
-	for errors.Is(err, errNotRunning) && ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-			err = e.service(ctx, take)
-		}
-	}
-	var forged errForged
-	if errors.As(err, &forged) {
-		e.log.Warn("ignoring a request whose sender cannot be verified", "id", r.ID, "kind", r.Kind, "err", err)
-		return
+	})
+	if forged > 0 {
+		e.log.Warn("ignoring a request whose sender cannot be verified (forged, or its caller is gone)", "id", firstForged, "count", forged)
 	}
 	if err != nil {
-		e.log.Warn("cannot accept request", "id", r.ID, "kind", r.Kind, "err", err)
+		e.log.Warn("cannot take requests", "count", len(batch), "err", err)
+		return ctx.Err() == nil
+	}
+	// Queued outside the session: the loop answers on it.
+	for _, r := range accepted {
+		select {
+		case e.queueOf(r) <- r:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// flushRefusals writes the refusals counted since the last flush.
+func (e *Engine) flushRefusals(counted refusals) {
+	if len(counted) == 0 {
 		return
 	}
-	if fresh && !queued {
-		e.queueOf(r) <- r
+	list := counted.drain()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := e.service(ctx, func(c *pgx.Conn) error { return store.CountRefusals(ctx, c, list) })
+	for _, r := range list {
+		e.log.Warn("refused requests", "role", r.Role, "reason", r.Reason, "count", r.Count, "why", r.Message)
+	}
+	if err != nil {
+		e.log.Warn("cannot count refused requests", "err", err)
 	}
 }
 
@@ -394,6 +459,7 @@ func (e *Engine) Lead(ctx context.Context) {
 			lost <- err
 		}
 	})
+	kwg.Go(func() { e.takeRequests(kctx) })
 	defer func() {
 		stopKeepAlive()
 		kwg.Wait()

@@ -28,10 +28,12 @@ import (
 // is refused with one line naming it.
 //
 // Requests are bounded in size (MaxRequestBytes: iasql_request refuses larger
-// ones before sending, the sidecar drops them) and in rate per role (a
-// leader seeds the rates from the recent requests in iasql_requests, so they
-// survive a failover), and answered requests are deleted after
-// requestRetention.
+// ones before sending, the sidecar drops them) and in rate per role, refused
+// ones included (a leader seeds the rates from the recent requests in
+// iasql_requests, so they survive a failover), and answered requests are
+// deleted after requestRetention. A refusal costs almost nothing: senders
+// are verified a batch at a time (takeRequests), and refusals are counted
+// (iasql_request_refusals), never stored one by one.
 
 // The roles the product ships (sql/005_roles.sql); each includes the next.
 const (
@@ -199,43 +201,117 @@ func (g *requestGuard) dueExpiry(now time.Time) bool {
 	return true
 }
 
-// errForged: the message's sender does not hold its lock (a forgery, or a
-// request whose caller has gone). It is dropped without an answer.
-type errForged struct{ pid int32 }
-
-func (e errForged) Error() string {
-	return fmt.Sprintf("server process %d does not hold the request's lock (forged, or its caller is gone)", e.pid)
-}
-
-// authorize finds the role that sent r (see above) and checks it may make
-// the request: "" when the request is to be carried out, else the one line
-// to answer with. An errForged means: drop it.
-func (e *Engine) authorize(ctx context.Context, c *pgx.Conn, r *request) (refusal string, err error) {
-	if r.PID <= 0 {
-		return "", errForged{r.PID}
+// authorize decides on a request whose sender was verified (its role
+// r.Role, member: whether that role has the one the request needs): "" to
+// carry it out, else the reason ("rate" or "role") and the one line to
+// refuse it with. Every verified request takes from its role's bucket,
+// refused ones too, so a role that floods is limited whatever it sends.
+func (e *Engine) authorize(r request, member bool, now time.Time) (reason, msg string) {
+	if !e.guard.allow(r.Role, now) {
+		return "rate", fmt.Sprintf("role %s sent more than %d requests at once (at most %d a second on average): wait a moment and call again", r.Role, int(requestBurst), int(requestRate))
 	}
-	classid, objid := senderLock(r.raw)
-	needs := neededRole(r.Kind)
-	role, member, found, err := store.RequestSender(ctx, c, r.PID, classid, objid, needs)
-	if err != nil {
-		return "", fmt.Errorf("request %s: %w", r.ID, err)
-	}
-	if !found {
-		return "", errForged{r.PID}
-	}
-	r.Role = role
 	if !member {
-		return fmt.Sprintf("permission denied for iasql %s: role %s is not a member of %s; an administrator grants it: GRANT %s TO %s", r.Kind, role, needs, needs, pgx.Identifier{role}.Sanitize()), nil
+		needs := neededRole(r.Kind)
+		return "role", fmt.Sprintf("permission denied for iasql %s: role %s is not a member of %s; an administrator grants it: GRANT %s TO %s", r.Kind, r.Role, needs, needs, pgx.Identifier{r.Role}.Sanitize())
 	}
-	if !e.guard.allow(role, time.Now()) {
-		return fmt.Sprintf("role %s sent more than %d requests at once (at most %d a second on average): wait a moment and call again", role, int(requestBurst), int(requestRate)), nil
-	}
-	return "", nil
+	return "", ""
 }
 
-// refuse records request r as failed with msg, so its caller hears at once.
-func refuse(ctx context.Context, c *pgx.Conn, r request, msg string) error {
-	return store.RefuseRequest(ctx, c, r.ID, r.Kind, r.Role, msg)
+// refusals are the requests refused and not yet written
+// (iasql_request_refusals), by role and reason. A refused request is
+// counted, never stored: its caller (if any: the SQL API refuses a role
+// without the needed role before sending) finds its id among the latest.
+type refusals map[[2]string]*store.Refusals
+
+// add counts a refusal of r.
+func (f refusals) add(r request, reason, msg string) {
+	k := [2]string{r.Role, reason}
+	c := f[k]
+	if c == nil {
+		c = &store.Refusals{Role: r.Role, Reason: reason}
+		f[k] = c
+	}
+	c.Count++
+	c.Message = msg
+	c.IDs = append(c.IDs, r.ID)
+	if len(c.IDs) > 2*store.RecentRefused {
+		c.IDs = append(c.IDs[:0], c.IDs[len(c.IDs)-store.RecentRefused:]...)
+	}
+}
+
+// drain returns the counted refusals and forgets them.
+func (f refusals) drain() []store.Refusals {
+	out := make([]store.Refusals, 0, len(f))
+	for k, c := range f {
+		out = append(out, *c)
+		delete(f, k)
+	}
+	return out
+}
+
+// inbox holds the request messages capture delivered that the engine has
+// not taken yet (Message adds to it without blocking; takeRequests takes
+// them in batches), bounded in bytes: past maxInboxBytes a message is
+// dropped (logged).
+type inbox struct {
+	mu    sync.Mutex
+	queue []request
+	bytes int
+	ready chan struct{} // signalled when the queue is not empty
+}
+
+// maxInboxBytes bounds the messages waiting in the inbox.
+const maxInboxBytes = 16 << 20
+
+// put adds r, unless the inbox is full.
+func (b *inbox) put(r request) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bytes+len(r.raw) > maxInboxBytes {
+		return false
+	}
+	b.queue = append(b.queue, r)
+	b.bytes += len(r.raw)
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take removes and returns up to n of the oldest messages.
+func (b *inbox) take(n int) []request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n = min(n, len(b.queue))
+	out := make([]request, n)
+	copy(out, b.queue)
+	for _, r := range out {
+		b.bytes -= len(r.raw)
+	}
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	return out
+}
+
+// isUUID reports whether s is a UUID in its text form (request ids are).
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // expireRequests deletes answered requests older than requestRetention.

@@ -115,3 +115,51 @@ func TestSeedRates(t *testing.T) {
 		})
 	}
 }
+
+// Request ids are UUIDs in their text form; anything else is dropped.
+func TestIsUUID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"00000000-0000-4000-8000-000000000002":  true,
+		"6F9619FF-8B86-D011-B42D-00C04FC964FF":  true,
+		"":                                      false,
+		"x":                                     false,
+		"00000000-0000-4000-8000-00000000000g":  false,
+		"00000000_0000-4000-8000-000000000002":  false,
+		"00000000-0000-4000-8000-0000000000023": false,
+	} {
+		if got := isUUID(id); got != want {
+			t.Errorf("isUUID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// The inbox hands out messages oldest first, in batches, and refuses what
+// would take it past maxInboxBytes.
+func TestInbox(t *testing.T) {
+	b := inbox{ready: make(chan struct{}, 1)}
+	big := make([]byte, maxInboxBytes/2)
+	for i, want := range []bool{true, true, false} {
+		if got := b.put(request{ID: string(rune('a' + i)), raw: big}); got != want {
+			t.Errorf("put %d = %v, want %v", i, got, want)
+		}
+	}
+	ids := func(rs []request) string {
+		var s string
+		for _, r := range rs {
+			s += r.ID
+		}
+		return s
+	}
+	if got := ids(b.take(1)); got != "a" {
+		t.Errorf("take(1) = %q, want a", got)
+	}
+	if !b.put(request{ID: "c", raw: big}) {
+		t.Error("no room after a take")
+	}
+	if got := ids(b.take(10)); got != "bc" {
+		t.Errorf("take(10) = %q, want bc", got)
+	}
+	if got := ids(b.take(10)); got != "" {
+		t.Errorf("take of an empty inbox = %q", got)
+	}
+}

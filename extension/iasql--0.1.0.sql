@@ -8,38 +8,27 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT '0.1.0'::text $$;
 COMMENT ON FUNCTION public.iasql_version() IS
   'Version of the iasql SQL objects in this database; the sidecar upgrades them when it is older than itself.';
 
--- Advisory-lock keys. The first key is iasql's namespace (0x69617371, "iasq");
--- the second names the role:
---   1 = the capture writer (the one sidecar consuming the slot, writing the audit trail),
---   2 = the running cycle (at most one per database),
---   3 = publication maintenance (transaction lock),
---   4 = the engine's service session (answers requests, keeps engine state).
-CREATE FUNCTION public.iasql_lock_namespace() RETURNS integer
-LANGUAGE sql IMMUTABLE AS $$ SELECT 1767994225 $$;
-COMMENT ON FUNCTION public.iasql_lock_namespace() IS
-  'First key of the advisory locks iasql takes; pg_locks.classid of those locks.';
-
--- PL/pgSQL, not SQL: the guard triggers call it for every statement on
--- iasql's tables, and a SQL function's query would be planned again in each
--- transaction, while PL/pgSQL keeps its plan for the session. The key is
--- iasql_lock_namespace(), written out for the same reason.
--- Any role may take an advisory lock, so the lock alone proves nothing: the
--- session must also run as the sidecar's role (iasql_sidecar, 005_roles.sql).
+-- Whether this session holds one of the sidecar's locks (1, 2, 4: see
+-- 006_locks.sql) and runs as the sidecar's role (iasql_sidecar,
+-- 005_roles.sql). PL/pgSQL, not SQL: the guard triggers call it for every
+-- statement on iasql's tables, and a SQL function's query would be planned
+-- again in each transaction, while PL/pgSQL keeps its plan for the session.
+-- The role is checked first: other roles may not read iasql_private.
 CREATE FUNCTION public.iasql_holds_lock(role integer) RETURNS boolean
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-  RETURN EXISTS (
-    SELECT 1 FROM pg_catalog.pg_locks
-     WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() AND granted
-       AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
-       AND mode = 'ExclusiveLock'
-       AND classid = 1767994225::oid AND objid = role AND objsubid = 2)
-    AND EXISTS (
+  IF NOT EXISTS (
     SELECT 1 FROM public.iasql_sidecar s JOIN pg_catalog.pg_roles r ON r.rolname = s.role_name
-     WHERE pg_catalog.pg_has_role(r.oid, 'MEMBER'));
+     WHERE pg_catalog.pg_has_role(r.oid, 'MEMBER')) THEN
+    RETURN false;
+  END IF;
+  RETURN EXISTS (
+    SELECT 1 FROM iasql_private.iasql_locks l
+     WHERE l.lock_id = role AND l.holder_pid = pg_catalog.pg_backend_pid()
+       AND l.holder_token = pg_catalog.current_setting('iasql.lock_token', true));
 END $$;
 COMMENT ON FUNCTION public.iasql_holds_lock(integer) IS
-  'True when this session holds iasql''s exclusive advisory lock for the role (see iasql_lock_namespace) and runs as the sidecar''s role (iasql_sidecar): any role can take an advisory lock.';
+  'True when this session runs as the sidecar''s role (iasql_sidecar) and holds the sidecar''s lock of that number (iasql_take_lock; 1 capture, 2 cycle, 4 engine service).';
 
 CREATE FUNCTION public.iasql_is_capture_writer() RETURNS boolean
 LANGUAGE sql STABLE AS $$ SELECT public.iasql_holds_lock(1) $$;
@@ -188,6 +177,112 @@ END $$;
 COMMENT ON FUNCTION public.iasql_is_sidecar() IS
   'True when the current role is the sidecar''s (iasql_sidecar) or a member of it (superusers are members of every role).';
 
+-- 006_locks.sql
+-- The sidecar's locks (see iasql_holds_lock). Any role can take any
+-- advisory lock, so a role with no grants could hold the sidecar's and stall
+-- it; these locks are rows of a table in iasql_private, which only the
+-- sidecar's role (and the role that installed iasql) may read or update, and
+-- no grant on the tables of schema public reaches.
+--   1 = the capture writer (the one sidecar consuming the slot, writing the audit trail),
+--   2 = the running cycle (at most one per database),
+--   3 = publication maintenance (iasql_sync_publication: a row lock for the transaction),
+--   4 = the engine's service session (answers requests, keeps engine state),
+--   5 = installs and upgrades of iasql's objects and of modules (a row lock for the transaction).
+-- 1, 2 and 4 are held by a session, across its transactions, until it
+-- releases them (iasql_release_locks) or ends: the row names the holder
+-- (pid, role, start, and a token only that session knows), and a holder
+-- that is no longer alive holds nothing. 3 and 5 are row locks (SELECT ...
+-- FOR UPDATE, which needs UPDATE on the table) held until the transaction
+-- ends.
+CREATE TABLE iasql_private.iasql_locks (
+  lock_id      integer PRIMARY KEY CONSTRAINT iasql_locks_known CHECK (lock_id BETWEEN 1 AND 5),
+  holder_pid   integer,
+  holder_role  oid,
+  holder_start timestamptz,
+  holder_token text,
+  taken_at     timestamptz
+);
+COMMENT ON TABLE iasql_private.iasql_locks IS 'The sidecar''s locks, one row each (1 capture, 2 cycle, 3 publication, 4 engine service, 5 install): a session holds 1, 2 or 4 while its row names it and it is alive (iasql_take_lock); 3 and 5 are row locks for a transaction. Only the sidecar''s role and the installing role may take them.';
+COMMENT ON COLUMN iasql_private.iasql_locks.lock_id IS 'Which lock: 1 capture writer, 2 running cycle, 3 publication maintenance, 4 engine service session, 5 install and upgrade.';
+COMMENT ON COLUMN iasql_private.iasql_locks.holder_pid IS 'Server process id of the session that holds it (NULL: free).';
+COMMENT ON COLUMN iasql_private.iasql_locks.holder_role IS 'Session user of the holder: with holder_start, tells the holder from a later session that reuses its pid.';
+COMMENT ON COLUMN iasql_private.iasql_locks.holder_start IS 'When the holder''s session started (pg_stat_activity.backend_start).';
+COMMENT ON COLUMN iasql_private.iasql_locks.holder_token IS 'A random token the holder keeps in its setting iasql.lock_token: only that session passes iasql_holds_lock.';
+COMMENT ON COLUMN iasql_private.iasql_locks.taken_at IS 'When the holder took it.';
+COMMENT ON CONSTRAINT iasql_locks_known ON iasql_private.iasql_locks IS 'Known locks.';
+REVOKE ALL ON iasql_private.iasql_locks FROM PUBLIC;
+INSERT INTO iasql_private.iasql_locks (lock_id) VALUES (1), (2), (3), (4), (5);
+
+-- Whether a holder named by a lock row is alive: a session of this
+-- database with that pid, of that role, started then (a start this role may
+-- not see counts). The database too: a plain install's dump carries the
+-- rows, and a copy restored beside its source on the same server must not
+-- take the source's sessions for its own holders.
+CREATE FUNCTION public.iasql_lock_holder_alive(holder integer, holder_role oid, holder_start timestamptz) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+  SELECT holder IS NOT NULL AND EXISTS (
+    SELECT 1 FROM pg_catalog.pg_stat_get_activity(holder) a
+     WHERE a.pid = holder AND a.usesysid = holder_role AND (a.backend_start IS NULL OR a.backend_start = holder_start)
+       AND a.datid = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()))
+$$;
+COMMENT ON FUNCTION public.iasql_lock_holder_alive(integer, oid, timestamptz) IS
+  'True when the session a lock row names (pid, session user, backend start) is alive, in this database.';
+
+-- Takes lock 1, 2 or 4 for this session if it is free (or this session
+-- holds it already); never waits. Needs UPDATE on iasql_private.iasql_locks.
+CREATE FUNCTION public.iasql_take_lock(which integer) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  token text := pg_catalog.current_setting('iasql.lock_token', true);
+  started timestamptz;
+BEGIN
+  IF which NOT IN (1, 2, 4) THEN
+    RAISE EXCEPTION 'iasql lock % is not held by a session (1, 2 and 4 are)', which USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF token IS NULL OR token = '' THEN
+    token := pg_catalog.gen_random_uuid()::text;
+    PERFORM pg_catalog.set_config('iasql.lock_token', token, false);
+  END IF;
+  IF EXISTS (SELECT 1 FROM iasql_private.iasql_locks l
+              WHERE l.lock_id = which AND l.holder_pid = pg_catalog.pg_backend_pid() AND l.holder_token = token) THEN
+    RETURN true;
+  END IF;
+  PERFORM pg_catalog.pg_stat_clear_snapshot(); -- see sessions as they are now
+  SELECT a.backend_start INTO started FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) a;
+  UPDATE iasql_private.iasql_locks l
+     SET holder_pid = pg_catalog.pg_backend_pid(), holder_role = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = session_user),
+         holder_start = started, holder_token = token, taken_at = pg_catalog.clock_timestamp()
+   WHERE l.lock_id = which
+     AND NOT public.iasql_lock_holder_alive(l.holder_pid, l.holder_role, l.holder_start);
+  RETURN FOUND;
+END $$;
+COMMENT ON FUNCTION public.iasql_take_lock(integer) IS
+  'Takes the sidecar''s lock 1, 2 or 4 (iasql_private.iasql_locks) for this session if no other live session holds it; true when this session holds it. Never waits. Only the sidecar''s role (and the installing role) may.';
+
+CREATE FUNCTION public.iasql_release_locks(which integer DEFAULT NULL) RETURNS void
+LANGUAGE sql AS $$
+  UPDATE iasql_private.iasql_locks
+     SET holder_pid = NULL, holder_role = NULL, holder_start = NULL, holder_token = NULL, taken_at = NULL
+   WHERE holder_pid = pg_catalog.pg_backend_pid() AND holder_token = pg_catalog.current_setting('iasql.lock_token', true)
+     AND (which IS NULL OR lock_id = which)
+$$;
+COMMENT ON FUNCTION public.iasql_release_locks(integer) IS
+  'Releases the lock of that number this session holds (iasql_take_lock), or every one (NULL); a session''s locks are also free once it ends.';
+
+-- Who holds the sidecar's locks, for iasql_reader (iasql status, metrics,
+-- tests): no token. DISTINCT keeps the view from being updatable, so a grant
+-- on it (GRANT ALL ON ALL TABLES IN SCHEMA public) writes nothing.
+CREATE VIEW public.iasql_lock_holders AS
+  SELECT DISTINCT l.lock_id, l.holder_pid, l.taken_at
+    FROM iasql_private.iasql_locks l
+   WHERE l.lock_id IN (1, 2, 4) AND public.iasql_lock_holder_alive(l.holder_pid, l.holder_role, l.holder_start);
+COMMENT ON VIEW public.iasql_lock_holders IS 'The sidecar''s locks held by live sessions (1 capture writer, 2 running cycle, 4 engine service session): which session holds each, since when.';
+COMMENT ON COLUMN public.iasql_lock_holders.lock_id IS 'Which lock (iasql_private.iasql_locks).';
+COMMENT ON COLUMN public.iasql_lock_holders.holder_pid IS 'Server process id of the session that holds it.';
+COMMENT ON COLUMN public.iasql_lock_holders.taken_at IS 'When it took it.';
+REVOKE ALL ON public.iasql_lock_holders FROM PUBLIC;
+GRANT SELECT ON public.iasql_lock_holders TO iasql_reader;
+
 -- 010_registry.sql
 -- The registry of tables whose changes are user intent, and the publication
 -- that makes logical replication carry exactly those tables.
@@ -286,8 +381,9 @@ DECLARE
   pub name := public.iasql_publication();
   r record;
 BEGIN
-  -- Serialise with concurrent registrations and sidecars.
-  PERFORM pg_catalog.pg_advisory_xact_lock(public.iasql_lock_namespace(), 3);
+  -- Serialise with concurrent registrations and sidecars: lock 3, a row
+  -- lock only the sidecar's and the installing role may take (006_locks.sql).
+  PERFORM 1 FROM iasql_private.iasql_locks l WHERE l.lock_id = 3 FOR UPDATE;
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = pub) THEN
     EXECUTE pg_catalog.format('CREATE PUBLICATION %I', pub);
   END IF;
@@ -554,6 +650,35 @@ CREATE TRIGGER iasql_requests_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCAT
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_requests_guard ON public.iasql_requests IS 'Only the sidecar answers requests.';
 
+-- Refused requests are counted, not stored (a flood of them must cost the
+-- sidecar almost nothing): one row per role and reason, which the sidecar
+-- updates at most a few times a second, with the ids of the latest refused
+-- requests so that a waiting caller hears why at once (iasql_request).
+CREATE TABLE public.iasql_request_refusals (
+  role_name name NOT NULL,
+  reason    text NOT NULL CONSTRAINT iasql_request_refusals_reason CHECK (reason IN ('role', 'rate')),
+  refused   bigint NOT NULL,
+  first_at  timestamptz NOT NULL,
+  last_at   timestamptz NOT NULL,
+  message   text NOT NULL,
+  recent    uuid[] NOT NULL,
+  PRIMARY KEY (role_name, reason)
+);
+COMMENT ON TABLE public.iasql_request_refusals IS 'Requests the sidecar refused, counted per role and reason (none is stored in iasql_requests).';
+COMMENT ON COLUMN public.iasql_request_refusals.role_name IS 'Role that sent them, as the sidecar verified it (iasql_request_key).';
+COMMENT ON COLUMN public.iasql_request_refusals.reason IS 'role: the role lacks the one the request needs (iasql_request_role); rate: the role sent more than its rate allows (refused requests count towards it too).';
+COMMENT ON COLUMN public.iasql_request_refusals.refused IS 'How many were refused.';
+COMMENT ON COLUMN public.iasql_request_refusals.first_at IS 'When the first was refused.';
+COMMENT ON COLUMN public.iasql_request_refusals.last_at IS 'When the latest was refused.';
+COMMENT ON COLUMN public.iasql_request_refusals.message IS 'The latest refusal, in one line (what iasql_request raises).';
+COMMENT ON COLUMN public.iasql_request_refusals.recent IS 'Ids of the latest refused requests (at most 64, newest first): a caller waiting for one of them raises the message.';
+COMMENT ON CONSTRAINT iasql_request_refusals_reason ON public.iasql_request_refusals IS 'Known reasons.';
+REVOKE ALL ON public.iasql_request_refusals FROM PUBLIC;
+GRANT SELECT ON public.iasql_request_refusals TO iasql_reader;
+CREATE TRIGGER iasql_request_refusals_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_request_refusals
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('4');
+COMMENT ON TRIGGER iasql_request_refusals_guard ON public.iasql_request_refusals IS 'Only the sidecar counts refusals.';
+
 -- The database's one iasql transaction (iasql_begin .. iasql_commit/rollback).
 CREATE TABLE public.iasql_transaction (
   open          boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_transaction_one CHECK (open),
@@ -718,6 +843,12 @@ BEGIN
     IF pg_catalog.clock_timestamp() >= next_check THEN
       next_check := pg_catalog.clock_timestamp() + interval '100 milliseconds';
       IF st IS NULL THEN
+        -- Refused: not stored, but counted with its id (iasql_request_refusals).
+        SELECT f.message INTO err FROM public.iasql_request_refusals f
+         WHERE f.role_name = session_user AND req = ANY (f.recent) LIMIT 1;
+        IF FOUND THEN
+          RAISE EXCEPTION '%', err USING ERRCODE = 'external_routine_exception';
+        END IF;
         -- Not taken yet. (Each check looks at the row again before it
         -- raises: the sidecar may have taken the request meanwhile.)
         IF NOT public.iasql_sidecar_connected()
@@ -1506,55 +1637,6 @@ CREATE TRIGGER iasql_tables_grant AFTER INSERT OR UPDATE ON public.iasql_tables
   FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_grant();
 COMMENT ON TRIGGER iasql_tables_grant ON public.iasql_tables IS 'Grants each registered module table to iasql''s roles.';
 
--- Any role can take an advisory lock, so any role could take the sidecar's
--- (capture 1, cycle 2, engine service 4: session locks that only the
--- sidecar takes) and stall it for as long as it holds one. The sidecar ends
--- the sessions of other roles that hold them (it needs pg_signal_backend for
--- that, which iasql_grant_sidecar grants; superusers' sessions are left
--- alone) and says so in its log. Publication maintenance (3) and the
--- install lock (the bigint 1767994225) are transaction locks that others
--- take legitimately: their holders are ended only when outside any
--- transaction (no virtualxid lock), where they can only hold them as
--- session locks.
-CREATE FUNCTION public.iasql_end_lock_squatters()
-RETURNS TABLE (pid integer, role_name name, lock integer, ended boolean, note text)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  h record;
-BEGIN
-  FOR h IN
-    SELECT l.pid AS holder, r.rolname AS holder_role, l.objid::integer AS held
-      FROM pg_catalog.pg_locks l
-      JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
-      JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
-     WHERE l.locktype = 'advisory' AND l.granted
-       AND ((l.classid = 1767994225::oid AND l.objsubid = 2 AND l.objid IN (1, 2, 4))
-            OR (((l.classid = 1767994225::oid AND l.objsubid = 2 AND l.objid = 3)
-                 OR (l.classid = 0::oid AND l.objid = 1767994225::oid AND l.objsubid = 1))
-                AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks v WHERE v.pid = l.pid AND v.locktype = 'virtualxid')))
-       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
-       AND l.pid <> pg_catalog.pg_backend_pid()
-       AND NOT EXISTS (SELECT 1 FROM public.iasql_sidecar s JOIN pg_catalog.pg_roles sr ON sr.rolname = s.role_name
-                        WHERE pg_catalog.pg_has_role(a.usesysid, sr.oid, 'MEMBER'))
-  LOOP
-    pid := h.holder;
-    role_name := h.holder_role;
-    lock := h.held;
-    note := NULL;
-    BEGIN
-      ended := pg_catalog.pg_terminate_backend(h.holder);
-    EXCEPTION WHEN insufficient_privilege THEN
-      ended := false;
-      note := SQLERRM;
-    END;
-    RETURN NEXT;
-  END LOOP;
-END $$;
-COMMENT ON FUNCTION public.iasql_end_lock_squatters() IS
-  'Ends the sessions of roles other than the sidecar''s that hold one of the sidecar''s advisory locks (1, 2, 4), or hold the publication (3) or install lock outside a transaction, where this role may (pg_signal_backend); one row per such session. The sidecar calls it.';
-REVOKE ALL ON FUNCTION public.iasql_end_lock_squatters() FROM PUBLIC;
-
 -- Makes a role the sidecar's and grants it what the sidecar needs to run
 -- without superuser: its engine tables, the mark key, the publication (it
 -- adds and drops module tables), CREATE on schema public (it creates module
@@ -1658,18 +1740,12 @@ BEGIN
   END LOOP;
   -- The metrics count the records not in sync.
   EXECUTE pg_catalog.format('GRANT SELECT ON public.iasql_status TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT SELECT ON public.iasql_lock_holders TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA iasql_private TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT SELECT ON iasql_private.iasql_engine_key TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_engine_mark(text) TO %I', sidecar);
-  EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_end_lock_squatters() TO %I', sidecar);
-  IF NOT pg_catalog.pg_has_role(sidecar, 'pg_signal_backend', 'MEMBER') THEN
-    BEGIN
-      EXECUTE pg_catalog.format('GRANT pg_signal_backend TO %I', sidecar);
-    EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation THEN
-      missing := missing || pg_catalog.format('; it cannot end other roles'' sessions that take its locks until granted pg_signal_backend (GRANT pg_signal_backend TO %I)', sidecar);
-    END;
-  END IF;
+  EXECUTE pg_catalog.format('GRANT SELECT, UPDATE ON iasql_private.iasql_locks TO %I', sidecar);
   -- To tell when an iasql transaction's session is idle (it then expires).
   IF NOT pg_catalog.pg_has_role(sidecar, 'pg_read_all_stats', 'MEMBER') THEN
     BEGIN
@@ -1699,7 +1775,7 @@ BEGIN
   RETURN pg_catalog.format('role %s is the iasql sidecar''s role in database %s', sidecar, db) || missing;
 END $$;
 COMMENT ON FUNCTION public.iasql_grant_sidecar(name) IS
-  'Makes a role the iasql sidecar''s (iasql_sidecar) and grants it what the sidecar needs (engine tables, the mark key, the publication, CREATE on schema public and database, the module tables, pg_signal_backend to end sessions that take its locks); says when it still lacks REPLICATION. Run it as the role that installed iasql (iasql install --sidecar-role does); it checks first what that role needs (to hand the publication and module tables over it must be able to SET ROLE to the sidecar''s role) and refuses in one line naming each missing GRANT, changing nothing.';
+  'Makes a role the iasql sidecar''s (iasql_sidecar) and grants it what the sidecar needs (engine tables, the mark key, the publication, CREATE on schema public and database, the module tables, its locks in iasql_private); says when it still lacks REPLICATION. Run it as the role that installed iasql (iasql install --sidecar-role does); it checks first what that role needs (to hand the publication and module tables over it must be able to SET ROLE to the sidecar''s role) and refuses in one line naming each missing GRANT, changing nothing.';
 REVOKE ALL ON FUNCTION public.iasql_grant_sidecar(name) FROM PUBLIC;
 
 -- A role's own requests and their answers: the rows of iasql_requests made by
@@ -1783,8 +1859,16 @@ BEGIN
     RAISE EXCEPTION 'iasql_adopt_restore is called by the capturing iasql sidecar only'
       USING ERRCODE = 'insufficient_privilege', HINT = 'Start the sidecar (iasql run): it adopts a restored database before it captures.';
   END IF;
-  -- The cycle lock: the engine's tables are written by its holder only.
-  PERFORM pg_catalog.pg_advisory_xact_lock(public.iasql_lock_namespace(), 2);
+  -- The cycle lock: the engine's tables are written by its holder only. A
+  -- cycle another sidecar still runs is waited for (up to a minute); this
+  -- session gives the lock back when it is done.
+  WHILE NOT public.iasql_take_lock(2) LOOP
+    IF pg_catalog.clock_timestamp() > pg_catalog.statement_timestamp() + interval '1 minute' THEN
+      RAISE EXCEPTION 'iasql_adopt_restore waited a minute for a running cycle to end'
+        USING ERRCODE = 'lock_not_available', HINT = 'Stop the other sidecars of this database, then start this one again.';
+    END IF;
+    PERFORM pg_catalog.pg_sleep(0.05);
+  END LOOP;
 
   CREATE TEMP TABLE iasql_restored_lsn ON COMMIT DROP AS
     SELECT v.lsn AS old, '0/0'::pg_lsn + (pg_catalog.dense_rank() OVER (ORDER BY v.lsn) - 1) AS new
@@ -1894,6 +1978,7 @@ BEGIN
   FOR tx IN DELETE FROM public.iasql_transaction RETURNING opened_by, opened_at LOOP
     said := said || pg_catalog.format('; the iasql transaction opened by %s at %s is closed (its changes stay pending and are enacted by the next cycle)', tx.opened_by, tx.opened_at);
   END LOOP;
+  PERFORM public.iasql_release_locks(2);
   RETURN said;
 END $$;
 COMMENT ON FUNCTION public.iasql_adopt_restore() IS

@@ -309,11 +309,6 @@ func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markK
 	if err := conn.QueryRow(ctx, `SELECT mark_key FROM iasql_private.iasql_engine_key`).Scan(&markKey); err != nil {
 		return "", fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
 	}
-	// Nobody else may hold the publication lock outside a transaction (it
-	// would stall iasql_sync_publication for ever).
-	if err := EndLockSquatters(ctx, conn, c.log); err != nil {
-		c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
-	}
 	// A database restored from a dump carries the LSNs of another server
 	// or database: adopt it before anything reads them.
 	if err := c.adoptRestore(ctx, conn, slot); err != nil {
@@ -332,7 +327,9 @@ func (c *Capture) lead(ctx context.Context, conn *pgx.Conn) error {
 	logged := false
 	for {
 		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), 1)`).Scan(&ok); err != nil {
+		// The capture writer's lock (sql/006_locks.sql): a row only the
+		// sidecar's role may take, held by this session until it ends.
+		if err := conn.QueryRow(ctx, `SELECT public.iasql_take_lock(1) FROM pg_catalog.set_config('synchronous_commit', 'off', true)`).Scan(&ok); err != nil {
 			return fmt.Errorf("take capture leadership: %w", err)
 		}
 		if ok {
@@ -340,9 +337,6 @@ func (c *Capture) lead(ctx context.Context, conn *pgx.Conn) error {
 				c.log.Info("took over capture leadership")
 			}
 			return nil
-		}
-		if err := EndLockSquatters(ctx, conn, c.log); err != nil {
-			c.log.Warn("cannot check who holds the capture lock", "err", err)
 		}
 		if !logged {
 			c.log.Info("another sidecar is capturing; waiting to take over")
@@ -875,8 +869,7 @@ func earliest(t time.Time, ts ...time.Time) time.Time {
 	return t
 }
 
-// nudge flushes WAL that stays written but unflushed (and, every
-// squatterSweep, ends other roles' sessions that hold the sidecar's locks): a non-transactional
+// nudge flushes WAL that stays written but unflushed: a non-transactional
 // message from the SQL API (a request) reaches the replication stream only
 // once flushed, and nothing else may flush it soon on a quiet server. It
 // commits a tiny transaction (a transactional message, no table written)
@@ -898,18 +891,11 @@ func (c *Capture) nudge(ctx context.Context) {
 	var pending pglogrepl.LSN
 	t := time.NewTicker(c.cfg.FlushPoll)
 	defer t.Stop()
-	var swept time.Time // also ends other roles' sessions that take the sidecar's locks
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		if time.Since(swept) >= squatterSweep {
-			swept = time.Now()
-			if err := EndLockSquatters(context.Background(), conn, c.log); err != nil && ctx.Err() == nil {
-				c.log.Warn("cannot check who holds the sidecar's locks", "err", err)
-			}
 		}
 		var insert, flush pglogrepl.LSN
 		if err := conn.QueryRow(context.Background(), `SELECT pg_catalog.pg_current_wal_insert_lsn()::text, pg_catalog.pg_current_wal_flush_lsn()::text`).Scan(&insert, &flush); err != nil {

@@ -107,8 +107,7 @@ func TestTwoSidecars(t *testing.T) {
 
 	consumers := `SELECT count(*) FROM pg_stat_replication r JOIN pg_stat_activity a USING (pid)
 		WHERE r.application_name = 'iasql capture' AND a.datname = current_database()`
-	leaders := `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = iasql_lock_namespace()::oid AND objid = 1 AND granted
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+	leaders := `SELECT count(*) FROM iasql_lock_holders WHERE lock_id = 1`
 	if n := count(t, conn, consumers); n != 1 {
 		t.Errorf("%d replication consumers, want 1", n)
 	}

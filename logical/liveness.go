@@ -16,7 +16,7 @@ import (
 
 // Leadership liveness.
 //
-// Leadership (capture's advisory lock 1, the engine's 2 and 4) is held by
+// Leadership (capture's lock 1, the engine's 2 and 4: sql/006_locks.sql) is held by
 // sessions, and PostgreSQL keeps a session, and so its locks, for as long as
 // its TCP connection lives: a sidecar frozen (SIGSTOP, a VM paused) or cut
 // off by a partition would lead for ever. So every session that holds or

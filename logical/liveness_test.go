@@ -158,8 +158,7 @@ func TestFrozenLeader(t *testing.T) {
 	waitCaptured(t, mon, 30*time.Second)
 
 	ctx := context.Background()
-	leaderQ := `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = iasql_lock_namespace()::oid AND objid = 1 AND granted
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+	leaderQ := `SELECT holder_pid FROM iasql_lock_holders WHERE lock_id = 1`
 	leader := func() int32 {
 		var pid int32
 		err := mon.QueryRow(ctx, leaderQ).Scan(&pid)

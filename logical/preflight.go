@@ -3,9 +3,7 @@ package logical
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -76,9 +74,10 @@ func SidecarPreflight(ctx context.Context, conn *pgx.Conn) error {
 		    CASE WHEN NOT pg_catalog.has_schema_privilege('public', 'USAGE') OR NOT pg_catalog.has_schema_privilege('public', 'CREATE')
 		         THEN 'USAGE, CREATE on schema public' END,
 		    CASE WHEN NOT pg_catalog.has_function_privilege('public.iasql_engine_mark(text)', 'EXECUTE') THEN 'EXECUTE on function public.iasql_engine_mark(text)' END,
-		    CASE WHEN NOT pg_catalog.has_function_privilege('public.iasql_end_lock_squatters()', 'EXECUTE') THEN 'EXECUTE on function public.iasql_end_lock_squatters()' END,
 		    CASE WHEN NOT pg_catalog.has_schema_privilege('iasql_private', 'USAGE') THEN 'USAGE on schema iasql_private'
 		         WHEN NOT pg_catalog.has_table_privilege('iasql_private.iasql_engine_key', 'SELECT') THEN 'SELECT on iasql_private.iasql_engine_key' END,
+		    CASE WHEN pg_catalog.has_schema_privilege('iasql_private', 'USAGE') THEN
+		      CASE WHEN NOT pg_catalog.has_table_privilege('iasql_private.iasql_locks', 'SELECT, UPDATE') THEN 'SELECT, UPDATE on iasql_private.iasql_locks' END END,
 		    CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_publication p WHERE p.pubname = $1 AND NOT pg_catalog.pg_has_role(p.pubowner, 'MEMBER'))
 		         THEN 'ownership of publication ' || $1 END,
 		    CASE WHEN NOT pg_catalog.has_table_privilege('public.iasql_status', 'SELECT') THEN 'SELECT on public.iasql_status' END] ||
@@ -100,41 +99,6 @@ func SidecarPreflight(ctx context.Context, conn *pgx.Conn) error {
 	}
 	if len(missing) > 0 {
 		return fatalf("role %s lacks %s: %s", user, strings.Join(missing, "; "), fix)
-	}
-	return nil
-}
-
-// squatterSweep is how often the capture leader ends other roles' sessions
-// that hold the sidecar's advisory locks.
-const squatterSweep = time.Second
-
-// EndLockSquatters ends the sessions of roles other than the sidecar's that
-// hold one of its advisory locks (iasql_end_lock_squatters): any role can
-// take an advisory lock, and one that holds the sidecar's would stall
-// capture, the engine or every cycle. Each is logged; one that cannot be
-// ended (a superuser's, or no pg_signal_backend) is logged as such.
-func EndLockSquatters(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
-	rows, err := conn.Query(ctx, `SELECT pid, role_name, lock, ended, coalesce(note, '') FROM public.iasql_end_lock_squatters()`)
-	if err != nil {
-		return fmt.Errorf("end sessions that hold the sidecar's locks: %w", err)
-	}
-	type squatter struct {
-		PID   int32
-		Role  string
-		Lock  int32
-		Ended bool
-		Note  string
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[squatter])
-	if err != nil {
-		return fmt.Errorf("end sessions that hold the sidecar's locks: %w", err)
-	}
-	for _, s := range found {
-		if s.Ended {
-			log.Warn("ended a session of another role that held one of the sidecar's advisory locks (only the sidecar's role may)", "pid", s.PID, "role", s.Role, "lock", s.Lock)
-		} else {
-			log.Warn("a session of another role holds one of the sidecar's advisory locks and cannot be ended: end it (SELECT pg_terminate_backend(pid)), or GRANT pg_signal_backend to the sidecar's role", "pid", s.PID, "role", s.Role, "lock", s.Lock, "why", s.Note)
-		}
 	}
 	return nil
 }

@@ -87,8 +87,7 @@ func lockTimedOut(err error) bool {
 // returns a *LockWaitError for the caller to try again. Those sessions are
 // only named, never ended: one may be a user's ordinary transaction (on
 // their own tables, which slot creation waits for) or an administrator's
-// install. Other roles' sessions squatting the sidecar's advisory locks
-// outside a transaction are ended beforehand (EndLockSquatters).
+// install. (Other roles cannot hold the sidecar's locks: sql/006_locks.sql.)
 func StartupStep(ctx context.Context, conn *pgx.Conn, log *slog.Logger, step string, fn func() error) error {
 	if _, err := conn.Exec(ctx, `SELECT pg_catalog.set_config('lock_timeout', $1, false)`, strconv.FormatInt(StartupLockTimeout.Milliseconds(), 10)); err != nil {
 		return fmt.Errorf("%s: set lock_timeout: %w", step, err)

@@ -267,11 +267,12 @@ var (
 	descLastCycle     = prometheus.NewDesc("iasql_last_cycle_end_timestamp_seconds", "When the last cycle ended, by its outcome.", []string{"outcome"}, nil)
 	descLeader        = prometheus.NewDesc("iasql_leader", "1 while this sidecar leads (it took capture leadership and the capture lock is held), 0 while it stands by.", nil, nil)
 	descUp            = prometheus.NewDesc("iasql_database_up", "1 when the scrape could read the database.", nil, nil)
+	descRefused       = prometheus.NewDesc("iasql_requests_refused_total", "Requests the sidecar refused (iasql_request_refusals, counted, never stored), by reason: role (lacks the role the request needs) or rate (over its role's rate).", []string{"reason"}, nil)
 )
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLagBytes, descLagSeconds, descLastCommit, descChanges, descSlotActive, descSlotStatus,
-		descRetained, descSafeWAL, descKeepSize, descRecords, descCycles, descCycleDuration, descLastCycle, descLeader, descUp} {
+		descRetained, descSafeWAL, descKeepSize, descRecords, descCycles, descCycleDuration, descLastCycle, descLeader, descUp, descRefused} {
 		ch <- d
 	}
 }
@@ -335,11 +336,16 @@ func (c *dbCollector) collect(ctx context.Context, ch chan<- prometheus.Metric) 
 		if err := c.cycles(ctx); err != nil {
 			return err
 		}
-		if err := c.m.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks
-			 WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
-			   AND classid = public.iasql_lock_namespace()::oid AND objid = 1 AND objsubid = 2)`).Scan(&held); err != nil {
+		if err := c.m.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM public.iasql_lock_holders WHERE lock_id = 1)`).Scan(&held); err != nil {
 			return fmt.Errorf("read capture leadership: %w", err)
 		}
+		var role, rate float64
+		if err := c.m.pool.QueryRow(ctx, `SELECT coalesce(sum(refused) FILTER (WHERE reason = 'role'), 0), coalesce(sum(refused) FILTER (WHERE reason = 'rate'), 0)
+			FROM public.iasql_request_refusals`).Scan(&role, &rate); err != nil {
+			return fmt.Errorf("read refused requests: %w", err)
+		}
+		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, role, "role")
+		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, rate, "rate")
 	}
 	gauge(descLeader, b2f(held && c.m.leader.Load()))
 	for _, o := range []string{"done", "failed", "timeout", "interrupted"} {

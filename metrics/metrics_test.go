@@ -252,6 +252,7 @@ func TestCollectorReadsTheDatabase(t *testing.T) {
 		{"iasql_slot_active", nil, 0},
 		{"iasql_leader", nil, 0},
 		{"iasql_database_up", nil, 1},
+		{"iasql_requests_refused_total", map[string]string{"reason": "rate"}, 0},
 		{"iasql_records", map[string]string{"state": "failed"}, 0},
 		{"iasql_max_slot_wal_keep_size_bytes", nil, -1},
 		{"iasql_changes_captured_total", nil, 0},
@@ -291,7 +292,7 @@ func TestCollectorReadsTheDatabase(t *testing.T) {
 		t.Errorf("iasql_leader = %v with nobody holding the capture lock, want 0", v)
 	}
 	lock := pgtest.Connect(t, dsn)
-	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock(iasql_lock_namespace(), 1)`); err != nil {
+	if _, err := lock.Exec(ctx, `SELECT iasql_take_lock(1)`); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := value(t, m, "iasql_leader", nil); v != 1 {

@@ -4,38 +4,27 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT '0.1.0'::text $$;
 COMMENT ON FUNCTION public.iasql_version() IS
   'Version of the iasql SQL objects in this database; the sidecar upgrades them when it is older than itself.';
 
--- Advisory-lock keys. The first key is iasql's namespace (0x69617371, "iasq");
--- the second names the role:
---   1 = the capture writer (the one sidecar consuming the slot, writing the audit trail),
---   2 = the running cycle (at most one per database),
---   3 = publication maintenance (transaction lock),
---   4 = the engine's service session (answers requests, keeps engine state).
-CREATE FUNCTION public.iasql_lock_namespace() RETURNS integer
-LANGUAGE sql IMMUTABLE AS $$ SELECT 1767994225 $$;
-COMMENT ON FUNCTION public.iasql_lock_namespace() IS
-  'First key of the advisory locks iasql takes; pg_locks.classid of those locks.';
-
--- PL/pgSQL, not SQL: the guard triggers call it for every statement on
--- iasql's tables, and a SQL function's query would be planned again in each
--- transaction, while PL/pgSQL keeps its plan for the session. The key is
--- iasql_lock_namespace(), written out for the same reason.
--- Any role may take an advisory lock, so the lock alone proves nothing: the
--- session must also run as the sidecar's role (iasql_sidecar, 005_roles.sql).
+-- Whether this session holds one of the sidecar's locks (1, 2, 4: see
+-- 006_locks.sql) and runs as the sidecar's role (iasql_sidecar,
+-- 005_roles.sql). PL/pgSQL, not SQL: the guard triggers call it for every
+-- statement on iasql's tables, and a SQL function's query would be planned
+-- again in each transaction, while PL/pgSQL keeps its plan for the session.
+-- The role is checked first: other roles may not read iasql_private.
 CREATE FUNCTION public.iasql_holds_lock(role integer) RETURNS boolean
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-  RETURN EXISTS (
-    SELECT 1 FROM pg_catalog.pg_locks
-     WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() AND granted
-       AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
-       AND mode = 'ExclusiveLock'
-       AND classid = 1767994225::oid AND objid = role AND objsubid = 2)
-    AND EXISTS (
+  IF NOT EXISTS (
     SELECT 1 FROM public.iasql_sidecar s JOIN pg_catalog.pg_roles r ON r.rolname = s.role_name
-     WHERE pg_catalog.pg_has_role(r.oid, 'MEMBER'));
+     WHERE pg_catalog.pg_has_role(r.oid, 'MEMBER')) THEN
+    RETURN false;
+  END IF;
+  RETURN EXISTS (
+    SELECT 1 FROM iasql_private.iasql_locks l
+     WHERE l.lock_id = role AND l.holder_pid = pg_catalog.pg_backend_pid()
+       AND l.holder_token = pg_catalog.current_setting('iasql.lock_token', true));
 END $$;
 COMMENT ON FUNCTION public.iasql_holds_lock(integer) IS
-  'True when this session holds iasql''s exclusive advisory lock for the role (see iasql_lock_namespace) and runs as the sidecar''s role (iasql_sidecar): any role can take an advisory lock.';
+  'True when this session runs as the sidecar''s role (iasql_sidecar) and holds the sidecar''s lock of that number (iasql_take_lock; 1 capture, 2 cycle, 4 engine service).';
 
 CREATE FUNCTION public.iasql_is_capture_writer() RETURNS boolean
 LANGUAGE sql STABLE AS $$ SELECT public.iasql_holds_lock(1) $$;

@@ -95,8 +95,9 @@ DECLARE
   pub name := public.iasql_publication();
   r record;
 BEGIN
-  -- Serialise with concurrent registrations and sidecars.
-  PERFORM pg_catalog.pg_advisory_xact_lock(public.iasql_lock_namespace(), 3);
+  -- Serialise with concurrent registrations and sidecars: lock 3, a row
+  -- lock only the sidecar's and the installing role may take (006_locks.sql).
+  PERFORM 1 FROM iasql_private.iasql_locks l WHERE l.lock_id = 3 FOR UPDATE;
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = pub) THEN
     EXECUTE pg_catalog.format('CREATE PUBLICATION %I', pub);
   END IF;

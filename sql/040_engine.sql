@@ -119,6 +119,35 @@ CREATE TRIGGER iasql_requests_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCAT
   FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('2', '4');
 COMMENT ON TRIGGER iasql_requests_guard ON public.iasql_requests IS 'Only the sidecar answers requests.';
 
+-- Refused requests are counted, not stored (a flood of them must cost the
+-- sidecar almost nothing): one row per role and reason, which the sidecar
+-- updates at most a few times a second, with the ids of the latest refused
+-- requests so that a waiting caller hears why at once (iasql_request).
+CREATE TABLE public.iasql_request_refusals (
+  role_name name NOT NULL,
+  reason    text NOT NULL CONSTRAINT iasql_request_refusals_reason CHECK (reason IN ('role', 'rate')),
+  refused   bigint NOT NULL,
+  first_at  timestamptz NOT NULL,
+  last_at   timestamptz NOT NULL,
+  message   text NOT NULL,
+  recent    uuid[] NOT NULL,
+  PRIMARY KEY (role_name, reason)
+);
+COMMENT ON TABLE public.iasql_request_refusals IS 'Requests the sidecar refused, counted per role and reason (none is stored in iasql_requests).';
+COMMENT ON COLUMN public.iasql_request_refusals.role_name IS 'Role that sent them, as the sidecar verified it (iasql_request_key).';
+COMMENT ON COLUMN public.iasql_request_refusals.reason IS 'role: the role lacks the one the request needs (iasql_request_role); rate: the role sent more than its rate allows (refused requests count towards it too).';
+COMMENT ON COLUMN public.iasql_request_refusals.refused IS 'How many were refused.';
+COMMENT ON COLUMN public.iasql_request_refusals.first_at IS 'When the first was refused.';
+COMMENT ON COLUMN public.iasql_request_refusals.last_at IS 'When the latest was refused.';
+COMMENT ON COLUMN public.iasql_request_refusals.message IS 'The latest refusal, in one line (what iasql_request raises).';
+COMMENT ON COLUMN public.iasql_request_refusals.recent IS 'Ids of the latest refused requests (at most 64, newest first): a caller waiting for one of them raises the message.';
+COMMENT ON CONSTRAINT iasql_request_refusals_reason ON public.iasql_request_refusals IS 'Known reasons.';
+REVOKE ALL ON public.iasql_request_refusals FROM PUBLIC;
+GRANT SELECT ON public.iasql_request_refusals TO iasql_reader;
+CREATE TRIGGER iasql_request_refusals_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_request_refusals
+  FOR EACH STATEMENT EXECUTE FUNCTION public.iasql_guard_capture_tables('4');
+COMMENT ON TRIGGER iasql_request_refusals_guard ON public.iasql_request_refusals IS 'Only the sidecar counts refusals.';
+
 -- The database's one iasql transaction (iasql_begin .. iasql_commit/rollback).
 CREATE TABLE public.iasql_transaction (
   open          boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_transaction_one CHECK (open),
@@ -283,6 +312,12 @@ BEGIN
     IF pg_catalog.clock_timestamp() >= next_check THEN
       next_check := pg_catalog.clock_timestamp() + interval '100 milliseconds';
       IF st IS NULL THEN
+        -- Refused: not stored, but counted with its id (iasql_request_refusals).
+        SELECT f.message INTO err FROM public.iasql_request_refusals f
+         WHERE f.role_name = session_user AND req = ANY (f.recent) LIMIT 1;
+        IF FOUND THEN
+          RAISE EXCEPTION '%', err USING ERRCODE = 'external_routine_exception';
+        END IF;
         -- Not taken yet. (Each check looks at the row again before it
         -- raises: the sidecar may have taken the request meanwhile.)
         IF NOT public.iasql_sidecar_connected()

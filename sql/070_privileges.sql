@@ -55,55 +55,6 @@ CREATE TRIGGER iasql_tables_grant AFTER INSERT OR UPDATE ON public.iasql_tables
   FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_grant();
 COMMENT ON TRIGGER iasql_tables_grant ON public.iasql_tables IS 'Grants each registered module table to iasql''s roles.';
 
--- Any role can take an advisory lock, so any role could take the sidecar's
--- (capture 1, cycle 2, engine service 4: session locks that only the
--- sidecar takes) and stall it for as long as it holds one. The sidecar ends
--- the sessions of other roles that hold them (it needs pg_signal_backend for
--- that, which iasql_grant_sidecar grants; superusers' sessions are left
--- alone) and says so in its log. Publication maintenance (3) and the
--- install lock (the bigint 1767994225) are transaction locks that others
--- take legitimately: their holders are ended only when outside any
--- transaction (no virtualxid lock), where they can only hold them as
--- session locks.
-CREATE FUNCTION public.iasql_end_lock_squatters()
-RETURNS TABLE (pid integer, role_name name, lock integer, ended boolean, note text)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  h record;
-BEGIN
-  FOR h IN
-    SELECT l.pid AS holder, r.rolname AS holder_role, l.objid::integer AS held
-      FROM pg_catalog.pg_locks l
-      JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
-      JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
-     WHERE l.locktype = 'advisory' AND l.granted
-       AND ((l.classid = 1767994225::oid AND l.objsubid = 2 AND l.objid IN (1, 2, 4))
-            OR (((l.classid = 1767994225::oid AND l.objsubid = 2 AND l.objid = 3)
-                 OR (l.classid = 0::oid AND l.objid = 1767994225::oid AND l.objsubid = 1))
-                AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks v WHERE v.pid = l.pid AND v.locktype = 'virtualxid')))
-       AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
-       AND l.pid <> pg_catalog.pg_backend_pid()
-       AND NOT EXISTS (SELECT 1 FROM public.iasql_sidecar s JOIN pg_catalog.pg_roles sr ON sr.rolname = s.role_name
-                        WHERE pg_catalog.pg_has_role(a.usesysid, sr.oid, 'MEMBER'))
-  LOOP
-    pid := h.holder;
-    role_name := h.holder_role;
-    lock := h.held;
-    note := NULL;
-    BEGIN
-      ended := pg_catalog.pg_terminate_backend(h.holder);
-    EXCEPTION WHEN insufficient_privilege THEN
-      ended := false;
-      note := SQLERRM;
-    END;
-    RETURN NEXT;
-  END LOOP;
-END $$;
-COMMENT ON FUNCTION public.iasql_end_lock_squatters() IS
-  'Ends the sessions of roles other than the sidecar''s that hold one of the sidecar''s advisory locks (1, 2, 4), or hold the publication (3) or install lock outside a transaction, where this role may (pg_signal_backend); one row per such session. The sidecar calls it.';
-REVOKE ALL ON FUNCTION public.iasql_end_lock_squatters() FROM PUBLIC;
-
 -- Makes a role the sidecar's and grants it what the sidecar needs to run
 -- without superuser: its engine tables, the mark key, the publication (it
 -- adds and drops module tables), CREATE on schema public (it creates module
@@ -207,18 +158,12 @@ BEGIN
   END LOOP;
   -- The metrics count the records not in sync.
   EXECUTE pg_catalog.format('GRANT SELECT ON public.iasql_status TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT SELECT ON public.iasql_lock_holders TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA iasql_private TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT SELECT ON iasql_private.iasql_engine_key TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_engine_mark(text) TO %I', sidecar);
-  EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_end_lock_squatters() TO %I', sidecar);
-  IF NOT pg_catalog.pg_has_role(sidecar, 'pg_signal_backend', 'MEMBER') THEN
-    BEGIN
-      EXECUTE pg_catalog.format('GRANT pg_signal_backend TO %I', sidecar);
-    EXCEPTION WHEN insufficient_privilege OR invalid_grant_operation THEN
-      missing := missing || pg_catalog.format('; it cannot end other roles'' sessions that take its locks until granted pg_signal_backend (GRANT pg_signal_backend TO %I)', sidecar);
-    END;
-  END IF;
+  EXECUTE pg_catalog.format('GRANT SELECT, UPDATE ON iasql_private.iasql_locks TO %I', sidecar);
   -- To tell when an iasql transaction's session is idle (it then expires).
   IF NOT pg_catalog.pg_has_role(sidecar, 'pg_read_all_stats', 'MEMBER') THEN
     BEGIN
@@ -248,7 +193,7 @@ BEGIN
   RETURN pg_catalog.format('role %s is the iasql sidecar''s role in database %s', sidecar, db) || missing;
 END $$;
 COMMENT ON FUNCTION public.iasql_grant_sidecar(name) IS
-  'Makes a role the iasql sidecar''s (iasql_sidecar) and grants it what the sidecar needs (engine tables, the mark key, the publication, CREATE on schema public and database, the module tables, pg_signal_backend to end sessions that take its locks); says when it still lacks REPLICATION. Run it as the role that installed iasql (iasql install --sidecar-role does); it checks first what that role needs (to hand the publication and module tables over it must be able to SET ROLE to the sidecar''s role) and refuses in one line naming each missing GRANT, changing nothing.';
+  'Makes a role the iasql sidecar''s (iasql_sidecar) and grants it what the sidecar needs (engine tables, the mark key, the publication, CREATE on schema public and database, the module tables, its locks in iasql_private); says when it still lacks REPLICATION. Run it as the role that installed iasql (iasql install --sidecar-role does); it checks first what that role needs (to hand the publication and module tables over it must be able to SET ROLE to the sidecar''s role) and refuses in one line naming each missing GRANT, changing nothing.';
 REVOKE ALL ON FUNCTION public.iasql_grant_sidecar(name) FROM PUBLIC;
 
 -- A role's own requests and their answers: the rows of iasql_requests made by

@@ -53,8 +53,16 @@ BEGIN
     RAISE EXCEPTION 'iasql_adopt_restore is called by the capturing iasql sidecar only'
       USING ERRCODE = 'insufficient_privilege', HINT = 'Start the sidecar (iasql run): it adopts a restored database before it captures.';
   END IF;
-  -- The cycle lock: the engine's tables are written by its holder only.
-  PERFORM pg_catalog.pg_advisory_xact_lock(public.iasql_lock_namespace(), 2);
+  -- The cycle lock: the engine's tables are written by its holder only. A
+  -- cycle another sidecar still runs is waited for (up to a minute); this
+  -- session gives the lock back when it is done.
+  WHILE NOT public.iasql_take_lock(2) LOOP
+    IF pg_catalog.clock_timestamp() > pg_catalog.statement_timestamp() + interval '1 minute' THEN
+      RAISE EXCEPTION 'iasql_adopt_restore waited a minute for a running cycle to end'
+        USING ERRCODE = 'lock_not_available', HINT = 'Stop the other sidecars of this database, then start this one again.';
+    END IF;
+    PERFORM pg_catalog.pg_sleep(0.05);
+  END LOOP;
 
   CREATE TEMP TABLE iasql_restored_lsn ON COMMIT DROP AS
     SELECT v.lsn AS old, '0/0'::pg_lsn + (pg_catalog.dense_rank() OVER (ORDER BY v.lsn) - 1) AS new
@@ -164,6 +172,7 @@ BEGIN
   FOR tx IN DELETE FROM public.iasql_transaction RETURNING opened_by, opened_at LOOP
     said := said || pg_catalog.format('; the iasql transaction opened by %s at %s is closed (its changes stay pending and are enacted by the next cycle)', tx.opened_by, tx.opened_at);
   END LOOP;
+  PERFORM public.iasql_release_locks(2);
   RETURN said;
 END $$;
 COMMENT ON FUNCTION public.iasql_adopt_restore() IS

@@ -23,7 +23,7 @@ var srv *pgtest.Server
 
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
-// installLockKey is the advisory lock (one bigint key) installs take.
+// installLockKey is the advisory lock (one bigint key) first installs take.
 const installLockKey = 1767994225
 
 // The generated scripts in extension/ must be what sql/ generates now.
@@ -252,9 +252,9 @@ func TestInstallAsDatabaseOwner(t *testing.T) {
 			for _, q := range []string{
 				`CREATE TABLE items (id int PRIMARY KEY, name text)`,
 				`INSERT INTO iasql_tables (table_name) VALUES ('items')`,
-				`SELECT pg_advisory_lock(iasql_lock_namespace(), 1)`,
+				`SELECT iasql_take_lock(1)`,
 				`INSERT INTO iasql_audit_log (ts, change_type, origin) VALUES (now(), 'INSERT', 'user')`,
-				`SELECT pg_advisory_unlock(iasql_lock_namespace(), 1)`,
+				`SELECT iasql_release_locks()`,
 			} {
 				if _, err := conn.Exec(ctx, q); err != nil {
 					t.Fatalf("%s: %v", q, err)

@@ -12,33 +12,47 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Lock roles (the second advisory-lock key; iasql_lock_namespace() is the
-// first, see sql/).
+// The sidecar's locks held by a session (sql/006_locks.sql): rows of
+// iasql_private.iasql_locks only the sidecar's role may take, never
+// advisory locks, which any role could take and hold to stall the engine.
 const (
 	LockCycle   = 2 // held for each cycle
 	LockService = 4 // held by the engine's service session
 )
 
-// Lock takes the engine's advisory lock of role, waiting for it.
-func Lock(ctx context.Context, db Execer, role int) error {
-	if _, err := db.Exec(ctx, `SELECT pg_catalog.pg_advisory_lock(public.iasql_lock_namespace(), $1)`, role); err != nil {
-		return fmt.Errorf("take lock %d: %w", role, err)
+// lockPoll is how often Lock tries again while another session holds the
+// lock (nothing wakes a waiter on a row that names a holder).
+const lockPoll = 20 * time.Millisecond
+
+// Lock takes the engine's lock of role, waiting for it.
+func Lock(ctx context.Context, db Querier, role int) error {
+	for {
+		ok, err := TryLock(ctx, db, role)
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("take lock %d: %w", role, ctx.Err())
+		case <-time.After(lockPoll):
+		}
 	}
-	return nil
 }
 
-// TryLock takes the engine's advisory lock of role if it is free.
+// TryLock takes the engine's lock of role if it is free.
 func TryLock(ctx context.Context, db Querier, role int) (bool, error) {
 	var ok bool
-	if err := db.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock(public.iasql_lock_namespace(), $1)`, role).Scan(&ok); err != nil {
+	// Its commit need not wait for a WAL flush: a crash ends the session,
+	// and with it whatever it held.
+	if err := db.QueryRow(ctx, `SELECT public.iasql_take_lock($1) FROM pg_catalog.set_config('synchronous_commit', 'off', true)`, role).Scan(&ok); err != nil {
 		return false, fmt.Errorf("take lock %d: %w", role, err)
 	}
 	return ok, nil
 }
 
-// UnlockAll releases every advisory lock the session holds.
+// UnlockAll releases every lock the session holds.
 func UnlockAll(ctx context.Context, db Execer) error {
-	_, err := db.Exec(ctx, `SELECT pg_catalog.pg_advisory_unlock_all()`)
+	_, err := db.Exec(ctx, `SELECT public.iasql_release_locks() FROM pg_catalog.set_config('synchronous_commit', 'off', true)`)
 	return err
 }
 
@@ -210,7 +224,7 @@ func InstalledVersions(ctx context.Context, db *pgx.Conn) (map[string]string, er
 // now have and registers its tables as they now are: new ones captured,
 // dropped ones forgotten.
 func UpgradeModule(ctx context.Context, tx pgx.Tx, name, version string, sqls []string, tables []string) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock(public.iasql_lock_namespace())`); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM iasql_private.iasql_locks WHERE lock_id = 5 FOR UPDATE`); err != nil {
 		return fmt.Errorf("upgrade %s: take the install lock: %w", name, err)
 	}
 	for _, s := range sqls {
@@ -351,8 +365,7 @@ func EngineRunning(ctx context.Context, db Querier, offered map[string]string) (
 		names, versions = append(names, n), append(versions, v)
 	}
 	var ok bool
-	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
-		WHERE l.locktype = 'advisory' AND l.granted AND l.classid = public.iasql_lock_namespace()::oid AND l.objid = $1 AND l.objsubid = 2)
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM public.iasql_lock_holders h WHERE h.lock_id = $1)
 		AND (SELECT count(*) FROM public.iasql_modules m JOIN unnest($2::text[], $3::text[]) AS o(name, version)
 		      ON m.name = o.name AND m.version = o.version AND (m.installed_at IS NULL OR m.installed_version = o.version)) = $4`,
 		LockService, names, versions, len(offered)).Scan(&ok)

@@ -7,33 +7,112 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// RequestSender finds the role of the session pid that sent a request,
-// proved by the transaction-scoped advisory lock (classid, objid) it holds
-// while it waits, and whether that role is a member of needs. found is
-// false when no session of this database holds that lock: the request is
-// forged or its sender gone.
-func RequestSender(ctx context.Context, db Querier, pid int32, classid, objid uint32, needs string) (role string, member, found bool, err error) {
-	err = db.QueryRow(ctx, `
-		SELECT r.rolname, pg_catalog.pg_has_role(a.usesysid, $4::text::name, 'MEMBER')
-		  FROM pg_catalog.pg_stat_activity a JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
-		 WHERE a.pid = $1 AND a.datname = pg_catalog.current_database()
-		   AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks l
-		                WHERE l.locktype = 'advisory' AND l.pid = a.pid AND l.granted AND l.objsubid = 1
-		                  AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
-		                  AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid)`,
-		pid, int64(classid), int64(objid), needs).Scan(&role, &member)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, false, nil
+// Sender is what a request message claims about who sent it: the session
+// pid and the transaction-scoped advisory lock (Classid, Objid) that
+// session holds while it waits, and the role the request needs.
+type Sender struct {
+	PID            int32
+	Classid, Objid uint32
+	Needs          string
+}
+
+// Verified is a sender found: its role and whether that role is a member
+// of the one the request needs.
+type Verified struct {
+	Role   string
+	Member bool
+}
+
+// RequestSenders finds, in one query whatever their number, the role of
+// each session that sent a request, proved by the lock it holds; a sender
+// not found (nil) has no session of this database holding that lock: the
+// request is forged or its sender gone.
+func RequestSenders(ctx context.Context, db *pgx.Conn, senders []Sender) ([]*Verified, error) {
+	pids := make([]int32, len(senders))
+	classids, objids := make([]int64, len(senders)), make([]int64, len(senders))
+	needs := make([]string, len(senders))
+	for i, s := range senders {
+		pids[i], classids[i], objids[i], needs[i] = s.PID, int64(s.Classid), int64(s.Objid), s.Needs
 	}
+	rows, err := db.Query(ctx, `
+		WITH l AS MATERIALIZED (
+		  SELECT l.pid, l.classid, l.objid FROM pg_catalog.pg_locks l
+		   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+		     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())),
+		a AS MATERIALIZED (
+		  SELECT a.pid, a.usesysid FROM pg_catalog.pg_stat_activity a WHERE a.datname = pg_catalog.current_database())
+		SELECT m.i::int, r.rolname::text, pg_catalog.pg_has_role(a.usesysid, m.needs::name, 'MEMBER')
+		  FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY AS m(pid, classid, objid, needs, i)
+		  JOIN a ON a.pid = m.pid
+		  JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
+		 WHERE EXISTS (SELECT 1 FROM l WHERE l.pid = m.pid AND l.classid = m.classid::oid AND l.objid = m.objid::oid)`,
+		pids, classids, objids, needs)
 	if err != nil {
-		return "", false, false, fmt.Errorf("check who sent a request: %w", err)
+		return nil, fmt.Errorf("check who sent %d request(s): %w", len(senders), err)
 	}
-	return role, member, true, nil
+	out := make([]*Verified, len(senders))
+	var i int
+	var v Verified
+	if _, err := pgx.ForEachRow(rows, []any{&i, &v.Role, &v.Member}, func() error {
+		if i >= 1 && i <= len(out) {
+			found := v
+			out[i-1] = &found
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("check who sent %d request(s): %w", len(senders), err)
+	}
+	return out, nil
+}
+
+// Refusals are the requests refused since the last CountRefusals, for one
+// role and reason: how many, the latest message, the ids (newest last).
+type Refusals struct {
+	Role, Reason, Message string
+	Count                 int64
+	IDs                   []string
+}
+
+// RecentRefused is how many refused request ids iasql_request_refusals
+// keeps per role and reason.
+const RecentRefused = 64
+
+// CountRefusals adds refusals to iasql_request_refusals, in one statement.
+func CountRefusals(ctx context.Context, db Execer, refusals []Refusals) error {
+	if len(refusals) == 0 {
+		return nil
+	}
+	roles, reasons, msgs := make([]string, len(refusals)), make([]string, len(refusals)), make([]string, len(refusals))
+	counts, ids := make([]int64, len(refusals)), make([]string, len(refusals))
+	for i, r := range refusals {
+		roles[i], reasons[i], msgs[i], counts[i] = r.Role, r.Reason, r.Message, r.Count
+		last := r.IDs
+		if len(last) > RecentRefused {
+			last = last[len(last)-RecentRefused:]
+		}
+		rev := make([]string, len(last))
+		for j, id := range last {
+			rev[len(last)-1-j] = id
+		}
+		ids[i] = "{" + strings.Join(rev, ",") + "}"
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO public.iasql_request_refusals AS f (role_name, reason, refused, first_at, last_at, message, recent)
+		SELECT n.role_name, n.reason, n.refused, pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(), n.message, n.recent::uuid[]
+		  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS n(role_name, reason, refused, message, recent)
+		ON CONFLICT (role_name, reason) DO UPDATE SET refused = f.refused + excluded.refused, last_at = excluded.last_at,
+		  message = excluded.message, recent = (excluded.recent || f.recent)[1:$6]`,
+		roles, reasons, counts, msgs, ids, RecentRefused)
+	if err != nil {
+		return fmt.Errorf("count %d kind(s) of refused requests: %w", len(refusals), err)
+	}
+	return nil
 }
 
 // AcceptRequest records a request as accepted by this session, and reports
@@ -46,17 +125,6 @@ func AcceptRequest(ctx context.Context, db Execer, id, kind string, args []byte,
 		return false, fmt.Errorf("record request %s (%s): %w", id, kind, err)
 	}
 	return tag.RowsAffected() == 1, nil
-}
-
-// RefuseRequest records a request as failed with msg at once.
-func RefuseRequest(ctx context.Context, db Execer, id, kind, role, msg string) error {
-	_, err := db.Exec(ctx, `INSERT INTO public.iasql_requests (id, kind, requested_by, status, error, finished_at, taken_by_pid)
-		VALUES ($1, $2, $3, 'failed', $4, pg_catalog.clock_timestamp(), pg_catalog.pg_backend_pid()) ON CONFLICT (id) DO NOTHING`,
-		id, kind, role, msg)
-	if err != nil {
-		return fmt.Errorf("refuse request %s (%s): %w", id, kind, err)
-	}
-	return nil
 }
 
 // AnswerRequest records the answer to a request, only while this session

@@ -28,7 +28,10 @@
 //     buckets and 5,000 security groups, and commit_overhead_ms (see
 //     cycles and securityGroups); commit_overhead_ms_10k_scoped: CALL
 //     iasql_commit() creating one bucket beside 10,000 in sync (goal: under
-//     3x commit_overhead_ms; see scopedCommit);
+//     3x commit_overhead_ms; see scopedCommit); commit_ms_usual and
+//     commit_ms_under_flood: INSERT + CALL iasql_commit() alone, and while
+//     a role without grants floods the sidecar with requests it refuses
+//     (goal: within 1 s of usual; see commitUnderFlood);
 //   - slow_creates_s_100: the wall time of one commit creating 100 buckets
 //     with 2 s of emulator latency per CreateBucket (goal: under 25 s), and
 //     user_write_wait_ms_p99: a user's UPDATE + COMMIT latency on other rows

@@ -38,17 +38,21 @@ UPDATE iasql_capture_progress SET changes = 1;
 DELETE FROM iasql_capture_progress;
 TRUNCATE iasql_capture_progress;
 
--- Other iasql locks do not make a capture writer: another role key, a shared lock
-SELECT pg_advisory_lock(iasql_lock_namespace(), 2);
+-- Other iasql locks do not make a capture writer, nor does the advisory lock
+-- that once was the capture lock (any role could take it)
+SELECT iasql_take_lock(2) AS took;
 SELECT iasql_is_capture_writer() AS capture_writer;
-SELECT pg_advisory_unlock(iasql_lock_namespace(), 2) AS unlocked;
-SELECT pg_advisory_lock_shared(iasql_lock_namespace(), 1);
+SELECT iasql_release_locks();
+SELECT pg_advisory_lock(1767994225, 1);
 SELECT iasql_is_capture_writer() AS capture_writer;
 INSERT INTO iasql_audit_log (ts, change_type, origin) VALUES (now(), 'INSERT', 'user');
-SELECT pg_advisory_unlock_shared(iasql_lock_namespace(), 1) AS unlocked;
+SELECT pg_advisory_unlock(1767994225, 1) AS unlocked;
+-- Locks 3 and 5 are row locks, not held by a session
+SELECT iasql_take_lock(3);
 
 -- The session holding the capture lock passes the guard
-SELECT pg_advisory_lock(iasql_lock_namespace(), 1);
+SELECT iasql_take_lock(1) AS took;
+SELECT lock_id, holder_pid = pg_backend_pid() AS mine FROM iasql_lock_holders;
 SELECT iasql_is_capture_writer() AS capture_writer;
 INSERT INTO iasql_audit_log (lsn, seq, xid, ts, table_name, record_id, change_type, old_row, new_row, origin)
 VALUES ('0/100', 1, 700, '2024-01-01 00:00:00+00', 'regress_items', '1', 'INSERT', NULL, '{"id": 1, "ok": true}', 'user'),
@@ -89,15 +93,16 @@ TRUNCATE iasql_capture_progress;
 SELECT count(*) = 0 AS progress_truncated FROM iasql_capture_progress;
 
 -- Releasing the lock ends the privilege
-SELECT pg_advisory_unlock(iasql_lock_namespace(), 1) AS unlocked;
+SELECT iasql_release_locks();
 SELECT iasql_is_capture_writer() AS capture_writer;
+SELECT count(*) AS holders FROM iasql_lock_holders;
 DELETE FROM iasql_audit_log;
 SELECT count(*) = 4 AS audit_kept FROM iasql_audit_log;
--- A transaction-level capture lock counts while the transaction lasts
+-- A lock taken in a transaction that rolls back is not held
 BEGIN;
-SELECT pg_advisory_xact_lock(iasql_lock_namespace(), 1);
+SELECT iasql_take_lock(1) AS took;
 SELECT iasql_is_capture_writer() AS capture_writer;
-COMMIT;
+ROLLBACK;
 SELECT iasql_is_capture_writer() AS capture_writer;
 
 -- iasql_engine_mark returns the LSN of a transactional message prefixed

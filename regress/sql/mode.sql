@@ -70,10 +70,10 @@ INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket_object', 'TRACK');
 INSERT INTO bucket_object (key) VALUES ('a.txt');
 INSERT INTO user_notes (note) VALUES ('user tables are not guarded');
 -- The running cycle (the session holding the cycle lock) writes what it pulls from the cloud
-SELECT pg_advisory_lock(iasql_lock_namespace(), 2) IS NOT NULL AS cycle_lock;
+SELECT iasql_take_lock(2) AS cycle_lock;
 INSERT INTO bucket_object (key) VALUES ('from-the-cloud.txt');
 UPDATE bucket SET name = 'renamed-in-the-cloud' WHERE name = 'tracked';
-SELECT pg_advisory_unlock(iasql_lock_namespace(), 2) AS cycle_unlock;
+SELECT iasql_release_locks();
 SELECT name FROM bucket ORDER BY id;
 SELECT key FROM bucket_object ORDER BY id;
 -- Without a TRACK rule, writes pass

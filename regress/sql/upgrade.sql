@@ -77,12 +77,12 @@ CREATE EXTENSION iasql VERSION '0.1.0';
 SELECT extversion FROM pg_extension WHERE extname = 'iasql';
 CREATE TABLE regress_items (id int PRIMARY KEY, name text);
 INSERT INTO iasql_tables (table_name) VALUES ('regress_items');
-SELECT pg_advisory_lock(iasql_lock_namespace(), 1);
+SELECT iasql_take_lock(1) AS took;
 INSERT INTO iasql_audit_log (lsn, seq, ts, table_name, record_id, change_type, new_row, origin)
   VALUES ('0/100', 1, '2024-01-01 00:00:00+00', 'regress_items', '1', 'INSERT', '{"id": 1}', 'user');
 INSERT INTO iasql_capture_progress (slot_name, end_lsn, commit_lsn, commit_ts, changes)
   VALUES ('regress_slot', '0/110', '0/100', '2024-01-01 00:00:00+00', 1);
-SELECT pg_advisory_unlock(iasql_lock_namespace(), 1) AS unlocked;
+SELECT iasql_release_locks();
 
 -- Update to the default version (no notice whether or not there is a newer one)
 SET client_min_messages = warning;

@@ -130,11 +130,6 @@ func Prepare(ctx context.Context, conn *pgx.Conn, slot string, log *slog.Logger)
 				if err := logical.SidecarPreflight(ctx, conn); err != nil {
 					return err
 				}
-				// A session of another role squatting the install lock
-				// outside a transaction is ended.
-				if err := logical.EndLockSquatters(ctx, conn, log); err != nil {
-					log.Warn("cannot check who holds the sidecar's locks", "err", err)
-				}
 			}
 			var err error
 			did, err = iasqlsql.Ensure(ctx, conn, true)

@@ -39,7 +39,7 @@ SELECT public.aws_validate_constraints(ARRAY['vpc.vpc_tags_aws_limits', 'subnet.
 -- VPC's secondary blocks (the vpc table knows only the primary one, so a
 -- user's subnet in a secondary block is refused), and a stale row may
 -- still overlap a subnet made since in its place until the cycle deletes
--- it. A transaction-scoped lock per VPC makes concurrent writers check one
+-- it. A lock on the VPC's row makes concurrent writers check one
 -- after the other (READ COMMITTED: the later one sees the earlier's rows).
 CREATE OR REPLACE FUNCTION public.subnet_cidr_require(subnet_row integer) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -52,7 +52,9 @@ BEGIN
   IF NOT FOUND THEN
     RETURN; -- deleted since, in the same transaction
   END IF;
-  PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('public.subnet cidr_block'), s.vpc_id);
+  -- The VPC's row, locked: only roles that may update it can (an advisory
+  -- lock could be held by any role, stalling every writer's commit).
+  PERFORM 1 FROM public.vpc v WHERE v.id = s.vpc_id FOR NO KEY UPDATE;
   IF NOT s.cidr_block <<= s.vpc_block THEN
     RAISE EXCEPTION 'subnet row % (%) is outside its VPC''s block %: choose a block inside it', s.id, s.cidr_block, s.vpc_block
       USING ERRCODE = 'check_violation', CONSTRAINT = 'subnet_cidr_in_vpc', TABLE = 'subnet', COLUMN = 'cidr_block',
