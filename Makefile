@@ -32,19 +32,19 @@ deps:
 	  exit 1; \
 	fi
 
-# The ORM tools internal/ormtest runs: Debian's python3-django and
-# python3-psycopg2 (for /usr/bin/python3; apt-get when missing and running as
-# root, like deps), and drizzle-kit, drizzle-orm, pg and tsx at the versions
+# The ORM tools internal/ormtest runs: Debian's python3-django,
+# python3-sqlalchemy and python3-psycopg2 (for /usr/bin/python3; apt-get when
+# missing and running as root, like deps), and drizzle-kit, drizzle-orm, pg and tsx at the versions
 # tools/orm/package-lock.json pins (npm ci, again when the lock changes).
 orm-deps: tools/orm/node_modules/.package-lock.json
-	@if /usr/bin/python3 -c 'import django, psycopg2' 2>/dev/null; then \
+	@if /usr/bin/python3 -c 'import django, sqlalchemy, psycopg2' 2>/dev/null; then \
 	  exit 0; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "installing Django and psycopg2 (apt-get python3-django python3-psycopg2)"; \
+	  echo "installing Django, SQLAlchemy and psycopg2 (apt-get python3-django python3-sqlalchemy python3-psycopg2)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	    python3-django python3-psycopg2 >/dev/null; \
+	    python3-django python3-sqlalchemy python3-psycopg2 >/dev/null; \
 	else \
-	  echo "Django is missing for /usr/bin/python3: run 'sudo apt-get install python3-django python3-psycopg2'"; \
+	  echo "Django or SQLAlchemy is missing for /usr/bin/python3: run 'sudo apt-get install python3-django python3-sqlalchemy python3-psycopg2'"; \
 	  exit 1; \
 	fi
 

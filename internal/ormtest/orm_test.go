@@ -197,6 +197,29 @@ func TestDjango(t *testing.T) {
 	e.check("delete", name, false, false, nil, nil)
 }
 
+// TestSQLAlchemy: SQLAlchemy's automap (Debian's python3-sqlalchemy), as
+// the application role, with relationships named after their foreign keys
+// as the README says, puts security_group_rule's two relationships to
+// security_group on the right columns, and creates (a rule through its
+// relationship to its new group), updates (in an iasql transaction on one
+// connection) and deletes; after each iasql_commit the cloud has the change.
+func TestSQLAlchemy(t *testing.T) {
+	if out, err := exec.Command(debianPython, "-c", "import sqlalchemy, psycopg2").CombinedOutput(); err != nil {
+		t.Fatalf("Debian's python3-sqlalchemy and python3-psycopg2 are needed (%s: %v: %s): run make orm-deps as root, or apt-get install python3-sqlalchemy python3-psycopg2",
+			debianPython, err, strings.TrimSpace(string(out)))
+	}
+	t.Parallel()
+	e := newEnv(t)
+	dir, script := t.TempDir(), filepath.Join(toolsDir(t), "sqlalchemy_crud.py")
+	const name = "orm-sqlalchemy"
+	e.run(dir, e.app, debianPython, script, "create")
+	e.check("create", name, true, false, nil, []string{"tcp 8080 0.0.0.0/0"})
+	e.run(dir, e.app, debianPython, script, "update")
+	e.check("update", name, true, true, []string{"made-by=sqlalchemy", "team=web"}, []string{"tcp 8080 0.0.0.0/0"})
+	e.run(dir, e.app, debianPython, script, "delete")
+	e.check("delete", name, false, false, nil, nil)
+}
+
 // TestDrizzle: drizzle-kit pull of the module tables, as the role that
 // owns them (information_schema shows primary keys and unique constraints
 // to their owner only), writes a schema that imports and that drizzle-orm,
