@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
@@ -48,6 +49,8 @@ type env struct {
 	app []string
 	// owner is the same for the role that owns the module tables.
 	owner []string
+	// appURL is the application role's connection URL.
+	appURL string
 }
 
 func newEnv(t *testing.T) *env {
@@ -70,10 +73,11 @@ func newEnv(t *testing.T) *env {
 		}
 	}
 	return &env{Env: e,
-		s3:    s3.NewFromConfig(e.AWS, func(o *s3.Options) { o.UsePathStyle = true }),
-		ec2:   ec2.NewFromConfig(e.AWS),
-		app:   append(slices.Clone(base), "PGUSER="+role),
-		owner: append(slices.Clone(base), "PGUSER="+cfg.User),
+		s3:     s3.NewFromConfig(e.AWS, func(o *s3.Options) { o.UsePathStyle = true }),
+		ec2:    ec2.NewFromConfig(e.AWS),
+		app:    append(slices.Clone(base), "PGUSER="+role),
+		owner:  append(slices.Clone(base), "PGUSER="+cfg.User),
+		appURL: "postgres://" + role + "@" + cfg.Host + ":" + strconv.Itoa(int(cfg.Port)) + "/" + cfg.Database + "?sslmode=disable",
 	}
 }
 
@@ -218,6 +222,47 @@ func TestSQLAlchemy(t *testing.T) {
 	e.check("update", name, true, true, []string{"made-by=sqlalchemy", "team=web"}, []string{"tcp 8080 0.0.0.0/0"})
 	e.run(dir, e.app, debianPython, script, "delete")
 	e.check("delete", name, false, false, nil, nil)
+}
+
+// TestPgxPool: with a pgx pool, as the README says, an iasql transaction
+// runs on one connection taken with pool.Acquire; a write through the pool
+// meanwhile goes to another session and is refused, naming the transaction;
+// the commit on the acquired connection takes the change to the cloud.
+func TestPgxPool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pcfg, err := pgxpool.ParseConfig(e.appURL + "&pool_max_conns=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`CALL iasql_begin()`, `INSERT INTO bucket (name) VALUES ('orm-pgx')`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO bucket (name) VALUES ('orm-pgx-other')`); err == nil || !strings.Contains(err.Error(), "an iasql transaction is open") {
+		t.Errorf("a write through the pool while the acquired connection's iasql transaction is open: %v; want it refused", err)
+	}
+	if _, err := conn.Exec(ctx, `CALL iasql_commit()`); err != nil {
+		t.Fatalf("iasql_commit on the acquired connection: %v", err)
+	}
+	conn.Release()
+	if exists, _ := e.cloudBucket("orm-pgx"); !exists {
+		t.Error("the bucket written in the iasql transaction is not in the cloud after its commit")
+	}
+	if exists, _ := e.cloudBucket("orm-pgx-other"); exists {
+		t.Error("the refused write reached the cloud")
+	}
 }
 
 // TestDrizzle: drizzle-kit pull of the module tables, as the role that
