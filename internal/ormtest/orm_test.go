@@ -193,6 +193,7 @@ func TestDjango(t *testing.T) {
 		}
 	})
 	e.run(dir, e.app, debianPython, script, dir, "inspect")
+	e.run(dir, e.app, debianPython, script, dir, "check")
 	e.run(dir, e.app, debianPython, script, dir, "create")
 	e.check("create", name, true, false, []string{"made-by=django"}, []string{"tcp 443 0.0.0.0/0"})
 	e.run(dir, e.app, debianPython, script, dir, "update")

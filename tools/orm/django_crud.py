@@ -3,7 +3,9 @@
 python3 django_crud.py DIR PHASE, with the database in PGHOST, PGPORT,
 PGUSER and PGDATABASE (libpq's variables):
   inspect  writes a project in DIR whose models come from `inspectdb` of the
-           module tables, with the edits the README names, and runs `check`
+           module tables, with the edits the README names
+  check    runs `manage.py check` on it (a process of its own, as the models
+           must be imported after they are written)
   create   creates a bucket, a security group (no VPC given; its instance is
            saved again) with a rule, then CALL iasql_commit()
   update   turns versioning on and changes the group's tags, then commits
@@ -66,8 +68,16 @@ def inspect(root):
         f.write(models)
     with open(os.path.join(root, "ormapp", "models.py.inspectdb"), "w") as f:
         f.write(out.getvalue())
+    print("inspectdb: models written")
+
+
+def check():
+    from django.core.management import call_command
     call_command("check", fail_level="ERROR")  # raises SystemCheckError
-    print("inspectdb: models written, check passed")
+    from ormapp import models
+    if not hasattr(models, "SecurityGroupRule"):
+        raise SystemExit("check ran without the generated models")
+    print("check: passed")
 
 
 def commit():
@@ -116,7 +126,7 @@ def main():
         inspect(root)
         return
     setup(root)
-    {"create": create, "update": update, "delete": delete}[phase]()
+    {"check": check, "create": create, "update": update, "delete": delete}[phase]()
 
 
 if __name__ == "__main__":
