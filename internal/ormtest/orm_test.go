@@ -27,6 +27,7 @@ import (
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_account"
+	"github.com/iasql/iasql/modules/aws_ec2"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/aws_vpc"
@@ -37,7 +38,8 @@ var srv *pgtest.Server
 
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
-// env is a database with aws_s3 and aws_security_group installed, a
+// env is a database with aws_s3 and aws_security_group (and what
+// newEnv's caller adds) installed, a
 // sidecar, the emulator, and an application role (a member of
 // iasql_writer) that the tools connect as.
 type env struct {
@@ -53,11 +55,11 @@ type env struct {
 	appURL string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, install ...string) *env {
 	t.Helper()
 	e := enginetest.New(t, srv, enginetest.Options{
-		Modules: []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_s3.Module()},
-		Install: []string{"aws_s3", "aws_security_group"},
+		Modules: []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_s3.Module(), aws_ec2.Module()},
+		Install: append([]string{"aws_s3", "aws_security_group"}, install...),
 	})
 	cfg, err := pgx.ParseConfig(e.DSN)
 	if err != nil {
@@ -159,6 +161,31 @@ func (e *env) check(phase, name string, exists, versioned bool, tags, rules []st
 	}
 }
 
+// cloudInstances counts the instances tagged Name=name that are not
+// terminated, and those of them in group name.
+func (e *env) cloudInstances(name string) (live, inGroup int) {
+	e.T.Helper()
+	out, err := e.ec2.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{
+		Filters: []ec2types.Filter{{Name: aws.String("tag:Name"), Values: []string{name}}}})
+	if err != nil {
+		e.T.Fatalf("describe instances %s: %v", name, err)
+	}
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			if i.State == nil || i.State.Name == ec2types.InstanceStateNameTerminated || i.State.Name == ec2types.InstanceStateNameShuttingDown {
+				continue
+			}
+			live++
+			for _, g := range i.SecurityGroups {
+				if aws.ToString(g.GroupName) == name {
+					inGroup++
+				}
+			}
+		}
+	}
+	return live, inGroup
+}
+
 // toolsDir is tools/orm of the repository.
 func toolsDir(t *testing.T) string {
 	_, file, _, _ := runtime.Caller(0)
@@ -170,12 +197,13 @@ func toolsDir(t *testing.T) string {
 const debianPython = "/usr/bin/python3"
 
 // TestDjango: Django's inspectdb of the module tables, as the application
-// role, gives models that pass `check` with the README's one edit (a
+// role, gives models that pass `check` with the README's two edits (a
 // related_name on security_group_rule's second foreign key to
-// security_group), and that create, update and delete a bucket, a security
-// group and its rule with only the fields a user sets; after each
+// security_group, ArrayField for the array security_group_ids), and
+// that create, update and delete a bucket, a security group with its rule,
+// and an instance in the group, with only the fields a user sets; after each
 // iasql_commit the cloud has the change. The group is created without a
-// VPC and the same instance saved again (it holds None for what the
+// VPC and the same model object saved again (it holds None for what the
 // database filled in).
 func TestDjango(t *testing.T) {
 	if out, err := exec.Command(debianPython, "-c", "import django, psycopg2; print(django.get_version())").CombinedOutput(); err != nil {
@@ -183,7 +211,7 @@ func TestDjango(t *testing.T) {
 			debianPython, err, strings.TrimSpace(string(out)))
 	}
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnv(t, "aws_ec2")
 	dir, script := t.TempDir(), filepath.Join(toolsDir(t), "django_crud.py")
 	const name = "orm-django"
 	t.Cleanup(func() {
@@ -196,10 +224,16 @@ func TestDjango(t *testing.T) {
 	e.run(dir, e.app, debianPython, script, dir, "check")
 	e.run(dir, e.app, debianPython, script, dir, "create")
 	e.check("create", name, true, false, []string{"made-by=django"}, []string{"tcp 443 0.0.0.0/0"})
+	if live, inGroup := e.cloudInstances(name); live != 1 || inGroup != 1 {
+		t.Errorf("after create: %d instances tagged %s, %d of them in the group; want 1, 1", live, name, inGroup)
+	}
 	e.run(dir, e.app, debianPython, script, dir, "update")
 	e.check("update", name, true, true, []string{"made-by=django", "team=web"}, []string{"tcp 443 0.0.0.0/0"})
 	e.run(dir, e.app, debianPython, script, dir, "delete")
 	e.check("delete", name, false, false, nil, nil)
+	if live, _ := e.cloudInstances(name); live != 0 {
+		t.Errorf("after delete: %d instances tagged %s are not terminated", live, name)
+	}
 }
 
 // TestSQLAlchemy: SQLAlchemy's automap (Debian's python3-sqlalchemy), as

@@ -7,9 +7,11 @@ PGUSER and PGDATABASE (libpq's variables):
   check    runs `manage.py check` on it (a process of its own, as the models
            must be imported after they are written)
   create   creates a bucket, a security group (no VPC given; its instance is
-           saved again) with a rule, then CALL iasql_commit()
+           saved again) with a rule, and an instance in the group, then
+           CALL iasql_commit()
   update   turns versioning on and changes the group's tags, then commits
-  delete   deletes the rule, the group and the bucket, then commits
+  delete   deletes the instance, the rule, the group and the bucket, then
+           commits
 Each phase prints one line; a failure raises (exit 1).
 """
 
@@ -17,7 +19,7 @@ import os
 import re
 import sys
 
-TABLES = ["aws_regions", "vpc", "subnet", "security_group", "security_group_rule", "bucket", "bucket_object"]
+TABLES = ["aws_regions", "vpc", "subnet", "security_group", "security_group_rule", "instance", "bucket", "bucket_object"]
 NAME = "orm-django"
 
 SETTINGS = """
@@ -49,6 +51,13 @@ def readme_edits(models):
                         r"\1, related_name='+'", models)
     if n != 1:
         raise SystemExit("inspectdb wrote no source_security_group ForeignKey:\n" + models)
+    # Arrays come out as TextField ("This field type is a guess").
+    models, n = re.subn(r"security_group_ids = models\.TextField\((.*?)\).*",
+                        r"security_group_ids = ArrayField(models.BigIntegerField(), \1)", models)
+    if n != 1:
+        raise SystemExit("inspectdb wrote no security_group_ids TextField:\n" + models)
+    models = models.replace("from django.db import models\n",
+                            "from django.contrib.postgres.fields import ArrayField\nfrom django.db import models\n", 1)
     return models
 
 
@@ -87,7 +96,7 @@ def commit():
 
 
 def create():
-    from ormapp.models import Bucket, SecurityGroup, SecurityGroupRule
+    from ormapp.models import Bucket, Instance, SecurityGroup, SecurityGroupRule
     Bucket.objects.create(name=NAME)
     sg = SecurityGroup.objects.create(group_name=NAME, description="made by django")
     # The same instance saved again: it still holds None for vpc_id and the
@@ -95,6 +104,8 @@ def create():
     sg.tags = {"made-by": "django"}
     sg.save()
     SecurityGroupRule.objects.create(security_group=sg, ip_protocol="tcp", from_port=443, to_port=443, cidr_ipv4="0.0.0.0/0")
+    # An instance in AWS's default subnet, in the group.
+    Instance.objects.create(ami="ami-0123456789abcdef0", instance_type="t3.micro", security_group_ids=[sg.id], tags={"Name": NAME})
     commit()
     print("create: committed")
 
@@ -112,7 +123,8 @@ def update():
 
 
 def delete():
-    from ormapp.models import Bucket, SecurityGroup, SecurityGroupRule
+    from ormapp.models import Bucket, Instance, SecurityGroup, SecurityGroupRule
+    Instance.objects.filter(tags__Name=NAME).delete()
     SecurityGroupRule.objects.filter(security_group__group_name=NAME).delete()
     SecurityGroup.objects.filter(group_name=NAME).delete()
     Bucket.objects.filter(name=NAME).delete()
