@@ -49,7 +49,15 @@ orm-deps: tools/orm/node_modules/.package-lock.json
 	fi
 
 tools/orm/node_modules/.package-lock.json: tools/orm/package.json tools/orm/package-lock.json
-	@command -v npm >/dev/null || { echo "npm is missing: run 'sudo apt-get install npm' (or install Node.js 20 or newer)"; exit 1; }
+	@if command -v npm >/dev/null; then \
+	  exit 0; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Node.js and npm (apt-get nodejs npm)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; \
+	else \
+	  echo "npm is missing: run 'sudo apt-get install nodejs npm'"; \
+	  exit 1; \
+	fi
 	cd tools/orm && npm ci --no-audit --no-fund --loglevel=error
 
 # Regenerate extension/ scripts from sql/ (a test checks they are current).
