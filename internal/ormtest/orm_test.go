@@ -39,9 +39,8 @@ var srv *pgtest.Server
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
 // env is a database with aws_s3 and aws_security_group (and what
-// newEnv's caller adds) installed, a
-// sidecar, the emulator, and an application role (a member of
-// iasql_writer) that the tools connect as.
+// newEnv's caller adds) installed, a sidecar, the emulator, and an
+// application role (a member of iasql_writer) that the tools connect as.
 type env struct {
 	*enginetest.Env
 	s3  *s3.Client
