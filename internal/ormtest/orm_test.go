@@ -301,7 +301,8 @@ func TestPgxPool(t *testing.T) {
 
 // TestDrizzle: drizzle-kit pull of the module tables, as the role that
 // owns them (information_schema shows primary keys and unique constraints
-// to their owner only), writes a schema that imports and that drizzle-orm,
+// to their owner only: pulled as the application role, the schema has no
+// primary key), writes a schema that imports and that drizzle-orm,
 // as the application role, creates, updates (in an iasql transaction on
 // one pooled connection) and deletes with; after each iasql_commit the
 // cloud has the change.
@@ -344,6 +345,14 @@ func TestDrizzle(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`\.default\([a-z_]+\(`).FindString(string(schema)); m != "" {
 		t.Errorf("the pulled schema has a function default as a bare identifier (%s...)", m)
+	}
+	// As the README says: pulled as the application role, the schema has
+	// no primary key (information_schema shows it to the owner only).
+	appOut := out + "-app"
+	t.Cleanup(func() { os.RemoveAll(appOut) })
+	e.run(tools, e.app, kit, "pull", "--dialect=postgresql", "--url="+e.appURL, "--out="+appOut, "--tablesFilter=!iasql_*")
+	if b, err := os.ReadFile(filepath.Join(appOut, "schema.ts")); err != nil || strings.Contains(string(b), "primaryKey()") {
+		t.Errorf("drizzle-kit pull as the application role (%v): primary keys seen; the README says to pull as the owner because they are not: update it", err)
 	}
 	const name = "orm-drizzle"
 	script := filepath.Join(tools, "drizzle_crud.ts")
