@@ -6,7 +6,7 @@ PG_BINDIR ?= $(firstword $(wildcard /usr/lib/postgresql/$(PG_MAJOR)/bin) $(shell
 PG_CONFIG ?= $(PG_BINDIR)/pg_config
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build deps extension extension-install test run bench clean
+.PHONY: all build deps orm-deps extension extension-install test run bench clean
 
 all: build
 
@@ -32,6 +32,34 @@ deps:
 	  exit 1; \
 	fi
 
+# The ORM tools internal/ormtest runs: Debian's python3-django,
+# python3-sqlalchemy and python3-psycopg2 (for /usr/bin/python3; apt-get when
+# missing and running as root, like deps), and drizzle-kit, drizzle-orm, pg and tsx at the versions
+# tools/orm/package-lock.json pins (npm ci, again when the lock changes).
+orm-deps: tools/orm/node_modules/.package-lock.json
+	@if /usr/bin/python3 -c 'import django, sqlalchemy, psycopg2' 2>/dev/null; then \
+	  exit 0; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Django, SQLAlchemy and psycopg2 (apt-get python3-django python3-sqlalchemy python3-psycopg2)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    python3-django python3-sqlalchemy python3-psycopg2 >/dev/null; \
+	else \
+	  echo "Django or SQLAlchemy is missing for /usr/bin/python3: run 'sudo apt-get install python3-django python3-sqlalchemy python3-psycopg2'"; \
+	  exit 1; \
+	fi
+
+tools/orm/node_modules/.package-lock.json: tools/orm/package.json tools/orm/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  exit 0; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Node.js and npm (apt-get nodejs npm)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; \
+	else \
+	  echo "npm is missing: run 'sudo apt-get install nodejs npm'"; \
+	  exit 1; \
+	fi
+	cd tools/orm && npm ci --no-audit --no-fund --loglevel=error
+
 # Regenerate extension/ scripts from sql/ (a test checks they are current).
 extension:
 	$(GO) run ./sql/gen extension
@@ -40,7 +68,7 @@ extension:
 extension-install: deps
 	$(MAKE) -C extension install PG_CONFIG=$(PG_CONFIG) >/dev/null
 
-test: deps build extension-install
+test: deps orm-deps build extension-install
 	$(GO) vet ./...
 	PATH="$(PG_BINDIR):$$PATH" IASQL_BIN="$(CURDIR)/bin/iasql" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 

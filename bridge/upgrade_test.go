@@ -2,7 +2,9 @@ package bridge_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,19 +72,34 @@ COMMENT ON COLUMN public.vpc.owner IS 'Who looks after the VPC (the database''s 
 
 // released is m as its version 0.1.0 was: its SQL without the 0.2.0 step
 // that the newer install appends (a step that only adds objects is also
-// the install's).
+// the install's), and its Filled columns NOT NULL with their default, as
+// the tables were before the step that made them Filled.
 func released(t *testing.T, m module.Module) module.Module {
 	t.Helper()
-	if len(m.Upgrades) != 1 || m.Upgrades[0].From != "0.1.0" || !strings.HasSuffix(m.SQL, "\n"+m.Upgrades[0].SQL) {
-		t.Fatalf("%s: not a module whose one step 0.1.0 -> %s is also the end of its install", m.Name, m.Version)
+	i := slices.IndexFunc(m.Upgrades, func(u module.Upgrade) bool { return u.From == "0.1.0" })
+	if i < 0 || m.Upgrades[i].To != "0.2.0" || !strings.HasSuffix(m.SQL, "\n"+m.Upgrades[i].SQL) {
+		t.Fatalf("%s: not a module whose step 0.1.0 -> 0.2.0 is also the end of its install", m.Name)
 	}
-	m.SQL = strings.TrimSuffix(m.SQL, "\n"+m.Upgrades[0].SQL)
+	m.SQL = strings.TrimSuffix(m.SQL, "\n"+m.Upgrades[i].SQL)
+	for _, tbl := range m.Tables {
+		var cols []string
+		for _, c := range tbl.Columns {
+			if c.Filled() {
+				m.SQL += fmt.Sprintf("\nALTER TABLE public.%s DROP CONSTRAINT %s_%s_not_null, ALTER COLUMN %s SET NOT NULL, ALTER COLUMN %s SET DEFAULT %s;",
+					tbl.Name, tbl.Name, c.Name, c.Name, c.Name, c.Default)
+				cols = append(cols, c.Name)
+			}
+		}
+		if len(cols) > 0 {
+			m.SQL += fmt.Sprintf("\nDROP TRIGGER %s_0_defaults ON public.%s;\nDROP FUNCTION public.%s_defaults();", tbl.Name, tbl.Name, tbl.Name)
+		}
+	}
 	m.Version, m.Upgrades, m.Uninstall = "0.1.0", nil, ""
 	return m
 }
 
 // TestModuleUpgradeChecks: a sidecar offering aws_account, aws_vpc,
-// aws_security_group and aws_ec2 at 0.2.0 upgrades a database where they
+// aws_security_group and aws_ec2 at 0.3.0 upgrades a database where they
 // are installed at 0.1.0, a module after those it depends on (aws_vpc's
 // step uses aws_account's aws_tags_check), whatever order it knows them in;
 // the rows stay, the new checks refuse what AWS would, and cycles work.
@@ -104,8 +121,8 @@ func TestModuleUpgradeChecks(t *testing.T) {
 	if strings.Contains(log.String(), "engine cannot register modules") {
 		t.Errorf("an upgrade failed before it worked:\n%s", log.String())
 	}
-	if n := e.Count(`SELECT count(*) FROM iasql_modules WHERE name IN ('aws_account', 'aws_vpc', 'aws_security_group', 'aws_ec2') AND installed_version = '0.2.0'`); n != 4 {
-		t.Fatalf("%d of 4 modules at 0.2.0 after the upgrade", n)
+	if n := e.Count(`SELECT count(*) FROM iasql_modules WHERE name IN ('aws_account', 'aws_vpc', 'aws_security_group', 'aws_ec2') AND installed_version = '0.3.0'`); n != 4 {
+		t.Fatalf("%d of 4 modules at 0.3.0 after the upgrade", n)
 	}
 	_, err := e.DB.Exec(context.Background(), `UPDATE vpc SET tags = '{"aws:team": "web"}' WHERE cidr_block = '10.7.0.0/16'`)
 	pgtest.WantViolation(t, err, "vpc_tags_aws_limits")

@@ -52,7 +52,7 @@ func RegionsTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_account",
-		Version:   "0.2.0",
+		Version:   "0.3.0",
 		SQL:       installSQL + "\n" + tagsSQL,
 		Uninstall: uninstallSQL,
 		Upgrades:  module.UpgradesFrom(upgrades, "upgrades"),

@@ -81,7 +81,7 @@ func InstanceTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_ec2",
-		Version:   "0.2.0",
+		Version:   "0.3.0",
 		DependsOn: []string{"aws_account", "aws_vpc", "aws_security_group"},
 		SQL:       installSQL + "\n" + checksSQL,
 		Uninstall: uninstallSQL,

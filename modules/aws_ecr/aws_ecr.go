@@ -4,7 +4,7 @@ package aws_ecr
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -13,6 +13,9 @@ import (
 
 //go:embed aws_ecr.sql
 var installSQL string
+
+//go:embed upgrades
+var upgrades embed.FS
 
 // RepositoryTable is the repository table's declaration.
 func RepositoryTable() module.Table {
@@ -48,9 +51,10 @@ func RepositoryTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_ecr",
-		Version:   "0.1.0",
+		Version:   "0.2.0",
 		DependsOn: []string{"aws_account"},
 		SQL:       installSQL,
+		Upgrades:  module.UpgradesFrom(upgrades, "upgrades"),
 		Tables:    []module.Table{RepositoryTable()},
 		Mappers:   Mappers,
 	}

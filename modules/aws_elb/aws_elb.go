@@ -156,7 +156,7 @@ func Module() module.Module { return ModuleWith(Options{}) }
 func ModuleWith(o Options) module.Module {
 	return module.Module{
 		Name:      "aws_elb",
-		Version:   "0.2.0",
+		Version:   "0.3.0",
 		DependsOn: []string{"aws_account", "aws_vpc", "aws_security_group", "aws_ec2"},
 		SQL:       installSQL + "\n" + checksSQL,
 		Uninstall: uninstallSQL,

@@ -5,7 +5,7 @@ package aws_iam
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -14,6 +14,9 @@ import (
 
 //go:embed aws_iam.sql
 var installSQL string
+
+//go:embed upgrades
+var upgrades embed.FS
 
 // RoleTable is the iam_role table's declaration. IAM is global: the table
 // has no region.
@@ -53,9 +56,10 @@ func RoleTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_iam",
-		Version:   "0.1.0",
+		Version:   "0.2.0",
 		DependsOn: []string{"aws_account"},
 		SQL:       installSQL,
+		Upgrades:  module.UpgradesFrom(upgrades, "upgrades"),
 		Tables:    []module.Table{RoleTable()},
 		Mappers:   Mappers,
 	}

@@ -75,7 +75,7 @@ func ObjectTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_s3",
-		Version:   "0.2.0",
+		Version:   "0.3.0",
 		Prelude:   preludeSQL,
 		SQL:       installSQL,
 		Uninstall: uninstallSQL,

@@ -95,7 +95,7 @@ func RuleTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_security_group",
-		Version:   "0.2.0",
+		Version:   "0.3.0",
 		DependsOn: []string{"aws_vpc"},
 		SQL:       installSQL + "\n" + checksSQL,
 		Uninstall: uninstallSQL,

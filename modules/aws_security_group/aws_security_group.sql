@@ -35,11 +35,16 @@ COMMENT ON CONSTRAINT security_group_description_allowed_characters ON public.se
   'AWS (in a VPC): a group description has only a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*';
 COMMENT ON CONSTRAINT security_group_tags_object ON public.security_group IS 'Tags are a JSON object.';
 COMMENT ON CONSTRAINT security_group_vpc_id_set ON public.security_group IS
-  'Every group is in a VPC: vpc_id is given, or filled with the region''s default VPC on INSERT (the column is nullable only so that tools which introspect the schema let an INSERT leave it out).';
+  'Every group is in a VPC: vpc_id is given, or filled with the region''s default VPC on INSERT, and an UPDATE that sets it NULL keeps it (the column is nullable only so that tools which introspect the schema let a write leave it out).';
 
 CREATE OR REPLACE FUNCTION public.security_group_default_vpc() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+  -- An UPDATE that sets it NULL (an ORM's model saving back the NULL it
+  -- inserted) keeps the group where it is.
+  IF TG_OP = 'UPDATE' AND NEW.vpc_id IS NULL THEN
+    NEW.vpc_id := OLD.vpc_id;
+  END IF;
   IF NEW.vpc_id IS NULL THEN
     SELECT v.id INTO NEW.vpc_id FROM public.vpc v WHERE v.region = NEW.region AND v.is_default;
     IF NEW.vpc_id IS NULL THEN
@@ -50,10 +55,10 @@ BEGIN
   RETURN NEW;
 END;
 $$;
-COMMENT ON FUNCTION public.security_group_default_vpc() IS 'Trigger function: a security group without vpc_id goes in its region''s default VPC.';
-CREATE TRIGGER security_group_default_vpc BEFORE INSERT ON public.security_group
+COMMENT ON FUNCTION public.security_group_default_vpc() IS 'Trigger function: a security group inserted without vpc_id goes in its region''s default VPC; an UPDATE that sets vpc_id NULL keeps the old one.';
+CREATE TRIGGER security_group_default_vpc BEFORE INSERT OR UPDATE OF vpc_id ON public.security_group
   FOR EACH ROW EXECUTE FUNCTION public.security_group_default_vpc();
-COMMENT ON TRIGGER security_group_default_vpc ON public.security_group IS 'Fills vpc_id with the region''s default VPC.';
+COMMENT ON TRIGGER security_group_default_vpc ON public.security_group IS 'Fills vpc_id with the region''s default VPC on INSERT, keeps it on an UPDATE that sets it NULL.';
 
 ALTER TABLE public.security_group_rule
   ADD CONSTRAINT security_group_rule_group_fk FOREIGN KEY (security_group_id) REFERENCES public.security_group (id) ON DELETE CASCADE,

@@ -79,7 +79,7 @@ func SubnetTable() module.Table {
 func Module() module.Module {
 	return module.Module{
 		Name:      "aws_vpc",
-		Version:   "0.2.0",
+		Version:   "0.3.0",
 		DependsOn: []string{"aws_account"},
 		SQL:       installSQL + "\n" + checksSQL,
 		Uninstall: uninstallSQL,

@@ -1,0 +1,46 @@
+-- What installing aws_ecr 0.1.0 ran (its InstallSQL), kept as released: TestModuleUpgradeSQL
+-- installs it, applies the module's upgrades and compares with a fresh install.
+CREATE TABLE public.repository (
+  id serial PRIMARY KEY,
+  repository_name text NOT NULL,
+  region text NOT NULL DEFAULT public.default_aws_region(),
+  image_tag_mutability text NOT NULL DEFAULT 'MUTABLE',
+  scan_on_push boolean NOT NULL DEFAULT false,
+  repository_arn text,
+  repository_uri text,
+  registry_id text,
+  created_at timestamp with time zone
+);
+COMMENT ON TABLE public.repository IS 'ECR private repositories of the account, in every enabled region. Insert a row to create a repository, update image_tag_mutability or scan_on_push to change them, delete the row to delete the repository (only an empty one: a repository that still holds images is not deleted, and the failure says so). Changing repository_name or region replaces the repository.';
+COMMENT ON COLUMN public.repository.id IS 'Database identifier of the row.';
+COMMENT ON COLUMN public.repository.repository_name IS 'Repository name, unique per region: 2 to 256 characters, lowercase letters and digits in components separated by single dots, underscores or hyphens, optionally namespaced with slashes (team/app). Changing it replaces the repository.';
+COMMENT ON COLUMN public.repository.region IS 'AWS region of the repository, e.g. eu-west-1; defaults to the default region of aws_account. Changing it replaces the repository.';
+COMMENT ON COLUMN public.repository.image_tag_mutability IS 'MUTABLE lets a push overwrite an image tag; IMMUTABLE refuses it.';
+COMMENT ON COLUMN public.repository.scan_on_push IS 'Whether each image is scanned for vulnerabilities after it is pushed.';
+COMMENT ON COLUMN public.repository.repository_arn IS 'ARN of the repository, arn:aws:ecr:<region>:<account>:repository/<name> (from the cloud; not written to it).';
+COMMENT ON COLUMN public.repository.repository_uri IS 'URI to push and pull images, <account>.dkr.ecr.<region>.amazonaws.com/<name> (from the cloud; not written to it).';
+COMMENT ON COLUMN public.repository.registry_id IS 'Account id of the registry that holds the repository (from the cloud; not written to it).';
+COMMENT ON COLUMN public.repository.created_at IS 'When ECR created the repository (from the cloud; not written to it).';
+COMMENT ON SEQUENCE public.repository_id_seq IS 'Generates repository.id.';
+
+-- aws_ecr: ECR private repositories, in every enabled region. The table and
+-- its columns are declared in aws_ecr.go (module.Column); this file holds
+-- its constraints and triggers, which run after the table is created.
+
+ALTER TABLE public.repository
+  ADD CONSTRAINT repository_name_region_unique UNIQUE (repository_name, region),
+  ADD CONSTRAINT repository_name_ecr_rules CHECK (
+    char_length(repository_name) BETWEEN 2 AND 256
+    AND repository_name ~ '^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*$'),
+  ADD CONSTRAINT repository_region_format CHECK (region ~ '^[a-z]{2}(-[a-z]+)+-[0-9]+$'),
+  ADD CONSTRAINT repository_image_tag_mutability_values CHECK (image_tag_mutability IN ('MUTABLE', 'IMMUTABLE'));
+COMMENT ON CONSTRAINT repository_name_region_unique ON public.repository IS 'A repository name appears once per region.';
+COMMENT ON CONSTRAINT repository_name_ecr_rules ON public.repository IS
+  'ECR repository naming rules: 2 to 256 characters matching (?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*';
+COMMENT ON CONSTRAINT repository_region_format ON public.repository IS 'A region code such as us-east-1 or ap-southeast-2.';
+COMMENT ON CONSTRAINT repository_image_tag_mutability_values ON public.repository IS 'Image tag mutability is MUTABLE or IMMUTABLE.';
+
+CREATE TRIGGER repository_region_check BEFORE INSERT OR UPDATE OF region ON public.repository
+  FOR EACH ROW EXECUTE FUNCTION public.aws_region_check();
+COMMENT ON TRIGGER repository_region_check ON public.repository IS 'Refuses a region that is not in aws_regions or not enabled there (aws_account''s aws_region_check()).';
+COMMENT ON COLUMN public.repository.id IS 'Database identifier of the row; the cloud knows the repository by region and name.';
