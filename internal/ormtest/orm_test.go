@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
-	"os/exec"
+
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_ec2"
@@ -88,8 +89,9 @@ func (e *env) run(dir string, env []string, name string, args ...string) string 
 	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir, cmd.Env = dir, env
+	// The tools reach no cloud: only the database.
+	cmd := launch.Command(ctx, launch.NoCloud, name, args...)
+	cmd.Dir, cmd.Env = dir, launch.Env(env, launch.NoCloud)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		e.T.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
@@ -205,7 +207,7 @@ const debianPython = "/usr/bin/python3"
 // VPC and the same model object saved again (it holds None for what the
 // database filled in).
 func TestDjango(t *testing.T) {
-	if out, err := exec.Command(debianPython, "-c", "import django, psycopg2; print(django.get_version())").CombinedOutput(); err != nil {
+	if out, err := launch.Command(context.Background(), launch.NoCloud, debianPython, "-c", "import django, psycopg2; print(django.get_version())").CombinedOutput(); err != nil {
 		t.Fatalf("Debian's python3-django and python3-psycopg2 are needed (%s: %v: %s): run make orm-deps as root, or apt-get install python3-django python3-psycopg2",
 			debianPython, err, strings.TrimSpace(string(out)))
 	}
@@ -242,7 +244,7 @@ func TestDjango(t *testing.T) {
 // relationship to its new group), updates (in an iasql transaction on one
 // connection) and deletes; after each iasql_commit the cloud has the change.
 func TestSQLAlchemy(t *testing.T) {
-	if out, err := exec.Command(debianPython, "-c", "import sqlalchemy, psycopg2").CombinedOutput(); err != nil {
+	if out, err := launch.Command(context.Background(), launch.NoCloud, debianPython, "-c", "import sqlalchemy, psycopg2").CombinedOutput(); err != nil {
 		t.Fatalf("Debian's python3-sqlalchemy and python3-psycopg2 are needed (%s: %v: %s): run make orm-deps as root, or apt-get install python3-sqlalchemy python3-psycopg2",
 			debianPython, err, strings.TrimSpace(string(out)))
 	}
