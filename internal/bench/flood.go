@@ -63,14 +63,31 @@ func commitUnderFlood(ctx context.Context, conn *pgx.Conn, dsn string, rounds in
 		return 0, 0, fmt.Errorf("connect as %s: %w", floodRole, err)
 	}
 	defer fc.Close(context.Background())
+	// The flooding role cannot read how much of its flood was refused
+	// (iasql_request_refusals is for iasql_reader): it sends each batch in
+	// a transaction that holds the batch's locks (so none is dropped as
+	// forged) while a session of the bench's watches the count.
+	wc, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return 0, 0, fmt.Errorf("connect to watch the flood: %w", err)
+	}
+	defer wc.Close(context.Background())
+	refused := func(ctx context.Context) (n int64, err error) {
+		err = wc.QueryRow(ctx, `SELECT coalesce(sum(refused), 0) FROM public.iasql_request_refusals WHERE role_name = $1`, floodRole).Scan(&n)
+		return n, err
+	}
 	fctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var floodErr error
 	wg.Go(func() {
 		for fctx.Err() == nil {
-			_, err := fc.Exec(fctx, fmt.Sprintf(`DO $$
-				DECLARE m bytea; deadline timestamptz := clock_timestamp() + interval '30 seconds';
-				  before bigint := coalesce((SELECT sum(refused) FROM public.iasql_request_refusals WHERE role_name = session_user), 0);
+			err := pgx.BeginFunc(fctx, fc, func(tx pgx.Tx) error {
+				before, err := refused(fctx)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Exec(fctx, fmt.Sprintf(`DO $$
+				DECLARE m bytea;
 				BEGIN
 				  FOR i IN 1..%d LOOP
 				    m := convert_to(jsonb_build_object('id', gen_random_uuid(), 'kind', 'install',
@@ -78,11 +95,16 @@ func commitUnderFlood(ctx context.Context, conn *pgx.Conn, dsn string, rounds in
 				    PERFORM pg_advisory_xact_lock(public.iasql_request_key(m));
 				    PERFORM pg_logical_emit_message(false, 'iasql_request', m);
 				  END LOOP;
-				  WHILE coalesce((SELECT sum(refused) FROM public.iasql_request_refusals WHERE role_name = session_user), 0) < before + %d
-				        AND clock_timestamp() < deadline LOOP
-				    PERFORM pg_sleep(0.01);
-				  END LOOP;
-				END $$`, floodBatch, floodBatch))
+				END $$`, floodBatch)); err != nil {
+					return err
+				}
+				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && fctx.Err() == nil; time.Sleep(10 * time.Millisecond) {
+					if n, err := refused(fctx); err != nil || n >= before+floodBatch {
+						return err
+					}
+				}
+				return nil
+			})
 			if err != nil && fctx.Err() == nil {
 				floodErr = fmt.Errorf("flood as %s: %w", floodRole, err)
 				return
