@@ -158,14 +158,7 @@ func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dsnOf := dsnFlags(f, stderr)
 	f.environment = envPostgres
 	sidecarRole := f.String("sidecar-role", "IASQL_SIDECAR_ROLE", "", "role 'iasql run' will connect as (default: the installing role); it is granted what the sidecar needs")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	dsn, err := dsnOf()
-	if err != nil {
-		return err
-	}
-	conn, err := sidecar.Connect(ctx, dsn)
+	conn, err := parseAndConnect(ctx, f, args, dsnOf)
 	if err != nil {
 		return err
 	}
@@ -206,14 +199,7 @@ Exit status: 0 healthy; 1 capture is not healthy (no slot, slot lost, or no cons
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	asJSON := f.Bool("json", "IASQL_STATUS_JSON", false, "print one JSON object instead of text")
 	f.environment = envPostgres
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	dsn, err := dsnOf()
-	if err != nil {
-		return err
-	}
-	conn, err := sidecar.Connect(ctx, dsn)
+	conn, err := parseAndConnect(ctx, f, args, dsnOf)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
 
@@ -239,6 +242,19 @@ func dsnFlags(f *flags, stderr io.Writer) func() (string, error) {
 		}
 		return *dsn, nil
 	}
+}
+
+// parseAndConnect parses a command's flags and connects to the database
+// its --dsn or --dsn-file names (install, status, uninstall).
+func parseAndConnect(ctx context.Context, f *flags, args []string, dsnOf func() (string, error)) (*pgx.Conn, error) {
+	if err := f.parse(args); err != nil {
+		return nil, err
+	}
+	dsn, err := dsnOf()
+	if err != nil {
+		return nil, err
+	}
+	return sidecar.Connect(ctx, dsn)
 }
 
 // dsnHasPassword reports whether a connection string (URL or key=value

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge/store"
-	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/modules"
 	"github.com/iasql/iasql/modules/module"
@@ -40,14 +39,7 @@ iasql, or a superuser; dropping the slot needs REPLICATION, --roles needs CREATE
 	moduleTables := f.Bool("module-tables", "IASQL_UNINSTALL_MODULE_TABLES", false, "also drop the module tables (their rows are lost; the cloud keeps its resources) and their functions and triggers")
 	roles := f.Bool("roles", "IASQL_UNINSTALL_ROLES", false, "also drop the roles iasql_admin, iasql_writer and iasql_reader (cluster-wide: refused while another database uses them)")
 	f.environment = envPostgres
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	dsn, err := dsnOf()
-	if err != nil {
-		return err
-	}
-	conn, err := sidecar.Connect(ctx, dsn)
+	conn, err := parseAndConnect(ctx, f, args, dsnOf)
 	if err != nil {
 		return err
 	}
