@@ -140,17 +140,19 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		})
 	case plan.DBUpdate, plan.DBFeedback:
 		from := a.Cloud
+		var cols []string
 		if a.Kind == plan.DBFeedback {
 			// The feedback columns, and those the row left to the cloud's
 			// choice (only their references are translated).
-			from = store.Only(a.Cloud, append(slices.Clone(ts.Spec.Feedback), a.Row.Fill...))
+			cols = append(slices.Clone(ts.Spec.Feedback), a.Row.Fill...)
+			from = store.Only(a.Cloud, cols)
 		}
 		rec, err := snapshot.ToDB(ts.Spec, from, c.snap)
 		if err != nil {
 			return err
 		}
-		if a.Kind == plan.DBFeedback {
-			rec = store.Only(rec, append(slices.Clone(ts.Spec.Feedback), a.Row.Fill...))
+		if cols != nil {
+			rec = store.Only(rec, cols) // ToDB puts back every declarative column
 		}
 		return c.updateRow(ctx, a, rec)
 	}

@@ -119,7 +119,8 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn, defs map[strin
 			continue
 		}
 		var steps []module.Upgrade
-		if _, made := defs[m.Name]; !made {
+		_, made := defs[m.Name]
+		if !made {
 			if steps, err = m.UpgradePath(from); err != nil {
 				return err
 			}
@@ -138,7 +139,7 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn, defs map[strin
 		}); err != nil {
 			return err
 		}
-		if _, made := defs[m.Name]; made {
+		if made {
 			e.log.Info("module made from its stored definition: its version recorded anew (the same schema, digested otherwise)", "module", m.Name, "from", from, "to", m.Version)
 			continue
 		}

@@ -200,7 +200,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 					out.Failures = append(out.Failures, f)
 				}
 			}
-			out.Failures = append(out.Failures, c.stuckInvolved()...)
+			out.Failures = append(out.Failures, c.involved...)
 			out.Summary = summarize(out)
 			return out, &CycleError{Failures: out.Failures}
 		}
@@ -230,7 +230,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			if len(c.stuck) > 0 {
 				out.Summary += fmt.Sprintf("; %d record(s) not converging, backing off (iasql_status): %s", len(c.stuck), strings.Join(c.stuck, "; "))
 			}
-			if involved := c.stuckInvolved(); len(involved) > 0 {
+			if involved := c.involved; len(involved) > 0 {
 				out.Failures = involved
 				return out, &CycleError{Failures: involved}
 			}
@@ -248,7 +248,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if len(failures) > 0 {
 			out.Failures = failures
 			if len(p.Actions) == 0 {
-				out.Failures = append(out.Failures, c.stuckInvolved()...)
+				out.Failures = append(out.Failures, c.involved...)
 				out.Summary = summarize(out)
 				return out, &CycleError{Failures: out.Failures}
 			}
@@ -351,11 +351,6 @@ func (c *cycle) notConverging(ctx context.Context, actions []*plan.Action, why s
 		c.e.log.Warn("record not converging; it backs off", "cycle", c.id, "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "why", reason)
 	}
 }
-
-// stuckInvolved are the records not converging that the cycle is about:
-// their user changes were pending when it began (a commit that does not
-// touch them succeeds).
-func (c *cycle) stuckInvolved() []string { return c.involved }
 
 // logRead says, at debug level, what a pass read: per table, whether
 // whole or by record (scope.go), and how many rows and resources.

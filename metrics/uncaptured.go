@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iasql/iasql/logical"
 )
 
 // MaxUncapturedPeek bounds the messages Uncaptured reads from the slot, so
@@ -69,13 +71,18 @@ func ReadUncaptured(ctx context.Context, conn *pgx.Conn, h *Health) (*Uncaptured
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT data FROM pg_catalog.pg_logical_slot_peek_binary_changes($1, NULL, $2,
-			'proto_version', '1', 'publication_names', 'iasql', 'messages', 'true')`, h.Slot.Name, MaxUncapturedPeek)
+			'proto_version', '1', 'publication_names', $3, 'messages', 'true')`, h.Slot.Name, MaxUncapturedPeek, logical.Publication)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		relations := map[uint32]string{} // relation id -> name, for module tables
+		relations := map[uint32]bool{} // relation ids of module tables
 		var n, inTx int64
+		change := func(rel uint32) {
+			if relations[rel] {
+				inTx++
+			}
+		}
 		var skip, engine bool
 		for rows.Next() {
 			var data []byte
@@ -87,11 +94,6 @@ func ReadUncaptured(ctx context.Context, conn *pgx.Conn, h *Health) (*Uncaptured
 			if err != nil {
 				return fmt.Errorf("decode the slot's message: %w", err)
 			}
-			change := func(rel uint32) {
-				if _, ok := relations[rel]; ok {
-					inTx++
-				}
-			}
 			switch m := msg.(type) {
 			case *pglogrepl.BeginMessage:
 				skip, engine, inTx = m.FinalLSN <= captured, false, 0
@@ -101,10 +103,10 @@ func ReadUncaptured(ctx context.Context, conn *pgx.Conn, h *Health) (*Uncaptured
 					rel = m.Namespace + "." + rel
 				}
 				if modules[rel] {
-					relations[m.RelationID] = rel
+					relations[m.RelationID] = true
 				}
 			case *pglogrepl.LogicalDecodingMessage:
-				if m.Transactional && m.Prefix == "iasql_engine" {
+				if m.Transactional && m.Prefix == logical.EngineMessagePrefix {
 					engine = true
 				}
 			case *pglogrepl.InsertMessage:

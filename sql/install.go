@@ -27,10 +27,10 @@ var files embed.FS
 //go:embed upgrades
 var upgrades embed.FS
 
-// installLockKey serialises concurrent first installs (two sidecars
+// InstallLockKey serialises concurrent first installs (two sidecars
 // starting on a database without iasql); once installed, installs and
 // upgrades lock the install lock's row instead (lockInstall).
-const installLockKey = 1767994225
+const InstallLockKey = 1767994225
 
 // lockInstall serialises installs and upgrades (two sidecars starting, an
 // administrator's iasql install) for the transaction: with the row of lock
@@ -48,7 +48,7 @@ func lockInstall(ctx context.Context, tx pgx.Tx) error {
 	if row {
 		_, err = tx.Exec(ctx, `SELECT 1 FROM iasql_private.iasql_locks WHERE lock_id = 5 FOR UPDATE`)
 	} else {
-		_, err = tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock($1)`, installLockKey)
+		_, err = tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock($1)`, InstallLockKey)
 	}
 	if err != nil {
 		return fmt.Errorf("lock for install: %w", err)

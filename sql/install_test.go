@@ -24,7 +24,7 @@ var srv *pgtest.Server
 func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
 // installLockKey is the advisory lock (one bigint key) first installs take.
-const installLockKey = 1767994225
+const installLockKey = iasqlsql.InstallLockKey
 
 // The generated scripts in extension/ must be what sql/ generates now.
 func TestExtensionFilesCurrent(t *testing.T) {

@@ -458,6 +458,9 @@ func restorable(ts *snapshot.Table, id string, r *snapshot.Row) bool {
 // a row for a database record; table, cloud id for a cloud record: the
 // form its reference columns hold).
 func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
+	if len(keys) == 0 {
+		return false // the common case: nothing restored or relaunched
+	}
 	for _, ref := range module.RefsOf(spec) {
 		for _, v := range ref.Values(r) {
 			if keys[ref.Table+"\x00"+v] {

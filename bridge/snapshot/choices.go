@@ -26,18 +26,20 @@ import (
 // which the row names once that resource is a row.
 func (ts *Table) Chosen(row, cloud module.Record) []string {
 	var out []string
-	refs := map[string]bool{}
-	for _, ref := range module.RefsOf(ts.Spec) {
-		refs[ref.Column] = true
+	isRef := func(col string) bool {
+		_, one := ts.Spec.Refs[col]
+		_, many := ts.Spec.RefsMany[col]
+		return one || many
 	}
 	for _, col := range ts.Spec.Declarative {
-		if slices.Contains(ts.Spec.CloudID, col) || (!refs[col] && !slices.Contains(ts.Spec.CreateOnly, col)) {
+		ref := isRef(col)
+		if slices.Contains(ts.Spec.CloudID, col) || (!ref && !slices.Contains(ts.Spec.CreateOnly, col)) {
 			continue
 		}
 		if !unset(row[col]) || unset(cloud[col]) {
 			continue
 		}
-		if !refs[col] && len(ts.Differing([]string{col}, row, cloud)) == 0 {
+		if !ref && len(ts.Differing([]string{col}, row, cloud)) == 0 {
 			continue
 		}
 		out = append(out, col)
@@ -64,6 +66,9 @@ func WithChosen(row, cloud module.Record, cols []string) module.Record {
 // is filled in a later pass, once its row exists. Parents' rows must be in
 // cloud form already (the read goes in dependency order).
 func (ts *Table) TakeChoices(snap *Snapshot) {
+	if len(ts.Spec.Refs)+len(ts.Spec.RefsMany)+len(ts.Spec.CreateOnly) == 0 {
+		return // no column the cloud can choose (Chosen)
+	}
 	for _, r := range ts.Rows {
 		r.Chosen, r.Fill = nil, nil
 		if r.Cloud == nil || r.CloudID == "" {

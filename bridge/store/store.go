@@ -416,8 +416,9 @@ func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]m
 	// (the audit trail's commit times and updated_at are the server's clock).
 	rows, err := conn.Query(ctx, `SELECT o.table_name, o.record_key, o.action, o.state, coalesce(o.token, ''), o.attempts,
 		coalesce(o.next_retry, 'epoch'), coalesce(o.handle, ''), coalesce(o.poll_after, 'epoch'), coalesce(o.last_error, ''), o.since, coalesce(o.cloud_id, ''), o.updated_at,
-		EXISTS (SELECT 1 FROM public.iasql_audit_log a WHERE a.origin = 'user' AND a.table_name = o.table_name AND a.record_id = o.record_key AND a.ts > o.updated_at)
-		FROM public.iasql_operations o WHERE o.table_name = ANY($1)`, tables)
+		o.state = 'failed' AND starts_with(o.last_error, $2) -- only such an op is asked (Op.BackingOff)
+		  AND EXISTS (SELECT 1 FROM public.iasql_audit_log a WHERE a.origin = 'user' AND a.table_name = o.table_name AND a.record_id = o.record_key AND a.ts > o.updated_at)
+		FROM public.iasql_operations o WHERE o.table_name = ANY($1)`, tables, snapshot.NotConverging)
 	if err != nil {
 		return nil, fmt.Errorf("read operations: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"sort"
 	"sync"
 	"time"
 
@@ -36,10 +35,6 @@ func commitUnderFlood(ctx context.Context, conn *pgx.Conn, dsn string, rounds in
 			return 0, fmt.Errorf("commit %s: %w", name, err)
 		}
 		return float64(time.Since(t0)) / float64(time.Millisecond), nil
-	}
-	median := func(ms []float64) float64 {
-		sort.Float64s(ms)
-		return ms[len(ms)/2]
 	}
 	var alone []float64
 	for i := range rounds {
@@ -136,5 +131,5 @@ func commitUnderFlood(ctx context.Context, conn *pgx.Conn, dsn string, rounds in
 	if floodErr != nil {
 		return 0, 0, floodErr
 	}
-	return median(alone), median(under), nil
+	return percentile(alone, 0.5), percentile(under, 0.5), nil
 }

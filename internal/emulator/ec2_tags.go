@@ -77,7 +77,7 @@ func ec2ValidTag(key, value string) error {
 		return ec2Errorf("InvalidParameterValue", "Tag key exceeds the maximum length of 128 characters: %s", key)
 	case utf8.RuneCountInString(value) > 256:
 		return ec2Errorf("InvalidParameterValue", "Tag value exceeds the maximum length of 256 characters: %s", value)
-	case strings.HasPrefix(strings.ToLower(key), "aws:"):
+	case awsOwnTag(key):
 		return ec2Errorf("InvalidParameterValue", "Tag keys starting with 'aws:' are reserved for internal use")
 	}
 	return nil
@@ -159,7 +159,7 @@ func (s *ec2Service) createTags(rg *ec2Region, p ec2Params, x *ec2XML) error {
 	for _, t := range targets {
 		n := 0 // AWS's own (aws:) tags do not count against the limit
 		for _, tag := range *t {
-			if !strings.HasPrefix(strings.ToLower(tag.key), "aws:") {
+			if !awsOwnTag(tag.key) {
 				n++
 			}
 		}
@@ -191,14 +191,14 @@ func (s *ec2Service) deleteTags(rg *ec2Region, p ec2Params, x *ec2XML) error {
 	}
 	members := p.members("Tag")
 	for _, m := range members {
-		if key := p.Get(m + ".Key"); strings.HasPrefix(strings.ToLower(key), "aws:") {
+		if key := p.Get(m + ".Key"); awsOwnTag(key) {
 			return ec2Errorf("InvalidParameterValue", "Tag keys starting with 'aws:' are reserved for internal use")
 		}
 	}
 	for _, t := range targets {
 		if len(members) == 0 {
 			// AWS's own tags stay: no one can delete them.
-			*t = slices.DeleteFunc(*t, func(tag ec2Tag) bool { return !strings.HasPrefix(strings.ToLower(tag.key), "aws:") })
+			*t = slices.DeleteFunc(*t, func(tag ec2Tag) bool { return !awsOwnTag(tag.key) })
 			continue
 		}
 		for _, m := range members {
@@ -344,7 +344,7 @@ func ec2Glob(pat, s string) bool {
 // They do not count against the limit of 50.
 func (e *Emulator) TagAsAWS(region, id, key, value string) error {
 	s := e.services["ec2"].(*ec2Service)
-	if !strings.HasPrefix(strings.ToLower(key), "aws:") {
+	if !awsOwnTag(key) {
 		return fmt.Errorf("tag %q is not one of AWS's own: its key must start with aws:", key)
 	}
 	s.mu.Lock()
@@ -360,3 +360,7 @@ func (e *Emulator) TagAsAWS(region, id, key, value string) error {
 	t.set(key, value)
 	return nil
 }
+
+// awsOwnTag reports whether a tag key is AWS's own (aws:, in any case): no
+// one may set or delete it, and it does not count toward the limit.
+func awsOwnTag(key string) bool { return strings.HasPrefix(strings.ToLower(key), "aws:") }

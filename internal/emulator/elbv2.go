@@ -310,7 +310,7 @@ func elbTags(p iamParams) (ec2Tags, *elbErr) {
 		switch {
 		case key == "" || utf8.RuneCountInString(key) > 128 || utf8.RuneCountInString(value) > 256:
 			return nil, elbError("ValidationError", "Tag key must be 1 to 128 characters and value at most 256: '%s'", key)
-		case strings.HasPrefix(strings.ToLower(key), "aws:"):
+		case awsOwnTag(key):
 			return nil, elbError("ValidationError", "Tag keys starting with 'aws:' are reserved for internal use")
 		}
 		if _, ok := tags.get(key); ok {

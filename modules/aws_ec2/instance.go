@@ -72,18 +72,6 @@ func stateOf(in types.Instance) types.InstanceStateName {
 	return in.State.Name
 }
 
-// tagsOf renders an instance's tags without AWS's own (aws:*, which no one
-// can set or delete) and without the engine's token tag.
-func tagsOf(tags []types.Tag) map[string]any {
-	out := ec2x.Tags(tags)
-	for k := range out {
-		if strings.HasPrefix(k, "aws:") {
-			delete(out, k)
-		}
-	}
-	return out
-}
-
 // record is an instance in cloud form (subnet and groups by their cloud
 // ids), with userData its decoded user data.
 func (m *instanceMapper) record(region string, in types.Instance, userData string) module.Record {
@@ -104,7 +92,7 @@ func (m *instanceMapper) record(region string, in types.Instance, userData strin
 		"security_group_ids": sg,
 		"key_name":           nilIfEmpty(aws.ToString(in.KeyName)),
 		"user_data":          nilIfEmpty(userData),
-		"tags":               tagsOf(in.Tags),
+		"tags":               ec2x.Tags(in.Tags), // without aws:* and the token tag
 		"state":              desired(stateOf(in)),
 		"region":             region,
 		"private_ip_address": nilIfEmpty(aws.ToString(in.PrivateIpAddress)),

@@ -187,7 +187,7 @@ func (t Table) DDL() string {
 // see the filled-in values (a region's check, a group's default VPC). ""
 // when the table has no Filled column. DDL includes it; a module's upgrade
 // step that makes columns Filled runs it after dropping their NOT NULL and
-// default (UpgradeToFilledSQL).
+// default.
 func (t Table) FillSQL() string {
 	var filled []Column
 	for _, c := range t.Columns {
@@ -228,22 +228,6 @@ func (t Table) FillSQL() string {
 	fmt.Fprintf(&b, "COMMENT ON TRIGGER %s_0_defaults ON public.%s IS %s;\n", t.Name, t.Name,
 		quote("Fills in the columns a write leaves NULL that have a default (before the table's other triggers, which fire in name order)."))
 	return b.String()
-}
-
-// UpgradeToFilledSQL is the upgrade step of a table whose Filled columns
-// were NOT NULL with a column default before: it drops both and runs
-// FillSQL. Existing rows keep their values.
-func (t Table) UpgradeToFilledSQL() string {
-	var alters []string
-	for _, c := range t.Columns {
-		if c.Filled() {
-			alters = append(alters, fmt.Sprintf("\n  ALTER COLUMN %s DROP NOT NULL, ALTER COLUMN %s DROP DEFAULT", c.Name, c.Name))
-		}
-	}
-	if len(alters) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("ALTER TABLE public.%s%s;\n", t.Name, strings.Join(alters, ",")) + t.FillSQL()
 }
 
 // quote is a SQL string literal.
