@@ -76,8 +76,9 @@ func SidecarPreflight(ctx context.Context, conn *pgx.Conn) error {
 		    CASE WHEN NOT pg_catalog.has_function_privilege('public.iasql_engine_mark(text)', 'EXECUTE') THEN 'EXECUTE on function public.iasql_engine_mark(text)' END,
 		    CASE WHEN NOT pg_catalog.has_schema_privilege('iasql_private', 'USAGE') THEN 'USAGE on schema iasql_private'
 		         WHEN NOT pg_catalog.has_table_privilege('iasql_private.iasql_engine_key', 'SELECT') THEN 'SELECT on iasql_private.iasql_engine_key' END,
-		    CASE WHEN pg_catalog.has_schema_privilege('iasql_private', 'USAGE') THEN
-		      CASE WHEN NOT pg_catalog.has_table_privilege('iasql_private.iasql_locks', 'SELECT, UPDATE') THEN 'SELECT, UPDATE on iasql_private.iasql_locks' END END,
+		    CASE WHEN pg_catalog.has_schema_privilege('iasql_private', 'USAGE')
+		           AND NOT (pg_catalog.has_table_privilege('iasql_private.iasql_locks', 'SELECT') AND pg_catalog.has_table_privilege('iasql_private.iasql_locks', 'UPDATE'))
+		         THEN 'SELECT, UPDATE on iasql_private.iasql_locks' END,
 		    CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_publication p WHERE p.pubname = $1 AND NOT pg_catalog.pg_has_role(p.pubowner, 'MEMBER'))
 		         THEN 'ownership of publication ' || $1 END,
 		    CASE WHEN NOT pg_catalog.has_table_privilege('public.iasql_status', 'SELECT') THEN 'SELECT on public.iasql_status' END] ||
