@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,7 +70,16 @@ type Config struct {
 	// flushed (a message from the SQL API waits there until something
 	// flushes it); default 20ms, at most LeaderTimeout/3.
 	FlushPoll time.Duration
+	// Installed, when set, says whether iasql's objects are in the
+	// database. When capture finds the objects it uses gone and Installed
+	// says false, Run returns ErrRemoved instead of trying again.
+	Installed func(ctx context.Context, conn *pgx.Conn) (bool, error)
 }
+
+// ErrRemoved means iasql's objects were removed from the database while
+// capture ran (DROP EXTENSION iasql, or by hand): there is nothing to
+// capture into.
+var ErrRemoved = errors.New("iasql was removed from the database")
 
 func (c *Config) defaults() {
 	if c.Logger == nil {
@@ -174,6 +184,9 @@ func (c *Capture) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if c.gone(ctx, err) {
+			return ErrRemoved
+		}
 		var fatal *FatalError
 		if errors.As(err, &fatal) {
 			return err
@@ -191,6 +204,29 @@ func (c *Capture) Run(ctx context.Context) error {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// gone says whether err came of iasql's objects being removed from the
+// database: a lookup of one of them failed (or the heartbeat found them
+// gone), and Config.Installed, asked on a new session, says so.
+func (c *Capture) gone(ctx context.Context, err error) bool {
+	var pgErr *pgconn.PgError
+	switch {
+	case c.cfg.Installed == nil || err == nil:
+		return false
+	case errors.Is(err, ErrRemoved):
+	case errors.As(err, &pgErr) && slices.Contains([]string{"42P01", "42883", "3F000"}, pgErr.Code):
+		// undefined_table, undefined_function, invalid_schema_name
+	default:
+		return false
+	}
+	conn, cerr := Connect(ctx, c.cfg.DSN, "iasql capture", c.cfg.LeaderTimeout)
+	if cerr != nil {
+		return false
+	}
+	defer conn.Close(context.Background())
+	installed, cerr := c.cfg.Installed(ctx, conn)
+	return cerr == nil && !installed
 }
 
 // session is one connection's worth of capture: lead, then stream.
@@ -214,9 +250,10 @@ func (c *Capture) session(ctx context.Context) error {
 	// keeps open, would stall the start silently: they wait at most
 	// StartupLockTimeout, name the blockers, and Run tries again.
 	var markKey string
+	var installed pglogrepl.LSN
 	err = StartupStep(ctx, conn, c.log, "start capture", func() error {
 		var err error
-		markKey, err = c.start(ctx, conn, slot)
+		markKey, installed, err = c.start(ctx, conn, slot)
 		return err
 	})
 	if err != nil {
@@ -225,7 +262,7 @@ func (c *Capture) session(ctx context.Context) error {
 	var pos position
 	err = StartupWait(ctx, conn, c.log, "create or check the replication slot", func() error {
 		var err error
-		pos, err = prepareSlot(ctx, conn, slot)
+		pos, err = prepareSlot(ctx, conn, slot, installed, c.log)
 		return err
 	})
 	if err != nil {
@@ -302,24 +339,29 @@ func (c *Capture) session(ctx context.Context) error {
 }
 
 // start prepares capture through slot on conn, as the leader: the engine's
-// mark key (returned), the restore adoption and the publication.
-func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markKey string, err error) {
+// mark key and where WAL was at install (returned), the restore adoption
+// and the publication.
+func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markKey string, installed pglogrepl.LSN, err error) {
 	// Only markers carrying this key make a transaction the engine's
 	// (iasql_engine_mark): any role can emit a message with its prefix.
-	if err := conn.QueryRow(ctx, `SELECT mark_key FROM iasql_private.iasql_engine_key`).Scan(&markKey); err != nil {
-		return "", fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
+	var at string
+	if err := conn.QueryRow(ctx, `SELECT mark_key, installed_lsn::text FROM iasql_private.iasql_engine_key`).Scan(&markKey, &at); err != nil {
+		return "", 0, fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
+	}
+	if installed, err = pglogrepl.ParseLSN(at); err != nil {
+		return "", 0, fmt.Errorf("parse the install position %q: %w", at, err)
 	}
 	// A database restored from a dump carries the LSNs of another server
 	// or database: adopt it before anything reads them.
 	if err := c.adoptRestore(ctx, conn, slot); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	// The publication first: a slot that decodes a change made before the
 	// publication existed cannot get past it.
 	if _, err := conn.Exec(ctx, `SELECT public.iasql_sync_publication()`); err != nil {
-		return "", fatalf("sync publication %s: %w", Publication, err)
+		return "", 0, fatalf("sync publication %s: %w", Publication, err)
 	}
-	return markKey, nil
+	return markKey, installed, nil
 }
 
 // lead blocks until this session holds the capture leadership lock.
@@ -802,9 +844,16 @@ func (s *stream) settle(ctx context.Context, wait bool) error {
 // leadership lock and is bounded by the leader timeout (inside the open
 // audit transaction, if one is: it is bounded too). No context, as for the
 // writer: the session interrupts the connection when its context ends.
+//
+// What it says also looks iasql up (a catalog cache lookup, no lock): an
+// idle capture learns within a heartbeat that iasql was removed.
 func (s *stream) heartbeat() error {
-	if _, err := s.conn.Exec(context.Background(), heartbeatSQL); err != nil {
+	var there bool
+	if err := s.conn.QueryRow(context.Background(), `SELECT pg_catalog.to_regproc('public.iasql_take_lock') IS NOT NULL`).Scan(&there); err != nil {
 		return fmt.Errorf("keep the capture session alive: %w", err)
+	}
+	if !there {
+		return ErrRemoved
 	}
 	s.connUsed = time.Now()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -102,8 +103,9 @@ type position struct {
 }
 
 // prepareSlot makes sure the slot exists and is usable and returns the
-// position to resume from.
-func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string) (position, error) {
+// position to resume from. installed is where WAL was when iasql was
+// installed in the database (iasql_engine_key.installed_lsn).
+func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string, installed pglogrepl.LSN, log *slog.Logger) (position, error) {
 	var pos position
 	info, err := ReadSlot(ctx, conn, slot)
 	if err != nil {
@@ -111,6 +113,24 @@ func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string) (position, er
 	}
 	if err := info.usable(conn.Config().Database); err != nil {
 		return pos, err
+	}
+	if stale, err := info.predates(installed); err != nil {
+		return pos, err
+	} else if stale {
+		// An earlier install of iasql here made it, and was removed
+		// (DROP EXTENSION with no sidecar running to drop the slot): it
+		// would replay, as intent, changes made while iasql was not
+		// installed. Nothing was captured through it since the install
+		// (no progress), so capture starts at a new slot, as after any
+		// install.
+		if info.Active {
+			return pos, fatalf("replication slot %s was left by an earlier install of iasql, and a process streams from it (pg_replication_slots.active_pid): stop it, or drop the slot (SELECT pg_drop_replication_slot('%s')), then start again", slot, slot)
+		}
+		if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_drop_replication_slot($1)`, slot); err != nil {
+			return pos, fmt.Errorf("drop replication slot %s left by an earlier install of iasql: %w", slot, err)
+		}
+		log.Warn("dropped a replication slot left by an earlier install of iasql; capture starts at a new one", "slot", slot, "slot_position", *info.ConfirmedLSN, "installed_at", installed.String())
+		info.Exists = false
 	}
 	if !info.Exists {
 		if info.CapturedLSN != nil {
@@ -130,6 +150,20 @@ func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string) (position, er
 		}
 	}
 	return pos, nil
+}
+
+// predates says whether the slot stopped before iasql was installed at
+// installed, with no progress recorded through it since: the slot of an
+// earlier install. A slot made after the install starts at or after it.
+func (info SlotInfo) predates(installed pglogrepl.LSN) (bool, error) {
+	if !info.Exists || info.CapturedLSN != nil || info.ConfirmedLSN == nil {
+		return false, nil
+	}
+	at, err := pglogrepl.ParseLSN(*info.ConfirmedLSN)
+	if err != nil {
+		return false, fmt.Errorf("parse LSN %q of slot %s: %w", *info.ConfirmedLSN, info.Name, err)
+	}
+	return at < installed, nil
 }
 
 // usable says why an existing slot cannot be used, if it cannot.

@@ -100,11 +100,13 @@ COMMENT ON SCHEMA iasql_private IS 'iasql''s secrets (the engine marker''s key):
 REVOKE ALL ON SCHEMA iasql_private FROM PUBLIC;
 CREATE TABLE iasql_private.iasql_engine_key (
   singleton boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_engine_key_one CHECK (singleton),
-  mark_key  text NOT NULL DEFAULT pg_catalog.md5(pg_catalog.gen_random_uuid()::text) || pg_catalog.md5(pg_catalog.gen_random_uuid()::text)
+  mark_key  text NOT NULL DEFAULT pg_catalog.md5(pg_catalog.gen_random_uuid()::text) || pg_catalog.md5(pg_catalog.gen_random_uuid()::text),
+  installed_lsn pg_lsn NOT NULL DEFAULT pg_catalog.pg_current_wal_insert_lsn()
 );
-COMMENT ON TABLE iasql_private.iasql_engine_key IS 'The secret iasql_engine_mark() puts in its marker and capture checks (one row); readable only by the sidecar''s role.';
+COMMENT ON TABLE iasql_private.iasql_engine_key IS 'The secret iasql_engine_mark() puts in its marker and capture checks, and where WAL was at install (one row); readable only by the sidecar''s role.';
 COMMENT ON COLUMN iasql_private.iasql_engine_key.singleton IS 'Always true: the table holds one row.';
 COMMENT ON COLUMN iasql_private.iasql_engine_key.mark_key IS 'The key: 64 random hex digits.';
+COMMENT ON COLUMN iasql_private.iasql_engine_key.installed_lsn IS 'Where WAL was when iasql was installed here: a replication slot of iasql''s name that has recorded no progress and stopped before it was left by an earlier install (dropped since) and is made anew, or it would replay changes made while iasql was not installed.';
 COMMENT ON CONSTRAINT iasql_engine_key_one ON iasql_private.iasql_engine_key IS 'One row at most.';
 REVOKE ALL ON iasql_private.iasql_engine_key FROM PUBLIC;
 INSERT INTO iasql_private.iasql_engine_key DEFAULT VALUES;

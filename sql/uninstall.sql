@@ -4,7 +4,6 @@
 -- leaves nothing. It removes:
 -- - the guard triggers iasql put on module tables that stay (their
 --   functions are iasql's), so that the tables work on as plain tables;
--- - the pg_cron job iasql_cycle of this database, where pg_cron is here;
 -- - what iasql_grant_sidecar granted the sidecar's role on the database and
 --   on schema public (its grants on iasql's tables go with them), unless
 --   that role is a superuser, the database's owner or the installer;
@@ -12,8 +11,8 @@
 --   relation, routine and type in schema public named iasql_*, and the
 --   schema iasql_private. Nothing is dropped with CASCADE: an object of
 --   someone else's that uses one of them stops the uninstall instead.
--- The publication, the replication slot and, on request, the roles are
--- 'iasql uninstall''s next statements.
+-- The pg_cron job, the publication, the replication slot and, on request,
+-- the roles are 'iasql uninstall''s next statements.
 DO $uninstall$
 DECLARE
   r record;
@@ -33,11 +32,6 @@ BEGIN
   LOOP
     EXECUTE pg_catalog.format('DROP TRIGGER %I ON %s', r.tgname, r.rel);
   END LOOP;
-
-  IF pg_catalog.to_regclass('cron.job') IS NOT NULL THEN
-    PERFORM cron.unschedule(j.jobid) FROM cron.job j
-      WHERE j.jobname = 'iasql_cycle' AND j.database = pg_catalog.current_database();
-  END IF;
 
   IF pg_catalog.to_regclass('public.iasql_sidecar') IS NOT NULL THEN
     SELECT s.role_name, pg_catalog.pg_get_userbyid(c.relowner) INTO sidecar, installer

@@ -372,6 +372,22 @@ func startRun(t *testing.T, dsn, endpoint string) (stop func()) {
 
 func startRunLog(t *testing.T, dsn, endpoint string, args ...string) (stop func(), logs func() string) {
 	t.Helper()
+	r := startRunning(t, dsn, endpoint, args...)
+	return r.stop, r.logs
+}
+
+// running is an iasql run started by startRunning.
+type running struct {
+	stop   func()        // SIGTERM, then wait
+	logs   func() string // its log so far
+	exited chan struct{} // closed when it has exited on its own or been stopped
+	code   func() int    // its exit code, once exited is closed
+}
+
+// startRunning runs iasql run against dsn and the emulator until the test
+// ends or it is stopped, once it captures.
+func startRunning(t *testing.T, dsn, endpoint string, args ...string) running {
+	t.Helper()
 	cmd := launch.Command(context.Background(), endpoint, bin, append([]string{"run", "--dsn", dsn, "--log-level", "debug"}, args...)...)
 	cmd.Env = append(cmd.Env, "IASQL_DSN=")
 	var mu sync.Mutex
@@ -384,15 +400,18 @@ func startRunLog(t *testing.T, dsn, endpoint string, args ...string) (stop func(
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			_ = cmd.Wait()
-		})
+	r := running{exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(r.exited)
+	}()
+	r.stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-r.exited
 	}
-	t.Cleanup(stop)
-	logs = func() string {
+	r.code = func() int { return cmd.ProcessState.ExitCode() }
+	t.Cleanup(r.stop)
+	r.logs = func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return buf.String()
@@ -403,10 +422,10 @@ func startRunLog(t *testing.T, dsn, endpoint string, args ...string) (stop func(
 		var ok bool
 		err := conn.QueryRow(context.Background(), `SELECT to_regproc('public.iasql_sidecar_connected') IS NOT NULL AND iasql_sidecar_connected()`).Scan(&ok)
 		if err == nil && ok {
-			return stop, logs
+			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("iasql run never captured (%v); its log:\n%s", err, logs())
+			t.Fatalf("iasql run never captured (%v); its log:\n%s", err, r.logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

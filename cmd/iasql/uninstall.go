@@ -115,14 +115,14 @@ func uninstall(ctx context.Context, tx pgx.Tx, db string, moduleTables, roles bo
 		}
 		done = append(done, fmt.Sprintf("dropped iasql %s (%s)", in.Version, how))
 	}
-	var pub bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_publication WHERE pubname = 'iasql')`).Scan(&pub); err != nil {
-		return nil, fmt.Errorf("look for the publication iasql: %w", err)
+	if did, err := iasqlsql.UnscheduleCron(ctx, tx); err != nil {
+		return nil, err
+	} else if did {
+		done = append(done, "removed the pg_cron job iasql_cycle")
 	}
-	if pub {
-		if _, err := tx.Exec(ctx, `DROP PUBLICATION iasql`); err != nil {
-			return nil, fmt.Errorf("drop the publication iasql (run uninstall as a superuser or a member of its owner): %w", err)
-		}
+	if did, err := iasqlsql.DropPublication(ctx, tx); err != nil {
+		return nil, err
+	} else if did {
 		done = append(done, "dropped the publication iasql")
 	}
 	if roles {
@@ -135,21 +135,9 @@ func uninstall(ctx context.Context, tx pgx.Tx, db string, moduleTables, roles bo
 		}
 	}
 	// Last: a slot's drop cannot be undone, and everything before can.
-	var dropped []string
-	rows, err := tx.Query(ctx, `SELECT s.slot_name::text FROM pg_catalog.pg_replication_slots s
-		WHERE s.database = pg_catalog.current_database() AND s.slot_name::text = ANY($1::text[]) ORDER BY 1`, slots)
+	dropped, err := iasqlsql.DropSlots(ctx, tx, slots)
 	if err != nil {
-		return nil, fmt.Errorf("look for iasql's replication slots: %w", err)
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("look for iasql's replication slots: %w", err)
-	}
-	for _, s := range found {
-		if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_drop_replication_slot($1)`, s); err != nil {
-			return nil, fmt.Errorf("drop the replication slot %s (dropping a slot needs a role with REPLICATION: run uninstall as a superuser, or as such a role): %w", s, err)
-		}
-		dropped = append(dropped, s)
+		return nil, err
 	}
 	if len(dropped) > 0 {
 		done = append(done, "dropped the replication slot "+strings.Join(dropped, ", "))

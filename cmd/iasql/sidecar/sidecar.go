@@ -100,11 +100,83 @@ func Run(ctx context.Context, cfg Config) error {
 		},
 		OnMessage: func(prefix string, content []byte, lsn pglogrepl.LSN) { engine.Message(prefix, content, lsn) },
 		OnIntent:  func() { engine.Intent() },
+		Installed: func(ctx context.Context, conn *pgx.Conn) (bool, error) {
+			in, err := iasqlsql.Detect(ctx, conn)
+			return in.Version != "", err
+		},
 	})
 	engine = bridge.NewEngine(bridge.EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, Catalogs: cfg.Catalogs, AWS: awsCfg,
 		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency, AuditRetention: cfg.AuditRetention,
 		TransactionTimeout: cfg.TransactionTimeout}, capture)
-	return capture.Run(ctx)
+	err = capture.Run(ctx)
+	if errors.Is(err, logical.ErrRemoved) {
+		return finishRemoval(ctx, cfg.DSN, slot, capture.LeaderTimeout(), cfg.Logger)
+	}
+	return err
+}
+
+// finishRemoval ends the sidecar of a database iasql was removed from while
+// it ran (DROP EXTENSION iasql [CASCADE], which cannot drop what is not an
+// object of the extension): it removes what would outlive iasql and what
+// it can (the pg_cron job it scheduled, the publication when its role owns
+// it, and its replication slot, which would otherwise keep WAL forever),
+// says what it did, and stops. It does not install iasql again: a sidecar
+// started anew does. Anything it could not remove, 'iasql uninstall'
+// removes (and says so).
+func finishRemoval(ctx context.Context, dsn, slot string, bound time.Duration, log *slog.Logger) error {
+	conn, err := logical.Connect(ctx, dsn, "iasql capture", bound)
+	if err != nil {
+		return fmt.Errorf("iasql was removed from the database; remove its slot %s: %w", slot, err)
+	}
+	defer conn.Close(context.Background())
+	var did, left []string
+	if ok, err := iasqlsql.UnscheduleCron(ctx, conn); err != nil {
+		left = append(left, err.Error())
+	} else if ok {
+		did = append(did, "removed the pg_cron job iasql_cycle")
+	}
+	if ok, err := iasqlsql.DropPublication(ctx, conn); err != nil {
+		left = append(left, err.Error())
+	} else if ok {
+		did = append(did, "dropped the publication iasql")
+	}
+	// This sidecar's stream has ended; PostgreSQL lets the slot go once its
+	// walsender has (within the leader timeout). Another sidecar's leader
+	// may hold it still: that one finishes the removal itself.
+	deadline := time.Now().Add(bound)
+	for {
+		info, err := logical.ReadSlot(ctx, conn, slot)
+		if err != nil {
+			return err
+		}
+		if !info.Exists {
+			break
+		}
+		if !info.Active {
+			dropped, err := iasqlsql.DropSlots(ctx, conn, []string{slot})
+			if err != nil {
+				left = append(left, err.Error())
+			} else if len(dropped) > 0 {
+				did = append(did, "dropped the replication slot "+slot)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			left = append(left, "the replication slot "+slot+": another process streams from it")
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	attrs := []any{"database", conn.Config().Database, "did", strings.Join(did, "; ")}
+	if len(left) > 0 {
+		attrs = append(attrs, "left", strings.Join(left, "; "), "hint", "run iasql uninstall --dsn ... as the role that installed iasql to remove what is left")
+	}
+	log.Warn("iasql was removed from the database (DROP EXTENSION iasql); this sidecar stops, and does not install it again: stop its service (a sidecar started anew installs iasql again)", attrs...)
+	return nil
 }
 
 // Prepare checks the server and role, then installs or upgrades the SQL
