@@ -2,10 +2,7 @@ package bridge
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge/execute"
-	"github.com/iasql/iasql/bridge/plan"
+	"github.com/iasql/iasql/bridge/reconcile"
 	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/modules/module"
@@ -35,22 +32,23 @@ type Engine struct {
 	leadSince time.Time
 	dsn       string
 	log       *slog.Logger
-	capture   *logical.Capture
+	// cov is the capture of the current leadership (Lead): cycles wait
+	// until it has recorded what they must see.
+	cov Coverage
+	// leaderTimeout bounds the engine's sessions as capture's are.
+	leaderTimeout time.Duration
 	modules   map[string]module.Module // offered modules (modules.go), under modMu
 	modMu     sync.RWMutex
 	catalogs  []module.Catalog // make modules on demand (modules.go)
 	aws       aws.Config
 	interval  time.Duration
 	timeout   time.Duration
-	exec      *execute.Executor // runs plans; bounds the cloud calls in flight per module and region
-	// retention: audit rows older than this are pruned (0 keeps them all).
-	retention time.Duration
-	txTimeout time.Duration     // idle owner: the iasql transaction is rolled back (requests.go)
-	expiry    expiryRetry       // a failed rollback of an expired transaction: when to try again (the loop's)
-	kept      store.EngineState // iasql_engine_state as this leadership knows it (retention.go)
-	// unverifiedClear: this leadership left iasql_unverified empty, so a
-	// cycle with nothing unverified need not write it (unverified.go).
-	unverifiedClear bool
+	// rec runs the cycles (package reconcile), with state: what they keep
+	// between them (reset at each leadership's start, but for table sizes).
+	rec       *reconcile.Reconciler
+	state     *reconcile.State
+	txTimeout time.Duration // idle owner: the iasql transaction is rolled back (requests.go)
+	expiry    expiryRetry   // a failed rollback of an expired transaction: when to try again (the loop's)
 
 	requests chan request
 	previews chan request // previews: answered beside cycles (queueOf)
@@ -68,12 +66,12 @@ type Engine struct {
 	svc     *pgx.Conn // holds the service lock; answers requests
 	low     pglogrepl.LSN
 	mappers map[string]map[string]module.Reader
-	sizes   map[string]int // resources the last whole read of each table found (scope.go)
 
 	acct accountCheck // the database's account binding, checked once per leadership (account.go)
 
-	guard requestGuard // per-role request rates, expiry of answered requests (privileges.go)
-	inbox inbox        // request messages not taken yet (takeRequests)
+	guard      requestGuard    // per-role request rates, expiry of answered requests (privileges.go)
+	deprecated deprecatedCalls // calls of deprecated functions not written yet (flushDeprecated)
+	inbox      inbox           // request messages not taken yet (takeRequests)
 }
 
 // EngineConfig configures an engine.
@@ -95,23 +93,35 @@ type EngineConfig struct {
 	// TransactionTimeout: an iasql transaction whose owning session has
 	// been idle this long is rolled back; default DefaultTransactionTimeout.
 	TransactionTimeout time.Duration
+	// LeaderTimeout bounds the engine's sessions as capture's are
+	// (logical.Config.LeaderTimeout); default logical.DefaultLeaderTimeout.
+	LeaderTimeout time.Duration
 }
 
-// NewEngine returns an engine; capture must be the sidecar's capture loop.
-func NewEngine(cfg EngineConfig, capture *logical.Capture) *Engine {
-	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, capture: capture, modules: map[string]module.Module{}, aws: cfg.AWS,
-		interval: cfg.Interval, timeout: cfg.CycleTimeout, exec: execute.New(cfg.CloudConcurrency), retention: cfg.AuditRetention,
-		txTimeout: cfg.TransactionTimeout,
-		requests:  make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), inbox: inbox{ready: make(chan struct{}, 1)}, mappers: map[string]map[string]module.Reader{}, sizes: map[string]int{}}
+// Coverage is capture as the engine needs it: how far it has recorded.
+type Coverage interface {
+	// WaitCovered returns once every transaction that committed before
+	// lsn is in the audit trail.
+	WaitCovered(ctx context.Context, lsn pglogrepl.LSN) error
+}
+
+// NewEngine returns an engine. It works while its sidecar leads capture
+// (Lead), and hears what capture delivers (Message, Intent).
+func NewEngine(cfg EngineConfig) *Engine {
+	e := &Engine{dsn: cfg.DSN, log: cfg.Logger, leaderTimeout: cfg.LeaderTimeout, modules: map[string]module.Module{}, aws: cfg.AWS,
+		interval: cfg.Interval, txTimeout: cfg.TransactionTimeout, state: &reconcile.State{},
+		requests: make(chan request, 64), previews: make(chan request, 16), intent: make(chan struct{}, 1), tick: make(chan struct{}, 1), inbox: inbox{ready: make(chan struct{}, 1)}, mappers: map[string]map[string]module.Reader{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
 	if e.interval <= 0 {
 		e.interval = 2 * time.Minute
 	}
-	if e.timeout <= 0 {
-		e.timeout = 45 * time.Minute
+	timeout := cfg.CycleTimeout
+	if timeout <= 0 {
+		timeout = 45 * time.Minute
 	}
+	e.rec = &reconcile.Reconciler{Log: e.log, Manager: manager{e}, Exec: execute.New(cfg.CloudConcurrency), Retention: cfg.AuditRetention, Timeout: timeout}
 	if e.txTimeout <= 0 {
 		e.txTimeout = DefaultTransactionTimeout
 	}
@@ -172,7 +182,7 @@ func (e *Engine) Message(prefix string, content []byte, lsn pglogrepl.LSN) {
 	case "iasql_deprecated":
 		// Any role can send one: only the deprecated functions are counted.
 		if deprecatedFunctions[string(content)] {
-			go e.countDeprecated(string(content))
+			e.deprecated.add(string(content))
 		}
 	}
 }
@@ -210,13 +220,14 @@ func (e *Engine) takeRequests(ctx context.Context) {
 	counted := refusals{}
 	flush := time.NewTicker(refusalFlush)
 	defer flush.Stop()
-	defer func() { e.flushRefusals(counted) }()
+	defer func() { e.flushRefusals(counted); e.flushDeprecated() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-flush.C:
 			e.flushRefusals(counted)
+			e.flushDeprecated()
 			continue
 		case <-e.inbox.ready:
 		}
@@ -405,14 +416,49 @@ func (e *Engine) failOrphans(ctx context.Context, svc *pgx.Conn) error {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func (e *Engine) countDeprecated(name string) {
+// deprecatedCalls counts calls of deprecated functions between two writes
+// (takeRequests writes them with the refusals): Message must not block.
+type deprecatedCalls struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (d *deprecatedCalls) add(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.calls == nil {
+		d.calls = map[string]int{}
+	}
+	d.calls[name]++
+}
+
+func (d *deprecatedCalls) drain() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	calls := d.calls
+	d.calls = nil
+	return calls
+}
+
+// flushDeprecated writes the calls of deprecated functions counted since
+// the last time (iasql_deprecated_calls).
+func (e *Engine) flushDeprecated() {
+	calls := e.deprecated.drain()
+	if len(calls) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := e.service(ctx, func(c *pgx.Conn) error {
-		return store.CountDeprecated(ctx, c, name)
+		for name, n := range calls {
+			if err := store.CountDeprecated(ctx, c, name, n); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		e.log.Warn("cannot count a deprecated call", "function", name, "err", err)
+		e.log.Warn("cannot count calls of deprecated functions", "calls", calls, "err", err)
 	}
 }
 
@@ -420,14 +466,16 @@ func (e *Engine) countDeprecated(name string) {
 // (and so releases its locks) once they are silent that long, so that a
 // frozen or partitioned sidecar loses the engine's leadership too.
 func (e *Engine) bound() time.Duration {
-	if e.capture == nil {
+	if e.leaderTimeout <= 0 {
 		return logical.DefaultLeaderTimeout
 	}
-	return e.capture.LeaderTimeout()
+	return e.leaderTimeout
 }
 
-// Lead runs the engine until ctx ends (when capture loses leadership).
-func (e *Engine) Lead(ctx context.Context) {
+// Lead runs the engine until ctx ends (when capture, cov, loses the
+// leadership).
+func (e *Engine) Lead(ctx context.Context, cov Coverage) {
+	e.cov = cov
 	svc, err := logical.Connect(ctx, e.dsn, "iasql engine", e.bound())
 	if err != nil {
 		e.log.Error("engine cannot connect", "err", err)
@@ -523,10 +571,10 @@ func (e *Engine) Lead(ctx context.Context) {
 		}
 	})
 	var soon <-chan time.Time
-	var pollAt time.Time // operations run on in the cloud: a cycle asks about them then
+	var requeue time.Duration // operations run on in the cloud: a cycle asks about them after it
 	for {
-		if !pollAt.IsZero() && soon == nil {
-			soon, pollAt = time.After(time.Until(pollAt)), time.Time{}
+		if requeue > 0 && soon == nil {
+			soon, requeue = time.After(requeue), 0
 		}
 		select {
 		case <-ctx.Done():
@@ -539,12 +587,12 @@ func (e *Engine) Lead(ctx context.Context) {
 			}
 		case <-soon:
 			soon = nil
-			pollAt = e.automatic(ctx, "intent")
+			requeue = e.automatic(ctx, reconcile.Intent)
 		case <-timer.C:
-			pollAt = e.automatic(ctx, "schedule")
+			requeue = e.automatic(ctx, reconcile.Schedule)
 			timer.Reset(e.interval)
 		case <-e.tick:
-			pollAt = e.automatic(ctx, "schedule")
+			requeue = e.automatic(ctx, reconcile.Schedule)
 		case err := <-lost:
 			e.log.Warn("engine lost its session; starting again", "err", err)
 			return
@@ -598,7 +646,7 @@ func (e *Engine) start(ctx context.Context) error {
 	if err := e.loadLow(ctx); err != nil {
 		return err
 	}
-	e.unverifiedClear = false // another sidecar may have left parts there
+	e.state.UnverifiedClear = false // another sidecar may have left parts there
 	return nil
 }
 
@@ -661,9 +709,9 @@ func (e *Engine) discardExpired(ctx context.Context, t *store.Transaction, why s
 	}); err != nil {
 		return err
 	}
-	if e.capture != nil {
+	if e.cov != nil {
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
-		err := e.capture.WaitCovered(wctx, upto)
+		err := e.cov.WaitCovered(wctx, upto)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("wait until capture has recorded the changes up to %s: %w", upto, err)
@@ -677,7 +725,7 @@ func (e *Engine) discardExpired(ctx context.Context, t *store.Transaction, why s
 			if err != nil || cur == nil || cur.BeginLSN != t.BeginLSN {
 				return err // closed meanwhile, or another one
 			}
-			if n, err = store.DiscardSince(ctx, tx, lsnOf(t.BeginLSN), upto); err != nil {
+			if n, err = store.DiscardSince(ctx, tx, t.Begin(), upto); err != nil {
 				return err
 			}
 			closed = true
@@ -695,41 +743,42 @@ func (e *Engine) discardExpired(ctx context.Context, t *store.Transaction, why s
 	return nil
 }
 
-// automatic runs a scheduled cycle unless an iasql transaction is open or
-// another cycle runs. It returns when operations it left running in the
-// cloud are to be asked about (zero when none).
-func (e *Engine) automatic(ctx context.Context, reason string) time.Time {
+// automatic runs a cycle nobody waits for (trigger Schedule or Intent),
+// unless an iasql transaction is open or another cycle runs. It returns
+// after how long to run one again, for operations it left running in the
+// cloud (zero: no need).
+func (e *Engine) automatic(ctx context.Context, trigger reconcile.Trigger) time.Duration {
 	var open bool
 	if err := e.service(ctx, func(c *pgx.Conn) (err error) {
 		open, err = store.TransactionIsOpen(ctx, c)
 		return err
 	}); err != nil {
 		e.log.Warn("cannot check for an open iasql transaction", "err", err)
-		return time.Time{}
+		return 0
 	}
 	if open {
-		return time.Time{}
+		return 0
 	}
 	installed, err := e.installedTables(ctx)
 	if err != nil {
 		e.log.Warn("cannot read installed modules", "err", err)
-		return time.Time{}
+		return 0
 	}
 	if len(installed) == 0 {
 		// Nothing installed, nothing to sync (and no records to write).
-		return time.Time{}
+		return 0
 	}
-	out, err := e.runCycle(ctx, installed, reason, plan.Options{}, false)
+	out, err := e.runCycle(ctx, reconcile.Request{Trigger: trigger, Tables: installed}, false)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		e.log.Info("cycle stopped: the engine is stopping", "reason", reason)
+		e.log.Info("cycle stopped: the engine is stopping", "reason", trigger)
 	case err != nil && !errors.Is(err, errBusy):
-		e.log.Warn("cycle failed", "reason", reason, "err", err)
+		e.log.Warn("cycle failed", "reason", trigger, "err", err)
 	}
 	if out == nil {
-		return time.Time{}
+		return 0
 	}
-	return out.PollAfter
+	return out.RequeueAfter
 }
 
 var errBusy = errors.New("another cycle is running")
@@ -771,7 +820,11 @@ func (e *Engine) closeWork() {
 }
 
 // withWork runs fn while holding the work connection (workMu).
-func (e *Engine) withWork(fn func() error) error { return locked(&e.workMu, fn) }
+func (e *Engine) withWork(fn func() error) error {
+	e.workMu.Lock()
+	defer e.workMu.Unlock()
+	return fn()
+}
 
 // lockCycles takes the cycle lock on the work connection: waiting for a
 // running cycle to end, or (wait false) failing with errBusy. Release it
@@ -813,18 +866,20 @@ func (e *Engine) releaseWork(conn *pgx.Conn) {
 	}
 }
 
-// cycle runs one cycle under the cycle lock. wait says whether to wait for
-// a running cycle (a commit does; an automatic cycle does not).
-func (e *Engine) cycle(ctx context.Context, reason string, opt plan.Options, wait bool) (*Outcome, error) {
+// cycle runs req over the installed tables (wait: for a running cycle to
+// end, rather than give up).
+func (e *Engine) cycle(ctx context.Context, req reconcile.Request, wait bool) (*reconcile.Outcome, error) {
 	installed, err := e.installedTables(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return e.runCycle(ctx, installed, reason, opt, wait)
+	req.Tables = installed
+	return e.runCycle(ctx, req, wait)
 }
 
-// runCycle is cycle over tables already read.
-func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reason string, opt plan.Options, wait bool) (*Outcome, error) {
+// runCycle runs req, whose tables are read already, holding the cycle
+// lock, once the database's account binding is checked.
+func (e *Engine) runCycle(ctx context.Context, req reconcile.Request, wait bool) (*reconcile.Outcome, error) {
 	if err := e.checkAccount(ctx); err != nil {
 		return nil, err
 	}
@@ -833,72 +888,11 @@ func (e *Engine) runCycle(ctx context.Context, installed []installedTable, reaso
 		return nil, err
 	}
 	defer e.releaseWork(conn)
-	c := &cycle{e: e, conn: conn, dbMu: &e.workMu, id: newID(), reason: reason, opt: opt, tables: installed}
-	if err := c.record(ctx, "CYCLE_START", map[string]any{"cycle": c.id, "reason": reason}); err != nil {
-		return nil, err
+	out, err := e.rec.Reconcile(ctx, e.state, conn, &e.workMu, req)
+	if err == nil {
+		e.setLow(out.Low)
 	}
-	cctx, cancel := context.WithTimeout(ctx, e.timeout)
-	out, runErr := c.run(cctx)
-	cancel()
-	if c.opt.Discard {
-		if err := c.discard(context.WithoutCancel(ctx)); err != nil {
-			runErr = errors.Join(runErr, err)
-		} else {
-			out.Discarded = c.opt.DiscardUpTo != 0
-		}
-	}
-	outcome := "done"
-	switch {
-	case runErr != nil && ctx.Err() != nil:
-		// The sidecar is stopping (or lost its session): the cycle did not
-		// fail, it was cut short; what it left is taken up by the next.
-		outcome = "interrupted"
-		runErr = fmt.Errorf("cycle %s interrupted: %w", c.id, runErr)
-	case errors.Is(runErr, context.DeadlineExceeded) || cctx.Err() == context.DeadlineExceeded:
-		outcome = "timeout"
-		runErr = fmt.Errorf("cycle %s cancelled after the cycle timeout (%s): %w", c.id, e.timeout, runErr)
-	case runErr != nil:
-		outcome = "failed"
-	}
-	end := map[string]any{"cycle": c.id, "reason": reason, "outcome": outcome, "summary": out.Summary}
-	if len(out.Actions) > 0 {
-		done := make([]string, len(out.Actions))
-		for i, a := range out.Actions {
-			done[i] = fmt.Sprintf("%s %s %s %s: %s", a.Action, a.Direction, a.Table, cmp.Or(a.ID, a.CloudID), a.Description)
-		}
-		end["actions"] = done
-	}
-	if runErr != nil {
-		end["error"] = oneLine(runErr.Error())
-	}
-	if err := c.record(context.WithoutCancel(ctx), "CYCLE_END", end); err != nil && ctx.Err() == nil {
-		e.log.Warn("cannot record the end of a cycle", "err", err)
-	}
-	if runErr == nil {
-		e.setLow(c.snap.Low)
-		if err := c.saveLow(context.WithoutCancel(ctx), c.snap.Low); err != nil {
-			e.log.Warn("cannot keep the engine's state", "err", err)
-		}
-	}
-	e.log.Info("cycle ended", "cycle", c.id, "reason", reason, "outcome", outcome, "summary", out.Summary)
-	return out, runErr
-}
-
-// newID names a cycle.
-func newID() string { return randomHex(6) }
-
-// randomHex is n random bytes in hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// locked runs fn holding mu.
-func locked(mu *sync.Mutex, fn func() error) error {
-	mu.Lock()
-	defer mu.Unlock()
-	return fn()
+	return out, err
 }
 
 // intentLow is the LSN below which every user change is known enacted: the
@@ -919,7 +913,7 @@ func (e *Engine) setLow(l pglogrepl.LSN) {
 
 // installedTables returns the tables of installed modules, in dependency
 // order, with their mappers.
-func (e *Engine) installedTables(ctx context.Context) ([]installedTable, error) {
+func (e *Engine) installedTables(ctx context.Context) ([]reconcile.Table, error) {
 	var names []string
 	if err := e.service(ctx, func(c *pgx.Conn) (err error) {
 		names, err = store.InstalledModules(ctx, c)
@@ -927,7 +921,7 @@ func (e *Engine) installedTables(ctx context.Context) ([]installedTable, error) 
 	}); err != nil {
 		return nil, err
 	}
-	var out []installedTable
+	var out []reconcile.Table
 	for _, n := range e.dependencyOrder(names) {
 		m, ok := e.module(n)
 		if !ok {
@@ -945,7 +939,7 @@ func (e *Engine) installedTables(ctx context.Context) ([]installedTable, error) 
 			if _, writes := mp.(module.Mapper); !writes && !t.ReadOnly {
 				return nil, fmt.Errorf("module %s's mapper for table %s cannot write, and the table is not read-only", m.Name, t.Name)
 			}
-			out = append(out, installedTable{spec: t, mapper: mp, mod: &m})
+			out = append(out, reconcile.Table{Spec: t, Mapper: mp, Module: &m})
 		}
 	}
 	return out, nil
@@ -1018,4 +1012,23 @@ func (e *Engine) scheduleWithCron(ctx context.Context, c *pgx.Conn) bool {
 		return false
 	}
 	return true
+}
+
+// manager is the engine as the cycles' Manager (package reconcile).
+type manager struct{ e *Engine }
+
+func (m manager) WaitCovered(ctx context.Context, lsn pglogrepl.LSN) error {
+	return m.e.cov.WaitCovered(ctx, lsn)
+}
+
+func (m manager) IntentLow() pglogrepl.LSN { return m.e.intentLow() }
+
+func (m manager) LeadSince() time.Time {
+	m.e.mu.Lock()
+	defer m.e.mu.Unlock()
+	return m.e.leadSince
+}
+
+func (m manager) Service(ctx context.Context, fn func(*pgx.Conn) error) error {
+	return m.e.service(ctx, fn)
 }

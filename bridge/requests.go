@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge/plan"
+	"github.com/iasql/iasql/bridge/reconcile"
 	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/modules/module"
@@ -21,7 +21,6 @@ import (
 // Requests that would run (or read for) a cycle are refused while the
 // database's account binding does not match this sidecar's (account.go).
 func (e *Engine) handle(ctx context.Context, r request) {
-	ctx = withRequest(ctx, r.ID)
 	var (
 		result any
 		err    error
@@ -44,16 +43,16 @@ func (e *Engine) handle(ctx context.Context, r request) {
 	case "preview":
 		result, err = e.preview(ctx)
 	case "install":
-		result, err = e.install(ctx, r.Args)
+		result, err = e.install(ctx, r.ID, r.Args)
 	case "uninstall":
 		result, err = e.uninstall(ctx, r.Args)
 	case "refresh", "cycle":
-		reason := "request"
+		trigger := reconcile.Asked
 		if r.Kind == "refresh" {
-			reason = "refresh" // a full read (cycle.fullRead)
+			trigger = reconcile.Refresh // a full read
 		}
-		var out *Outcome
-		out, err = e.cycle(ctx, reason, plan.Options{}, true)
+		var out *reconcile.Outcome
+		out, err = e.cycle(ctx, reconcile.Request{Trigger: trigger, RequestID: r.ID}, true)
 		result = out
 	default:
 		err = fmt.Errorf("unknown request %q: this sidecar is older than the SQL objects; upgrade it", r.Kind)
@@ -148,7 +147,7 @@ func (e *Engine) commit(ctx context.Context, r request) (any, error) {
 	if err := e.mayEnd(ctx, t, r, "commit"); err != nil {
 		return nil, err
 	}
-	out, err := e.cycle(ctx, "commit", plan.Options{}, true)
+	out, err := e.cycle(ctx, reconcile.Request{Trigger: reconcile.Commit, RequestID: r.ID}, true)
 	if t != nil {
 		if cerr := e.closeTransaction(ctx); cerr != nil && err == nil {
 			err = cerr
@@ -172,7 +171,7 @@ func (e *Engine) rollback(ctx context.Context, r request) (any, error) {
 	if err := e.mayEnd(ctx, t, r, "roll back"); err != nil {
 		return nil, err
 	}
-	return e.rollbackSince(ctx, t, "rollback")
+	return e.rollbackSince(ctx, t, reconcile.Request{Trigger: reconcile.Rollback, RequestID: r.ID})
 }
 
 // rollbackSince runs the rollback's cycle and closes the transaction once
@@ -184,8 +183,9 @@ func (e *Engine) rollback(ctx context.Context, r request) (any, error) {
 // record without intent is. A cycle that never got as far as reading
 // (the cloud account refused, the database gone) discarded nothing: the
 // transaction stays open, and the rollback is tried again.
-func (e *Engine) rollbackSince(ctx context.Context, t *store.Transaction, reason string) (any, error) {
-	out, err := e.cycle(ctx, reason, plan.Options{Discard: true, DiscardAfter: lsnOf(t.BeginLSN)}, true)
+func (e *Engine) rollbackSince(ctx context.Context, t *store.Transaction, req reconcile.Request) (any, error) {
+	req.Options = plan.Options{Discard: true, DiscardAfter: t.Begin()}
+	out, err := e.cycle(ctx, req, true)
 	if out == nil || !out.Discarded {
 		if err == nil {
 			err = errors.New("the rollback's cycle did not read the database")
@@ -218,9 +218,8 @@ func (e *Engine) expireTransaction(ctx context.Context) {
 	if time.Now().Before(e.expiry.next) && e.expiry.begin == t.BeginLSN {
 		return // a rollback of it failed: tried again after a while
 	}
-	reason := fmt.Sprintf("transaction expired: %s (%s)", why, t)
 	e.log.Warn("rolling back an expired iasql transaction", "why", why, "opened_by", t.OpenedBy, "owner_pid", t.OwnerPID, "opened_at", t.OpenedAt)
-	_, err := e.rollbackSince(ctx, t, reason)
+	_, err := e.rollbackSince(ctx, t, reconcile.Request{Trigger: reconcile.Expiry, Why: fmt.Sprintf("%s (%s)", why, t)})
 	if err == nil {
 		e.expiry = expiryRetry{}
 		return
@@ -285,18 +284,9 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 		return nil, fmt.Errorf("connect for a preview: %w", err)
 	}
 	defer conn.Close(context.Background())
-	c := &cycle{e: e, conn: conn, dbMu: &sync.Mutex{}, id: "preview", reason: "preview", tables: installed} // reads as a commit does
-	if err := c.read(ctx); err != nil {
-		return nil, err
-	}
-	p, err := plan.Diff(c.snap, plan.Options{})
+	actions, err := e.rec.Plan(ctx, e.state, conn, installed)
 	if err != nil {
 		return nil, err
-	}
-	plan.WithStatus(p.Actions)
-	actions := make([]plan.Action, 0, len(p.Actions))
-	for _, a := range p.Actions {
-		actions = append(actions, *a)
 	}
 	return map[string]any{"actions": actions}, nil
 }
@@ -322,7 +312,7 @@ func moduleArgs(raw json.RawMessage) ([]string, error) {
 
 // install creates the modules' tables (dependencies first), registers them
 // for capture, then imports what exists in the cloud.
-func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) {
+func (e *Engine) install(ctx context.Context, requestID string, raw json.RawMessage) (any, error) {
 	names, err := moduleArgs(raw)
 	if err != nil {
 		return nil, err
@@ -388,7 +378,7 @@ func (e *Engine) install(ctx context.Context, raw json.RawMessage) (any, error) 
 		e.offer(f.m)
 	}
 	// Import what already exists in the cloud.
-	if _, err := e.cycle(ctx, "install", plan.Options{}, true); err != nil {
+	if _, err := e.cycle(ctx, reconcile.Request{Trigger: reconcile.Install, RequestID: requestID}, true); err != nil {
 		return nil, fmt.Errorf("installed %s, but importing from the cloud failed: %w", strings.Join(names, ", "), err)
 	}
 	return map[string]any{"modules": results}, nil
@@ -459,25 +449,4 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 		return nil, err
 	}
 	return map[string]any{"modules": results}, nil
-}
-
-type requestKey struct{}
-
-// withRequest marks a context as serving a request from the SQL API.
-func withRequest(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestKey{}, id)
-}
-
-// progress tells the caller of the request this cycle serves what it waits
-// for (iasql_request shows it as a NOTICE).
-func (c *cycle) progress(ctx context.Context, what string) {
-	id, _ := ctx.Value(requestKey{}).(string)
-	if id == "" {
-		return
-	}
-	if err := c.e.service(ctx, func(conn *pgx.Conn) error {
-		return store.SetProgress(ctx, conn, id, what)
-	}); err != nil {
-		c.e.log.Warn("cannot report a request's progress", "id", id, "err", err)
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/iasql/iasql/bridge/store"
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -23,13 +22,6 @@ import (
 // nothing else is configured: 30 days.
 const DefaultAuditRetention = 30 * 24 * time.Hour
 
-// pruneEvery is how often the audit trail is pruned at most (or every
-// retention, when that is shorter).
-const pruneEvery = time.Hour
-
-// pruneBatch is how many audit rows one statement deletes.
-const pruneBatch = 10000
-
 // loadLow reads the persisted intent watermark and the last pruning, on
 // the service session.
 func (e *Engine) loadLow(ctx context.Context) error {
@@ -40,56 +32,9 @@ func (e *Engine) loadLow(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	e.kept = kept
+	e.state.Kept = kept
 	if kept.Low != 0 {
 		e.setLow(kept.Low)
-	}
-	return nil
-}
-
-// saveLow persists the intent watermark when it moved, and prunes the
-// audit trail when its time has come. conn holds the cycle lock.
-func (c *cycle) saveLow(ctx context.Context, low pglogrepl.LSN) error {
-	kept := &c.e.kept
-	if low > kept.Low {
-		if err := c.withConn(func() error { return store.SaveLow(ctx, c.conn, low) }); err != nil {
-			return err
-		}
-		kept.Low = low
-	}
-	if c.e.retention <= 0 || time.Since(kept.PrunedAt) < min(pruneEvery, c.e.retention) {
-		return nil
-	}
-	if err := c.prune(ctx, low); err != nil {
-		return err
-	}
-	kept.PrunedAt = time.Now()
-	return nil
-}
-
-// prune deletes audit rows older than the retention and below low.
-func (c *cycle) prune(ctx context.Context, low pglogrepl.LSN) error {
-	cutoff := time.Now().Add(-c.e.retention)
-	total := int64(0)
-	for {
-		var n int64
-		err := c.withConn(func() (err error) {
-			n, err = store.PruneAudit(ctx, c.conn, cutoff, low, pruneBatch)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		total += n
-		if n < pruneBatch {
-			break
-		}
-	}
-	if err := c.withConn(func() error { return store.MarkPruned(ctx, c.conn) }); err != nil {
-		return err
-	}
-	if total > 0 {
-		c.e.log.Info("pruned the audit trail", "rows", total, "older_than", cutoff.Format(time.RFC3339))
 	}
 	return nil
 }

@@ -58,7 +58,10 @@ type Config struct {
 	AckInterval time.Duration
 	// OnLeader, when set, is called each time capture takes the
 	// leadership, with a context that ends when it loses it.
-	OnLeader func(ctx context.Context)
+	//
+	// It is given the capture, so that what it starts can wait for capture
+	// (WaitCovered) without holding on to it before it exists.
+	OnLeader func(ctx context.Context, c *Capture)
 	// OnMessage, when set, receives the non-transactional logical-decoding
 	// messages whose prefix starts with "iasql_" (requests from the SQL
 	// API), after every change committed before them is in the audit trail.
@@ -304,7 +307,7 @@ func (c *Capture) session(ctx context.Context) error {
 	}()
 	helpers.Go(func() { c.nudge(leaderCtx) })
 	if c.cfg.OnLeader != nil {
-		helpers.Go(func() { c.cfg.OnLeader(leaderCtx) })
+		helpers.Go(func() { c.cfg.OnLeader(leaderCtx, c) })
 	}
 	sock, err := socket(rc)
 	if err != nil {

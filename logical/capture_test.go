@@ -40,7 +40,7 @@ func startCapture(t *testing.T, dsn string, tune func(*logical.Config)) (stop fu
 	}
 	ready := make(chan struct{})
 	var readyOnce sync.Once
-	cfg := logical.Config{DSN: dsn, Slot: slot, Logger: quietLogger(), OnLeader: func(context.Context) { readyOnce.Do(func() { close(ready) }) }}
+	cfg := logical.Config{DSN: dsn, Slot: slot, Logger: quietLogger(), OnLeader: func(context.Context, *logical.Capture) { readyOnce.Do(func() { close(ready) }) }}
 	if tune != nil {
 		tune(&cfg)
 	}

@@ -327,10 +327,10 @@ func MayExecute(ctx context.Context, db Querier, role, function string) (bool, e
 	return ok, nil
 }
 
-// CountDeprecated counts a call of a deprecated function.
-func CountDeprecated(ctx context.Context, db Execer, name string) error {
-	_, err := db.Exec(ctx, `INSERT INTO public.iasql_deprecated_calls AS d (function_name, calls, last_called) VALUES ($1, 1, pg_catalog.clock_timestamp())
-		ON CONFLICT (function_name) DO UPDATE SET calls = d.calls + 1, last_called = excluded.last_called`, name)
+// CountDeprecated counts n calls of a deprecated function.
+func CountDeprecated(ctx context.Context, db Execer, name string, n int) error {
+	_, err := db.Exec(ctx, `INSERT INTO public.iasql_deprecated_calls AS d (function_name, calls, last_called) VALUES ($1, $2, pg_catalog.clock_timestamp())
+		ON CONFLICT (function_name) DO UPDATE SET calls = d.calls + excluded.calls, last_called = excluded.last_called`, name, n)
 	if err != nil {
 		return fmt.Errorf("count a call of %s: %w", name, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -190,6 +191,12 @@ type Transaction struct {
 	BeginLSN     string    `json:"begin_lsn"`
 	OwnerPID     int32     `json:"owner_pid"`
 	OwnerStarted time.Time `json:"-"`
+}
+
+// Begin is where the transaction's intent starts.
+func (t *Transaction) Begin() pglogrepl.LSN {
+	l, _ := pglogrepl.ParseLSN(t.BeginLSN) // the database's pg_lsn, as text
+	return l
 }
 
 func (t *Transaction) String() string {

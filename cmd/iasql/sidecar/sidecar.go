@@ -17,7 +17,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/jackc/pglogrepl"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -81,33 +80,37 @@ func Run(ctx context.Context, cfg Config) error {
 	} else if awsCfg, err = config.LoadDefaultConfig(ctx); err != nil {
 		return fmt.Errorf("load AWS configuration (AWS_REGION, credentials, AWS_ENDPOINT_URL): %w", err)
 	}
-	mods := cfg.Modules
-	var engine *bridge.Engine
-	capture := logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger, LeaderTimeout: cfg.LeaderTimeout,
-		OnLeader: func(ctx context.Context) {
+	leaderTimeout, err := logical.ResolveLeaderTimeout(cfg.LeaderTimeout)
+	if err != nil {
+		cfg.Logger.Warn("ignoring an invalid leader timeout", "err", err, "leader_timeout", leaderTimeout)
+	}
+	// The engine leads while capture does (OnLeader), and hears what
+	// capture delivers; capture is handed to it as each leadership starts.
+	engine := bridge.NewEngine(bridge.EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: cfg.Modules, Catalogs: cfg.Catalogs, AWS: awsCfg,
+		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency, AuditRetention: cfg.AuditRetention,
+		TransactionTimeout: cfg.TransactionTimeout, LeaderTimeout: leaderTimeout})
+	capture := logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger, LeaderTimeout: leaderTimeout,
+		OnLeader: func(ctx context.Context, c *logical.Capture) {
 			if cfg.OnReady != nil {
 				cfg.OnReady()
 			}
 			// The engine runs as long as this sidecar leads; if its own
 			// session is lost, it starts again.
 			for backoff := 200 * time.Millisecond; ctx.Err() == nil; backoff = min(2*backoff, 5*time.Second) {
-				engine.Lead(ctx)
+				engine.Lead(ctx, c)
 				select {
 				case <-ctx.Done():
 				case <-time.After(backoff):
 				}
 			}
 		},
-		OnMessage: func(prefix string, content []byte, lsn pglogrepl.LSN) { engine.Message(prefix, content, lsn) },
-		OnIntent:  func() { engine.Intent() },
+		OnMessage: engine.Message,
+		OnIntent:  engine.Intent,
 		Installed: func(ctx context.Context, conn *pgx.Conn) (bool, error) {
 			in, err := iasqlsql.Detect(ctx, conn)
 			return in.Version != "", err
 		},
 	})
-	engine = bridge.NewEngine(bridge.EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: mods, Catalogs: cfg.Catalogs, AWS: awsCfg,
-		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency, AuditRetention: cfg.AuditRetention,
-		TransactionTimeout: cfg.TransactionTimeout}, capture)
 	err = capture.Run(ctx)
 	if errors.Is(err, logical.ErrRemoved) {
 		return finishRemoval(ctx, cfg.DSN, slot, capture.LeaderTimeout(), cfg.Logger)

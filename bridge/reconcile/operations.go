@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 import (
 	"cmp"
@@ -72,7 +72,7 @@ func (c *cycle) endOp(ctx context.Context, a *plan.Action, state, why string) {
 		o.NextRetry = time.Now().Add(retryAfter(a.Attempts))
 	}
 	if err := c.dbTx(ctx, func(tx pgx.Tx) error { return store.EndOp(ctx, tx, o) }); err != nil {
-		c.e.log.Warn("cannot record the state of an action", "table", a.Table, "record", plan.OpKey(a), "state", state, "err", err)
+		c.log().Warn("cannot record the state of an action", "table", a.Table, "record", plan.OpKey(a), "state", state, "err", err)
 	}
 }
 
@@ -89,7 +89,7 @@ func (c *cycle) dueOnly(actions []*plan.Action) []*plan.Action {
 		if ok && o.BackingOff(now) {
 			continue
 		}
-		if !c.waited() && ok && plan.IsCloud(a) && o.State == snapshot.OpFailed && o.NextRetry.After(now) {
+		if !c.req.Trigger.Waited() && ok && plan.IsCloud(a) && o.State == snapshot.OpFailed && o.NextRetry.After(now) {
 			continue
 		}
 		kept = append(kept, a)
@@ -147,7 +147,7 @@ func (c *cycle) startOp(ctx context.Context, a *plan.Action, p *module.Pending) 
 	if err != nil {
 		return fmt.Errorf("record the operation %s of %s %s: %w", p.Handle, a.Table, plan.OpKey(a), err)
 	}
-	c.e.log.Info("operation runs on in the cloud", "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "handle", p.Handle)
+	c.log().Info("operation runs on in the cloud", "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "handle", p.Handle)
 	return nil
 }
 
@@ -190,11 +190,11 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				}
 				c.endOp(ctx, a, snapshot.OpFailed, err.Error())
 				var term *module.TerminalError
-				if c.waited() && !errors.As(err, &term) && o.Attempts < maxPolledAttempts {
+				if c.req.Trigger.Waited() && !errors.As(err, &term) && o.Attempts < maxPolledAttempts {
 					// The cloud says to try again (throttled, an internal
 					// error, not stabilized): someone waits, so the next
 					// pass plans the action again, at once.
-					c.e.log.Info("operation failed in the cloud; trying again", "table", ts.Spec.Name, "record", key, "action", o.Action, "attempts", o.Attempts, "err", err)
+					c.log().Info("operation failed in the cloud; trying again", "table", ts.Spec.Name, "record", key, "action", o.Action, "attempts", o.Attempts, "err", err)
 					c.pollRetry = true
 				} else {
 					c.polledFailures = append(c.polledFailures, fmt.Sprintf("%s %s %s cloud: %v", ts.Spec.Name, key, o.Action, err))
@@ -205,7 +205,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				if err := c.finishOp(ctx, ts, key, o, got); err != nil {
 					return false, err
 				}
-				c.e.log.Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
+				c.log().Info("operation done in the cloud", "table", ts.Spec.Name, "record", key, "action", o.Action)
 				if cid := module.CloudIDOf(ts.Spec, got); got != nil && cid != "" {
 					if c.fresh == nil {
 						c.fresh = map[string]map[string]module.Record{}

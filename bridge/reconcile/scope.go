@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 // Record scope: what a cycle someone waits for (commit, rollback, preview)
 // reads. It acts on the records with pending intent, work under way or a
@@ -35,16 +35,16 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 	// changes children with their parents; a replacement moves what
 	// references it, or makes it again).
 	below := map[string]bool{}
-	for _, t := range c.tables { // in dependency order: parents first
-		name := t.spec.Name
-		for _, ref := range module.RefsOf(t.spec) {
-			if acting.Replacing[ref.Table] || len(c.recreated[ref.Table]) > 0 || below[ref.Table] || (t.spec.MadeByCloud && c.changed[ref.Table]) {
+	for _, t := range c.req.Tables { // in dependency order: parents first
+		name := t.Spec.Name
+		for _, ref := range module.RefsOf(t.Spec) {
+			if acting.Replacing[ref.Table] || len(c.recreated[ref.Table]) > 0 || below[ref.Table] || (t.Spec.MadeByCloud && c.changed[ref.Table]) {
 				below[name] = true
 			}
 		}
-		_, gets := t.mapper.(module.Getter)
-		byRecord := gets && !snapshot.Generated(t.spec) && len(module.RefsOf(t.spec)) == 0 && !c.e.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
-		if t.spec.ReadOnly || modes.Drifty(name) || acting.Truncated[name] || acting.NoRow[name] || acting.Replacing[name] || acting.Unverified[name] ||
+		_, gets := t.Mapper.(module.Getter)
+		byRecord := gets && !snapshot.Generated(t.Spec) && len(module.RefsOf(t.Spec)) == 0 && !c.st.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
+		if t.Spec.ReadOnly || modes.Drifty(name) || acting.Truncated[name] || acting.NoRow[name] || acting.Replacing[name] || acting.Unverified[name] ||
 			below[name] || (len(acting.IDs[name]) > 0 && !byRecord) {
 			s.Whole[name] = true
 		}
@@ -52,9 +52,9 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 	// A table read whole imports what the cloud has, naming parents by
 	// cloud identity: the tables it references are read whole too
 	// (children before parents: one sweep backwards).
-	for i := len(c.tables) - 1; i >= 0; i-- {
-		if t := c.tables[i]; s.Whole[t.spec.Name] {
-			for _, ref := range module.RefsOf(t.spec) {
+	for i := len(c.req.Tables) - 1; i >= 0; i-- {
+		if t := c.req.Tables[i]; s.Whole[t.Spec.Name] {
+			for _, ref := range module.RefsOf(t.Spec) {
 				s.Whole[ref.Table] = true
 			}
 		}
@@ -65,20 +65,23 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 // listsCheaper reports whether listing the whole table takes fewer calls
 // than getting n records one by one: a mapper that lists in pages
 // (module.Paged), for a table whose size the last whole read told.
-func (e *Engine) listsCheaper(t installedTable, n int) bool {
-	p, ok := t.mapper.(module.Paged)
+func (s *State) listsCheaper(t Table, n int) bool {
+	p, ok := t.Mapper.(module.Paged)
 	if !ok || p.PageSize() <= 0 {
 		return false
 	}
-	e.mu.Lock()
-	size, known := e.sizes[t.spec.Name]
-	e.mu.Unlock()
+	s.mu.Lock()
+	size, known := s.sizes[t.Spec.Name]
+	s.mu.Unlock()
 	return known && n > size/p.PageSize()+1
 }
 
 // noteSize remembers how many resources a whole read of a table found.
-func (e *Engine) noteSize(table string, n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.sizes[table] = n
+func (s *State) noteSize(table string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sizes == nil {
+		s.sizes = map[string]int{}
+	}
+	s.sizes[table] = n
 }

@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 // The engine's SQL on a cycle's session: reading rows, record state and
 // intent in one snapshot, and the conditional writes that carry the

@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 // Partial outage: a region, service or table whose reads fail is
 // unverified. The cycle goes on for everything else; in an unverified part
@@ -40,7 +40,7 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 		i := slices.IndexFunc(out.Unverified, func(o string) bool { return strings.HasPrefix(o, part+": ") })
 		if i < 0 {
 			out.Unverified = append(out.Unverified, l)
-			c.e.log.Warn("unverified: reads failed; nothing is done there this cycle", "cycle", c.id, "part", l)
+			c.log().Warn("unverified: reads failed; nothing is done there this cycle", "cycle", c.id, "part", l)
 		} else {
 			out.Unverified[i] = l
 		}
@@ -59,13 +59,13 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 	// One statement (iasql_unverified is not captured: no engine marker),
 	// on the cycle's session under its mutex; none when the table is known
 	// empty and nothing is unverified (every pass of every cycle, as a rule).
-	if len(tables) == 0 && c.e.unverifiedClear {
+	if len(tables) == 0 && c.st.UnverifiedClear {
 		return append(failures, c.snap.Held()...), nil
 	}
 	if err := c.withConn(func() error { return store.SetUnverified(ctx, c.conn, tables, regions, errs, installed) }); err != nil {
 		return nil, err
 	}
-	c.e.unverifiedClear = len(tables) == 0
+	c.st.UnverifiedClear = len(tables) == 0
 	return append(failures, c.snap.Held()...), nil
 }
 

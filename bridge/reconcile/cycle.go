@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 import (
 	"cmp"
@@ -23,19 +23,18 @@ import (
 // cycle is one read-diff-execute run, on a connection that holds the cycle
 // lock for its whole length.
 type cycle struct {
-	e      *Engine
-	conn   *pgx.Conn
-	id     string
-	reason string
-	opt    plan.Options
-	snap   *snapshot.Snapshot
-	tables []installedTable
+	r    *Reconciler
+	st   *State
+	req  Request
+	conn *pgx.Conn
+	id   string
+	snap *snapshot.Snapshot
 
 	// batch, while open, holds the database writes of database-only
 	// actions: one transaction per execute.BatchSize actions, a savepoint each.
 	// It is never open across a cloud call.
 	batch pgx.Tx
-	// dbMu is held by every use of conn (Engine.workMu): the write-backs of
+	// dbMu is held by every use of conn (the engine's workMu): the write-backs of
 	// concurrent cloud actions and the session's keep-alive share it.
 	dbMu *sync.Mutex
 	// pushed: records whose declarative state this cycle pushed to the
@@ -84,12 +83,6 @@ type cycle struct {
 	stuck, involved []string
 }
 
-type installedTable struct {
-	spec   module.Table
-	mapper module.Reader
-	mod    *module.Module // the module the table belongs to
-}
-
 // Outcome is how a cycle ended.
 type Outcome struct {
 	Cycle    string        `json:"cycle"`
@@ -99,12 +92,16 @@ type Outcome struct {
 	// Unverified: the parts of the cloud whose reads failed, one line each
 	// (table, region, error); nothing was done there (unverified.go).
 	Unverified []string `json:"unverified,omitempty"`
-	// PollAfter: operations run on in the cloud; the engine asks about
-	// them from then on (zero when none does).
-	PollAfter time.Time `json:"-"`
+	// RequeueAfter: operations run on in the cloud; the engine runs a
+	// cycle that asks about them once it has passed (zero: nothing to come
+	// back for).
+	RequeueAfter time.Duration `json:"-"`
 	// Discarded: a rollback's cycle recorded the user changes it discards
 	// as no longer intent (cycle.discard), whatever else it did.
 	Discarded bool `json:"-"`
+	// Low: after a cycle that succeeded, every user change below it is
+	// enacted or decided (the engine's intent watermark).
+	Low pglogrepl.LSN `json:"-"`
 }
 
 // maxPasses bounds a cycle's passes; maxSame is how many passes in a row
@@ -150,15 +147,15 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			clear(c.same)
 			c.pollRetry = false
 		}
-		if c.opt.Discard && c.opt.DiscardUpTo == 0 {
+		if c.req.Options.Discard && c.req.Options.DiscardUpTo == 0 {
 			// A rollback discards what its first read saw, in every pass
 			// (a VPC deleted since begin is imported back in one pass,
 			// its subnets in the next); what users write meanwhile is
 			// intent as usual.
-			c.opt.DiscardUpTo = c.snap.LSN
+			c.req.Options.DiscardUpTo = c.snap.LSN
 		}
 		c.logRead(ctx, pass)
-		p, err := plan.Diff(c.snap, c.opt)
+		p, err := plan.Diff(c.snap, c.req.Options)
 		if err != nil {
 			return out, err
 		}
@@ -206,7 +203,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		}
 		if len(p.Actions) == 0 && len(failures) == 0 {
 			at, what := c.snap.NextPoll()
-			if !at.IsZero() && c.waited() {
+			if !at.IsZero() && c.req.Trigger.Waited() {
 				// Someone waits for this cycle: it returns once what it
 				// started has settled (or at its timeout).
 				c.progress(ctx, fmt.Sprintf("waiting for %d operation(s) in the cloud: %s", len(what), strings.Join(what, ", ")))
@@ -218,7 +215,9 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 				pass--
 				continue
 			}
-			out.PollAfter = at
+			if !at.IsZero() {
+				out.RequeueAfter = max(time.Until(at), time.Millisecond)
+			}
 			c.keepPending(p)
 			out.Summary = summarize(out)
 			if len(what) > 0 {
@@ -237,7 +236,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, nil
 		}
 		done := c.executeAll(c.snap.Scope(ctx), p.Actions)
-		c.e.log.DebugContext(ctx, "cycle executed", "cycle", c.id, "pass", pass, "actions", len(p.Actions), "failures", len(done))
+		c.log().DebugContext(ctx, "cycle executed", "cycle", c.id, "pass", pass, "actions", len(p.Actions), "failures", len(done))
 		failures = append(failures, done...)
 		for _, a := range p.Actions {
 			out.Actions = append(out.Actions, *a)
@@ -348,14 +347,14 @@ func (c *cycle) notConverging(ctx context.Context, actions []*plan.Action, why s
 		if c.first[a.Table+"\x00"+cmp.Or(a.ID, plan.OpKey(a))] && !c.carried[a.Table+"\x00"+plan.OpKey(a)] {
 			c.involved = append(c.involved, line)
 		}
-		c.e.log.Warn("record not converging; it backs off", "cycle", c.id, "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "why", reason)
+		c.log().Warn("record not converging; it backs off", "cycle", c.id, "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "why", reason)
 	}
 }
 
 // logRead says, at debug level, what a pass read: per table, whether
 // whole or by record (scope.go), and how many rows and resources.
 func (c *cycle) logRead(ctx context.Context, pass int) {
-	if !c.e.log.Enabled(ctx, slog.LevelDebug) {
+	if !c.log().Enabled(ctx, slog.LevelDebug) {
 		return
 	}
 	parts := make([]string, 0, len(c.snap.Tables))
@@ -366,20 +365,20 @@ func (c *cycle) logRead(ctx context.Context, pass int) {
 		}
 		parts = append(parts, fmt.Sprintf("%s %s (%d rows, %d resources)", ts.Spec.Name, how, len(ts.Rows), len(ts.Cloud)))
 	}
-	c.e.log.DebugContext(ctx, "cycle read", "cycle", c.id, "reason", c.reason, "pass", pass, "tables", strings.Join(parts, "; "))
+	c.log().DebugContext(ctx, "cycle read", "cycle", c.id, "reason", c.req.reason(), "pass", pass, "tables", strings.Join(parts, "; "))
 }
 
 // logPlan says, at debug level, each action a pass planned and the
 // records it enacts.
 func (c *cycle) logPlan(ctx context.Context, pass int, p *plan.Plan) {
-	if !c.e.log.Enabled(ctx, slog.LevelDebug) {
+	if !c.log().Enabled(ctx, slog.LevelDebug) {
 		return
 	}
 	for _, a := range p.Actions {
-		c.e.log.DebugContext(ctx, "cycle plans", "cycle", c.id, "pass", pass, "action", a.Action, "direction", a.Direction,
+		c.log().DebugContext(ctx, "cycle plans", "cycle", c.id, "pass", pass, "action", a.Action, "direction", a.Direction,
 			"table", a.Table, "id", a.ID, "cloud_id", a.CloudID, "mode", a.Mode, "description", a.Description)
 	}
-	c.e.log.DebugContext(ctx, "cycle planned", "cycle", c.id, "pass", pass, "actions", len(p.Actions), "enacted", len(p.Enact))
+	c.log().DebugContext(ctx, "cycle planned", "cycle", c.id, "pass", pass, "actions", len(p.Actions), "enacted", len(p.Enact))
 }
 
 // touch records that this pass changed the table in the cloud: the next
@@ -398,11 +397,11 @@ func (c *cycle) touch(table string) {
 		c.touched = map[string]bool{}
 	}
 	c.touched[table] = true
-	// c.tables are in dependency order: one sweep reaches every descendant.
-	for _, t := range c.tables {
-		for _, ref := range module.RefsOf(t.spec) {
+	// c.req.Tables are in dependency order: one sweep reaches every descendant.
+	for _, t := range c.req.Tables {
+		for _, ref := range module.RefsOf(t.Spec) {
 			if c.touched[ref.Table] {
-				c.touched[t.spec.Name] = true
+				c.touched[t.Spec.Name] = true
 				break
 			}
 		}
@@ -437,13 +436,13 @@ func (c *cycle) keepPending(p *plan.Plan) {
 // without intent is (the direction table: the row is deleted, updated
 // from the cloud, or imported again).
 func (c *cycle) discard(ctx context.Context) error {
-	if c.snap == nil || c.opt.DiscardUpTo == 0 {
+	if c.snap == nil || c.req.Options.DiscardUpTo == 0 {
 		return nil // never read: nothing is known, nothing is discarded
 	}
 	var tables, ids, lsns []string
 	for _, ts := range c.snap.Tables {
 		for id, lsn := range ts.Intent {
-			if !c.opt.Discards(lsn) || (ts.Rows[id] == nil && ts.Records[id].CloudID == "") {
+			if !c.req.Options.Discards(lsn) || (ts.Rows[id] == nil && ts.Records[id].CloudID == "") {
 				continue
 			}
 			tables, ids, lsns = append(tables, ts.Spec.Name), append(ids, id), append(lsns, lsn.String())
@@ -518,7 +517,7 @@ func (c *cycle) forgetGone(ctx context.Context) error {
 		if err := c.dbTx(ctx, func(tx pgx.Tx) error { return store.ForgetGone(ctx, tx, ts.Spec.Name, ids) }); err != nil {
 			return err
 		}
-		c.e.log.Info("forgot records whose rows are gone", "table", ts.Spec.Name, "ids", strings.Join(ids, ","))
+		c.log().Info("forgot records whose rows are gone", "table", ts.Spec.Name, "ids", strings.Join(ids, ","))
 		for _, id := range ids {
 			delete(ts.Ops, id)
 			delete(ts.Records, id)
@@ -527,22 +526,4 @@ func (c *cycle) forgetGone(ctx context.Context) error {
 	return nil
 }
 
-func lsnOf(s string) pglogrepl.LSN {
-	l, _ := pglogrepl.ParseLSN(s)
-	return l
-}
-
-// waited reports whether someone waits for this cycle (iasql_commit,
-// iasql_rollback, install): it then returns only once the operations it
-// started have settled.
-func (c *cycle) waited() bool { return c.reason != "schedule" && c.reason != "intent" }
-
-// fullRead reports whether the cycle reads the whole cloud as it is now:
-// install (importing what exists) and iasql_refresh.
-func (c *cycle) fullRead() bool { return c.reason == "install" || c.reason == "refresh" }
-
-// scoped reports whether the cycle's reads are fresh for the records it
-// acts on (pending intent, work in progress, replacements, and their
-// parents: FreshNames) and may reuse recent reads of the rest: the cycles
-// someone waits for (commit, rollback, preview) but full reads.
-func (c *cycle) scoped() bool { return c.waited() && !c.fullRead() }
+func (c *cycle) log() *slog.Logger { return c.r.Log }

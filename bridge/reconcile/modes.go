@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 // Modes: a cycle asks iasql_effective_mode (sql/060_mode.sql), the one
 // place that resolves modes, for each registered module table and for each

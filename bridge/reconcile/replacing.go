@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 // Executing the replacement dance (its states and transitions: package
 // replace): the first step of a replacement, and recording what reads
@@ -43,7 +43,7 @@ func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 		return c.writeBack(ctx, a, got)
 	}
 	rp, first := replace.Start(ts.Spec, ts.Mapper, a.ID, a.CloudID, want)
-	if err := c.e.service(ctx, func(conn *pgx.Conn) error { return store.StartReplacement(ctx, conn, rp) }); err != nil {
+	if err := c.r.Manager.Service(ctx, func(conn *pgx.Conn) error { return store.StartReplacement(ctx, conn, rp) }); err != nil {
 		return fmt.Errorf("replace: %w", err)
 	}
 	var got module.Record
@@ -102,7 +102,7 @@ func (c *cycle) settle(ctx context.Context, p *plan.Plan) error {
 			if err := store.FinishReplacement(ctx, tx, rp); err != nil {
 				return err
 			}
-			c.e.log.Info("replacement finished", "table", rp.Table, "id", rp.Record)
+			c.log().Info("replacement finished", "table", rp.Table, "id", rp.Record)
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 // Reading a snapshot of both sides: the rows, the engine's state and the
 // cloud (fresh for what a scoped cycle acts on), and the rows in cloud form.
@@ -18,17 +18,17 @@ import (
 // intent committed before it (once capture has recorded all of it), the
 // engine's record state, and the cloud.
 func (c *cycle) read(ctx context.Context) error {
-	specs := make([]module.Table, len(c.tables))
-	names := make([]string, len(c.tables))
-	for i, t := range c.tables {
-		specs[i], names[i] = t.spec, t.spec.Name
+	specs := make([]module.Table, len(c.req.Tables))
+	names := make([]string, len(c.req.Tables))
+	for i, t := range c.req.Tables {
+		specs[i], names[i] = t.Spec, t.Spec.Name
 	}
 	var lsn pglogrepl.LSN
 	var vis snapshot.Visibility
 	var rows map[string]map[string]*snapshot.Row
 	var modes snapshot.Modes
 	var reading *snapshot.Scope
-	if c.scoped() {
+	if c.req.Trigger.Scoped() {
 		// What to read by record is known from the engine's state once
 		// every change committed before now is in the audit trail.
 		if err := c.withConn(func() (err error) {
@@ -37,11 +37,11 @@ func (c *cycle) read(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-		if err := c.e.capture.WaitCovered(ctx, lsn); err != nil {
+		if err := c.r.Manager.WaitCovered(ctx, lsn); err != nil {
 			return err
 		}
 		if err := c.withConn(func() (err error) {
-			acting, err := store.ReadActing(ctx, c.conn, names, c.e.intentLow())
+			acting, err := store.ReadActing(ctx, c.conn, names, c.r.Manager.IntentLow())
 			if err != nil {
 				return err
 			}
@@ -60,7 +60,7 @@ func (c *cycle) read(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := c.e.capture.WaitCovered(ctx, lsn); err != nil {
+	if err := c.r.Manager.WaitCovered(ctx, lsn); err != nil {
 		return err
 	}
 	var (
@@ -74,7 +74,7 @@ func (c *cycle) read(ctx context.Context) error {
 		if recs, err = store.ReadRecords(ctx, c.conn, names, reading); err != nil {
 			return err
 		}
-		if intent, seen, next, err = store.ReadIntent(ctx, c.conn, names, c.e.intentLow(), lsn, vis, recs); err != nil {
+		if intent, seen, next, err = store.ReadIntent(ctx, c.conn, names, c.r.Manager.IntentLow(), lsn, vis, recs); err != nil {
 			return err
 		}
 		if reading == nil {
@@ -90,15 +90,13 @@ func (c *cycle) read(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	c.e.mu.Lock()
-	leadSince := c.e.leadSince
-	c.e.mu.Unlock()
+	leadSince := c.r.Manager.LeadSince()
 	snap := &snapshot.Snapshot{LeaderSince: leadSince, LSN: lsn, Vis: vis, Low: next, Modes: modes, Reading: reading, ByName: map[string]*snapshot.Table{}}
-	for _, t := range c.tables {
-		ts := &snapshot.Table{Spec: t.spec, Mapper: t.mapper, Module: t.mod, Rows: rows[t.spec.Name], ByCloud: map[string]*snapshot.Row{},
-			Records: recs[t.spec.Name], RecBy: map[string]string{}, Intent: intent[t.spec.Name], Seen: seen[t.spec.Name],
-			Cloud: map[string]module.Record{}, Repl: repls[t.spec.Name], Retired: map[string]*replace.Replacement{}, Forced: forcedBy(c.recreated[t.spec.Name]),
-			Ops: ops[t.spec.Name], ByToken: map[string][]string{}, Strays: map[string]snapshot.Stray{}}
+	for _, t := range c.req.Tables {
+		ts := &snapshot.Table{Spec: t.Spec, Mapper: t.Mapper, Module: t.Module, Rows: rows[t.Spec.Name], ByCloud: map[string]*snapshot.Row{},
+			Records: recs[t.Spec.Name], RecBy: map[string]string{}, Intent: intent[t.Spec.Name], Seen: seen[t.Spec.Name],
+			Cloud: map[string]module.Record{}, Repl: repls[t.Spec.Name], Retired: map[string]*replace.Replacement{}, Forced: forcedBy(c.recreated[t.Spec.Name]),
+			Ops: ops[t.Spec.Name], ByToken: map[string][]string{}, Strays: map[string]snapshot.Stray{}}
 		if ts.Records == nil {
 			ts.Records = map[string]snapshot.RecordState{}
 		}
@@ -111,10 +109,10 @@ func (c *cycle) read(ctx context.Context) error {
 			}
 		}
 		snap.Tables = append(snap.Tables, ts)
-		snap.ByName[t.spec.Name] = ts
+		snap.ByName[t.Spec.Name] = ts
 	}
 	var fresh map[string]bool
-	if c.scoped() {
+	if c.req.Trigger.Scoped() {
 		fresh = snapshot.FreshNames(snap)
 	}
 	// Read-only tables first: what modules derive from their tables (the
@@ -177,7 +175,7 @@ func (c *cycle) readCloud(ctx context.Context, ts *snapshot.Table) error {
 		return err
 	}
 	if len(ts.Unverified) == 0 {
-		c.e.noteSize(ts.Spec.Name, len(ts.Cloud))
+		c.st.noteSize(ts.Spec.Name, len(ts.Cloud))
 	}
 	return nil
 }
@@ -188,9 +186,9 @@ func (c *cycle) readCloud(ctx context.Context, ts *snapshot.Table) error {
 // as the cloud has it now); automatic cycles may reuse recent reads.
 func (c *cycle) freshness(ctx context.Context, snap *snapshot.Snapshot, ts *snapshot.Table, names map[string]bool) context.Context {
 	switch {
-	case c.fullRead() || (c.scoped() && snap.Modes.Drifty(ts.Spec.Name)):
+	case c.req.Trigger.FullRead() || (c.req.Trigger.Scoped() && snap.Modes.Drifty(ts.Spec.Name)):
 		return module.WithFreshRead(ctx)
-	case c.scoped():
+	case c.req.Trigger.Scoped():
 		return module.WithFreshOnly(ctx, names)
 	}
 	return ctx

@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 // The cycle's side of execution (package execute decides what runs when):
 // what one action does, through the cycle's session.
@@ -20,10 +20,10 @@ import (
 // their doer.
 func (c *cycle) executeAll(ctx context.Context, actions []*plan.Action) []string {
 	index := map[string]int{}
-	for i, t := range c.tables {
-		index[t.spec.Name] = i
+	for i, t := range c.req.Tables {
+		index[t.Spec.Name] = i
 	}
-	return c.e.exec.Run(ctx, actions, index, doer{c})
+	return c.r.Exec.Run(ctx, actions, index, doer{c})
 }
 
 // doer is the cycle as an execute.Doer.
@@ -71,7 +71,7 @@ func (d doer) Settled(a *plan.Action, err error) {
 	case err == nil && (a.Kind == plan.CloudCreate || (a.Kind == plan.CloudUpdate && a.Action == "update")):
 		d.c.pushed[plan.PushKey(a)] = a.Tab.Seen[a.ID]
 	case errors.Is(err, store.ErrConflict):
-		d.c.e.log.Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
+		d.c.log().Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
 	}
 }
 

@@ -1,4 +1,4 @@
-package bridge
+package reconcile
 
 // Applying one action: the cloud call, then a short conditional
 // write-back (execute.go runs many of these concurrently).
@@ -83,7 +83,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			})
 		}
 		if s := a.Stray; s != nil {
-			c.e.log.Warn("deleting a resource made twice by one create: its client token was not honoured", "cycle", c.id, "table", a.Table,
+			c.log().Warn("deleting a resource made twice by one create: its client token was not honoured", "cycle", c.id, "table", a.Table,
 				"token", s.Token, "row", s.Row, "kept", strings.Join(s.Kept, ","), "deleting", a.CloudID, "duplicates", strings.Join(s.All, ","))
 		}
 		if err := ts.Delete(ctx, a.Cloud); errors.Is(err, module.ErrKeep) && (plan.ParentRetired(c.snap, ts.Spec, a.Cloud) || plan.ParentLeaving(c.snap, ts.Spec, a.Cloud)) {
@@ -173,7 +173,7 @@ func (c *cycle) create(ctx context.Context, a *plan.Action, want module.Record) 
 			return nil, fmt.Errorf("look for what an earlier attempt made: %w", err)
 		}
 		if got != nil {
-			c.e.log.Info("adopting the resource an earlier create made", "table", a.Table, "id", a.ID, "cloud_id", module.CloudIDOf(a.Tab.Spec, got))
+			c.log().Info("adopting the resource an earlier create made", "table", a.Table, "id", a.ID, "cloud_id", module.CloudIDOf(a.Tab.Spec, got))
 			return got, nil
 		}
 	}
