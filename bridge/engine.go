@@ -37,12 +37,12 @@ type Engine struct {
 	cov Coverage
 	// leaderTimeout bounds the engine's sessions as capture's are.
 	leaderTimeout time.Duration
-	modules   map[string]module.Module // offered modules (modules.go), under modMu
-	modMu     sync.RWMutex
-	catalogs  []module.Catalog // make modules on demand (modules.go)
-	aws       aws.Config
-	interval  time.Duration
-	timeout   time.Duration
+	modules       map[string]module.Module // offered modules (modules.go), under modMu
+	modMu         sync.RWMutex
+	catalogs      []module.Catalog // make modules on demand (modules.go)
+	aws           aws.Config
+	interval      time.Duration
+	timeout       time.Duration
 	// rec runs the cycles (package reconcile), with state: what they keep
 	// between them (reset at each leadership's start, but for table sizes).
 	rec       *reconcile.Reconciler
