@@ -272,9 +272,9 @@ func (e *Engine) expiredTransaction(ctx context.Context) (*store.Transaction, st
 	return t, why
 }
 
-// preview returns the plan a cycle would execute now. It runs beside a
-// cycle (Lead does not queue it behind one), on a session of its own, and
-// only reads.
+// preview returns the plan a cycle would execute now, every pass of it
+// (plan.Whole), in order. It runs beside a cycle (Lead does not queue it
+// behind one), on a session of its own, and only reads.
 func (e *Engine) preview(ctx context.Context) (any, error) {
 	installed, err := e.installedTables(ctx)
 	if err != nil {
@@ -289,13 +289,13 @@ func (e *Engine) preview(ctx context.Context) (any, error) {
 	if err := c.read(ctx); err != nil {
 		return nil, err
 	}
-	p, err := plan.Diff(c.snap, plan.Options{})
+	planned, err := plan.Whole(c.snap, plan.Options{})
 	if err != nil {
 		return nil, err
 	}
-	plan.WithStatus(p.Actions)
-	actions := make([]plan.Action, 0, len(p.Actions))
-	for _, a := range p.Actions {
+	plan.WithStatus(planned)
+	actions := make([]plan.Action, 0, len(planned))
+	for _, a := range planned {
 		actions = append(actions, *a)
 	}
 	return map[string]any{"actions": actions}, nil
