@@ -271,9 +271,9 @@ func (e *Engine) expiredTransaction(ctx context.Context) (*store.Transaction, st
 	return t, why
 }
 
-// preview returns the plan a cycle would execute now. It runs beside a
-// cycle (Lead does not queue it behind one), on a session of its own, and
-// only reads.
+// preview returns the plan a cycle would execute now, every pass of it
+// (plan.Whole), in order. It runs beside a cycle (Lead does not queue it
+// behind one), on a session of its own, and only reads.
 func (e *Engine) preview(ctx context.Context) (any, error) {
 	installed, err := e.installedTables(ctx)
 	if err != nil {

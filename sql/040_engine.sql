@@ -427,13 +427,16 @@ COMMENT ON PROCEDURE public.iasql_refresh() IS
   'Runs a cycle now that reads the whole cloud as it is (every detail of every resource), and returns when it has ended. iasql_commit reads fresh only what it acts on and reuses recent reads of the rest; after changes made outside iasql, call this to see them at once.';
 
 CREATE FUNCTION public.iasql_preview()
-RETURNS TABLE (action text, direction text, table_name text, id text, cloud_id text, description text, mode text)
+RETURNS TABLE (action text, direction text, table_name text, id text, cloud_id text, description text, mode text, step integer, waits_for text[])
 LANGUAGE sql AS $$
-  SELECT a->>'action', a->>'direction', a->>'table_name', a->>'id', a->>'cloud_id', a->>'description', a->>'mode'
-    FROM pg_catalog.jsonb_array_elements(public.iasql_request('preview')->'actions') a
+  SELECT a->>'action', a->>'direction', a->>'table_name', a->>'id', a->>'cloud_id', a->>'description', a->>'mode',
+         (a->>'step')::integer,
+         ARRAY(SELECT pg_catalog.jsonb_array_elements_text(COALESCE(a->'waits_for', '[]'::jsonb)))
+    FROM pg_catalog.jsonb_array_elements(public.iasql_request('preview')->'actions') WITH ORDINALITY AS p(a, n)
+   ORDER BY p.n
 $$;
 COMMENT ON FUNCTION public.iasql_preview() IS
-  'The plan a cycle would execute now, one row per action: create, update, replace or delete, towards the cloud or the database, and the mode (and rule) that decided it.';
+  'Every action the cycle of a commit now would take, in the order it takes them, one row per action: create, update, replace or delete, towards the cloud or the database, and the mode (and rule) that decided it. step is the pass of the cycle that takes it (2: once what it references has been made in pass 1), waits_for the actions it waits for, each named "action table id" (create vpc 7). An identity the cloud has not given yet shows as (not known yet: vpc 7), and the description of an action that uses one says which. Not shown: what the cloud''s answers bring back (feedback written into the rows, what the cloud makes by itself, such as a new VPC''s default security group).';
 
 CREATE FUNCTION public.iasql_install(VARIADIC modules text[])
 RETURNS TABLE (module text, installed boolean, note text)

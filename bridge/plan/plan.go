@@ -29,6 +29,11 @@ type Action struct {
 	CloudID     string `json:"cloud_id"` // the resource's identity in the cloud
 	Description string `json:"description"`
 	Mode        string `json:"mode"` // the mode that decided it, and by which rule
+	// Step and WaitsFor are a preview's (Whole): the pass of the commit's
+	// cycle that takes the action (1: the first), and the actions it
+	// waits for, each named as Name names it.
+	Step     int      `json:"step,omitempty"`
+	WaitsFor []string `json:"waits_for,omitempty"`
 
 	Tab    *snapshot.Table      `json:"-"`
 	Row    *snapshot.Row        `json:"-"`
@@ -60,6 +65,10 @@ type Plan struct {
 	// promote: replacements whose old resource is gone (phase final now);
 	// finished: replacements with nothing left to delete.
 	Promote, Finished []*replace.Replacement
+	// Held: records held back for a later pass because what they
+	// reference (or, for a delete, what references them) is acted on in
+	// this one; Whole plays the pass and plans them.
+	Held int
 }
 
 type Enactment struct {
@@ -177,6 +186,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if r.Cloud == nil || refersTo(ts.Spec, r.DB, restoring) || refersTo(ts.Spec, r.DB, relaunching) {
 				// A reference that cannot be resolved yet: its parent is
 				// planned in this pass; the next pass handles the child.
+				p.Held++
 				continue
 			}
 			c, inCloud := ts.Cloud[r.CloudID]
@@ -281,6 +291,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			leaving := func() bool { return deleteHeld(snap, ts, cid, map[string]bool{}) }
 			if rp := ts.Retired[cid]; rp != nil {
 				if stillReferenced(snap, ts, cid) || leaving() {
+					p.Held++
 					continue // its children move (or go) first; a later pass deletes it
 				}
 				what := "the replaced"
@@ -295,6 +306,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			if s, ok := ts.Strays[cid]; ok {
 				// Never imported: the engine made it, and no row wants it.
 				if stillReferenced(snap, ts, cid) || leaving() {
+					p.Held++
 					continue // what was made in it goes first; a later pass deletes it
 				}
 				p.Actions = append(p.Actions, &Action{Table: ts.Spec.Name, ID: s.Row, CloudID: cid, Mode: "client token", Tab: ts, Cloud: c,
@@ -313,6 +325,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			}
 			a := &Action{Table: ts.Spec.Name, CloudID: cid, Mode: label, Tab: ts, Cloud: c, Record: rid}
 			if !toCloud && !parentsImported(snap, ts.Spec, c) {
+				p.Held++
 				continue // its parent is imported in this pass; it follows in the next
 			}
 			if !toCloud && rid == "" && holdImports {
@@ -699,10 +712,15 @@ func Dependencies(actions []*Action) map[*Action][]string {
 					}
 				}
 			case a.Row == nil && a.Cloud != nil:
-				// A child's delete: the parent's delete waits for it.
+				// A child's delete: the parent's delete waits for it. An
+				// import waits for its parent's (never in one pass of a
+				// cycle: parentsImported; in a preview, Whole).
 				for _, v := range ref.Values(a.Cloud) {
-					if p := byKey[ref.Table+"\x00"+v]; p != nil && isDelete(p) {
+					k := ref.Table + "\x00" + v
+					if p := byKey[k]; p != nil && isDelete(p) {
 						out[p] = append(out[p], ActionKey(a))
+					} else if p != nil && p.Kind == DBInsert && a.Kind == DBInsert {
+						out[a] = append(out[a], k)
 					}
 				}
 			}

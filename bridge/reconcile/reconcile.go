@@ -222,20 +222,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, st *State, conn *pgx.Conn, d
 	return out, runErr
 }
 
-// Plan reads as a commit's cycle does, on conn, and returns the plan of its
-// first pass, executing nothing (iasql_preview).
+// Plan reads as a commit's cycle does, on conn, and returns what the commit
+// would do, every pass of it (plan.Whole), executing nothing
+// (iasql_preview).
 func (r *Reconciler) Plan(ctx context.Context, st *State, conn *pgx.Conn, tables []Table) ([]plan.Action, error) {
 	c := &cycle{r: r, st: st, req: Request{Trigger: Preview, Tables: tables}, conn: conn, dbMu: &sync.Mutex{}, id: "preview"}
 	if err := c.read(ctx); err != nil {
 		return nil, err
 	}
-	p, err := plan.Diff(c.snap, plan.Options{})
+	planned, err := plan.Whole(c.snap, plan.Options{})
 	if err != nil {
 		return nil, err
 	}
-	plan.WithStatus(p.Actions)
-	actions := make([]plan.Action, 0, len(p.Actions))
-	for _, a := range p.Actions {
+	plan.WithStatus(planned)
+	actions := make([]plan.Action, 0, len(planned))
+	for _, a := range planned {
 		actions = append(actions, *a)
 	}
 	return actions, nil
