@@ -290,6 +290,7 @@ func TestORMInsert(t *testing.T) {
 		"security_group":      "description,group_name",
 		"security_group_rule": "ip_protocol,security_group_id",
 		"iam_role":            "assume_role_policy_document,role_name",
+		"iam_policy":          "document,policy_name",
 		"repository":          "repository_name",
 		"instance":            "ami,instance_type",
 		"load_balancer":       "name,subnets",
@@ -325,6 +326,7 @@ func TestORMInsert(t *testing.T) {
 		`INSERT INTO bucket (name) VALUES ('orm-bucket')`,
 		`INSERT INTO bucket_object (bucket_id, key) SELECT id, 'a.txt' FROM bucket`,
 		`INSERT INTO iam_role (role_name, assume_role_policy_document) VALUES ('orm-role', '{"Version": "2012-10-17", "Statement": []}')`,
+		`INSERT INTO iam_policy (policy_name, document) VALUES ('orm-policy', '{"Version": "2012-10-17", "Statement": []}')`,
 		`INSERT INTO repository (repository_name) VALUES ('orm-repo')`)
 	var inDefault bool
 	if err := conn.QueryRow(context.Background(), `SELECT g.vpc_id = v.id FROM security_group g, vpc v WHERE g.group_name = 'web'`).Scan(&inDefault); err != nil || !inDefault {
@@ -382,67 +384,83 @@ func TestORMInsert(t *testing.T) {
 	pgtest.WantViolation(t, err, "security_group_vpc_id_set")
 }
 
-// TestModuleUpgradeSQL: for each module with upgrades, a database where it
-// (and what it depends on) was installed at the version its oldest step
-// starts from, then upgraded step by step, a module after those it depends
-// on (as the engine does), has exactly the objects of a fresh install: the
-// same tables, columns, defaults, constraints (and whether they are
-// validated), triggers, functions and comments. What an old version
-// installed is kept as released in <module>/testdata/install-<version>.sql.
+// TestModuleUpgradeSQL: for each module with upgrades and each of its
+// released versions (those whose install is kept as released in
+// <module>/testdata/install-<version>.sql), a database where it was
+// installed at that version (and what it depends on at the version its
+// oldest step starts from), then upgraded step by step, a module after those
+// it depends on (as the engine does), has exactly the objects of a fresh
+// install: the same tables, columns, defaults, constraints (and whether
+// they are validated), triggers, functions and comments.
 func TestModuleUpgradeSQL(t *testing.T) {
 	byName := map[string]module.Module{}
 	for _, m := range modules.All() {
 		byName[m.Name] = m
 	}
-	for _, m := range modules.All() {
-		if len(m.Upgrades) == 0 {
-			continue
+	// released is where a module's upgrades start from: the version its
+	// oldest step starts from (its own version when it has none).
+	released := func(m module.Module) string {
+		from := m.Version
+		for _, u := range m.Upgrades {
+			if from == m.Version || u.From < from {
+				from = u.From
+			}
 		}
-		t.Run(m.Name, func(t *testing.T) {
-			t.Parallel()
-			order := append(dependencies(t, byName, m.Name), m.Name)
-			fresh := srv.NewDB(t)
-			old := srv.NewDB(t)
-			for _, n := range order {
-				d := byName[n]
-				pgtest.Exec(t, fresh, "BEGIN;\n"+d.InstallSQL()+"\nCOMMIT;")
-				install, from := d.InstallSQL(), d.Version
-				if len(d.Upgrades) > 0 {
-					from = d.Upgrades[0].From
-					for _, u := range d.Upgrades {
-						if u.From < from {
-							from = u.From
+		return from
+	}
+	for _, m := range modules.All() {
+		var starts []string
+		for _, u := range m.Upgrades {
+			if _, err := os.Stat(filepath.Join(m.Name, "testdata", "install-"+u.From+".sql")); err == nil || u.From == released(m) {
+				starts = append(starts, u.From)
+			}
+		}
+		slices.Sort(starts)
+		for _, start := range starts {
+			t.Run(m.Name+"@"+start, func(t *testing.T) {
+				t.Parallel()
+				order := append(dependencies(t, byName, m.Name), m.Name)
+				fresh := srv.NewDB(t)
+				old := srv.NewDB(t)
+				for _, n := range order {
+					d := byName[n]
+					pgtest.Exec(t, fresh, "BEGIN;\n"+d.InstallSQL()+"\nCOMMIT;")
+					install, from := d.InstallSQL(), d.Version
+					if len(d.Upgrades) > 0 {
+						from = released(d)
+						if n == m.Name {
+							from = start
 						}
+						b, err := os.ReadFile(filepath.Join(n, "testdata", "install-"+from+".sql"))
+						if err != nil {
+							t.Fatalf("%s %s as released: %v", n, from, err)
+						}
+						install = string(b)
 					}
-					b, err := os.ReadFile(filepath.Join(n, "testdata", "install-"+from+".sql"))
+					pgtest.Exec(t, old, "BEGIN;\n"+install+"\nCOMMIT;")
+					steps, err := d.UpgradePath(from)
 					if err != nil {
-						t.Fatalf("%s %s as released: %v", n, from, err)
+						t.Fatal(err)
 					}
-					install = string(b)
+					for _, u := range steps {
+						pgtest.Exec(t, old, "BEGIN;\n"+u.SQL+"\nCOMMIT;")
+					}
 				}
-				pgtest.Exec(t, old, "BEGIN;\n"+install+"\nCOMMIT;")
-				steps, err := d.UpgradePath(from)
-				if err != nil {
-					t.Fatal(err)
+				want, got := schema(t, pgtest.Connect(t, fresh)), schema(t, pgtest.Connect(t, old))
+				for k, w := range want {
+					if g, ok := got[k]; !ok {
+						t.Errorf("upgraded: no %s", k)
+					} else if g != w {
+						t.Errorf("upgraded: %s is\n%s\nfresh:\n%s", k, g, w)
+					}
 				}
-				for _, u := range steps {
-					pgtest.Exec(t, old, "BEGIN;\n"+u.SQL+"\nCOMMIT;")
+				for k := range got {
+					if _, ok := want[k]; !ok {
+						t.Errorf("upgraded: %s, which a fresh install has not", k)
+					}
 				}
-			}
-			want, got := schema(t, pgtest.Connect(t, fresh)), schema(t, pgtest.Connect(t, old))
-			for k, w := range want {
-				if g, ok := got[k]; !ok {
-					t.Errorf("upgraded: no %s", k)
-				} else if g != w {
-					t.Errorf("upgraded: %s is\n%s\nfresh:\n%s", k, g, w)
-				}
-			}
-			for k := range got {
-				if _, ok := want[k]; !ok {
-					t.Errorf("upgraded: %s, which a fresh install has not", k)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -529,6 +547,7 @@ var errRollback = errors.New("rolled back on purpose")
 // NULL). What AWS takes passes, whatever the case of a key's other letters.
 // EC2: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions
 // ELB: https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-tags.html
+// IAM: https://docs.aws.amazon.com/IAM/latest/UserGuide/id_tags.html#id_tags_rules_creating
 func TestSQLTagRestrictions(t *testing.T) {
 	t.Parallel()
 	dsn, _ := installAll(t)
@@ -558,6 +577,8 @@ func TestSQLTagRestrictions(t *testing.T) {
 			`INSERT INTO load_balancer (load_balancer_arn, name, subnets, tags) SELECT 'arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/db/1', 'db', array_agg(id ORDER BY id), $1 FROM subnet WHERE subnet_id IN ('subnet-a', 'subnet-b')`, false},
 		{"target_group", `INSERT INTO target_group (name, port, vpc_id, tags) SELECT 'web', 80, id, $1 FROM vpc WHERE vpc_id = 'vpc-1'`,
 			`INSERT INTO target_group (target_group_arn, name, port, vpc_id, tags) SELECT 'arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/db/1', 'db', 80, id, $1 FROM vpc WHERE vpc_id = 'vpc-1'`, false},
+		{"iam_policy", `INSERT INTO iam_policy (policy_name, document, tags) VALUES ('web', '{}', $1)`,
+			`INSERT INTO iam_policy (arn, policy_name, document, tags) VALUES ('arn:aws:iam::123456789012:policy/db', 'db', '{}', $1)`, false},
 	}
 	many := func(n int) map[string]string {
 		out := map[string]string{}

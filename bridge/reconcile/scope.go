@@ -13,14 +13,15 @@ package reconcile
 // it all: a read-only table; a table under an ENFORCE or TRACK rule (those
 // modes are about drift); a table with a part unverified (only a whole
 // read can say it is verified again); a table with acting records whose mapper cannot
-// Get, whose identities the cloud generates (rows to create are found by
-// client token) or that references other tables (a resource to import
-// names its parent by cloud identity); a TRUNCATE, a replacement in
+// Get or whose identities the cloud generates (rows to create are found by
+// client token); a TRUNCATE, a replacement in
 // progress, a resource the engine must delete that has no row; in a later
 // pass, a table whose resources the cloud makes by itself under a parent
 // the cycle changed (module.Table.MadeByCloud: a VPC's default security
 // group), and any table under a replacement (it moves what references it).
-// The tables a table read whole references are read whole too.
+// The tables a table read whole references are read whole too, and so are
+// those a table with acting records references (a resource it imports or
+// gets names its parents by cloud identity).
 
 import (
 	"github.com/iasql/iasql/bridge/snapshot"
@@ -43,17 +44,18 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 			}
 		}
 		_, gets := t.Mapper.(module.Getter)
-		byRecord := gets && !snapshot.Generated(t.Spec) && len(module.RefsOf(t.Spec)) == 0 && !c.st.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
+		byRecord := gets && !snapshot.Generated(t.Spec) && !c.st.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
 		if t.Spec.ReadOnly || modes.Drifty(name) || acting.Truncated[name] || acting.NoRow[name] || acting.Replacing[name] || acting.Unverified[name] ||
 			below[name] || (len(acting.IDs[name]) > 0 && !byRecord) {
 			s.Whole[name] = true
 		}
 	}
-	// A table read whole imports what the cloud has, naming parents by
-	// cloud identity: the tables it references are read whole too
-	// (children before parents: one sweep backwards).
+	// A table read whole imports what the cloud has, and a table read by
+	// record gets its acting records' resources, naming parents by cloud
+	// identity: the tables it references are read whole too (children
+	// before parents: one sweep backwards).
 	for i := len(c.req.Tables) - 1; i >= 0; i-- {
-		if t := c.req.Tables[i]; s.Whole[t.Spec.Name] {
+		if t := c.req.Tables[i]; s.Whole[t.Spec.Name] || len(acting.IDs[t.Spec.Name]) > 0 {
 			for _, ref := range module.RefsOf(t.Spec) {
 				s.Whole[ref.Table] = true
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -26,15 +27,14 @@ const (
 )
 
 // iamService emulates IAM roles, their managed policy attachments, inline
-// policies and tags.
+// policies and tags, and managed policies: AWS's (a selection) and the
+// account's own, with their versions and tags.
 type iamService struct {
 	account string
-	// managed are the names of the AWS managed policies that can be
-	// attached, by ARN.
-	managed map[string]string
 
-	mu    sync.Mutex
-	roles map[string]*iamRole // by lowercased name: role names are unique regardless of case
+	mu       sync.Mutex
+	roles    map[string]*iamRole   // by lowercased name: role names are unique regardless of case
+	policies map[string]*iamPolicy // managed policies by ARN
 }
 
 // iamRole is a role as the emulator keeps it.
@@ -69,9 +69,14 @@ var iamManagedPolicies = []string{
 }
 
 func newIAM(opts Options) *iamService {
-	s := &iamService{account: opts.accountID(), managed: map[string]string{}, roles: map[string]*iamRole{}}
+	s := &iamService{account: opts.accountID(), roles: map[string]*iamRole{}, policies: map[string]*iamPolicy{}}
+	created := time.Date(2015, 2, 6, 18, 39, 46, 0, time.UTC)
 	for _, arn := range iamManagedPolicies {
-		s.managed[arn] = arn[strings.LastIndexByte(arn, '/')+1:]
+		_, pathName, _ := strings.Cut(arn, ":policy")
+		i := strings.LastIndexByte(pathName, '/')
+		s.policies[arn] = &iamPolicy{name: pathName[i+1:], path: pathName[:i+1], arn: arn, id: iamUniqueID("ANPA"), aws: true,
+			created: created, updated: created, defaultVersion: "v1", nextVersion: 2,
+			versions: []iamPolicyVersion{{id: "v1", doc: `{"Version":"2012-10-17","Statement":[]}`, created: created}}}
 	}
 	return s
 }
@@ -123,6 +128,17 @@ var iamOps = map[string]struct {
 	"GetRolePolicy":            {(*iamService).getRolePolicy, true},
 	"DeleteRolePolicy":         {(*iamService).deleteRolePolicy, false},
 	"ListRolePolicies":         {(*iamService).listRolePolicies, true},
+	"CreatePolicy":             {(*iamService).createPolicy, true},
+	"GetPolicy":                {(*iamService).getPolicy, true},
+	"ListPolicies":             {(*iamService).listPolicies, true},
+	"DeletePolicy":             {(*iamService).deletePolicy, false},
+	"CreatePolicyVersion":      {(*iamService).createPolicyVersion, true},
+	"GetPolicyVersion":         {(*iamService).getPolicyVersion, true},
+	"ListPolicyVersions":       {(*iamService).listPolicyVersions, true},
+	"DeletePolicyVersion":      {(*iamService).deletePolicyVersion, false},
+	"TagPolicy":                {(*iamService).tagPolicy, false},
+	"UntagPolicy":              {(*iamService).untagPolicy, false},
+	"ListPolicyTags":           {(*iamService).listPolicyTags, true},
 }
 
 // operation is the form's Action, of a body of at most 1 MiB.
@@ -282,6 +298,67 @@ func (p iamParams) tags(name string) ([]iamTag, *iamErr) {
 		return nil, iamValidation(len(out), lowerFirst(name), "Member must have length less than or equal to 50")
 	}
 	return out, nil
+}
+
+// tagged returns have with the request's Tags added, or changed where
+// a key is there already (regardless of case): TagRole, TagPolicy.
+func (p iamParams) tagged(have []iamTag) ([]iamTag, *iamErr) {
+	if !p.Has("Tags") && !p.Has("Tags.member.1.Key") {
+		return have, iamValidation(nil, "tags", "Member must not be null")
+	}
+	tags, e := p.tags("Tags")
+	if e != nil {
+		return have, e
+	}
+	merged := slices.Clone(have)
+	for _, t := range tags {
+		i := slices.IndexFunc(merged, func(o iamTag) bool { return strings.EqualFold(o.key, t.key) })
+		if i >= 0 {
+			merged[i] = t
+		} else {
+			merged = append(merged, t)
+		}
+	}
+	if len(merged) > 50 {
+		return have, iamError(http.StatusConflict, "LimitExceeded", "The number of tags has reached the maximum limit.")
+	}
+	return merged, nil
+}
+
+// untagged returns have without the request's TagKeys (regardless of
+// case): UntagRole, UntagPolicy.
+func (p iamParams) untagged(have []iamTag) ([]iamTag, *iamErr) {
+	keys := p.list("TagKeys")
+	if keys == nil && !p.Has("TagKeys") {
+		return have, iamValidation(nil, "tagKeys", "Member must not be null")
+	}
+	return slices.DeleteFunc(slices.Clone(have), func(t iamTag) bool {
+		return slices.ContainsFunc(keys, func(k string) bool { return strings.EqualFold(k, t.key) })
+	}), nil
+}
+
+// iamTagList is the result of ListRoleTags and ListPolicyTags: the tags
+// sorted by key, a page at a time.
+func iamTagList(p iamParams, tags []iamTag) (*iamXML, *iamErr) {
+	values := map[string]string{}
+	for _, t := range tags {
+		values[t.key] = t.value
+	}
+	return iamList(p, "Tags", slices.Collect(maps.Keys(values)), func(x *iamXML, k string) {
+		x.open("member").elem("Key", k).elem("Value", values[k]).close("member")
+	})
+}
+
+// tagsXML writes a Tags element (nothing when there are none).
+func (x *iamXML) tags(tags []iamTag) *iamXML {
+	if len(tags) > 0 {
+		x.open("Tags")
+		for _, t := range tags {
+			x.open("member").elem("Key", t.key).elem("Value", t.value).close("member")
+		}
+		x.close("Tags")
+	}
+	return x
 }
 
 // page reads Marker and MaxItems (1..1000, default 100).

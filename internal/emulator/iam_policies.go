@@ -49,8 +49,8 @@ func (s *iamService) attachRolePolicy(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	if _, ok := s.managed[arn]; !ok {
-		return nil, iamError(http.StatusNotFound, "NoSuchEntity", "Policy %s does not exist or is not attachable.", arn)
+	if _, e := s.policy(arn); e != nil {
+		return nil, e
 	}
 	if !r.attached[arn] && len(r.attached) >= iamPoliciesPerRole {
 		return nil, iamError(http.StatusConflict, "LimitExceeded", "Cannot exceed quota for PoliciesPerRole: %d", iamPoliciesPerRole)
@@ -92,7 +92,7 @@ func (s *iamService) listAttachedRolePolicies(p iamParams) (*iamXML, *iamErr) {
 		}
 	}
 	return iamList(p, "AttachedPolicies", arns, func(x *iamXML, arn string) {
-		x.open("member").elem("PolicyName", s.managed[arn]).elem("PolicyArn", arn).close("member")
+		x.open("member").elem("PolicyName", s.policies[arn].name).elem("PolicyArn", arn).close("member")
 	})
 }
 

@@ -1,9 +1,7 @@
 package emulator
 
 import (
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,14 +62,7 @@ func (x *iamXML) role(r *iamRole, full bool) *iamXML {
 	}
 	x.elem("MaxSessionDuration", strconv.Itoa(r.maxSession))
 	if full {
-		if len(r.tags) > 0 {
-			x.open("Tags")
-			for _, t := range r.tags {
-				x.open("member").elem("Key", t.key).elem("Value", t.value).close("member")
-			}
-			x.close("Tags")
-		}
-		x.WriteString("<RoleLastUsed/>")
+		x.tags(r.tags).WriteString("<RoleLastUsed/>")
 	}
 	return x
 }
@@ -225,27 +216,8 @@ func (s *iamService) tagRole(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	if !p.Has("Tags") && !p.Has("Tags.member.1.Key") {
-		return nil, iamValidation(nil, "tags", "Member must not be null")
-	}
-	tags, e := p.tags("Tags")
-	if e != nil {
-		return nil, e
-	}
-	merged := slices.Clone(r.tags)
-	for _, t := range tags {
-		i := slices.IndexFunc(merged, func(o iamTag) bool { return strings.EqualFold(o.key, t.key) })
-		if i >= 0 {
-			merged[i] = t
-		} else {
-			merged = append(merged, t)
-		}
-	}
-	if len(merged) > 50 {
-		return nil, iamError(http.StatusConflict, "LimitExceeded", "The number of tags has reached the maximum limit.")
-	}
-	r.tags = merged
-	return nil, nil
+	r.tags, e = p.tagged(r.tags)
+	return nil, e
 }
 
 func (s *iamService) untagRole(p iamParams) (*iamXML, *iamErr) {
@@ -253,14 +225,8 @@ func (s *iamService) untagRole(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	keys := p.list("TagKeys")
-	if keys == nil && !p.Has("TagKeys") {
-		return nil, iamValidation(nil, "tagKeys", "Member must not be null")
-	}
-	r.tags = slices.DeleteFunc(r.tags, func(t iamTag) bool {
-		return slices.ContainsFunc(keys, func(k string) bool { return strings.EqualFold(k, t.key) })
-	})
-	return nil, nil
+	r.tags, e = p.untagged(r.tags)
+	return nil, e
 }
 
 func (s *iamService) listRoleTags(p iamParams) (*iamXML, *iamErr) {
@@ -268,11 +234,5 @@ func (s *iamService) listRoleTags(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	values := map[string]string{}
-	for _, t := range r.tags {
-		values[t.key] = t.value
-	}
-	return iamList(p, "Tags", slices.Collect(maps.Keys(values)), func(x *iamXML, k string) {
-		x.open("member").elem("Key", k).elem("Value", values[k]).close("member")
-	})
+	return iamTagList(p, r.tags)
 }

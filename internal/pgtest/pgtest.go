@@ -175,3 +175,42 @@ func WantViolation(t testing.TB, err error, constraint string) {
 		t.Errorf("error %v, want a violation of %s", err, constraint)
 	}
 }
+
+// WantRefused fails t unless err is what a trigger standing in for a
+// foreign key raises: a foreign_key_violation (SQLSTATE 23503) of
+// constraint, in one line that says each of message, with a hint that says
+// hint (what to do).
+func WantRefused(t testing.TB, err error, constraint, hint string, message ...string) {
+	t.Helper()
+	WantViolation(t, err, constraint)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return
+	}
+	if pe.Code != "23503" || strings.Contains(pe.Message, "\n") || !strings.Contains(pe.Hint, hint) {
+		t.Errorf("SQLSTATE %s, message %q, hint %q; want 23503, one line, a hint with %q", pe.Code, pe.Message, pe.Hint, hint)
+	}
+	for _, m := range message {
+		if !strings.Contains(pe.Message, m) {
+			t.Errorf("message %q does not say %q", pe.Message, m)
+		}
+	}
+}
+
+// RolledBack runs sqls in a transaction that it then rolls back, and
+// returns the first statement's error (nil when every one ran).
+func RolledBack(ctx context.Context, conn *pgx.Conn, sqls ...string) error {
+	errRollback := errors.New("rolled back on purpose")
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, s := range sqls {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		return nil
+	}
+	return err
+}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/enginetest"
@@ -24,19 +23,7 @@ import (
 // message has each of message and whose hint has hint.
 func wantRefused(t *testing.T, err error, hint string, message ...string) {
 	t.Helper()
-	pgtest.WantViolation(t, err, "instance_security_group_ids_fk")
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return
-	}
-	if pe.Code != "23503" || strings.Contains(pe.Message, "\n") || !strings.Contains(pe.Hint, hint) {
-		t.Errorf("SQLSTATE %s, message %q, hint %q; want 23503, one line, a hint with %q", pe.Code, pe.Message, pe.Hint, hint)
-	}
-	for _, m := range message {
-		if !strings.Contains(pe.Message, m) {
-			t.Errorf("message %q does not say %q", pe.Message, m)
-		}
-	}
+	pgtest.WantRefused(t, err, "instance_security_group_ids_fk", hint, message...)
 }
 
 // TestSQLSecurityGroupIdsReference: security_group_ids holds security_group
@@ -90,29 +77,17 @@ func TestSQLSecurityGroupIdsReference(t *testing.T) {
 
 	// Leaving the group first, or deleting the instance first, in the same
 	// transaction: the group goes.
-	inTx := func(sqls ...string) error {
-		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			for _, s := range sqls {
-				if _, err := tx.Exec(ctx, s); err != nil {
-					return err
-				}
-			}
-			return errRollback
-		})
-	}
-	if err := inTx(`UPDATE instance SET security_group_ids = array_remove(security_group_ids, `+itoa(web)+`)`,
-		`DELETE FROM security_group WHERE group_name = 'web'`); !errors.Is(err, errRollback) {
+	if err := pgtest.RolledBack(ctx, conn, `UPDATE instance SET security_group_ids = array_remove(security_group_ids, `+itoa(web)+`)`,
+		`DELETE FROM security_group WHERE group_name = 'web'`); err != nil {
 		t.Errorf("leave the group, then delete it: %v", err)
 	}
-	if err := inTx(`DELETE FROM instance`, `DELETE FROM security_group WHERE group_name IN ('web', 'db')`); !errors.Is(err, errRollback) {
+	if err := pgtest.RolledBack(ctx, conn, `DELETE FROM instance`, `DELETE FROM security_group WHERE group_name IN ('web', 'db')`); err != nil {
 		t.Errorf("delete the instance, then its groups: %v", err)
 	}
-	if err := inTx(`DELETE FROM instance`, `DELETE FROM vpc WHERE vpc_id = 'vpc-1'`); !errors.Is(err, errRollback) {
+	if err := pgtest.RolledBack(ctx, conn, `DELETE FROM instance`, `DELETE FROM vpc WHERE vpc_id = 'vpc-1'`); err != nil {
 		t.Errorf("delete the instance, then the VPC of its groups: %v", err)
 	}
 }
-
-var errRollback = errors.New("rolled back on purpose")
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 

@@ -1,7 +1,8 @@
--- aws_iam: IAM roles with their managed policy attachments and inline
--- policies. The table and its columns are declared in aws_iam.go
--- (module.Column); this file holds its constraints and index, which run
--- after the table is created.
+-- aws_iam: the account's own managed policies, and IAM roles with their
+-- managed policy attachments and inline policies. The tables and their
+-- columns are declared in aws_iam.go and policy.go (module.Column); this
+-- file holds their constraints, indexes and triggers, which run after the
+-- tables are created.
 
 ALTER TABLE public.iam_role
   ADD CONSTRAINT iam_role_name_unique UNIQUE (role_name),
@@ -34,3 +35,113 @@ COMMENT ON CONSTRAINT iam_role_attached_policy_arns_format ON public.iam_role IS
   'Each attached policy is a managed policy ARN, arn:aws:iam::aws:policy/<path><name> or arn:aws:iam::<account>:policy/<path><name>; no NULL entries.';
 COMMENT ON CONSTRAINT iam_role_inline_policies_format ON public.iam_role IS
   'Inline policies are a JSON object whose keys are policy names (1 to 128 letters, digits and _+=,.@- characters) and whose values are policy documents (objects).';
+
+-- iam_policy: the account's own managed policies. CreatePolicy's rules
+-- (https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreatePolicy.html):
+-- names of 1 to 128 characters [\w+=,.@-], unique in the account regardless
+-- of case; a path of / or /.../, up to 512 characters from ! to DEL but *;
+-- a description of up to 1000 characters. IAM's tag rules
+-- (https://docs.aws.amazon.com/IAM/latest/UserGuide/id_tags.html#id_tags_rules_creating):
+-- at most 50 tags, keys up to 128 and values up to 256 characters, no key
+-- starting with aws:. A policy's create carries no client-token tag (its
+-- name finds a retried create).
+ALTER TABLE public.iam_policy
+  ADD CONSTRAINT iam_policy_name_unique UNIQUE (policy_name),
+  ADD CONSTRAINT iam_policy_name_iam_rules CHECK (policy_name ~ '^[A-Za-z0-9_+=,.@-]{1,128}$'),
+  ADD CONSTRAINT iam_policy_path_iam_rules CHECK (char_length(path) <= 512 AND path ~ '^(/|/[!-)+-\x7F]+/)$'),
+  ADD CONSTRAINT iam_policy_description_iam_rules CHECK (char_length(description) <= 1000),
+  ADD CONSTRAINT iam_policy_document_object CHECK (jsonb_typeof(document) = 'object'),
+  ADD CONSTRAINT iam_policy_tags_object CHECK (jsonb_typeof(tags) = 'object'),
+  ADD CONSTRAINT iam_policy_tags_aws_limits CHECK (public.aws_tags_check(tags, 'iam_policy', 50, 128, 256,
+    'https://docs.aws.amazon.com/IAM/latest/UserGuide/id_tags.html#id_tags_rules_creating'));
+CREATE UNIQUE INDEX iam_policy_name_case_insensitive_unique ON public.iam_policy (lower(policy_name));
+COMMENT ON COLUMN public.iam_policy.id IS 'Database identifier of the row; the cloud knows the policy by name (and by its ARN, which holds its path).';
+COMMENT ON CONSTRAINT iam_policy_name_unique ON public.iam_policy IS 'A policy name appears once.';
+COMMENT ON INDEX public.iam_policy_name_case_insensitive_unique IS 'IAM policy names are unique regardless of case: Read and read cannot both exist.';
+COMMENT ON CONSTRAINT iam_policy_name_iam_rules ON public.iam_policy IS
+  'IAM policy naming rules: 1 to 128 characters, each a letter, a digit or one of _+=,.@-';
+COMMENT ON CONSTRAINT iam_policy_path_iam_rules ON public.iam_policy IS
+  'IAM path rules: / alone, or a path that begins and ends with /, up to 512 characters from ! to DEL except *.';
+COMMENT ON CONSTRAINT iam_policy_description_iam_rules ON public.iam_policy IS 'IAM allows policy descriptions of at most 1000 characters.';
+COMMENT ON CONSTRAINT iam_policy_document_object ON public.iam_policy IS 'A policy document is a JSON object.';
+COMMENT ON CONSTRAINT iam_policy_tags_object ON public.iam_policy IS 'Tags are a JSON object.';
+COMMENT ON CONSTRAINT iam_policy_tags_aws_limits ON public.iam_policy IS
+  'IAM''s tag rules: at most 50 tags, keys 1 to 128 characters not starting with aws:, values up to 256.';
+
+-- iam_role.policy_ids is a many-reference (bigint[] of iam_policy.id).
+-- PostgreSQL cannot put a FOREIGN KEY on an array, so two triggers do its
+-- work, as instance.security_group_ids's do (no cascade: detaching a policy
+-- is never a side effect of deleting something else):
+--  * iam_role_policy_ids_check, on iam_role: an INSERT, or an UPDATE of
+--    policy_ids, listing an id that is not an iam_policy row is refused;
+--  * iam_policy_in_use, on iam_policy: deleting a policy row that a role
+--    row still lists is refused. Take the policy out of those rows'
+--    policy_ids (or delete them) first: in the same transaction is enough,
+--    and one commit then detaches it before it deletes the policy, as AWS
+--    requires (DeletePolicy answers DeleteConflict while it is attached).
+-- Both raise foreign_key_violation (SQLSTATE 23503) naming the constraint
+-- iam_role_policy_ids_fk, as a foreign key would. A policy's id never
+-- changes (it is a serial), so no UPDATE of iam_policy is checked.
+-- Uninstall drops the tables (and their triggers), then the functions
+-- (aws_iam_uninstall.sql).
+ALTER TABLE public.iam_role
+  ADD CONSTRAINT iam_role_policy_ids_no_nulls CHECK (array_position(policy_ids, NULL) IS NULL);
+COMMENT ON CONSTRAINT iam_role_policy_ids_no_nulls ON public.iam_role IS 'policy_ids lists iam_policy.id values, none NULL.';
+
+CREATE OR REPLACE FUNCTION public.iam_role_policy_ids_check() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  missing bigint;
+BEGIN
+  SELECT p INTO missing FROM unnest(NEW.policy_ids) AS p
+   WHERE NOT EXISTS (SELECT 1 FROM public.iam_policy x WHERE x.id = p) LIMIT 1;
+  IF missing IS NOT NULL THEN
+    RAISE EXCEPTION 'iam_role: policy % is not an iam_policy row', missing
+      USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'iam_role_policy_ids_fk',
+            HINT = 'policy_ids lists iam_policy.id values: create the policy first (INSERT INTO iam_policy), or leave the id out; AWS managed policies go in attached_policy_arns.';
+  END IF;
+  RETURN NEW;
+END;
+$$;
+COMMENT ON FUNCTION public.iam_role_policy_ids_check() IS 'Trigger function: a role''s policy_ids are iam_policy rows.';
+CREATE TRIGGER iam_role_policy_ids_check BEFORE INSERT OR UPDATE OF policy_ids ON public.iam_role
+  FOR EACH ROW EXECUTE FUNCTION public.iam_role_policy_ids_check();
+COMMENT ON TRIGGER iam_role_policy_ids_check ON public.iam_role IS 'Checks that the role''s policy_ids are iam_policy rows (policy_ids has no foreign key).';
+
+CREATE OR REPLACE FUNCTION public.iam_policy_in_use() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  users bigint[];
+BEGIN
+  SELECT array_agg(r.id ORDER BY r.id) INTO users FROM public.iam_role r WHERE OLD.id = ANY (r.policy_ids);
+  IF users IS NOT NULL THEN
+    RAISE EXCEPTION 'policy % (%) is still attached to iam_role row(s) %', OLD.id, OLD.policy_name,
+        array_to_string(users[1:10], ', ') || CASE WHEN cardinality(users) > 10 THEN format(' and %s more', cardinality(users) - 10) ELSE '' END
+      USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'iam_role_policy_ids_fk',
+            HINT = 'Remove the policy from those rows'' policy_ids, or delete those iam_role rows, before deleting the policy (in the same transaction is fine).';
+  END IF;
+  RETURN OLD;
+END;
+$$;
+COMMENT ON FUNCTION public.iam_policy_in_use() IS 'Trigger function: refuses to delete a policy row that an iam_role row still lists in policy_ids.';
+CREATE TRIGGER iam_policy_in_use BEFORE DELETE ON public.iam_policy
+  FOR EACH ROW EXECUTE FUNCTION public.iam_policy_in_use();
+COMMENT ON TRIGGER iam_policy_in_use ON public.iam_policy IS 'A policy row that roles list in policy_ids cannot be deleted (the other half of iam_role_policy_ids_check: policy_ids has no foreign key).';
+
+-- A policy's name is its identity in IAM: a new name is a new policy (made
+-- first), and the old one is deleted once nothing attaches it. The role
+-- rows that list the policy are rewritten as they are, in the same
+-- transaction, so that they carry the user's change too: the commit then
+-- attaches the new policy to their roles and detaches the old one before
+-- deleting it (DeletePolicy answers DeleteConflict while it is attached).
+CREATE OR REPLACE FUNCTION public.iam_policy_renamed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE public.iam_role SET policy_ids = policy_ids WHERE NEW.id = ANY (policy_ids);
+  RETURN NULL;
+END;
+$$;
+COMMENT ON FUNCTION public.iam_policy_renamed() IS 'Trigger function: rewrites, as they are, the iam_role rows that list a renamed policy, so that the commit moves their roles to the new policy.';
+CREATE TRIGGER iam_policy_renamed AFTER UPDATE OF policy_name ON public.iam_policy
+  FOR EACH ROW WHEN (OLD.policy_name IS DISTINCT FROM NEW.policy_name) EXECUTE FUNCTION public.iam_policy_renamed();
+COMMENT ON TRIGGER iam_policy_renamed ON public.iam_policy IS 'A renamed policy is a new policy in IAM: the roles that list it move to it in the same commit (iam_policy_renamed()).';

@@ -1,201 +1,189 @@
 package aws_iam
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
+	"context"
 	"fmt"
-	"net/url"
-	"slices"
-	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/iam/types"
+
+	"github.com/iasql/iasql/modules/internal/detail"
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
-// Policy documents. IAM keeps a document's text and returns it URL-encoded;
-// the table keeps documents as jsonb. Records carry them parsed (JSON
-// objects with json.Number numbers), so that two documents compare by
-// meaning: key order and whitespace do not matter, values do (a string is
-// not a list of one string).
-
-// parseDoc turns a document as IAM returns it into its record form: the
-// parsed JSON, or the text itself when it is not JSON (it then differs
-// from every database value and is rewritten). Servers that return the
-// document without URL encoding are understood too.
-func parseDoc(s string) any {
-	text := s
-	if t := strings.TrimSpace(s); !strings.HasPrefix(t, "{") {
-		if u, err := url.QueryUnescape(s); err == nil {
-			text = u
-		}
-	}
-	if v, ok := decodeJSON(text); ok {
-		return v
-	}
-	return text
+// PolicyTable is the iam_policy table's declaration: the account's own
+// (customer managed) policies, under every path. IAM is global: no region.
+func PolicyTable() module.Table {
+	return module.Table{
+		Name: "iam_policy",
+		Comment: "Customer managed IAM policies of the account, under every path (IAM is global). Insert a row to create a policy; update document to make a new default version " +
+			"(when the policy has five versions, its oldest other version is deleted first); update tags to retag it; delete the row to delete the policy and its versions " +
+			"(a policy something outside this table still uses is deleted once that lets go of it). Roles use policies through iam_role.policy_ids. " +
+			"Changing policy_name, path or description replaces the policy.",
+		Columns: []module.Column{
+			{Name: "policy_name", Type: "text", NotNull: true, CloudID: true,
+				Comment: "Policy name: 1 to 128 letters, digits and _+=,.@- characters, unique in the account regardless of case. Changing it replaces the policy."},
+			{Name: "path", Type: "text", NotNull: true, Default: "'/'", CreateOnly: true,
+				Comment: "Path of the policy: / (the default) or /a/b/, up to 512 characters from ! to DEL but *. IAM cannot change it: changing it replaces the policy."},
+			{Name: "description", Type: "text", CreateOnly: true,
+				Comment: "Description of the policy, up to 1000 characters; NULL and the empty string both mean none. IAM cannot change it: changing it replaces the policy."},
+			{Name: "document", Type: "jsonb", NotNull: true,
+				Comment: "The policy document (its default version) as a JSON object. Compared by meaning: key order and whitespace do not matter, values do. " +
+					"Changing it makes a new default version."},
+			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value (AWS's own aws:* tags are left out)."},
+			{Name: "arn", Type: "text", Kind: module.Feedback,
+				Comment: "ARN of the policy, arn:aws:iam::<account>:policy<path><name> (from the cloud; not written to it)."},
+			{Name: "policy_id", Type: "text", Kind: module.Feedback,
+				Comment: "Stable unique id IAM gave the policy, beginning with ANPA (from the cloud; not written to it)."},
+			{Name: "default_version_id", Type: "text", Kind: module.Feedback,
+				Comment: "Id of the default version: v1 when created, a higher one after each change of document (from the cloud; not written to it)."},
+		},
+	}.Declare()
 }
 
-func decodeJSON(s string) (any, bool) {
-	d := json.NewDecoder(strings.NewReader(s))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, false
-	}
-	if _, err := d.Token(); err == nil {
-		return nil, false // trailing data
-	}
-	return v, true
+// policyMapper maps iam_policy.
+type policyMapper struct {
+	iamClients
+	// details: each policy's description, tags and document as last read,
+	// by name, of the policy with an id and default version.
+	details *detail.Cache[policyDetail]
 }
 
-// normDoc makes a record value comparable with module.Same: a JSON text
-// is parsed, Go numbers become json.Numbers.
-func normDoc(v any) any {
-	switch x := v.(type) {
-	case nil:
-		return nil
-	case string:
-		if d, ok := decodeJSON(x); ok {
-			return d
-		}
-		return x
-	case map[string]any:
-		if plain(x) {
-			return x
-		}
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	d, _ := decodeJSON(string(b))
-	return d
+// policyDetail is what ListPolicies does not say of a policy (its
+// description and tags: GetPolicy; its document: GetPolicyVersion).
+type policyDetail struct {
+	policy   types.Policy
+	document any
 }
 
-// plain reports whether v holds only the values a JSON decoder with
-// UseNumber produces.
-func plain(v any) bool {
-	switch x := v.(type) {
-	case nil, bool, string, json.Number:
-		return true
-	case map[string]any:
-		for _, e := range x {
-			if !plain(e) {
-				return false
-			}
+// Read lists the account's policies (ListPolicies, Scope Local, paginated)
+// and completes each one, 8 at a time, with what GetPolicy and
+// GetPolicyVersion tell, reused from a read of the same default version
+// when the context allows it.
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_ListPolicies.html
+func (m *policyMapper) Read(ctx context.Context) ([]module.Record, error) {
+	cl := m.client(ctx)
+	var ps []types.Policy
+	p := iam.NewListPoliciesPaginator(cl, &iam.ListPoliciesInput{Scope: types.PolicyScopeTypeLocal, MaxItems: aws.Int32(listPage)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, classify(err, "list policies")
 		}
-		return true
-	case []any:
-		for _, e := range x {
-			if !plain(e) {
-				return false
-			}
-		}
-		return true
+		ps = append(ps, page.Policies...)
 	}
-	return false
+	due := m.details.Due()
+	return regional.Gather(ctx, concurrency, len(ps), func(ctx context.Context, i int) ([]module.Record, error) {
+		rec, err := m.get(ctx, cl, ps[i], due)
+		if err != nil {
+			return nil, module.Deleted(err, "NoSuchEntity") // none when deleted since it was listed
+		}
+		return []module.Record{rec}, nil
+	})
 }
 
-// sameDoc compares two documents by meaning.
-func sameDoc(a, b any) bool {
-	return sameJSON(normDoc(a), normDoc(b))
-}
-
-// sameJSON compares parsed JSON values exactly: objects by their keys,
-// arrays in order, numbers by value (3600 and 3600.0 alike), and nothing
-// else folded (unlike module.Same, "" is not null and "1" is not 1).
-func sameJSON(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !sameJSON(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !sameJSON(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && module.Same(x, y)
-	}
-	return a == b
-}
-
-// docText is the JSON text of a document to send to IAM.
-func docText(v any) (string, error) {
-	switch x := normDoc(v).(type) {
-	case nil:
-		return "", errors.New("no policy document")
-	case map[string]any:
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(x); err != nil {
-			return "", err
-		}
-		return strings.TrimSuffix(b.String(), "\n"), nil
-	default:
-		return "", fmt.Errorf("a policy document is a JSON object, not %v", x)
-	}
-}
-
-// stringSet returns a text[] record value as a sorted set.
-func stringSet(v any) []string {
-	var out []string
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-	case []string:
-		out = slices.Clone(x)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// setRecord is a set in record form.
-func setRecord(s []string) []any {
-	out := make([]any, 0, len(s))
-	for _, e := range s {
-		out = append(out, e)
-	}
-	return out
-}
-
-// inlineMap returns an inline_policies record value: policy name ->
-// document (normalised).
-func inlineMap(v any) map[string]any {
-	out := map[string]any{}
-	m, ok := normDoc(v).(map[string]any)
+// get completes a policy IAM named (listed, or just made: its ARN is
+// enough) into its record: GetPolicy, then GetPolicyVersion of its default.
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetPolicy.html
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetPolicyVersion.html
+func (m *policyMapper) get(ctx context.Context, cl *iam.Client, p types.Policy, due map[string]bool) (module.Record, error) {
+	d, ok := m.details.Get(ctx, aws.ToString(p.PolicyName), versionKey(p), due)
 	if !ok {
-		return out
+		got, err := cl.GetPolicy(ctx, &iam.GetPolicyInput{PolicyArn: p.Arn})
+		if err != nil {
+			return nil, classify(err, "get policy %s", aws.ToString(p.Arn))
+		}
+		v, err := cl.GetPolicyVersion(ctx, &iam.GetPolicyVersionInput{PolicyArn: p.Arn, VersionId: got.Policy.DefaultVersionId})
+		if err != nil {
+			return nil, classify(err, "get the default version of policy %s", aws.ToString(p.Arn))
+		}
+		d = policyDetail{policy: *got.Policy, document: parseDoc(aws.ToString(v.PolicyVersion.Document))}
+		m.details.Put(aws.ToString(d.policy.PolicyName), versionKey(d.policy), d)
 	}
-	for k, d := range m {
-		out[k] = normDoc(d)
-	}
-	return out
+	return module.Record{"policy_name": aws.ToString(d.policy.PolicyName), "path": aws.ToString(d.policy.Path), "description": orNull(aws.ToString(d.policy.Description)),
+		"document": d.document, "tags": tagRecord(d.policy.Tags), "arn": d.policy.Arn, "policy_id": d.policy.PolicyId,
+		"default_version_id": d.policy.DefaultVersionId}, nil
 }
 
-// sameInline compares two inline_policies values: the same policy names,
-// each with the same document.
-func sameInline(a, b any) bool {
-	return sameJSON(inlineMap(a), inlineMap(b))
+// Create creates the policy (its document is version v1, the default) and
+// reads it back. A policy of that name that exists already (a retried
+// create) is read back as it is: the engine then updates it to the row.
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreatePolicy.html
+func (m *policyMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+	name, cl := want.String("policy_name"), m.client(ctx)
+	doc, err := docText(want["document"])
+	if err != nil {
+		return nil, &module.TerminalError{Err: fmt.Errorf("create policy %s: document: %w", name, err)}
+	}
+	out, err := cl.CreatePolicy(ctx, &iam.CreatePolicyInput{PolicyName: &name, Path: optional(want.String("path")), PolicyDocument: &doc,
+		Description: optional(want.String("description")), Tags: iamTags(want["tags"])})
+	if module.IsCode(err, "EntityAlreadyExists") {
+		arns, err := policyArns(ctx, cl)
+		if err != nil || arns[name] == "" {
+			return nil, classify(err, "create policy %s: IAM has a policy of that name (in another case?)", name)
+		}
+		return m.get(ctx, cl, types.Policy{Arn: aws.String(arns[name])}, nil)
+	}
+	if err != nil {
+		return nil, classify(err, "create policy %s", name)
+	}
+	return m.get(ctx, cl, types.Policy{Arn: out.Policy.Arn}, nil)
+}
+
+// Update makes a new default version of a changed document and retags.
+// Another name, path or description needs a new policy: IAM changes
+// neither (CreatePolicy: "The policy description is immutable").
+func (m *policyMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+	if want.String("policy_name") != have.String("policy_name") || want.String("path") != have.String("path") || !module.Same(want["description"], have["description"]) {
+		return nil, module.ErrReplace
+	}
+	arn, cl := have.String("arn"), m.client(ctx)
+	if !sameDoc(want["document"], have["document"]) {
+		if err := m.newVersion(ctx, cl, arn, want["document"]); err != nil {
+			return nil, err
+		}
+	}
+	if err := retag(ctx, cl, arn, want["tags"], have["tags"]); err != nil {
+		return nil, err
+	}
+	return m.get(ctx, cl, types.Policy{Arn: &arn}, nil)
+}
+
+// Delete deletes the policy's versions but the default, then the policy
+// (DeletePolicy's order). One something still uses fails with
+// DeleteConflict, which is retried: detaching it is the role's business
+// (or, outside the table, someone else's).
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_DeletePolicy.html
+func (m *policyMapper) Delete(ctx context.Context, have module.Record) error {
+	arn, cl := have.String("arn"), m.client(ctx)
+	vs, err := versions(ctx, cl, arn)
+	if err != nil {
+		return module.Deleted(err, "NoSuchEntity")
+	}
+	for _, v := range vs {
+		if err := deleteVersion(ctx, cl, arn, v); err != nil {
+			return err
+		}
+	}
+	_, err = cl.DeletePolicy(ctx, &iam.DeletePolicyInput{PolicyArn: &arn})
+	if module.IsCode(err, "DeleteConflict") {
+		return fmt.Errorf("delete policy %s: still attached to a user, group or role (it is deleted once detached): %w", arn, err)
+	}
+	return classify(module.Deleted(err, "NoSuchEntity"), "delete policy %s", arn)
+}
+
+// Equal compares name and path exactly, descriptions with NULL and ""
+// alike, documents by meaning, tags by value.
+func (m *policyMapper) Equal(db, cloud module.Record) bool {
+	return db.String("policy_name") == cloud.String("policy_name") && db.String("path") == cloud.String("path") &&
+		module.Same(db["description"], cloud["description"]) && sameDoc(db["document"], cloud["document"]) &&
+		module.Same(db["tags"], cloud["tags"])
+}
+
+// Temporary names the stand-in of a policy replaced under its name (a new
+// path or description): names are unique in the account.
+func (m *policyMapper) Temporary(want module.Record, oldCloudID string) module.Record {
+	return module.StandIn(want, "policy_name", oldCloudID, 128)
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,8 +34,7 @@ const concurrency = 8
 
 // roleMapper maps the iam_role table.
 type roleMapper struct {
-	cfg     aws.Config
-	clients *regional.Clients[*iam.Client]
+	iamClients
 	// details: each role's policies as last read, by role name, of the role
 	// with a role id (a role made anew under the same name is read anew).
 	details *detail.Cache[roleDetail]
@@ -48,24 +48,15 @@ type roleDetail struct {
 }
 
 func newRoleMapper(cfg aws.Config) *roleMapper {
-	return &roleMapper{cfg: cfg, details: detail.NewCache[roleDetail](detailTTL()),
-		clients: regional.NewClients(func(region string) *iam.Client {
-			return iam.NewFromConfig(cfg, func(o *iam.Options) { o.Region = region })
-		})}
-}
-
-// client returns the IAM client for the default region of the cycle's
-// scope. IAM is global: any region reaches the same roles; signing for the
-// scope's default region makes partitions other than aws (aws-cn,
-// aws-us-gov) resolve to their own endpoint.
-func (m *roleMapper) client(ctx context.Context) *iam.Client {
-	return m.clients.Region(module.ScopeOf(ctx, m.cfg).Default)
+	return &roleMapper{iamClients: newClients(cfg), details: detail.NewCache[roleDetail](detailTTL())}
 }
 
 // detailTTL is IASQL_IAM_DETAIL_TTL (a duration; 0 turns reuse off),
-// default 5 minutes: an automatic cycle over unchanged roles then makes
-// ListRoles calls only, and policies changed outside iasql are seen within
-// the TTL (at once by iasql_commit, which reads fresh).
+// default 5 minutes: an automatic cycle over unchanged roles and policies
+// then makes ListRoles and ListPolicies calls only, and what changed
+// outside iasql and those lists do not show (a role's policies, a policy's
+// tags) is seen within the TTL (at once by iasql_commit, which reads
+// fresh).
 func detailTTL() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv("IASQL_IAM_DETAIL_TTL")); err == nil && d >= 0 {
 		return d
@@ -151,10 +142,6 @@ func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role, d
 			m.details.Put(name, id, d)
 		}
 	}
-	var desc any
-	if s := aws.ToString(r.Description); s != "" {
-		desc = s
-	}
 	maxSession := int64(3600)
 	if r.MaxSessionDuration != nil {
 		maxSession = int64(*r.MaxSessionDuration)
@@ -163,12 +150,21 @@ func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role, d
 	if inline == nil {
 		inline = map[string]any{}
 	}
+	var managed, own []string
+	for _, arn := range d.attached {
+		if awsManaged(arn) {
+			managed = append(managed, arn)
+		} else {
+			own = append(own, policyName(arn))
+		}
+	}
 	return module.Record{
 		"role_name":                   aws.ToString(r.RoleName),
 		"assume_role_policy_document": parseDoc(aws.ToString(r.AssumeRolePolicyDocument)),
-		"description":                 desc,
+		"description":                 orNull(aws.ToString(r.Description)),
 		"max_session_duration":        module.Number(maxSession),
-		"attached_policy_arns":        setRecord(d.attached),
+		"attached_policy_arns":        setRecord(managed),
+		"policy_ids":                  setRecord(own),
 		"inline_policies":             inline,
 		"arn":                         aws.ToString(r.Arn),
 		"role_id":                     id,
@@ -252,6 +248,10 @@ func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 		in.Description = aws.String(d)
 	}
 	cl := m.client(ctx)
+	arns, _, err := m.attachable(ctx, cl, want, nil)
+	if err != nil {
+		return nil, fmt.Errorf("create role %s: %w", name, err)
+	}
 	_, err = cl.CreateRole(ctx, in)
 	switch {
 	case module.IsCode(err, "EntityAlreadyExists"):
@@ -259,7 +259,7 @@ func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 	case err != nil:
 		return nil, classify(err, "create role %s", name)
 	}
-	for _, arn := range stringSet(want["attached_policy_arns"]) {
+	for _, arn := range arns {
 		if err := m.attach(ctx, cl, name, arn); err != nil {
 			return nil, err
 		}
@@ -351,7 +351,10 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 			return nil, classify(err, "update the trust policy of role %s", name)
 		}
 	}
-	wantArns, haveArns := stringSet(want["attached_policy_arns"]), stringSet(have["attached_policy_arns"])
+	wantArns, haveArns, err := m.attachable(ctx, cl, want, have)
+	if err != nil {
+		return nil, fmt.Errorf("update role %s: %w", name, err)
+	}
 	// Detach first: a role near its quota of attached policies can then
 	// take the new ones.
 	for _, arn := range haveArns {
@@ -421,13 +424,76 @@ func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
 }
 
 // Equal compares the declarative columns: names exactly, NULL and ""
-// descriptions alike, numbers by value, attached policies as sets, policy
-// documents (the trust policy and each inline one) by meaning.
+// descriptions alike, numbers by value, attached policies as sets (an ARN
+// of the account's own policy in attached_policy_arns as its name in
+// policy_ids), policy documents (the trust policy and each inline one) by
+// meaning.
 func (m *roleMapper) Equal(db, cloud module.Record) bool {
 	return db.String("role_name") == cloud.String("role_name") &&
 		sameDoc(db["assume_role_policy_document"], cloud["assume_role_policy_document"]) &&
 		module.Same(db["description"], cloud["description"]) &&
 		module.Same(sessionValue(db), sessionValue(cloud)) &&
-		slices.Equal(stringSet(db["attached_policy_arns"]), stringSet(cloud["attached_policy_arns"])) &&
+		sameAttachments(db, cloud) &&
 		sameInline(db["inline_policies"], cloud["inline_policies"])
+}
+
+// awsManaged reports whether a policy ARN is of one of AWS's own managed
+// policies (arn:aws:iam::aws:policy/...): a role record holds those in
+// attached_policy_arns, and the account's own by name in policy_ids.
+func awsManaged(arn string) bool {
+	parts := strings.SplitN(arn, ":", 6)
+	return len(parts) == 6 && parts[4] == "aws"
+}
+
+// policyName is the name in a policy's ARN (what follows its path).
+func policyName(arn string) string { return arn[strings.LastIndexByte(arn, '/')+1:] }
+
+// attachments is what a role record attaches: the ARNs of AWS's managed
+// policies, and the names of the account's own (policy_ids, and those
+// attached_policy_arns names by ARN), each a sorted set.
+func attachments(r module.Record) (managed, own []string) {
+	for _, arn := range stringSet(r["attached_policy_arns"]) {
+		if awsManaged(arn) {
+			managed = append(managed, arn)
+		} else {
+			own = append(own, policyName(arn))
+		}
+	}
+	return managed, module.Strings(append(own, module.Strings(r["policy_ids"])...))
+}
+
+func sameAttachments(a, b module.Record) bool {
+	am, ao := attachments(a)
+	bm, bo := attachments(b)
+	return slices.Equal(am, bm) && slices.Equal(ao, bo)
+}
+
+// attachable is the ARNs of the policies want and have attach (each a
+// sorted set): attached_policy_arns, and the ARNs of the account's policies
+// policy_ids names (ListPolicies, when it names any). A policy want names
+// that IAM does not have is an error; one have names is simply not there.
+func (m *roleMapper) attachable(ctx context.Context, cl *iam.Client, want, have module.Record) (wantArns, haveArns []string, err error) {
+	var byName map[string]string
+	if len(module.Strings(want["policy_ids"]))+len(module.Strings(have["policy_ids"])) > 0 {
+		if byName, err = policyArns(ctx, cl); err != nil {
+			return nil, nil, err
+		}
+	}
+	arns := func(r module.Record, strict bool) ([]string, error) {
+		out := stringSet(r["attached_policy_arns"])
+		for _, name := range module.Strings(r["policy_ids"]) {
+			switch arn, ok := byName[name]; {
+			case ok:
+				out = append(out, arn)
+			case strict:
+				return nil, fmt.Errorf("attach policy %s: IAM has no policy of that name", name)
+			}
+		}
+		return stringSet(out), nil
+	}
+	if wantArns, err = arns(want, true); err != nil {
+		return nil, nil, err
+	}
+	haveArns, _ = arns(have, false)
+	return wantArns, haveArns, nil
 }

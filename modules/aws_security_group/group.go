@@ -2,10 +2,7 @@ package aws_security_group
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -163,15 +160,7 @@ func (m *groupMapper) Update(ctx context.Context, want, have module.Record) (mod
 // Temporary names the stand-in of a replacement: the name with a suffix
 // derived from the old group's identity, so a retry finds the same one.
 func (m *groupMapper) Temporary(want module.Record, oldCloudID string) module.Record {
-	sum := sha256.Sum256([]byte(oldCloudID))
-	suffix := "-iasql-" + hex.EncodeToString(sum[:4])
-	name := want.String("group_name")
-	if len(name)+len(suffix) > 255 {
-		name = name[:255-len(suffix)]
-	}
-	out := maps.Clone(want)
-	out["group_name"] = name + suffix
-	return out
+	return module.StandIn(want, "group_name", oldCloudID, 255)
 }
 
 func (m *groupMapper) Delete(ctx context.Context, have module.Record) error {

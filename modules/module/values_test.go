@@ -2,6 +2,7 @@ package module_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/iasql/iasql/modules/module"
@@ -36,5 +37,22 @@ func TestSame(t *testing.T) {
 				t.Errorf("Same(%v, %v) = %v, want %v (reversed)", c.b, c.a, got, c.want)
 			}
 		})
+	}
+}
+
+// TestStandIn: a stand-in's name is the name with a suffix derived from
+// the old cloud id (the same for the same one), cut to fit.
+func TestStandIn(t *testing.T) {
+	want := module.Record{"name": "web", "other": "x"}
+	a, b := module.StandIn(want, "name", "sg-1", 255), module.StandIn(want, "name", "sg-1", 255)
+	if a.String("name") != b.String("name") || !strings.HasPrefix(a.String("name"), "web-iasql-") || a.String("other") != "x" || want.String("name") != "web" {
+		t.Errorf("stand-ins %v %v of %v", a, b, want)
+	}
+	if c := module.StandIn(want, "name", "sg-2", 255); c.String("name") == a.String("name") {
+		t.Errorf("two old resources, one stand-in name %s", c.String("name"))
+	}
+	long := module.Record{"name": strings.Repeat("n", 128)}
+	if n := module.StandIn(long, "name", "p", 128).String("name"); len(n) != 128 || !strings.HasPrefix(n, "nnn") {
+		t.Errorf("stand-in of a 128-character name: %q", n)
 	}
 }

@@ -1,0 +1,201 @@
+package aws_iam
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/iasql/iasql/modules/module"
+)
+
+// Policy documents. IAM keeps a document's text and returns it URL-encoded;
+// the table keeps documents as jsonb. Records carry them parsed (JSON
+// objects with json.Number numbers), so that two documents compare by
+// meaning: key order and whitespace do not matter, values do (a string is
+// not a list of one string).
+
+// parseDoc turns a document as IAM returns it into its record form: the
+// parsed JSON, or the text itself when it is not JSON (it then differs
+// from every database value and is rewritten). Servers that return the
+// document without URL encoding are understood too.
+func parseDoc(s string) any {
+	text := s
+	if t := strings.TrimSpace(s); !strings.HasPrefix(t, "{") {
+		if u, err := url.QueryUnescape(s); err == nil {
+			text = u
+		}
+	}
+	if v, ok := decodeJSON(text); ok {
+		return v
+	}
+	return text
+}
+
+func decodeJSON(s string) (any, bool) {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, false
+	}
+	if _, err := d.Token(); err == nil {
+		return nil, false // trailing data
+	}
+	return v, true
+}
+
+// normDoc makes a record value comparable with module.Same: a JSON text
+// is parsed, Go numbers become json.Numbers.
+func normDoc(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if d, ok := decodeJSON(x); ok {
+			return d
+		}
+		return x
+	case map[string]any:
+		if plain(x) {
+			return x
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	d, _ := decodeJSON(string(b))
+	return d
+}
+
+// plain reports whether v holds only the values a JSON decoder with
+// UseNumber produces.
+func plain(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, string, json.Number:
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !plain(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !plain(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// sameDoc compares two documents by meaning.
+func sameDoc(a, b any) bool {
+	return sameJSON(normDoc(a), normDoc(b))
+}
+
+// sameJSON compares parsed JSON values exactly: objects by their keys,
+// arrays in order, numbers by value (3600 and 3600.0 alike), and nothing
+// else folded (unlike module.Same, "" is not null and "1" is not 1).
+func sameJSON(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && module.Same(x, y)
+	}
+	return a == b
+}
+
+// docText is the JSON text of a document to send to IAM.
+func docText(v any) (string, error) {
+	switch x := normDoc(v).(type) {
+	case nil:
+		return "", errors.New("no policy document")
+	case map[string]any:
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(x); err != nil {
+			return "", err
+		}
+		return strings.TrimSuffix(b.String(), "\n"), nil
+	default:
+		return "", fmt.Errorf("a policy document is a JSON object, not %v", x)
+	}
+}
+
+// stringSet returns a text[] record value as a sorted set.
+func stringSet(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+	case []string:
+		out = slices.Clone(x)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// setRecord is a set in record form.
+func setRecord(s []string) []any {
+	out := make([]any, 0, len(s))
+	for _, e := range s {
+		out = append(out, e)
+	}
+	return out
+}
+
+// inlineMap returns an inline_policies record value: policy name ->
+// document (normalised).
+func inlineMap(v any) map[string]any {
+	out := map[string]any{}
+	m, ok := normDoc(v).(map[string]any)
+	if !ok {
+		return out
+	}
+	for k, d := range m {
+		out[k] = normDoc(d)
+	}
+	return out
+}
+
+// sameInline compares two inline_policies values: the same policy names,
+// each with the same document.
+func sameInline(a, b any) bool {
+	return sameJSON(inlineMap(a), inlineMap(b))
+}
