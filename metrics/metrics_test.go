@@ -23,6 +23,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/metrics"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
@@ -173,7 +174,7 @@ func TestInstrumentCountsCloudCalls(t *testing.T) {
 	}
 	cfg := emulator.ClientConfig(es.URL)
 	m.Instrument(&cfg)
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	client := s3.NewFromConfig(cfg, testkit.PathStyle)
 	for range 2 {
 		if _, err := client.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
 			t.Fatal(err)
@@ -363,7 +364,7 @@ func TestLogCalls(t *testing.T) {
 		var buf bytes.Buffer
 		cfg := emulator.ClientConfig(es.URL)
 		metrics.LogCalls(&cfg, slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: tc.level})))
-		client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+		client := s3.NewFromConfig(cfg, testkit.PathStyle)
 		if _, err := client.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
 			t.Fatal(err)
 		}

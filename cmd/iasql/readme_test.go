@@ -20,6 +20,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/launch"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/internal/webtier"
 	"github.com/iasql/iasql/modules"
 )
@@ -52,7 +53,7 @@ func TestReadmeAfterMakeRun(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 	cfg := emulator.ClientConfig(endpoint)
-	bucket := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	bucket := s3.NewFromConfig(cfg, testkit.PathStyle)
 	ec2In := func(region string) *ec2.Client {
 		return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Region = region })
 	}

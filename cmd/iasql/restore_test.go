@@ -24,6 +24,7 @@ import (
 	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
 
@@ -180,7 +181,7 @@ func TestBackupAndRestore(t *testing.T) {
 			waitTrue(t, rdb, "the sidecar connected", `SELECT iasql_sidecar_connected()`)
 			// Before anyone writes or commits: what was pending at the dump
 			// reaches the cloud.
-			s3c := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true })
+			s3c := s3.NewFromConfig(emulator.ClientConfig(emu.URL), testkit.PathStyle)
 			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 				got := bucketNames(t, s3c)
 				if got == "inserted-uncaptured,kept-before-dump,pending-at-dump,updated-uncaptured" {
@@ -249,7 +250,7 @@ func TestBackupAndRestore(t *testing.T) {
 				t.Errorf("buckets in the cloud: %v", names)
 			}
 			for _, name := range []string{"kept-before-dump", "updated-uncaptured"} {
-				v, err := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true }).
+				v, err := s3.NewFromConfig(emulator.ClientConfig(emu.URL), testkit.PathStyle).
 					GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(name)})
 				if err != nil {
 					t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // env is an emulator behind an httptest server and S3 clients for it.
@@ -69,7 +70,7 @@ func (e *env) client(region string) *s3.Client {
 		BaseEndpoint:     aws.String(e.url),
 		RetryMaxAttempts: 1,
 	}
-	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	return s3.NewFromConfig(cfg, testkit.PathStyle)
 }
 
 func errCode(err error) string {
