@@ -22,9 +22,9 @@ import (
 // every request signed for it fails as AWS fails it (EC2 AuthFailure 401,
 // ECR UnrecognizedClientException), while the other regions work.
 func TestDisabledRegions(t *testing.T) {
-	_, url := serve(t, emulator.Options{DisabledRegions: []string{"eu-central-1"}})
+	base := testkit.StartCloud(t, emulator.Options{DisabledRegions: []string{"eu-central-1"}}).AWS
 	cfg := func(region string) aws.Config {
-		c := emulator.ClientConfig(url)
+		c := base
 		c.Region, c.RetryMaxAttempts = region, 1
 		return c
 	}

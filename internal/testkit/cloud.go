@@ -2,9 +2,13 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
+	cctypes "github.com/aws/aws-sdk-go-v2/service/cloudcontrol/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/iasql/iasql/internal/emulator"
@@ -68,4 +72,28 @@ func Mappers(t testing.TB, mod module.Module, cfg aws.Config) map[string]module.
 		}
 	}
 	return ms
+}
+
+// WaitCloudControl waits until the Cloud Control request ev started is no
+// longer PENDING or IN_PROGRESS (GetResourceRequestStatus) and returns its
+// last progress event; it fails the test if the status cannot be read.
+func WaitCloudControl(t testing.TB, timeout time.Duration, c *cloudcontrol.Client, ev *cctypes.ProgressEvent) *cctypes.ProgressEvent {
+	t.Helper()
+	if ev == nil || aws.ToString(ev.RequestToken) == "" {
+		t.Fatalf("no request token in %+v", ev)
+	}
+	last := ev
+	Wait(t, timeout, "the Cloud Control request "+aws.ToString(ev.RequestToken)+" to end", func() error {
+		out, err := c.GetResourceRequestStatus(context.Background(), &cloudcontrol.GetResourceRequestStatusInput{RequestToken: ev.RequestToken})
+		if err != nil {
+			t.Fatalf("GetResourceRequestStatus: %v", err)
+		}
+		last = out.ProgressEvent
+		switch last.OperationStatus {
+		case cctypes.OperationStatusPending, cctypes.OperationStatusInProgress:
+			return fmt.Errorf("still %s", last.OperationStatus)
+		}
+		return nil
+	})
+	return last
 }

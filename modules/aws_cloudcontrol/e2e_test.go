@@ -62,14 +62,7 @@ func (c *cc) get(typeName, id string) map[string]any {
 // wait waits for a request to end, failing the test unless it succeeded.
 func (c *cc) wait(ev *cctypes.ProgressEvent) {
 	c.t.Helper()
-	testkit.Until(c.t, 30*time.Second, "the request "+aws.ToString(ev.RequestToken)+" to end", func() bool {
-		out, err := c.client.GetResourceRequestStatus(context.Background(), &cloudcontrol.GetResourceRequestStatusInput{RequestToken: ev.RequestToken})
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		ev = out.ProgressEvent
-		return ev.OperationStatus != cctypes.OperationStatusInProgress && ev.OperationStatus != cctypes.OperationStatusPending
-	})
+	ev = testkit.WaitCloudControl(c.t, 30*time.Second, c.client, ev)
 	if ev.OperationStatus != cctypes.OperationStatusSuccess {
 		c.t.Fatalf("request %s: %s %s %s", aws.ToString(ev.RequestToken), ev.OperationStatus, ev.ErrorCode, aws.ToString(ev.StatusMessage))
 	}
