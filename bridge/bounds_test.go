@@ -69,8 +69,8 @@ func TestForgedHugeMessageIsNotRead(t *testing.T) {
 		t.Fatalf("emit a %d-byte message: %v", size, err)
 	}
 	testkit.Until(t, 60*time.Second, "the sidecar to drop the message's content", func() bool {
-		return strings.Contains(sc.Log.String(), "dropped the content of a logical-decoding message larger than the limit") &&
-			strings.Contains(sc.Log.String(), fmt.Sprintf("bytes_cut=%d", size))
+		return sc.Log.Contains("dropped the content of a logical-decoding message larger than the limit") &&
+			sc.Log.Contains(fmt.Sprintf("bytes_cut=%d", size))
 	})
 	if n := strings.Count(sc.Log.String()[logged:], "level=WARN"); n != 1 {
 		t.Errorf("%d warnings logged for the message, want 1", n)
@@ -198,7 +198,7 @@ func TestStartNamesBlockingSessions(t *testing.T) {
 			sc := launchBinarySidecar(t, r.env)
 			named := fmt.Sprintf("blocking_pids=%d ", pid)
 			testkit.Until(t, 30*time.Second, "the sidecar to name the blocking session", func() bool {
-				return strings.Contains(sc.Log.String(), named)
+				return sc.Log.Contains(named)
 			})
 			for _, line := range strings.Split(sc.Log.String(), "\n") {
 				if strings.Contains(line, named) {
@@ -206,7 +206,7 @@ func TestStartNamesBlockingSessions(t *testing.T) {
 					break
 				}
 			}
-			if strings.Contains(sc.Log.String(), "msg=capturing") {
+			if sc.Log.Contains("msg=capturing") {
 				t.Fatal("the sidecar captured while the lock it waits for was held")
 			}
 			if err := tx.Rollback(ctx); err != nil {
