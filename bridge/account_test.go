@@ -3,7 +3,6 @@ package bridge_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/emulator"
-	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 const otherAccount = "210987654321"
@@ -22,11 +21,9 @@ const otherAccount = "210987654321"
 func (e *env) moveToAccount(t *testing.T, account string) {
 	t.Helper()
 	e.Stop()
-	e.Emu = emulator.New(emulator.Options{AccountID: account})
-	hs := httptest.NewServer(e.Emu)
-	t.Cleanup(hs.Close)
-	e.AWS = emulator.ClientConfig(hs.URL)
-	e.s3 = s3.NewFromConfig(e.AWS, func(o *s3.Options) { o.UsePathStyle = true })
+	cloud := testkit.StartCloud(t, emulator.Options{AccountID: account})
+	e.Emu, e.AWS = cloud.Emu, cloud.AWS
+	e.s3 = s3.NewFromConfig(e.AWS, testkit.PathStyle)
 	e.StartSidecar(true)
 }
 
@@ -67,7 +64,7 @@ func TestAccountMismatchRefusesCycles(t *testing.T) {
 		}
 	}
 	// Capture goes on: the user's insert is in the audit trail.
-	enginetest.WaitUntil(t, 10*time.Second, "the insert captured", func() bool {
+	testkit.Until(t, 10*time.Second, "the insert captured", func() bool {
 		return e.Count(`SELECT count(*) FROM iasql_audit_log WHERE table_name = 'bucket' AND new_row->>'name' = 'acct-b-two'`) == 1
 	})
 	if n := e.Count(`SELECT count(*) FROM bucket WHERE name IN ('acct-a-one', 'acct-b-two')`); n != 2 {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // peakRSS is the peak resident set size (VmHWM) of process pid, in bytes.
@@ -59,20 +59,20 @@ func TestForgedHugeMessageIsNotRead(t *testing.T) {
 	sc := startBinarySidecar(t, e.Env)
 	// Warm up (a cycle, a request) so that what is measured is the message.
 	e.Exec(`INSERT INTO bucket (name) VALUES ('before-the-flood')`, `CALL iasql_commit()`)
-	before := peakRSS(t, sc.cmd.Process.Pid)
+	before := peakRSS(t, sc.Cmd.Process.Pid)
 
 	role := dbName(t, e.DSN) + "_login"
 	pgtest.Exec(t, e.DSN, `CREATE ROLE `+role+` LOGIN`)
 	forger := pgtest.Connect(t, asRole(t, e.DSN, role))
-	logged := len(sc.out.String())
+	logged := len(sc.Log.String())
 	if _, err := forger.Exec(context.Background(), `SELECT pg_logical_emit_message(false, 'iasql_request', repeat('x', $1))`, size); err != nil {
 		t.Fatalf("emit a %d-byte message: %v", size, err)
 	}
-	enginetest.WaitUntil(t, 60*time.Second, "the sidecar to drop the message's content", func() bool {
-		return strings.Contains(sc.out.String(), "dropped the content of a logical-decoding message larger than the limit") &&
-			strings.Contains(sc.out.String(), fmt.Sprintf("bytes_cut=%d", size))
+	testkit.Until(t, 60*time.Second, "the sidecar to drop the message's content", func() bool {
+		return sc.Log.Contains("dropped the content of a logical-decoding message larger than the limit") &&
+			sc.Log.Contains(fmt.Sprintf("bytes_cut=%d", size))
 	})
-	if n := strings.Count(sc.out.String()[logged:], "level=WARN"); n != 1 {
+	if n := strings.Count(sc.Log.String()[logged:], "level=WARN"); n != 1 {
 		t.Errorf("%d warnings logged for the message, want 1", n)
 	}
 	e.Exec(`INSERT INTO bucket (name) VALUES ('after-the-flood')`, `CALL iasql_commit()`)
@@ -82,7 +82,7 @@ func TestForgedHugeMessageIsNotRead(t *testing.T) {
 	if !e.cloudBuckets()["after-the-flood"] {
 		t.Error("the commit after the message did not create the bucket")
 	}
-	after := peakRSS(t, sc.cmd.Process.Pid)
+	after := peakRSS(t, sc.Cmd.Process.Pid)
 	t.Logf("peak RSS %d kB before the message, %d kB after", before>>10, after>>10)
 	if grew := after - before; grew >= 10<<20 {
 		t.Errorf("the sidecar's peak RSS grew by %d MB (from %d MB) for a %d MB message", grew>>20, before>>20, size>>20)
@@ -124,7 +124,7 @@ func TestRateLimitSurvivesFailover(t *testing.T) {
 			t.Fatalf("send requests by hand: %v", err)
 		}
 		sent += n
-		enginetest.WaitUntil(t, 30*time.Second, "the sidecar to answer or refuse every request", func() bool {
+		testkit.Until(t, 30*time.Second, "the sidecar to answer or refuse every request", func() bool {
 			return count(t, r.admin, `SELECT (SELECT count(*) FROM iasql_requests WHERE requested_by = '`+flood+`' AND status <> 'accepted')
 			  + coalesce((SELECT sum(refused) FROM iasql_request_refusals WHERE role_name = '`+flood+`'), 0)`) == sent
 		})
@@ -197,22 +197,22 @@ func TestStartNamesBlockingSessions(t *testing.T) {
 			}
 			sc := launchBinarySidecar(t, r.env)
 			named := fmt.Sprintf("blocking_pids=%d ", pid)
-			enginetest.WaitUntil(t, 30*time.Second, "the sidecar to name the blocking session", func() bool {
-				return strings.Contains(sc.out.String(), named)
+			testkit.Until(t, 30*time.Second, "the sidecar to name the blocking session", func() bool {
+				return sc.Log.Contains(named)
 			})
-			for _, line := range strings.Split(sc.out.String(), "\n") {
+			for _, line := range strings.Split(sc.Log.String(), "\n") {
 				if strings.Contains(line, named) {
 					t.Logf("the sidecar said: %s", line)
 					break
 				}
 			}
-			if strings.Contains(sc.out.String(), "msg=capturing") {
+			if sc.Log.Contains("msg=capturing") {
 				t.Fatal("the sidecar captured while the lock it waits for was held")
 			}
 			if err := tx.Rollback(ctx); err != nil {
 				t.Fatal(err)
 			}
-			sc.waitRunning(t)
+			sc.WaitLog(30*time.Second, engineRunning)
 			execAs(t, r.app, `INSERT INTO bucket (name) VALUES ('after-the-wait')`, `CALL iasql_commit()`)
 		})
 	}
@@ -249,16 +249,16 @@ func TestRefusedFloodCostsNothing(t *testing.T) {
 				END $$`, each)); err != nil {
 					return err
 				}
-				for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				return testkit.Poll(ctx, 60*time.Second, fmt.Sprintf("the sidecar to count %d refusals", i*each), func() error {
 					var n int64
 					if err := r.admin.QueryRow(ctx, `SELECT coalesce(sum(refused), 0) FROM iasql_request_refusals WHERE role_name = $1`, r.nothing).Scan(&n); err != nil {
 						return err
 					}
-					if n >= int64(i*each) {
-						return nil
+					if n < int64(i*each) {
+						return fmt.Errorf("%d counted", n)
 					}
-				}
-				return fmt.Errorf("the sidecar did not count %d refusals within 60 s", i*each)
+					return nil
+				})
 			})
 			if err != nil {
 				flooded <- fmt.Errorf("flood round %d: %w", i, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -30,10 +31,10 @@ func TestCloudControlCreateSurvivesSIGKILL(t *testing.T) {
 
 	e.Exec(`INSERT INTO aws_sqs_queue (queue_name) VALUES ('killed-mid-create')`)
 	done := callAsync(t, e.DSN, `CALL iasql_commit()`, nil)
-	enginetest.WaitUntil(t, 30*time.Second, "the create to reach Cloud Control", func() bool {
+	testkit.Until(t, 30*time.Second, "the create to reach Cloud Control", func() bool {
 		return e.Emu.Calls()["cloudcontrolapi:CreateResource"] > 0
 	})
-	sc.kill()
+	sc.Kill()
 	if err := waitCall(t, done); err == nil {
 		t.Log("the commit was answered before the kill")
 	}

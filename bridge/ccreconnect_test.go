@@ -9,6 +9,7 @@ import (
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -35,7 +36,7 @@ func killEngineSessions(t *testing.T, e *enginetest.Env) {
 // waitCommit waits until a commit succeeds.
 func waitCommit(t *testing.T, e *enginetest.Env) {
 	t.Helper()
-	enginetest.WaitUntil(t, 30*time.Second, "the engine to answer a commit again", func() bool {
+	testkit.Until(t, 30*time.Second, "the engine to answer a commit again", func() bool {
 		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
 		return err == nil
 	})
@@ -160,7 +161,7 @@ func TestEngineHoldsWhenItCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	enginetest.WaitUntil(t, 30*time.Second, "a commit answered with why the engine cannot start", func() bool {
+	testkit.Until(t, 30*time.Second, "a commit answered with why the engine cannot start", func() bool {
 		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
 		return err != nil && strings.Contains(err.Error(), "cannot start") &&
 			strings.Contains(err.Error(), "aws_s3 is installed at version 9.9.9")
@@ -171,13 +172,13 @@ func TestEngineHoldsWhenItCannotStart(t *testing.T) {
 
 	// The transaction expires while the engine still cannot start: its
 	// changes are discarded and everyone may write again.
-	enginetest.WaitUntil(t, 30*time.Second, "the expired transaction ended while the engine cannot start", func() bool {
+	testkit.Until(t, 30*time.Second, "the expired transaction ended while the engine cannot start", func() bool {
 		return e.Count(`SELECT count(*) FROM iasql_transaction`) == 0
 	})
 	e.Exec(`INSERT INTO bucket (name) VALUES ('while-held')`)
 
 	setInstalledVersion(e.Env, "aws_s3", installed)
-	enginetest.WaitUntil(t, 30*time.Second, "the expired transaction's insert undone once the engine starts", func() bool {
+	testkit.Until(t, 30*time.Second, "the expired transaction's insert undone once the engine starts", func() bool {
 		return e.Count(`SELECT count(*) FROM bucket WHERE name = 'owner-ended'`) == 0
 	})
 	e.Exec(`INSERT INTO bucket (name) VALUES ('after-start')`)

@@ -8,9 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // TestPgCronDrivesCycles: where pg_cron is installed in the database, its
@@ -38,7 +38,7 @@ func TestPgCronDrivesCycles(t *testing.T) {
 	}
 	// A scheduled cycle may have started before the bucket was made, and the
 	// import is committed before its cycle's end record: wait for both.
-	enginetest.WaitUntil(t, 150*time.Second, "a pg_cron-driven cycle importing the bucket", func() bool {
+	testkit.Until(t, 150*time.Second, "a pg_cron-driven cycle importing the bucket", func() bool {
 		return e.Count(`SELECT count(*) FROM bucket WHERE name = 'cron-imported'`) == 1 &&
 			e.Count(`SELECT count(*) FROM iasql_audit_log WHERE change_type = 'CYCLE_END' AND message::jsonb->>'reason' = 'schedule' AND message LIKE '%create database%'`) > 0
 	})

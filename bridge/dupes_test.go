@@ -13,6 +13,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -32,7 +33,7 @@ func TestDuplicatesOfOneClientToken(t *testing.T) {
 		kill bool
 	}{{"the SDK retries after a 500", false}, {"SIGKILL during RunInstances", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			log := &lockedBuffer{}
+			log := &testkit.Log{}
 			e := enginetest.New(t, srv, enginetest.Options{
 				Modules: modules.All(),
 				Install: []string{"aws_ec2"},
@@ -40,7 +41,7 @@ func TestDuplicatesOfOneClientToken(t *testing.T) {
 					TerminatedVisibleFor: time.Hour},
 				Logger: slog.New(slog.NewTextHandler(log, nil)),
 			})
-			var sc *binarySidecar
+			var sc *testkit.Process
 			if tc.kill {
 				e.Stop() // the in-process sidecar makes way for one that can be killed
 				sc = startBinarySidecar(t, e)
@@ -57,14 +58,14 @@ func TestDuplicatesOfOneClientToken(t *testing.T) {
 			c := ec2.NewFromConfig(e.AWS)
 			if tc.kill {
 				done := callAsync(t, e.DSN, `CALL iasql_commit()`, nil)
-				enginetest.WaitUntil(t, 30*time.Second, "every launch to reach RunInstances", func() bool {
+				testkit.Until(t, 30*time.Second, "every launch to reach RunInstances", func() bool {
 					return e.Emu.Calls()["ec2:RunInstances"] >= n
 				})
-				sc.kill()
+				sc.Kill()
 				if err := waitCall(t, done); err == nil {
 					t.Log("the commit was answered before the kill")
 				}
-				enginetest.WaitUntil(t, 30*time.Second, "the killed sidecar's launches made", func() bool {
+				testkit.Until(t, 30*time.Second, "the killed sidecar's launches made", func() bool {
 					return len(instancesByState(t, c)) == n
 				})
 				sc = startBinarySidecar(t, e)
@@ -108,7 +109,7 @@ func TestDuplicatesOfOneClientToken(t *testing.T) {
 			}
 			out := log.String()
 			if tc.kill {
-				out = sc.out.String()
+				out = sc.Log.String()
 			}
 			if k := strings.Count(out, `msg="deleting a resource made twice by one create`); k != n {
 				t.Errorf("the log says %d times that a duplicate was deleted, want %d", k, n)

@@ -757,6 +757,7 @@ func (e *Engine) automatic(ctx context.Context, trigger reconcile.Trigger) time.
 		return 0
 	}
 	if open {
+		e.log.Debug("automatic cycle held: an iasql transaction is open", "reason", trigger)
 		return 0
 	}
 	installed, err := e.installedTables(ctx)

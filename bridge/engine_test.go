@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -40,12 +42,19 @@ func newEnv(t *testing.T) *env {
 // automatic-cycle interval, and installs aws_s3.
 func newEnvOn(t *testing.T, dsn string, interval time.Duration, extra ...module.Module) *env {
 	t.Helper()
+	return newEnvWith(t, enginetest.Options{DSN: dsn, Interval: interval, Modules: extra})
+}
+
+// newEnvWith is newEnvOn with opt: aws_s3 is offered before opt.Modules
+// and installed.
+func newEnvWith(t *testing.T, opt enginetest.Options) *env {
+	t.Helper()
+	opt.Modules = append([]module.Module{aws_s3.Module()}, opt.Modules...)
+	opt.Install = []string{"aws_s3"}
 	// "someone-elses" belongs to another account: creating it fails, as in AWS.
-	te := enginetest.New(t, srv, enginetest.Options{DSN: dsn, Interval: interval,
-		Modules:  append([]module.Module{aws_s3.Module()}, extra...),
-		Install:  []string{"aws_s3"},
-		Emulator: emulator.Options{ForeignBuckets: []string{"someone-elses"}}})
-	return &env{Env: te, s3: s3.NewFromConfig(te.AWS, func(o *s3.Options) { o.UsePathStyle = true })}
+	opt.Emulator = emulator.Options{ForeignBuckets: []string{"someone-elses"}}
+	te := enginetest.New(t, srv, opt)
+	return &env{Env: te, s3: s3.NewFromConfig(te.AWS, testkit.PathStyle)}
 }
 
 func (e *env) cloudBuckets() map[string]bool {
@@ -229,7 +238,8 @@ func TestDirections(t *testing.T) {
 // delete; preview equal to what commit then executes.
 func TestTransaction(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	log := &testkit.Log{}
+	e := newEnvWith(t, enginetest.Options{Interval: time.Hour, Logger: log.Logger(slog.LevelDebug)})
 	e.Exec(`INSERT INTO bucket (name) VALUES ('tx-keep'), ('tx-change'), ('tx-drop')`)
 	e.Commit()
 	ids := map[string]int{}
@@ -246,8 +256,18 @@ func TestTransaction(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "already open: opened by") {
 		t.Errorf("a second begin: %v", err)
 	}
+	before := e.Count(`SELECT coalesce(max(id), 0) FROM iasql_audit_log`)
 	e.Exec(`INSERT INTO bucket (name) VALUES ('tx-new')`, `UPDATE bucket SET versioning = true WHERE name = 'tx-change'`, `DELETE FROM bucket WHERE name = 'tx-drop'`)
-	time.Sleep(1500 * time.Millisecond) // an automatic cycle would have run by now
+	// Each captured change asks the engine for an automatic cycle (intent),
+	// which it holds while the iasql transaction is open. Once the three
+	// are captured, the engine's next decision on that intent shows.
+	testkit.Until(t, 30*time.Second, "the three changes captured", func() bool {
+		return e.Count(`SELECT count(*) FROM iasql_audit_log WHERE id > $1 AND table_name = 'bucket' AND origin = 'user'`, before) == 3
+	})
+	mark := log.Mark()
+	testkit.Until(t, 30*time.Second, "the engine to hold the automatic cycle the changes asked for", func() bool {
+		return strings.Contains(log.Since(mark), `msg="automatic cycle held: an iasql transaction is open" reason=intent`)
+	})
 	if b := e.cloudBuckets(); b["tx-new"] || !b["tx-drop"] || e.cloudVersioning("tx-change") {
 		t.Fatalf("the cloud changed while the iasql transaction was open: %v", b)
 	}
@@ -404,7 +424,7 @@ func TestTwoSidecars(t *testing.T) {
 	// The first stops: the second takes over capture and cycles.
 	first()
 	e.Exec(`INSERT INTO bucket (name) VALUES ('two-after')`)
-	enginetest.WaitUntil(t, 15*time.Second, "the second sidecar to answer", func() bool {
+	testkit.Until(t, 15*time.Second, "the second sidecar to answer", func() bool {
 		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
 		return err == nil
 	})
@@ -445,7 +465,7 @@ func TestAutomatic(t *testing.T) {
 		t.Error("the bucket is not in the cloud")
 	}
 	e.Exec(`SELECT iasql_apply()`, `SELECT iasql_apply()`, `SELECT iasql_sync()`)
-	enginetest.WaitUntil(t, 5*time.Second, "deprecated calls to be counted", func() bool {
+	testkit.Until(t, 5*time.Second, "deprecated calls to be counted", func() bool {
 		return e.Count(`SELECT coalesce(sum(calls), 0)::int FROM iasql_deprecated_calls`) == 3
 	})
 	if n := e.Count(`SELECT calls::int FROM iasql_deprecated_calls WHERE function_name = 'iasql_apply'`); n != 2 {
@@ -463,7 +483,7 @@ func TestEngineRecovers(t *testing.T) {
 		t.Fatal("found no engine session to terminate")
 	}
 	e.Exec(`INSERT INTO bucket (name) VALUES ('after-kill')`)
-	enginetest.WaitUntil(t, 20*time.Second, "the engine to answer again", func() bool {
+	testkit.Until(t, 20*time.Second, "the engine to answer again", func() bool {
 		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
 		return err == nil
 	})

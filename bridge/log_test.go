@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -15,7 +16,7 @@ import (
 // executed.
 func TestDebugLogSaysWhatACycleDid(t *testing.T) {
 	t.Parallel()
-	var buf lockedBuffer // requests_liveness_test.go
+	var buf testkit.Log
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := enginetest.New(t, srv, enginetest.Options{Modules: []module.Module{aws_s3.Module()}, Install: []string{"aws_s3"}, Logger: log})
 	e.Exec(`CALL iasql_begin()`, `INSERT INTO bucket (name) VALUES ('logged')`)

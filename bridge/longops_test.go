@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -121,24 +123,26 @@ func TestLongOperations(t *testing.T) {
 	defer caller.Close(context.Background())
 
 	e.Exec(`INSERT INTO thing (name, size) VALUES ('slow-one', 7), ('fast', 1)`)
-	inProgress := make(chan bool, 1)
+	inProgress := make(chan error, 1)
 	go func() {
-		saw := false
-		deadline := time.Now().Add(10 * time.Second)
-		for !saw && time.Now().Before(deadline) {
+		inProgress <- testkit.Poll(context.Background(), 10*time.Second, "iasql_status to show the long create in progress", func() error {
 			var n int
-			_ = e.DB.QueryRow(context.Background(), `SELECT count(*) FROM iasql_status WHERE table_name = 'thing' AND state = 'in progress' AND action = 'create'`).Scan(&n)
-			saw = n == 1
-		}
-		inProgress <- saw
+			if err := e.DB.QueryRow(context.Background(), `SELECT count(*) FROM iasql_status WHERE table_name = 'thing' AND state = 'in progress' AND action = 'create'`).Scan(&n); err != nil {
+				return err
+			}
+			if n != 1 {
+				return fmt.Errorf("%d creates in progress", n)
+			}
+			return nil
+		})
 	}()
 	start := time.Now()
 	if _, err := caller.Exec(context.Background(), `CALL iasql_commit()`); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	took := time.Since(start)
-	if !<-inProgress {
-		t.Error("iasql_status never showed the long create in progress")
+	if err := <-inProgress; err != nil {
+		t.Errorf("iasql_status never showed the long create in progress: %v", err)
 	}
 	cloud.opMu.Lock()
 	fast, slow, creates := cloud.made["fast"], cloud.made["slow-one"], cloud.creates["slow-one"]
@@ -176,7 +180,7 @@ func TestLongOperationSurvivesRestart(t *testing.T) {
 		_, _ = e.DB.Exec(context.Background(), `CALL iasql_commit()`) // ends with the sidecar
 	}()
 	watcher := pgtest.Connect(t, e.DSN) // e.DB is busy with the commit
-	enginetest.WaitUntil(t, 10*time.Second, "the operation persisted", func() bool {
+	testkit.Until(t, 10*time.Second, "the operation persisted", func() bool {
 		var n int
 		_ = watcher.QueryRow(context.Background(), `SELECT count(*) FROM iasql_operations WHERE table_name = 'thing' AND handle IS NOT NULL`).Scan(&n)
 		return n == 1
@@ -205,7 +209,7 @@ func TestPreviewDuringCycle(t *testing.T) {
 		committed <- err
 	}()
 	previewer := pgtest.Connect(t, e.DSN) // e.DB is busy with the commit
-	enginetest.WaitUntil(t, 10*time.Second, "the long create under way", func() bool {
+	testkit.Until(t, 10*time.Second, "the long create under way", func() bool {
 		var n int
 		_ = previewer.QueryRow(context.Background(), `SELECT count(*) FROM iasql_operations WHERE table_name = 'thing' AND handle IS NOT NULL`).Scan(&n)
 		return n == 1

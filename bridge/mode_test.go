@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // trackedWrite checks that a user write to a tracked record is refused
@@ -236,7 +236,7 @@ func TestModeChangesCaptured(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.Exec(`INSERT INTO iasql_mode (mode) VALUES ('TRACK')`, `UPDATE iasql_mode SET mode = 'ENFORCE'`)
-	enginetest.WaitUntil(t, 10*time.Second, "mode changes in the audit trail", func() bool {
+	testkit.Until(t, 10*time.Second, "mode changes in the audit trail", func() bool {
 		return e.Count(`SELECT count(*) FROM iasql_audit_log WHERE table_name = 'iasql_mode' AND origin = 'user'`) == 2
 	})
 	if n := e.Count(`SELECT count(*) FROM iasql_audit_log WHERE table_name = 'iasql_mode' AND change_type = 'UPDATE' AND old_row->>'mode' = 'TRACK' AND new_row->>'mode' = 'ENFORCE'`); n != 1 {

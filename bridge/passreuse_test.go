@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -37,7 +38,7 @@ func TestLaterPassesReadWhatChanged(t *testing.T) {
 	if n := reads() - before; n != 2 {
 		t.Errorf("a commit that created a thing read its table %d times, want 2 (the second pass verifies it)", n)
 	}
-	enginetest.WaitUntil(t, 5*time.Second, "the thing enacted", func() bool {
+	testkit.Until(t, 5*time.Second, "the thing enacted", func() bool {
 		return e.Count(`SELECT count(*) FROM iasql_status WHERE table_name = 'thing'`) == 0
 	})
 }

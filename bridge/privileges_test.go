@@ -18,6 +18,7 @@ import (
 	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
 	iasqlsql "github.com/iasql/iasql/sql"
@@ -43,7 +44,7 @@ type recipe struct {
 	dsn                           string // as the administrator
 	admin, app, reader, nobody    *pgx.Conn
 	sidecarRole, appRole, nothing string
-	log                           *lockedBuffer
+	log                           *testkit.Log
 	env                           *enginetest.Env
 }
 
@@ -52,7 +53,7 @@ func newRecipe(t *testing.T) *recipe {
 	dsn := srv.NewDB(t)
 	u, _ := url.Parse(dsn)
 	p := strings.TrimPrefix(u.Path, "/") // unique per test: roles are cluster-wide
-	r := &recipe{dsn: dsn, sidecarRole: p + "_sidecar", appRole: p + "_app", nothing: p + "_nobody", log: &lockedBuffer{}}
+	r := &recipe{dsn: dsn, sidecarRole: p + "_sidecar", appRole: p + "_app", nothing: p + "_nobody", log: &testkit.Log{}}
 	ctx := context.Background()
 	pgtest.Exec(t, dsn, fmt.Sprintf(`CREATE ROLE %s LOGIN REPLICATION`, r.sidecarRole))
 	admin := pgtest.Connect(t, dsn)
@@ -217,7 +218,7 @@ func TestRequestsCannotBeForged(t *testing.T) {
 	if _, err := r.nobody.Exec(ctx, `SELECT pg_logical_emit_message(false, 'iasql_request', $1::text)`, forged); err != nil {
 		t.Fatalf("emit a forged request: %v", err)
 	}
-	enginetest.WaitUntil(t, 10*time.Second, "the sidecar to drop the forged request", func() bool {
+	testkit.Until(t, 10*time.Second, "the sidecar to drop the forged request", func() bool {
 		return strings.Contains(r.log.String(), "ignoring a request whose sender cannot be verified") && strings.Contains(r.log.String(), "00000000-0000-4000-8000-000000000001")
 	})
 	if n := count(t, r.admin, `SELECT count(*) FROM iasql_requests WHERE id = '00000000-0000-4000-8000-000000000001'`); n != 0 {
@@ -245,7 +246,7 @@ func TestRequestsCannotBeForged(t *testing.T) {
 	}
 	// Refused requests are counted, not stored (a flood of them must cost
 	// nothing): the count names the role, the message and the request.
-	enginetest.WaitUntil(t, 10*time.Second, "the sidecar to refuse the request", func() bool {
+	testkit.Until(t, 10*time.Second, "the sidecar to refuse the request", func() bool {
 		var n int
 		_ = r.admin.QueryRow(ctx, `SELECT count(*) FROM iasql_request_refusals WHERE '00000000-0000-4000-8000-000000000002' = ANY (recent)`).Scan(&n)
 		return n == 1
@@ -274,7 +275,7 @@ func TestRequestsCannotBeForged(t *testing.T) {
 	if _, err := r.nobody.Exec(ctx, `SELECT pg_logical_emit_message(false, 'iasql_request', $1::text)`, `{"id": "00000000-0000-4000-8000-000000000003", "kind": "install", "args": {"modules": ["`+big+`"]}}`); err != nil {
 		t.Fatal(err)
 	}
-	enginetest.WaitUntil(t, 10*time.Second, "the sidecar to drop the large message", func() bool {
+	testkit.Until(t, 10*time.Second, "the sidecar to drop the large message", func() bool {
 		return strings.Contains(r.log.String(), "ignoring a request larger than the limit")
 	})
 }
@@ -336,7 +337,7 @@ func TestGuardsNeedTheSidecarsRole(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	enginetest.WaitUntil(t, 10*time.Second, "the insert to be captured", func() bool {
+	testkit.Until(t, 10*time.Second, "the insert to be captured", func() bool {
 		var n int
 		_ = r.admin.QueryRow(ctx, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'bucket' AND new_row->>'name' = 'guard-marked'`).Scan(&n)
 		return n == 1
@@ -460,7 +461,7 @@ func TestSquattersCannotStall(t *testing.T) {
 		cancel()
 		<-slept
 	}()
-	enginetest.WaitUntil(t, 10*time.Second, "the squatter's statement to run", func() bool {
+	testkit.Until(t, 10*time.Second, "the squatter's statement to run", func() bool {
 		return count(t, r.admin, fmt.Sprintf(`SELECT count(*) FROM pg_locks WHERE pid = %d AND locktype = 'virtualxid'`, pid)) == 1
 	})
 
@@ -562,7 +563,7 @@ func TestWhoReadsWhat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seen lockedBuffer
+	var seen testkit.Log
 	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { seen.Write([]byte(n.Message + "\n")) }
 	leaky, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

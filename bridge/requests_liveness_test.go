@@ -1,13 +1,11 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,8 +14,8 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
-	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // The answer a caller waits for is bounded by the test, far below
@@ -44,7 +42,7 @@ func TestRequestFailsWhenSidecarIsKilled(t *testing.T) {
 	done := callAsync(t, e.DSN, `SET ROLE `+role+`; CALL iasql_commit()`, nil)
 	waitCommitInCreate(t, e)
 
-	sc.kill()
+	sc.Kill()
 	err := waitCall(t, done)
 	if err == nil {
 		t.Fatal("CALL iasql_commit() succeeded although its sidecar was killed before answering")
@@ -61,7 +59,7 @@ func TestRequestFailsWhenSidecarIsKilled(t *testing.T) {
 
 	e.Emu.ClearFaults()
 	e.StartSidecar(true)
-	enginetest.WaitUntil(t, 30*time.Second, "the new leader to settle the orphaned request", func() bool {
+	testkit.Until(t, 30*time.Second, "the new leader to settle the orphaned request", func() bool {
 		return e.Count(`SELECT count(*) FROM iasql_requests WHERE kind = 'commit' AND status = 'accepted'`) == 0
 	})
 	if got := e.String(`SELECT status || ': ' || coalesce(error, '') FROM iasql_requests WHERE kind = 'commit'`); !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, "ended before answering") {
@@ -131,7 +129,7 @@ func TestRequestWaitsForCaptureBacklog(t *testing.T) {
 	}
 	defer unlock()
 	e.Exec(`INSERT INTO bucket (name) VALUES ('behind-capture')`)
-	enginetest.WaitUntil(t, 30*time.Second, "capture to wait for the audit trail", func() bool {
+	testkit.Until(t, 30*time.Second, "capture to wait for the audit trail", func() bool {
 		return e.Count(`SELECT count(*) FROM pg_locks WHERE relation = 'public.iasql_audit_log'::regclass AND NOT granted`) > 0
 	})
 
@@ -237,83 +235,27 @@ func waitCall(t *testing.T, done <-chan error) error {
 // is inside the (held up) create call.
 func waitCommitInCreate(t *testing.T, e *env) {
 	t.Helper()
-	enginetest.WaitUntil(t, 30*time.Second, "the commit to be taken and to call CreateBucket", func() bool {
+	testkit.Until(t, 30*time.Second, "the commit to be taken and to call CreateBucket", func() bool {
 		return e.Count(`SELECT count(*) FROM iasql_requests WHERE kind = 'commit' AND status = 'accepted'`) == 1 &&
 			e.Emu.Calls()["s3:CreateBucket"] > 0
 	})
 }
 
-// binarySidecar is `iasql run` in a process of its own, against e's
-// database and emulator, so that it can be killed.
-type binarySidecar struct {
-	cmd *exec.Cmd
-	out *lockedBuffer
-	end chan struct{}
-}
+// engineRunning is the line a sidecar logs once its engine runs.
+var engineRunning = regexp.MustCompile(`msg="engine running"`)
 
-func startBinarySidecar(t *testing.T, e *enginetest.Env) *binarySidecar {
+// startBinarySidecar starts `iasql run` in a process of its own, against
+// e's database and emulator, so that it can be killed, and waits until its
+// engine runs.
+func startBinarySidecar(t *testing.T, e *enginetest.Env) *testkit.Process {
 	t.Helper()
 	s := launchBinarySidecar(t, e)
-	s.waitRunning(t)
+	s.WaitLog(30*time.Second, engineRunning)
 	return s
 }
 
 // launchBinarySidecar starts the process without waiting for it.
-func launchBinarySidecar(t *testing.T, e *enginetest.Env) *binarySidecar {
+func launchBinarySidecar(t *testing.T, e *enginetest.Env) *testkit.Process {
 	t.Helper()
-	bin, err := launch.Binary(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &binarySidecar{out: &lockedBuffer{}, end: make(chan struct{})}
-	s.cmd = launch.Command(context.Background(), *e.AWS.BaseEndpoint, bin, "run", "--dsn", e.DSN, "--interval", "1h", "--log-level", "debug")
-	s.cmd.Env = append(s.cmd.Env, "IASQL_DSN=")
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start sidecar: %v", err)
-	}
-	go func() { _ = s.cmd.Wait(); close(s.end) }()
-	t.Cleanup(s.kill)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sidecar process log:\n%s", s.out.String())
-		}
-	})
-	return s
-}
-
-// waitRunning waits until the process's engine runs.
-func (s *binarySidecar) waitRunning(t *testing.T) {
-	t.Helper()
-	enginetest.WaitUntil(t, 30*time.Second, "the sidecar process's engine to run", func() bool {
-		select {
-		case <-s.end:
-			t.Fatalf("sidecar process exited:\n%s", s.out.String())
-		default:
-		}
-		return strings.Contains(s.out.String(), `msg="engine running"`)
-	})
-}
-
-// kill SIGKILLs the process (no chance to answer anything) and waits for it.
-func (s *binarySidecar) kill() {
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.end
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	return testkit.Start(t, *e.AWS.BaseEndpoint, nil, "run", "--dsn", e.DSN, "--interval", "1h", "--log-level", "debug")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -26,7 +27,7 @@ func TestAuditRetention(t *testing.T) {
 	if _, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`); err == nil {
 		t.Fatal("creating another account's bucket succeeded")
 	}
-	enginetest.WaitUntil(t, 30*time.Second, "the enacted change's history pruned", func() bool {
+	testkit.Until(t, 30*time.Second, "the enacted change's history pruned", func() bool {
 		return e.Count(`SELECT count(*) FROM iasql_audit_log a JOIN bucket b ON a.record_id = b.id::text
 			WHERE a.table_name = 'bucket' AND b.name = 'history'`) == 0
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/internal/webtier"
 	"github.com/iasql/iasql/modules"
 )
@@ -134,7 +135,7 @@ func TestRollbackOfAStack(t *testing.T) {
 			}
 			if tc.expire {
 				owner.Close(context.Background())
-				enginetest.WaitUntil(t, 30*time.Second, "the expired transaction rolled back", func() bool {
+				testkit.Until(t, 30*time.Second, "the expired transaction rolled back", func() bool {
 					return e.Count(`SELECT count(*) FROM iasql_transaction`) == 0
 				})
 			} else if err := execErr(owner, `CALL iasql_rollback()`); err != nil {

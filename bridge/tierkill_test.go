@@ -11,6 +11,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/internal/webtier"
 	"github.com/iasql/iasql/modules"
 )
@@ -33,11 +34,11 @@ func TestTierSurvivesSIGKILL(t *testing.T) {
 	tier := webtier.Default()
 	e.Exec(append([]string{`CALL iasql_begin()`}, tier.Statements()...)...)
 	done := callAsync(t, e.DSN, `CALL iasql_commit()`, nil)
-	enginetest.WaitUntil(t, 30*time.Second, "the instances launched and the load balancer asked for", func() bool {
+	testkit.Until(t, 30*time.Second, "the instances launched and the load balancer asked for", func() bool {
 		calls := e.Emu.Calls()
 		return calls["ec2:RunInstances"] >= tier.Instances && calls["elasticloadbalancing:CreateLoadBalancer"] > 0
 	})
-	sc.kill()
+	sc.Kill()
 	if err := waitCall(t, done); err == nil {
 		t.Log("the commit was answered before the kill")
 	}
@@ -81,14 +82,14 @@ func TestTierKilledMidCall(t *testing.T) {
 			tier := webtier.Default()
 			e.Exec(append([]string{`CALL iasql_begin()`}, tier.Statements()...)...)
 			done := callAsync(t, e.DSN, `CALL iasql_commit()`, nil)
-			enginetest.WaitUntil(t, 60*time.Second, tc.op+" to be asked for", func() bool { return e.Emu.Calls()[tc.op] >= tc.n })
-			sc.kill()
+			testkit.Until(t, 60*time.Second, tc.op+" to be asked for", func() bool { return e.Emu.Calls()[tc.op] >= tc.n })
+			sc.Kill()
 			e.Emu.ClearFaults()
 			if err := waitCall(t, done); err == nil {
 				t.Fatal("the commit was answered before the kill")
 			}
 			// The held call is done once its caller is gone.
-			enginetest.WaitUntil(t, 30*time.Second, "the cut-short call to be done in the cloud", func() bool {
+			testkit.Until(t, 30*time.Second, "the cut-short call to be done in the cloud", func() bool {
 				c, err := tier.Observe(context.Background(), e.AWS)
 				if err != nil {
 					t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -115,7 +116,7 @@ func TestTransactionExpires(t *testing.T) {
 			t.Parallel()
 			te := enginetest.New(t, srv, enginetest.Options{Modules: []module.Module{aws_s3.Module()}, Install: []string{"aws_s3"},
 				TransactionTimeout: 2 * time.Second})
-			e := &env{Env: te, s3: s3.NewFromConfig(te.AWS, func(o *s3.Options) { o.UsePathStyle = true })}
+			e := &env{Env: te, s3: s3.NewFromConfig(te.AWS, testkit.PathStyle)}
 			owner := session(t, e.Env, "")
 			for _, q := range []string{`BEGIN`, `CALL iasql_begin()`, `ROLLBACK`, `INSERT INTO bucket (name) VALUES ('tx-expired')`} {
 				if err := execErr(owner, q); err != nil {
@@ -123,7 +124,7 @@ func TestTransactionExpires(t *testing.T) {
 				}
 			}
 			tc.end(owner)
-			enginetest.WaitUntil(t, 30*time.Second, "the transaction rolled back", func() bool {
+			testkit.Until(t, 30*time.Second, "the transaction rolled back", func() bool {
 				return e.Count(`SELECT count(*) FROM iasql_transaction`) == 0
 			})
 			if n := e.Count(`SELECT count(*) FROM bucket WHERE name = 'tx-expired'`); n != 0 {
@@ -138,7 +139,7 @@ func TestTransactionExpires(t *testing.T) {
 			}
 			// Automatic cycles run again: a write is enacted without a commit.
 			e.Exec(`INSERT INTO bucket (name) VALUES ('tx-after')`)
-			enginetest.WaitUntil(t, 30*time.Second, "an automatic cycle after the expiry", func() bool { return e.cloudBuckets()["tx-after"] })
+			testkit.Until(t, 30*time.Second, "an automatic cycle after the expiry", func() bool { return e.cloudBuckets()["tx-after"] })
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_ec2"
 	"github.com/iasql/iasql/modules/aws_security_group"
@@ -110,7 +111,7 @@ func TestModuleUpgradeChecks(t *testing.T) {
 	for _, m := range now {
 		old = append(old, released(t, m))
 	}
-	log := &lockedBuffer{}
+	log := &testkit.Log{}
 	e := enginetest.New(t, srv, enginetest.Options{Modules: old, Install: []string{"aws_ec2"},
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	e.Exec(`INSERT INTO vpc (cidr_block, tags) VALUES ('10.7.0.0/16', '{"team": "web"}')`)

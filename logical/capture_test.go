@@ -1,24 +1,19 @@
 package logical_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	iasqlsidecar "github.com/iasql/iasql/cmd/iasql/sidecar"
-	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/logical"
 )
 
@@ -75,18 +70,16 @@ func waitCaptured(t testing.TB, conn *pgx.Conn, timeout time.Duration) {
 		t.Fatal(err)
 	}
 	slot := logical.SlotName(conn.Config().Database)
-	deadline := time.Now().Add(timeout)
-	for {
+	testkit.Wait(t, timeout, "capture to reach "+target, func() error {
 		var ok bool
-		err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $2::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $1`, slot, target).Scan(&ok)
-		if err == nil && ok {
-			return
+		if err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $2::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $1`, slot, target).Scan(&ok); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("capture did not reach %s within %s (err %v)", target, timeout, err)
+		if !ok {
+			return fmt.Errorf("the slot %s has not confirmed %s", slot, target)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func count(t testing.TB, conn *pgx.Conn, q string, args ...any) int {
@@ -175,13 +168,9 @@ func TestRegistrationTruncateAndResume(t *testing.T) {
 
 	// Registered by a user's INSERT: captured from the next transaction on.
 	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name) VALUES ('a')`, `INSERT INTO a VALUES (1, 'x')`, `INSERT INTO b VALUES (1)`)
-	deadline := time.Now().Add(5 * time.Second)
-	for count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'a'`) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("a change to a newly registered table was not captured within 5 seconds")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Until(t, 5*time.Second, "the capture of a change to a newly registered table", func() bool {
+		return count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'a'`) == 1
+	})
 	pgtest.Exec(t, dsn, `TRUNCATE a`)
 	// Unregistered: no longer captured.
 	pgtest.Exec(t, dsn, `DELETE FROM iasql_tables WHERE table_name = 'a'`, `INSERT INTO a VALUES (2, 'y')`)
@@ -219,75 +208,15 @@ func TestRegistrationTruncateAndResume(t *testing.T) {
 	}
 }
 
-// sidecar is an iasql run process.
-type sidecar struct {
-	cmd *exec.Cmd
-	out *syncBuffer
-	end chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// iasqlBin is the sidecar binary: IASQL_BIN (make test sets it), else built once.
-func iasqlBin(t testing.TB) string {
+// startSidecar starts iasql run on dsn (no cloud), with env (NAME=value)
+// added to its environment.
+func startSidecar(t testing.TB, dsn string, env ...string) *testkit.Process {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "iasql-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath, binErr = launch.Binary(dir)
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return testkit.Start(t, "", env, "run", "--dsn", dsn, "--log-level", "debug")
 }
 
-// startSidecar starts iasql run on dsn, with env (NAME=value) added to
-// the test's environment.
-func startSidecar(t testing.TB, dsn string, env ...string) *sidecar {
-	t.Helper()
-	s := &sidecar{out: &syncBuffer{}, end: make(chan struct{})}
-	s.cmd = launch.Command(context.Background(), "", iasqlBin(t), "run", "--dsn", dsn, "--log-level", "debug")
-	s.cmd.Env = append(s.cmd.Env, env...)
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start sidecar: %v", err)
-	}
-	go func() { _ = s.cmd.Wait(); close(s.end) }()
-	t.Cleanup(func() { s.kill() })
-	return s
-}
-
-func (s *sidecar) kill() {
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.end
-}
-
-func (s *sidecar) capturing() bool { return strings.Contains(s.out.String(), "msg=capturing") }
+// capturing says whether the sidecar has logged that it captures.
+func capturing(s *testkit.Process) bool { return s.Log.Contains("msg=capturing") }
 
 // TestStartUnderLoad: a first start while other tables are being written
 // must not leave the slot unable to decode (the publication has to exist
@@ -312,12 +241,14 @@ func TestStartUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
+	conn := pgtest.Connect(t, dsn)
+	testkit.Until(t, 30*time.Second, "the writers to be writing", func() bool {
+		return count(t, conn, `SELECT count(*) FROM noise`) > 0
+	})
 	startCapture(t, dsn, nil)
 	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name) VALUES ('thing')`, `INSERT INTO thing VALUES (1)`)
 	cancel()
 	wg.Wait()
-	conn := pgtest.Connect(t, dsn)
 	waitCaptured(t, conn, 30*time.Second)
 	if n := count(t, conn, `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'thing'`); n != 1 {
 		t.Errorf("%d changes to thing captured, want 1", n)
@@ -351,8 +282,8 @@ func TestSlotCreationNamesOpenTransactions(t *testing.T) {
 	}
 	s := startSidecar(t, dsn)
 	named := fmt.Sprintf("blocking_pids=%d ", pid)
-	waitFor(t, 30*time.Second, "the sidecar to name the open transaction", func() bool { return strings.Contains(s.out.String(), named) })
-	if s.capturing() {
+	testkit.Until(t, 30*time.Second, "the sidecar to name the open transaction", func() bool { return s.Log.Contains(named) })
+	if capturing(s) {
 		t.Fatal("captured before the slot could be made")
 	}
 	if err := user.Ping(ctx); err != nil {
@@ -361,5 +292,5 @@ func TestSlotCreationNamesOpenTransactions(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the sidecar to capture", s.capturing)
+	testkit.Until(t, 30*time.Second, "the sidecar to capture", func() bool { return capturing(s) })
 }

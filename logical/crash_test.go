@@ -2,14 +2,17 @@ package logical_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // privateCluster starts a cluster of the test's own: these tests crash and
@@ -22,19 +25,12 @@ func privateCluster(t *testing.T) (*pgcluster.Cluster, string) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("server log:\n%s", tail(c.Log(), 3000))
+			t.Logf("server log:\n%s", testkit.Tail(c.Log(), 3000))
 		}
 		c.Destroy()
 	})
 	pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app")
 	return c, c.DSN("app")
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // TestCrashes runs the 10,000-change workload while the sidecar is killed
@@ -46,7 +42,7 @@ func TestCrashes(t *testing.T) {
 	c, dsn := privateCluster(t)
 	pgtest.Exec(t, dsn, workloadSchema)
 	first := startSidecar(t, dsn)
-	waitFor(t, 30*time.Second, "sidecar capturing", first.capturing)
+	testkit.Until(t, 30*time.Second, "sidecar capturing", func() bool { return capturing(first) })
 	pgtest.Exec(t, dsn, registerWorkload)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -62,7 +58,7 @@ func TestCrashes(t *testing.T) {
 		for ctx.Err() == nil {
 			time.Sleep(time.Duration(100+rng.Intn(700)) * time.Millisecond)
 			mu.Lock()
-			current.kill()
+			current.Kill()
 			kills++
 			time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
 			current = startSidecar(t, dsn)
@@ -72,7 +68,10 @@ func TestCrashes(t *testing.T) {
 	wg.Add(1)
 	go func() { // the server crash, once the workload is under way
 		defer wg.Done()
-		time.Sleep(2500 * time.Millisecond)
+		if err := underWay(ctx, dsn, 1000); err != nil {
+			t.Errorf("the workload did not get under way: %v", err)
+			return
+		}
 		if err := c.Restart(context.Background(), "immediate"); err != nil {
 			t.Errorf("restart server: %v", err)
 			return
@@ -91,6 +90,26 @@ func TestCrashes(t *testing.T) {
 	t.Logf("%d sidecar kills, %d server crash", kills, restarts)
 }
 
+// underWay waits until the workload has committed n changes
+// (expected_log counts them): it is under way.
+func underWay(ctx context.Context, dsn string, n int) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return testkit.Poll(ctx, time.Minute, fmt.Sprintf("%d changes of the workload", n), func() error {
+		var done int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM expected_log`).Scan(&done); err != nil {
+			return err
+		}
+		if done < n {
+			return fmt.Errorf("%d committed", done)
+		}
+		return nil
+	})
+}
+
 // TestTwoSidecars: one captures, the other waits; when the first dies the
 // second takes over within 10 seconds, and no change is lost or doubled.
 func TestTwoSidecars(t *testing.T) {
@@ -98,9 +117,9 @@ func TestTwoSidecars(t *testing.T) {
 	dsn := srv.NewDB(t)
 	pgtest.Exec(t, dsn, `CREATE TABLE thing (id int PRIMARY KEY, v int)`)
 	a := startSidecar(t, dsn)
-	waitFor(t, 30*time.Second, "first sidecar capturing", a.capturing)
+	testkit.Until(t, 30*time.Second, "first sidecar capturing", func() bool { return capturing(a) })
 	b := startSidecar(t, dsn)
-	waitFor(t, 30*time.Second, "second sidecar waiting", func() bool { return strings.Contains(b.out.String(), "waiting to take over") })
+	testkit.Until(t, 30*time.Second, "second sidecar waiting", func() bool { return b.Log.Contains("waiting to take over") })
 	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name) VALUES ('thing')`, `INSERT INTO thing SELECT g, 0 FROM generate_series(1, 100) g`)
 	conn := pgtest.Connect(t, dsn)
 	waitCaptured(t, conn, 30*time.Second)
@@ -114,14 +133,14 @@ func TestTwoSidecars(t *testing.T) {
 	if n := count(t, conn, leaders); n != 1 {
 		t.Errorf("%d capture leaders, want 1", n)
 	}
-	if b.capturing() {
+	if capturing(b) {
 		t.Fatal("the second sidecar captures while the first does")
 	}
 
-	a.kill()
+	a.Kill()
 	killed := time.Now()
 	pgtest.Exec(t, dsn, `UPDATE thing SET v = v + 1`)
-	waitFor(t, 10*time.Second, "second sidecar takes over", b.capturing)
+	testkit.Until(t, 10*time.Second, "second sidecar takes over", func() bool { return capturing(b) })
 	waitCaptured(t, conn, 10*time.Second)
 	t.Logf("took over and caught up %s after the kill", time.Since(killed).Round(10*time.Millisecond))
 	if n := count(t, conn, consumers); n != 1 {
@@ -132,16 +151,5 @@ func TestTwoSidecars(t *testing.T) {
 	}
 	if n := count(t, conn, `SELECT count(*) FROM (SELECT record_id, change_type FROM iasql_audit_log GROUP BY 1, 2 HAVING count(*) > 1) d`); n != 0 {
 		t.Errorf("%d changes recorded twice", n)
-	}
-}
-
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

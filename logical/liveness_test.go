@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/logical"
 )
 
@@ -108,7 +109,7 @@ func TestKeepAlive(t *testing.T) {
 	alive := func(pid int32) bool {
 		return count(t, mon, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid) == 1
 	}
-	waitFor(t, bound+5*time.Second, "the server ends the idle session", func() bool { return !alive(idlePID) })
+	testkit.Until(t, bound+5*time.Second, "the server ends the idle session", func() bool { return !alive(idlePID) })
 	t.Logf("idle session ended %s after it last spoke", time.Since(start).Round(10*time.Millisecond))
 	// The kept session must outlive several bounds, and its owner can still
 	// use it (under the lock) meanwhile.
@@ -145,14 +146,9 @@ func TestFrozenLeader(t *testing.T) {
 	env := []string{logical.LeaderTimeoutEnv + "=" + bound.String()}
 	pgtest.Exec(t, owner, `CREATE TABLE thing (id int PRIMARY KEY, v int)`)
 	a := startSidecar(t, owner, env...)
-	waitFor(t, 30*time.Second, "first sidecar capturing", a.capturing)
+	testkit.Until(t, 30*time.Second, "first sidecar capturing", func() bool { return capturing(a) })
 	b := startSidecar(t, owner, env...)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("frozen sidecar's log:\n%s\nstandby's log:\n%s", tail(a.out.String(), 4000), tail(b.out.String(), 4000))
-		}
-	})
-	waitFor(t, 30*time.Second, "second sidecar waiting", func() bool { return strings.Contains(b.out.String(), "waiting to take over") })
+	testkit.Until(t, 30*time.Second, "second sidecar waiting", func() bool { return b.Log.Contains("waiting to take over") })
 	pgtest.Exec(t, owner, `INSERT INTO iasql_tables (table_name) VALUES ('thing')`, `INSERT INTO thing SELECT g, 0 FROM generate_series(1, 100) g`)
 	mon := pgtest.Connect(t, admin)
 	waitCaptured(t, mon, 30*time.Second)
@@ -190,7 +186,7 @@ func TestFrozenLeader(t *testing.T) {
 		}
 		return pid
 	}
-	waitFor(t, 30*time.Second, "the leader's engine running", func() bool { return engine() != 0 })
+	testkit.Until(t, 30*time.Second, "the leader's engine running", func() bool { return engine() != 0 })
 	enginePID := engine()
 	lockPID, senders := leader(), walsenders()
 	if lockPID == 0 || len(senders) != 1 {
@@ -200,7 +196,7 @@ func TestFrozenLeader(t *testing.T) {
 		t.Fatalf("the leader's sessions run as the superuser; the test must run them as a role that is none")
 	}
 
-	if err := syscall.Kill(a.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+	if err := syscall.Kill(a.Cmd.Process.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("freeze the leader: %v", err)
 	}
 	frozen := time.Now()
@@ -208,27 +204,27 @@ func TestFrozenLeader(t *testing.T) {
 	thaw := func() {
 		if !thawed {
 			thawed = true
-			_ = syscall.Kill(a.cmd.Process.Pid, syscall.SIGCONT)
+			_ = syscall.Kill(a.Cmd.Process.Pid, syscall.SIGCONT)
 		}
 	}
 	t.Cleanup(thaw)
 
-	waitFor(t, bound+margin, "the standby takes the leadership lock", func() bool {
+	testkit.Until(t, bound+margin, "the standby takes the leadership lock", func() bool {
 		p := leader()
 		return p != 0 && p != lockPID
 	})
 	t.Logf("the standby holds the leadership %s after the freeze (bound %s)", time.Since(frozen).Round(10*time.Millisecond), bound)
-	waitFor(t, bound+margin, "the frozen leader's lock session and walsender end", func() bool {
+	testkit.Until(t, bound+margin, "the frozen leader's lock session and walsender end", func() bool {
 		return count(t, mon, `SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)`, []int32{lockPID, senders[0]}) == 0
 	})
 	t.Logf("the frozen leader's sessions ended %s after the freeze", time.Since(frozen).Round(10*time.Millisecond))
 
 	// The standby has the slot too: it captures what is written now.
 	pgtest.Exec(t, owner, `UPDATE thing SET v = v + 1`)
-	waitFor(t, bound+margin, "the standby capturing", b.capturing)
+	testkit.Until(t, bound+margin, "the standby capturing", func() bool { return capturing(b) })
 	waitCaptured(t, mon, bound+margin)
 	t.Logf("the standby captured a change made after the freeze %s after the freeze", time.Since(frozen).Round(10*time.Millisecond))
-	waitFor(t, bound+margin, "the standby's engine takes the service lock", func() bool {
+	testkit.Until(t, bound+margin, "the standby's engine takes the service lock", func() bool {
 		p := engine()
 		return p != 0 && p != enginePID
 	})
@@ -236,7 +232,7 @@ func TestFrozenLeader(t *testing.T) {
 
 	// Thawed, the old leader finds its sessions gone and waits its turn.
 	thaw()
-	waitFor(t, 30*time.Second, "the thawed sidecar waits as a standby", func() bool { return strings.Contains(a.out.String(), "waiting to take over") })
+	testkit.Until(t, 30*time.Second, "the thawed sidecar waits as a standby", func() bool { return a.Log.Contains("waiting to take over") })
 	pgtest.Exec(t, owner, `UPDATE thing SET v = v + 1`)
 	waitCaptured(t, mon, 30*time.Second)
 	if n := len(walsenders()); n != 1 {

@@ -6,11 +6,14 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 )
 
-func tcpPair(t *testing.T) (client *replConn, server net.Conn) {
+// tcpPair is a replConn over a loopback TCP connection (wrapped by wrap,
+// when not nil) and the connection's other end.
+func tcpPair(t *testing.T, wrap func(*net.TCPConn) net.Conn) (client *replConn, server net.Conn) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -24,7 +27,11 @@ func tcpPair(t *testing.T) (client *replConn, server net.Conn) {
 		t.Fatal(err)
 	}
 	server = <-accepted
-	client = newReplConn(c, readWindow)
+	var conn net.Conn = c
+	if wrap != nil {
+		conn = wrap(c.(*net.TCPConn))
+	}
+	client = newReplConn(conn, readWindow)
 	t.Cleanup(func() { c.Close(); server.Close() })
 	return client, server
 }
@@ -37,7 +44,7 @@ func isTimeout(err error) bool {
 // Reads batched while the stream is busy still deliver every byte in order,
 // and a quiet stream times out at the wanted deadline.
 func TestReplConnBatchedReads(t *testing.T) {
-	c, srv := tcpPair(t)
+	c, srv := tcpPair(t, nil)
 	var want bytes.Buffer
 	go func() {
 		for i := 0; i < 300; i++ {
@@ -71,9 +78,10 @@ func TestReplConnBatchedReads(t *testing.T) {
 // interrupt ends a blocked read, or else the next one; a deadline pgconn
 // sets itself is kept while the receive loop wants a later one.
 func TestReplConnInterrupt(t *testing.T) {
-	c, srv := tcpPair(t)
+	reading := make(chan struct{})
+	c, srv := tcpPair(t, func(tc *net.TCPConn) net.Conn { return &enteringConn{TCPConn: tc, reading: reading} })
 	c.setDeadline(time.Now().Add(time.Minute))
-	go func() { time.Sleep(20 * time.Millisecond); c.interrupt() }()
+	go func() { <-reading; c.interrupt() }() // once the read waits on the socket
 	if _, err := c.Read(make([]byte, 10)); !isTimeout(err) {
 		t.Fatalf("interrupted read: %v, want a timeout", err)
 	}
@@ -90,4 +98,16 @@ func TestReplConnInterrupt(t *testing.T) {
 	if n, err := c.Read(make([]byte, 10)); n != 1 || err != nil {
 		t.Fatalf("read after pgconn cleared its deadline: %d, %v", n, err)
 	}
+}
+
+// enteringConn closes reading when a read of the socket first starts.
+type enteringConn struct {
+	*net.TCPConn
+	reading chan struct{}
+	once    sync.Once
+}
+
+func (c *enteringConn) Read(b []byte) (int, error) {
+	c.once.Do(func() { close(c.reading) })
+	return c.TCPConn.Read(b)
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/metrics"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
@@ -166,14 +167,9 @@ func TestInstrumentCountsCloudCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	emu := emulator.New(emulator.Options{})
-	es, err := emu.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := emulator.ClientConfig(es.URL)
+	cfg := testkit.StartCloud(t, emulator.Options{}).AWS
 	m.Instrument(&cfg)
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	client := s3.NewFromConfig(cfg, testkit.PathStyle)
 	for range 2 {
 		if _, err := client.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
 			t.Fatal(err)
@@ -349,10 +345,7 @@ func TestServe(t *testing.T) {
 func TestLogCalls(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	es, err := emulator.New(emulator.Options{}).Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cloud := testkit.StartCloud(t, emulator.Options{})
 	for _, tc := range []struct {
 		level slog.Level
 		want  []string
@@ -361,9 +354,9 @@ func TestLogCalls(t *testing.T) {
 		{slog.LevelInfo, nil},
 	} {
 		var buf bytes.Buffer
-		cfg := emulator.ClientConfig(es.URL)
+		cfg := cloud.AWS
 		metrics.LogCalls(&cfg, slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: tc.level})))
-		client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+		client := s3.NewFromConfig(cfg, testkit.PathStyle)
 		if _, err := client.ListBuckets(ctx, &s3.ListBucketsInput{}); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
 
@@ -338,7 +339,7 @@ func TestConcurrentInstall(t *testing.T) {
 // waitForWaiters waits until n sessions wait for the install lock.
 func waitForWaiters(ctx context.Context, t *testing.T, conn *pgx.Conn, n int) {
 	t.Helper()
-	for {
+	testkit.Wait(t, time.Minute, fmt.Sprintf("%d installers to wait for the install lock", n), func() error {
 		var waiting int
 		err := conn.QueryRow(ctx, `
 			SELECT count(*) FROM pg_catalog.pg_locks
@@ -348,15 +349,11 @@ func waitForWaiters(ctx context.Context, t *testing.T, conn *pgx.Conn, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if waiting >= n {
-			return
+		if waiting < n {
+			return fmt.Errorf("%d waiting", waiting)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("installers did not both wait for the install lock (%d waiting)", waiting)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // schemaQuery lists iasql's objects in public by name, with definitions,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iasql/iasql/internal/launch"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // demoCase is one way a user stops `iasql demo`.
@@ -44,34 +45,54 @@ func TestDemoRemovesClusterOnInterrupt(t *testing.T) {
 	}
 }
 
+// demo is a running `iasql demo` (what make run runs), in a process group
+// of its own.
+type demo struct {
+	cmd            *exec.Cmd
+	printed        string        // its stdout up to "Press Ctrl-C" (all of it if it ended first)
+	stdout, stderr io.ReadCloser // the rest of its output
+	errs           chan string   // all of stderr, once it ends
+}
+
+// launchDemo starts `iasql demo` and reads its stdout until it says it is
+// up; the test must end its process group.
+func launchDemo(t *testing.T) *demo {
+	t.Helper()
+	d := &demo{cmd: testkit.Command(context.Background(), t, "", "demo", "--log-level", "warn"), errs: make(chan string, 1)}
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var err error
+	if d.stdout, err = d.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if d.stderr, err = d.cmd.StderrPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b, _ := io.ReadAll(d.stderr); d.errs <- string(b) }()
+	var out strings.Builder
+	sc := bufio.NewScanner(d.stdout)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "Press Ctrl-C") {
+			break
+		}
+	}
+	d.printed = out.String()
+	return d
+}
+
 func demoInterrupted(t *testing.T, tc demoCase) {
-	cmd := launch.Command(context.Background(), "", bin, "demo", "--log-level", "warn")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	d := launchDemo(t)
+	cmd, stdout, stderr, errs := d.cmd, d.stdout, d.stderr, d.errs
 	pgid := cmd.Process.Pid
 	defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }()
-	errs := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(stderr); errs <- string(b) }()
-	// Read until the demo says how to connect and that it is up.
+	// The demo says how to connect.
 	var dsn string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, `psql "`) {
+	for _, line := range strings.Split(d.printed, "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, `psql "`) {
 			dsn = strings.Trim(strings.TrimPrefix(line, "psql "), `"`)
-		}
-		if strings.HasPrefix(line, "Press Ctrl-C") {
-			break
 		}
 	}
 	if dsn == "" {

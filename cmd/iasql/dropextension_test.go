@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // TestDropExtension follows the extension's drop path as the README gives
@@ -33,27 +33,22 @@ func TestDropExtension(t *testing.T) {
 	defer c.Destroy()
 	pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app", "CREATE ROLE iasql_sidecar LOGIN REPLICATION")
 	dsn := c.DSN("app")
-	emu := httptest.NewServer(emulator.New(emulator.Options{}))
-	defer emu.Close()
+	emu := testkit.StartCloud(t, emulator.Options{})
 	db := pgtest.Connect(t, dsn)
 	mustExec(t, db, "CREATE EXTENSION iasql", "SELECT iasql_grant_sidecar('iasql_sidecar')")
-	run := startRunning(t, withUser(dsn, "iasql_sidecar"), emu.URL)
+	run := startRun(t, withUser(dsn, "iasql_sidecar"), emu.URL)
 	mustExec(t, db, `SELECT * FROM iasql_install('aws_s3')`, `INSERT INTO bucket (name) VALUES ('kept')`, `CALL iasql_commit()`)
 
 	if _, err := db.Exec(context.Background(), "DROP EXTENSION iasql"); err == nil || !strings.Contains(err.Error(), "other objects depend on it") {
 		t.Errorf("DROP EXTENSION iasql with aws_s3 installed: %v, want refused", err)
 	}
-	waitTrue(t, db, "iasql still installed and captured", `SELECT iasql_sidecar_connected() AND to_regclass('public.bucket') IS NOT NULL`)
+	testkit.WaitQuery(t, db, time.Minute, "iasql still installed and captured", `SELECT iasql_sidecar_connected() AND to_regclass('public.bucket') IS NOT NULL`)
 
 	mustExec(t, db, "DROP EXTENSION iasql CASCADE")
-	select {
-	case <-run.exited:
-	case <-time.After(time.Minute):
-		t.Fatalf("the sidecar did not stop within a minute of DROP EXTENSION; its log:\n%s", run.logs())
-	}
-	if code := run.code(); code != 0 || !strings.Contains(run.logs(), "iasql was removed from the database") ||
-		!strings.Contains(run.logs(), "dropped the publication iasql") || !strings.Contains(run.logs(), "dropped the replication slot iasql_app") {
-		t.Errorf("the sidecar after DROP EXTENSION: exit %d; its log:\n%s", code, run.logs())
+	_ = run.WaitExit(time.Minute)
+	if code := run.ExitCode(); code != 0 || !run.Log.Contains("iasql was removed from the database") ||
+		!run.Log.Contains("dropped the publication iasql") || !run.Log.Contains("dropped the replication slot iasql_app") {
+		t.Errorf("the sidecar after DROP EXTENSION: exit %d; its log:\n%s", code, run.Log)
 	}
 	var left string
 	err = db.QueryRow(context.Background(), `SELECT concat_ws(', ',
@@ -74,14 +69,14 @@ func TestDropExtension(t *testing.T) {
 	other := c.DSN("other")
 	odb := pgtest.Connect(t, other)
 	mustExec(t, odb, "CREATE EXTENSION iasql", "SELECT iasql_grant_sidecar('iasql_sidecar')")
-	run = startRunning(t, withUser(other, "iasql_sidecar"), emu.URL)
+	run = startRun(t, withUser(other, "iasql_sidecar"), emu.URL)
 	mustExec(t, odb, `SELECT * FROM iasql_install('aws_s3')`, `INSERT INTO bucket (name) VALUES ('kept-too')`, `CALL iasql_commit()`)
-	run.stop()
-	waitTrue(t, odb, "the sidecar's slot let go", `SELECT NOT active FROM pg_replication_slots WHERE slot_name = 'iasql_other'`)
+	_ = run.Stop(time.Minute)
+	testkit.WaitQuery(t, odb, time.Minute, "the sidecar's slot let go", `SELECT NOT active FROM pg_replication_slots WHERE slot_name = 'iasql_other'`)
 	mustExec(t, odb, "DROP EXTENSION iasql CASCADE", `INSERT INTO bucket (name) VALUES ('while-absent')`)
-	run = startRunning(t, withUser(other, "iasql_sidecar"), emu.URL)
-	if !strings.Contains(run.logs(), "dropped a replication slot left by an earlier install of iasql") {
-		t.Errorf("the sidecar started after DROP EXTENSION did not renew the slot; its log:\n%s", run.logs())
+	run = startRun(t, withUser(other, "iasql_sidecar"), emu.URL)
+	if !run.Log.Contains("dropped a replication slot left by an earlier install of iasql") {
+		t.Errorf("the sidecar started after DROP EXTENSION did not renew the slot; its log:\n%s", run.Log)
 	}
 	// Everything written before now has been through capture once the
 	// slot confirms a position past it.
@@ -89,7 +84,7 @@ func TestDropExtension(t *testing.T) {
 	if err := odb.QueryRow(context.Background(), `SELECT pg_current_wal_lsn()::text`).Scan(&now); err != nil {
 		t.Fatal(err)
 	}
-	waitTrue(t, odb, "capture past the sidecar's start", `SELECT confirmed_flush_lsn >= '`+now+`'::pg_lsn FROM pg_replication_slots WHERE slot_name = 'iasql_other'`)
+	testkit.WaitQuery(t, odb, time.Minute, "capture past the sidecar's start", `SELECT confirmed_flush_lsn >= '`+now+`'::pg_lsn FROM pg_replication_slots WHERE slot_name = 'iasql_other'`)
 	var replayed int
 	if err := odb.QueryRow(context.Background(), `SELECT count(*) FROM iasql_audit_log WHERE table_name = 'bucket'`).Scan(&replayed); err != nil || replayed != 0 {
 		t.Errorf("the audit trail of the new install holds %d changes to bucket made while iasql was not installed (%v)", replayed, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // TestFailedRecordGoesWithItsRow: a create the cloud refuses leaves its
@@ -37,13 +38,10 @@ func TestFailedRecordGoesWithItsRow(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			dsn := srv.NewDB(t)
-			emu := emulator.New(emulator.Options{})
-			es, err := emu.Start(ctx, "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
+			es := testkit.StartCloud(t, emulator.Options{})
+			emu := es.Emu
 			sc := startSidecar(t, es.URL, "--dsn", dsn, "--log-format", "json")
-			sc.waitLine(t, regexp.MustCompile(`"msg":"(engine running)"`))
+			sc.WaitLog(time.Minute, regexp.MustCompile(`"msg":"(engine running)"`))
 			conn := pgtest.Connect(t, dsn)
 			exec := func(q string) error {
 				_, err := conn.Exec(ctx, q)
@@ -57,7 +55,7 @@ func TestFailedRecordGoesWithItsRow(t *testing.T) {
 				return n
 			}
 			if err := exec(`SELECT * FROM iasql_install('` + tc.module + `')`); err != nil {
-				t.Fatalf("install %s: %v\n%s", tc.module, err, sc.Log())
+				t.Fatalf("install %s: %v\n%s", tc.module, err, sc.Log.String())
 			}
 			if tc.fault != nil {
 				emu.Inject(*tc.fault)
@@ -71,8 +69,8 @@ func TestFailedRecordGoesWithItsRow(t *testing.T) {
 			if n := count(`SELECT count(*) FROM iasql_status WHERE table_name = '` + tc.table + `' AND state = 'failed'`); n != 1 {
 				t.Fatalf("%d failed records in iasql_status after the refused create, want 1", n)
 			}
-			if r := iasql(t, 30*time.Second, "status", "--dsn", dsn); r.code != 2 {
-				t.Fatalf("status with a failing record: exit %d, want 2\n%s%s", r.code, r.stdout, r.stderr)
+			if r := testkit.Run(t, 30*time.Second, "status", "--dsn", dsn); r.Code != 2 {
+				t.Fatalf("status with a failing record: exit %d, want 2\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
 
 			// The user gives up on it: the row goes, and its failure with it.
@@ -80,7 +78,7 @@ func TestFailedRecordGoesWithItsRow(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := exec(`CALL iasql_commit()`); err != nil {
-				t.Fatalf("commit after deleting the failed row: %v\n%s", err, sc.Log())
+				t.Fatalf("commit after deleting the failed row: %v\n%s", err, sc.Log.String())
 			}
 			if err := exec(`CALL iasql_refresh()`); err != nil {
 				t.Fatalf("refresh: %v", err)
@@ -102,8 +100,8 @@ func TestFailedRecordGoesWithItsRow(t *testing.T) {
 			if n := count(`SELECT count(*) FROM iasql_operations`); n != 0 {
 				t.Errorf("%d rows in iasql_operations after the row was deleted, want 0", n)
 			}
-			if r := iasql(t, 30*time.Second, "status", "--dsn", dsn); r.code != 0 {
-				t.Errorf("status after the failed row was deleted: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+			if r := testkit.Run(t, 30*time.Second, "status", "--dsn", dsn); r.Code != 0 {
+				t.Errorf("status after the failed row was deleted: exit %d, want 0\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iasql/iasql/internal/testkit"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
 
@@ -28,7 +29,7 @@ func TestHelpNamesEnvironment(t *testing.T) {
 			// Tests' and the benchmark's own settings are not the binary's
 			// (internal/launch starts the binary for them).
 			if strings.HasPrefix(d.Name(), ".") || rel == filepath.Join("internal", "bench") || rel == filepath.Join("internal", "pgtest") || rel == filepath.Join("internal", "enginetest") ||
-				rel == filepath.Join("internal", "launch") {
+				rel == filepath.Join("internal", "launch") || rel == filepath.Join("internal", "testkit") {
 				return filepath.SkipDir
 			}
 			return nil
@@ -51,8 +52,8 @@ func TestHelpNamesEnvironment(t *testing.T) {
 	if len(vars) < 5 {
 		t.Fatalf("found only %d environment variables in the source: %v", len(vars), vars)
 	}
-	r := iasql(t, 10*time.Second, "run", "--help")
-	help := r.stdout + r.stderr
+	r := testkit.Run(t, 10*time.Second, "run", "--help")
+	help := r.Stdout + r.Stderr
 	for _, v := range []string{"AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "PGPASSWORD"} {
 		vars[v] = "the SDKs"
 	}
@@ -79,8 +80,8 @@ func TestReadmeFlagsMatchHelp(t *testing.T) {
 	known := map[string]bool{"help": true, "version": true}
 	def := regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)`)
 	for _, cmd := range []string{"run", "install", "uninstall", "status", "demo", "emulator"} {
-		r := iasql(t, 10*time.Second, cmd, "--help")
-		for _, m := range def.FindAllStringSubmatch(r.stdout+r.stderr, -1) {
+		r := testkit.Run(t, 10*time.Second, cmd, "--help")
+		for _, m := range def.FindAllStringSubmatch(r.Stdout+r.Stderr, -1) {
 			known[m[1]] = true
 		}
 	}
@@ -119,9 +120,9 @@ func TestReadmeFlagsMatchHelp(t *testing.T) {
 // of the SQL objects the binary installs.
 func TestVersionNamesSQLObjects(t *testing.T) {
 	t.Parallel()
-	r := iasql(t, 10*time.Second, "--version")
+	r := testkit.Run(t, 10*time.Second, "--version")
 	want := "(SQL objects " + iasqlsql.Version + ")"
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "iasql ") || !strings.Contains(r.stdout, want) || strings.Count(r.stdout, "\n") != 1 {
-		t.Errorf("--version: exit %d, %q; want one line naming %s", r.code, r.stdout, want)
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "iasql ") || !strings.Contains(r.Stdout, want) || strings.Count(r.Stdout, "\n") != 1 {
+		t.Errorf("--version: exit %d, %q; want one line naming %s", r.Code, r.Stdout, want)
 	}
 }

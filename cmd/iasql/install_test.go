@@ -10,6 +10,7 @@ import (
 
 	side "github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // TestInstallByCreateRoleAdmin: an administrator without superuser, with
@@ -26,11 +27,11 @@ func TestInstallByCreateRoleAdmin(t *testing.T) {
 	pgtest.Exec(t, dsn, "CREATE ROLE "+dba+" LOGIN CREATEROLE", "CREATE ROLE "+sc+" LOGIN REPLICATION", "ALTER DATABASE "+db+" OWNER TO "+dba)
 	admin := withUser(dsn, dba)
 
-	r := iasql(t, 30*time.Second, "install", "--dsn", admin, "--sidecar-role", sc)
-	msg := strings.TrimSpace(r.stderr)
-	if r.code != 1 || strings.Contains(r.stdout, "installed") || strings.Contains(msg, "\n") ||
+	r := testkit.Run(t, 30*time.Second, "install", "--dsn", admin, "--sidecar-role", sc)
+	msg := strings.TrimSpace(r.Stderr)
+	if r.Code != 1 || strings.Contains(r.Stdout, "installed") || strings.Contains(msg, "\n") ||
 		!strings.Contains(msg, "nothing was changed: GRANT "+sc+" TO "+dba+" (to hand it the publication iasql and the module tables); then run it again") {
-		t.Errorf("install --sidecar-role by an administrator who may not SET ROLE to it: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		t.Errorf("install --sidecar-role by an administrator who may not SET ROLE to it: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
 	conn := pgtest.Connect(t, dsn)
 	var objects, pubs int
@@ -44,9 +45,9 @@ func TestInstallByCreateRoleAdmin(t *testing.T) {
 	}
 
 	pgtest.Exec(t, dsn, "GRANT "+sc+" TO "+dba)
-	r = iasql(t, 30*time.Second, "install", "--dsn", admin, "--sidecar-role", sc)
-	if r.code != 0 || !strings.Contains(r.stdout, "installed iasql") || !strings.Contains(r.stdout, "role "+sc+" is the iasql sidecar's role in database "+db) {
-		t.Fatalf("install once granted: exit %d, %s%s", r.code, r.stdout, r.stderr)
+	r = testkit.Run(t, 30*time.Second, "install", "--dsn", admin, "--sidecar-role", sc)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "installed iasql") || !strings.Contains(r.Stdout, "role "+sc+" is the iasql sidecar's role in database "+db) {
+		t.Fatalf("install once granted: exit %d, %s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	var owner, named string
 	if err := conn.QueryRow(context.Background(), `SELECT pubowner::regrole::text, (SELECT role_name FROM iasql_sidecar) FROM pg_publication WHERE pubname = 'iasql'`).Scan(&owner, &named); err != nil {

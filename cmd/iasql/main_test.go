@@ -1,80 +1,34 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
-var (
-	srv *pgtest.Server
-	bin string
-)
+var srv *pgtest.Server
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "iasql-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if bin, err = launch.Binary(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pgtest.Main(m, &srv)
-}
-
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-func iasql(t *testing.T, timeout time.Duration, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := launch.Command(ctx, "", bin, args...)
-	cmd.Env = append(cmd.Env, "IASQL_DSN=")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run iasql %v: %v", args, err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("iasql %v did not finish within %s; stderr: %s", args, timeout, r.stderr)
-	}
-	return r
-}
+func TestMain(m *testing.M) { pgtest.Main(m, &srv) }
 
 func TestHelp(t *testing.T) {
 	t.Parallel()
 	for _, cmd := range []string{"run", "install", "status", "demo", "emulator"} {
-		r := iasql(t, 10*time.Second, cmd, "--help")
-		if r.code != 0 {
-			t.Errorf("%s --help exited %d", cmd, r.code)
+		r := testkit.Run(t, 10*time.Second, cmd, "--help")
+		if r.Code != 0 {
+			t.Errorf("%s --help exited %d", cmd, r.Code)
 		}
-		help := r.stdout + r.stderr
+		help := r.Stdout + r.Stderr
 		if !strings.Contains(help, "Usage: iasql "+cmd) || !strings.Contains(help, "Examples:") {
 			t.Errorf("%s --help lacks usage or examples:\n%s", cmd, help)
 		}
@@ -82,14 +36,14 @@ func TestHelp(t *testing.T) {
 			t.Errorf("%s --help does not name IASQL_DSN:\n%s", cmd, help)
 		}
 	}
-	if r := iasql(t, 10*time.Second, "--help"); r.code != 0 || !strings.Contains(r.stdout, "Commands:") {
-		t.Errorf("--help: exit %d, %q", r.code, r.stdout)
+	if r := testkit.Run(t, 10*time.Second, "--help"); r.Code != 0 || !strings.Contains(r.Stdout, "Commands:") {
+		t.Errorf("--help: exit %d, %q", r.Code, r.Stdout)
 	}
-	if r := iasql(t, 10*time.Second, "--version"); r.code != 0 || !strings.HasPrefix(r.stdout, "iasql ") {
-		t.Errorf("--version: exit %d, %q", r.code, r.stdout)
+	if r := testkit.Run(t, 10*time.Second, "--version"); r.Code != 0 || !strings.HasPrefix(r.Stdout, "iasql ") {
+		t.Errorf("--version: exit %d, %q", r.Code, r.Stdout)
 	}
-	if r := iasql(t, 10*time.Second, "frobnicate"); r.code != 1 || !strings.Contains(r.stderr, "unknown command") {
-		t.Errorf("unknown command: exit %d, %q", r.code, r.stderr)
+	if r := testkit.Run(t, 10*time.Second, "frobnicate"); r.Code != 1 || !strings.Contains(r.Stderr, "unknown command") {
+		t.Errorf("unknown command: exit %d, %q", r.Code, r.Stderr)
 	}
 }
 
@@ -187,11 +141,11 @@ func TestRunRefusesBadInput(t *testing.T) {
 				dsn, admin = tc.setup(t)
 				args = append(args, "--dsn", dsn)
 			}
-			r := iasql(t, 30*time.Second, args...)
-			if r.code != 1 {
-				t.Errorf("exit code %d, want 1; stderr: %s", r.code, r.stderr)
+			r := testkit.Run(t, 30*time.Second, args...)
+			if r.Code != 1 {
+				t.Errorf("exit code %d, want 1; stderr: %s", r.Code, r.Stderr)
 			}
-			msg := strings.TrimRight(r.stderr, "\n")
+			msg := strings.TrimRight(r.Stderr, "\n")
 			if strings.Count(msg, "\n") != 0 {
 				t.Errorf("error is not one line:\n%s", msg)
 			}
@@ -218,59 +172,51 @@ func dbName(dsn string) string {
 func TestInstallAndStatus(t *testing.T) {
 	t.Parallel()
 	dsn := srv.NewDB(t)
-	r := iasql(t, 30*time.Second, "install", "--dsn", dsn)
-	if r.code != 0 || !strings.Contains(r.stdout, "installed iasql") {
-		t.Fatalf("install: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	r := testkit.Run(t, 30*time.Second, "install", "--dsn", dsn)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "installed iasql") {
+		t.Fatalf("install: exit %d, %s %s", r.Code, r.Stdout, r.Stderr)
 	}
-	if r := iasql(t, 30*time.Second, "install", "--dsn", dsn); r.code != 0 || !strings.Contains(r.stdout, "already installed") {
-		t.Fatalf("second install: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	if r := testkit.Run(t, 30*time.Second, "install", "--dsn", dsn); r.Code != 0 || !strings.Contains(r.Stdout, "already installed") {
+		t.Fatalf("second install: exit %d, %s %s", r.Code, r.Stdout, r.Stderr)
 	}
-	r = iasql(t, 30*time.Second, "status", "--dsn", dsn)
-	if r.code != 1 || !strings.Contains(r.stderr, "does not exist: start 'iasql run'") {
-		t.Errorf("status before run: exit %d, %s", r.code, r.stderr)
+	r = testkit.Run(t, 30*time.Second, "status", "--dsn", dsn)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "does not exist: start 'iasql run'") {
+		t.Errorf("status before run: exit %d, %s", r.Code, r.Stderr)
 	}
 
-	run := launch.Command(context.Background(), "", bin, "run", "--dsn", dsn)
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer run.Process.Kill()
+	run := testkit.Start(t, "", nil, "run", "--dsn", dsn)
 	// Capture starts from the slot the first run creates.
-	waitStatus(t, dsn, "healthy", func(r result) bool { return r.code == 0 })
+	waitStatus(t, dsn, "healthy", func(r testkit.Result) bool { return r.Code == 0 })
 	pgtest.Exec(t, dsn, `CREATE TABLE t (id int PRIMARY KEY)`, `INSERT INTO iasql_tables (table_name) VALUES ('t')`, `INSERT INTO t VALUES (1), (2)`)
-	r = waitStatus(t, dsn, "healthy with 2 changes", func(r result) bool {
-		return r.code == 0 && strings.Contains(r.stdout, "changes_captured:   2")
+	r = waitStatus(t, dsn, "healthy with 2 changes", func(r testkit.Result) bool {
+		return r.Code == 0 && strings.Contains(r.Stdout, "changes_captured:   2")
 	})
 	for _, want := range []string{"slot:               iasql_", "consumer:           active (pid", "lag_bytes:", "last_captured_lsn:  0/", "last_commit_time:   20", "capture:            healthy"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r.Stdout)
 		}
 	}
 
 	// SIGTERM stops it cleanly; status then says nobody consumes.
-	_ = run.Process.Signal(syscall.SIGTERM)
-	if err := run.Wait(); err != nil {
+	if err := run.Stop(time.Minute); err != nil {
 		t.Errorf("run after SIGTERM: %v", err)
 	}
-	waitStatus(t, dsn, "no consumer after stop", func(r result) bool {
-		return r.code == 1 && strings.Contains(r.stderr, "no sidecar is consuming")
+	waitStatus(t, dsn, "no consumer after stop", func(r testkit.Result) bool {
+		return r.Code == 1 && strings.Contains(r.Stderr, "no sidecar is consuming")
 	})
 }
 
 // waitStatus runs iasql status until ok says it shows what the test waits for.
-func waitStatus(t *testing.T, dsn, what string, ok func(result) bool) result {
+func waitStatus(t *testing.T, dsn, what string, ok func(testkit.Result) bool) testkit.Result {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := iasql(t, 30*time.Second, "status", "--dsn", dsn)
-		if ok(r) {
-			return r
+	var r testkit.Result
+	testkit.Wait(t, 30*time.Second, "status "+what, func() error {
+		if r = testkit.Run(t, 30*time.Second, "status", "--dsn", dsn); ok(r) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never %s: exit %d\n%s%s", what, r.code, r.stdout, r.stderr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	})
+	return r
 }
 
 // TestLostSlot: when PostgreSQL removed WAL the slot needed, run and status
@@ -284,15 +230,11 @@ func TestLostSlot(t *testing.T) {
 	defer c.Destroy()
 	pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app")
 	dsn := c.DSN("app")
-	run := launch.Command(context.Background(), "", bin, "run", "--dsn", dsn)
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
+	run := testkit.Start(t, "", nil, "run", "--dsn", dsn)
 	pgtest.Exec(t, dsn, `CREATE TABLE t (id serial PRIMARY KEY, pad text)`)
-	waitStatus(t, dsn, "healthy", func(r result) bool { return r.code == 0 })
+	waitStatus(t, dsn, "healthy", func(r testkit.Result) bool { return r.Code == 0 })
 	pgtest.Exec(t, dsn, `INSERT INTO iasql_tables (table_name) VALUES ('t')`)
-	_ = run.Process.Kill()
-	_ = run.Wait()
+	run.Kill()
 
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
@@ -313,9 +255,9 @@ func TestLostSlot(t *testing.T) {
 		pgtest.Exec(t, dsn, `INSERT INTO t (pad) SELECT repeat('x', 1000) FROM generate_series(1, 2000)`, `SELECT pg_switch_wal()`, `CHECKPOINT`)
 	}
 	for _, cmd := range []string{"run", "status"} {
-		r := iasql(t, 30*time.Second, cmd, "--dsn", dsn)
-		if r.code != 1 || !strings.Contains(r.stderr, "lost") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-			t.Errorf("%s with a lost slot: exit %d, stderr %q", cmd, r.code, r.stderr)
+		r := testkit.Run(t, 30*time.Second, cmd, "--dsn", dsn)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "lost") || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+			t.Errorf("%s with a lost slot: exit %d, stderr %q", cmd, r.Code, r.Stderr)
 		}
 	}
 	var status string
@@ -327,9 +269,9 @@ func TestLostSlot(t *testing.T) {
 // TestDemoScenario: the scripted walkthrough make run offers passes.
 func TestDemoScenario(t *testing.T) {
 	t.Parallel()
-	r := iasql(t, 3*time.Minute, "demo", "--scenario", "--log-level", "warn")
-	if r.code != 0 || !strings.Contains(r.stdout, "9 of 9 steps checked out") {
-		t.Errorf("demo --scenario: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r := testkit.Run(t, 3*time.Minute, "demo", "--scenario", "--log-level", "warn")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "9 of 9 steps checked out") {
+		t.Errorf("demo --scenario: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
@@ -357,15 +299,15 @@ func TestPasswordKeptOutOfPs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := iasql(t, 30*time.Second, c.args...)
-			if r.code != 1 || !strings.Contains(r.stderr, c.wantError) {
-				t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, c.wantError)
+			r := testkit.Run(t, 30*time.Second, c.args...)
+			if r.Code != 1 || !strings.Contains(r.Stderr, c.wantError) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", r.Code, r.Stderr, c.wantError)
 			}
-			if warned := strings.Contains(r.stderr, "the password in --dsn is visible"); warned != c.warn {
-				t.Errorf("warned about the password: %v, want %v (stderr %q)", warned, c.warn, r.stderr)
+			if warned := strings.Contains(r.Stderr, "the password in --dsn is visible"); warned != c.warn {
+				t.Errorf("warned about the password: %v, want %v (stderr %q)", warned, c.warn, r.Stderr)
 			}
-			if strings.Contains(r.stderr+r.stdout, "secret") {
-				t.Errorf("the password was printed: %s", r.stderr)
+			if strings.Contains(r.Stderr+r.Stdout, "secret") {
+				t.Errorf("the password was printed: %s", r.Stderr)
 			}
 		})
 	}
@@ -380,14 +322,14 @@ func TestSidecarRole(t *testing.T) {
 	dsn := srv.NewDB(t)
 	sidecar, other := dbName(dsn)+"_sidecar", dbName(dsn)+"_other"
 	pgtest.Exec(t, dsn, "CREATE ROLE "+sidecar+" LOGIN REPLICATION", "CREATE ROLE "+other+" LOGIN REPLICATION")
-	r := iasql(t, 30*time.Second, "install", "--dsn", dsn, "--sidecar-role", sidecar)
-	if r.code != 0 || !strings.Contains(r.stdout, "role "+sidecar+" is the iasql sidecar's role in database "+dbName(dsn)) {
-		t.Fatalf("install --sidecar-role: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	r := testkit.Run(t, 30*time.Second, "install", "--dsn", dsn, "--sidecar-role", sidecar)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "role "+sidecar+" is the iasql sidecar's role in database "+dbName(dsn)) {
+		t.Fatalf("install --sidecar-role: exit %d, %s %s", r.Code, r.Stdout, r.Stderr)
 	}
 
-	r = iasql(t, 30*time.Second, "run", "--dsn", withUser(dsn, other))
-	if r.code != 1 || !strings.Contains(r.stderr, "role "+other+" is not the iasql sidecar's role") || !strings.Contains(r.stderr, "iasql install --sidecar-role "+other) {
-		t.Errorf("run as another role: exit %d, %s", r.code, r.stderr)
+	r = testkit.Run(t, 30*time.Second, "run", "--dsn", withUser(dsn, other))
+	if r.Code != 1 || !strings.Contains(r.Stderr, "role "+other+" is not the iasql sidecar's role") || !strings.Contains(r.Stderr, "iasql install --sidecar-role "+other) {
+		t.Errorf("run as another role: exit %d, %s", r.Code, r.Stderr)
 	}
 	var slots int
 	conn := pgtest.Connect(t, dsn)
@@ -395,21 +337,14 @@ func TestSidecarRole(t *testing.T) {
 		t.Fatalf("a refused run left %d slots (%v)", slots, err)
 	}
 
-	run := launch.Command(context.Background(), "", bin, "run", "--dsn", withUser(dsn, sidecar))
-	var errb bytes.Buffer
-	run.Stderr = &errb
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer run.Process.Kill()
-	waitStatus(t, dsn, "healthy", func(r result) bool { return r.code == 0 })
+	run := testkit.Start(t, "", nil, "run", "--dsn", withUser(dsn, sidecar))
+	waitStatus(t, dsn, "healthy", func(r testkit.Result) bool { return r.Code == 0 })
 	pgtest.Exec(t, dsn, `CREATE TABLE t (id int PRIMARY KEY)`, `INSERT INTO iasql_tables (table_name) VALUES ('t')`, `INSERT INTO t VALUES (1), (2)`)
-	waitStatus(t, dsn, "healthy with 2 changes captured by the non-superuser sidecar", func(r result) bool {
-		return r.code == 0 && strings.Contains(r.stdout, "changes_captured:   2")
+	waitStatus(t, dsn, "healthy with 2 changes captured by the non-superuser sidecar", func(r testkit.Result) bool {
+		return r.Code == 0 && strings.Contains(r.Stdout, "changes_captured:   2")
 	})
-	_ = run.Process.Signal(syscall.SIGTERM)
-	if err := run.Wait(); err != nil {
-		t.Errorf("run after SIGTERM: %v\n%s", err, errb.String())
+	if err := run.Stop(time.Minute); err != nil {
+		t.Errorf("run after SIGTERM: %v\n%s", err, run.Log)
 	}
 }
 
@@ -428,17 +363,17 @@ func TestInstallRoles(t *testing.T) {
 	pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app", "CREATE DATABASE other", "CREATE ROLE installer LOGIN",
 		"ALTER DATABASE app OWNER TO installer")
 	pgtest.Exec(t, c.DSN("app"), "GRANT CREATE ON SCHEMA public TO installer")
-	r := iasql(t, 30*time.Second, "install", "--dsn", withUser(c.DSN("app"), "installer"))
+	r := testkit.Run(t, 30*time.Second, "install", "--dsn", withUser(c.DSN("app"), "installer"))
 	recipe := "CREATE ROLE iasql_reader NOLOGIN; CREATE ROLE iasql_writer NOLOGIN IN ROLE iasql_reader; CREATE ROLE iasql_admin NOLOGIN IN ROLE iasql_writer;"
-	if r.code != 1 || !strings.Contains(r.stderr, "iasql needs the role iasql_reader, which does not exist, and role installer may not create it") ||
-		!strings.Contains(r.stderr, recipe) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-		t.Fatalf("install without CREATEROLE: exit %d, %q", r.code, r.stderr)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "iasql needs the role iasql_reader, which does not exist, and role installer may not create it") ||
+		!strings.Contains(r.Stderr, recipe) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+		t.Fatalf("install without CREATEROLE: exit %d, %q", r.Code, r.Stderr)
 	}
-	if r := iasql(t, 30*time.Second, "install", "--dsn", c.DSN("other")); r.code != 0 {
-		t.Fatalf("a superuser's install: exit %d, %s", r.code, r.stderr)
+	if r := testkit.Run(t, 30*time.Second, "install", "--dsn", c.DSN("other")); r.Code != 0 {
+		t.Fatalf("a superuser's install: exit %d, %s", r.Code, r.Stderr)
 	}
-	if r := iasql(t, 30*time.Second, "install", "--dsn", withUser(c.DSN("app"), "installer")); r.code != 0 {
-		t.Fatalf("install once the roles exist: exit %d, %s", r.code, r.stderr)
+	if r := testkit.Run(t, 30*time.Second, "install", "--dsn", withUser(c.DSN("app"), "installer")); r.Code != 0 {
+		t.Fatalf("install once the roles exist: exit %d, %s", r.Code, r.Stderr)
 	}
 	conn := pgtest.Connect(t, c.DSN("other"))
 	var ok bool

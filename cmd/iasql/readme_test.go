@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
@@ -19,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/internal/emulator"
-	"github.com/iasql/iasql/internal/launch"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/internal/webtier"
 	"github.com/iasql/iasql/modules"
 )
@@ -52,7 +51,7 @@ func TestReadmeAfterMakeRun(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 	cfg := emulator.ClientConfig(endpoint)
-	bucket := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	bucket := s3.NewFromConfig(cfg, testkit.PathStyle)
 	ec2In := func(region string) *ec2.Client {
 		return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Region = region })
 	}
@@ -194,29 +193,8 @@ func TestReadmeAfterMakeRun(t *testing.T) {
 // is interrupted (and removes its cluster) when the test ends.
 func startDemo(t *testing.T) (dsn, endpoint, try string) {
 	t.Helper()
-	cmd := launch.Command(context.Background(), "", bin, "demo", "--log-level", "warn")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(stderr); errs <- string(b) }()
-	var out strings.Builder
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "Press Ctrl-C") {
-			break
-		}
-	}
+	d := launchDemo(t)
+	cmd, stdout, errs := d.cmd, d.stdout, d.errs
 	copied := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, stdout); close(copied) }()
 	t.Cleanup(func() {
@@ -230,7 +208,7 @@ func startDemo(t *testing.T) (dsn, endpoint, try string) {
 			<-done
 		}
 	})
-	text := out.String()
+	text := d.printed
 	m := regexp.MustCompile(`(?m)^\s*psql "([^"]+)"$`).FindStringSubmatch(text)
 	e := regexp.MustCompile(`The emulator speaks S3 at (\S+) `).FindStringSubmatch(text)
 	_, rest, ok := strings.Cut(text, "and try:\n")
@@ -332,12 +310,12 @@ func TestReadmeSaysWhatHolds(t *testing.T) {
 			t.Errorf("The sidecar lists iasql %s %d times, want once", cmd, len(n))
 		}
 	}
-	for _, text := range []string{sidecar, iasql(t, 10*time.Second, "run", "--help").stderr, iasql(t, 10*time.Second, "status", "--help").stderr} {
+	for _, text := range []string{sidecar, testkit.Run(t, 10*time.Second, "run", "--help").Stderr, testkit.Run(t, 10*time.Second, "status", "--help").Stderr} {
 		if strings.Contains(text, "postgres://iasql@") {
 			t.Errorf("an example connects as the role iasql, which the recipe does not create (iasql_sidecar):\n%s", text)
 		}
 	}
-	usage := iasql(t, 10*time.Second, "--help").stdout
+	usage := testkit.Run(t, 10*time.Second, "--help").Stdout
 	demo, _, _ := strings.Cut(usage[strings.Index(usage, "  demo "):], "\n  emulator")
 	for _, m := range []string{"aws_s3", "aws_elb", "aws_vpc", "aws_security_group", "aws_ec2"} {
 		if !strings.Contains(demo, m) {

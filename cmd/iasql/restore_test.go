@@ -1,17 +1,14 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
-	"net/http/httptest"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +21,7 @@ import (
 	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	iasqlsql "github.com/iasql/iasql/sql"
 )
 
@@ -81,19 +79,18 @@ func TestBackupAndRestore(t *testing.T) {
 				}
 				pgtest.Exec(t, src, `DO $$ BEGIN FOR i IN 1..20000 LOOP PERFORM pg_catalog.pg_current_xact_id(); COMMIT; END LOOP; END $$`)
 			}
-			emu := httptest.NewServer(emulator.New(emulator.Options{}))
-			defer emu.Close()
+			emu := testkit.StartCloud(t, emulator.Options{})
 
 			// Roles and grants: the sidecar's role, without superuser.
 			pgtest.Exec(t, c.DSN("postgres"), "CREATE ROLE iasql_sidecar LOGIN REPLICATION")
 			if path == "plain" {
-				if r := iasql(t, 30*time.Second, "install", "--dsn", src, "--sidecar-role", "iasql_sidecar"); r.code != 0 {
-					t.Fatalf("install: exit %d: %s", r.code, r.stderr)
+				if r := testkit.Run(t, 30*time.Second, "install", "--dsn", src, "--sidecar-role", "iasql_sidecar"); r.Code != 0 {
+					t.Fatalf("install: exit %d: %s", r.Code, r.Stderr)
 				}
 			} else {
 				pgtest.Exec(t, src, "CREATE EXTENSION iasql", "SELECT iasql_grant_sidecar('iasql_sidecar')")
 			}
-			stopSrc := startRun(t, withUser(src, "iasql_sidecar"), emu.URL)
+			srcRun := startRun(t, withUser(src, "iasql_sidecar"), emu.URL)
 			db := pgtest.Connect(t, src)
 			ctx := context.Background()
 			mustExec(t, db, `SELECT * FROM iasql_install('aws_s3', 'aws_security_group')`,
@@ -103,7 +100,7 @@ func TestBackupAndRestore(t *testing.T) {
 				// Intent that is captured but not enacted when the dump is taken.
 				`CALL iasql_begin()`,
 				`INSERT INTO bucket (name) VALUES ('pending-at-dump')`)
-			waitTrue(t, db, "the pending insert captured",
+			testkit.WaitQuery(t, db, time.Minute, "the pending insert captured",
 				`SELECT EXISTS (SELECT 1 FROM iasql_audit_log WHERE table_name = 'bucket' AND new_row->>'name' = 'pending-at-dump')`)
 			var auditRows, maxID int64
 			if err := db.QueryRow(ctx, `SELECT count(*), max(id) FROM iasql_audit_log`).Scan(&auditRows, &maxID); err != nil {
@@ -112,7 +109,7 @@ func TestBackupAndRestore(t *testing.T) {
 			// Changes in the dump that capture has not recorded by then (the
 			// source's sidecar has stopped): the restored database takes them
 			// for intent.
-			stopSrc()
+			_ = srcRun.Stop(time.Minute)
 			mustExec(t, db, `INSERT INTO bucket (name) VALUES ('inserted-uncaptured')`,
 				`UPDATE bucket SET versioning = true WHERE name = 'updated-uncaptured'`,
 				`DELETE FROM bucket WHERE name = 'deleted-uncaptured'`)
@@ -135,7 +132,7 @@ func TestBackupAndRestore(t *testing.T) {
 					t.Fatalf("%s: %v\n%s", line, err, out)
 				}
 			}
-			stopSrc()
+			_ = srcRun.Stop(time.Minute)
 
 			dst := to.DSN("app_restored")
 			if tc.another {
@@ -147,8 +144,8 @@ func TestBackupAndRestore(t *testing.T) {
 			}
 			// Before the sidecar runs on it, status says to start it (the
 			// source's progress is not a lost slot here).
-			if r := iasql(t, 30*time.Second, "status", "--dsn", dst); r.code != 1 || !strings.Contains(r.stderr, "does not exist: start 'iasql run'") {
-				t.Errorf("status of the restored database: exit %d, %s", r.code, r.stderr)
+			if r := testkit.Run(t, 30*time.Second, "status", "--dsn", dst); r.Code != 1 || !strings.Contains(r.Stderr, "does not exist: start 'iasql run'") {
+				t.Errorf("status of the restored database: exit %d, %s", r.Code, r.Stderr)
 			}
 			if path == "extension" {
 				// A slot of the sidecar's name, made on the restored database
@@ -165,31 +162,25 @@ func TestBackupAndRestore(t *testing.T) {
 			if err := pgtest.Connect(t, dst).QueryRow(ctx, `SELECT rolsuper OR NOT rolreplication FROM pg_roles WHERE rolname = $1`, dbUser(runDSN)).Scan(&super); err != nil || super {
 				t.Fatalf("the recipe's sidecar %s is a superuser or lacks REPLICATION (%v)", dbUser(runDSN), err)
 			}
-			_, logs := startRunLog(t, runDSN, emu.URL, "--interval", "1h")
+			run := startRun(t, runDSN, emu.URL, "--interval", "1h")
 			if path == "extension" {
 				// The line was written before the sidecar connected; poll
 				// for it, since its copy from the pipe may still be on its way.
-				for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs(), "dropped a slot made before the restored database was adopted"); time.Sleep(20 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Errorf("the slot made before the adoption was not dropped")
-						break
-					}
-				}
+				testkit.Until(t, 10*time.Second, "the slot made before the adoption to be dropped", func() bool {
+					return run.Log.Contains("dropped a slot made before the restored database was adopted")
+				})
 			}
 			rdb := pgtest.Connect(t, dst)
-			waitTrue(t, rdb, "the sidecar connected", `SELECT iasql_sidecar_connected()`)
+			testkit.WaitQuery(t, rdb, time.Minute, "the sidecar connected", `SELECT iasql_sidecar_connected()`)
 			// Before anyone writes or commits: what was pending at the dump
 			// reaches the cloud.
-			s3c := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true })
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-				got := bucketNames(t, s3c)
-				if got == "inserted-uncaptured,kept-before-dump,pending-at-dump,updated-uncaptured" {
-					break
+			s3c := s3.NewFromConfig(emu.AWS, testkit.PathStyle)
+			testkit.Wait(t, time.Minute, "the intent pending at the dump to be enacted as the sidecar starts", func() error {
+				if got := bucketNames(t, s3c); got != "inserted-uncaptured,kept-before-dump,pending-at-dump,updated-uncaptured" {
+					return fmt.Errorf("buckets in the cloud: %s", got)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the intent pending at the dump was not enacted as the sidecar started: buckets in the cloud %s\n%s", got, logs())
-				}
-			}
+				return nil
+			})
 
 			checks := []struct{ what, query string }{
 				{"registry intact", `SELECT count(*) = 3 FROM iasql_tables WHERE table_name IN ('bucket', 'bucket_object', 'iasql_mode')`},
@@ -249,7 +240,7 @@ func TestBackupAndRestore(t *testing.T) {
 				t.Errorf("buckets in the cloud: %v", names)
 			}
 			for _, name := range []string{"kept-before-dump", "updated-uncaptured"} {
-				v, err := s3.NewFromConfig(emulator.ClientConfig(emu.URL), func(o *s3.Options) { o.UsePathStyle = true }).
+				v, err := s3.NewFromConfig(emu.AWS, testkit.PathStyle).
 					GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(name)})
 				if err != nil {
 					t.Fatal(err)
@@ -263,7 +254,7 @@ func TestBackupAndRestore(t *testing.T) {
 				}
 			}
 			if t.Failed() || os.Getenv("IASQL_TEST_LOG") != "" {
-				t.Logf("sidecar log of the restored database:\n%s", logs())
+				t.Logf("sidecar log of the restored database:\n%s", run.Log)
 			}
 		})
 	}
@@ -362,78 +353,16 @@ func extensionInstalled(t *testing.T) {
 	}
 }
 
-// startRun runs iasql run against dsn and the emulator until the test ends
-// or stop is called.
-func startRun(t *testing.T, dsn, endpoint string) (stop func()) {
+// startRun runs iasql run against dsn and the emulator at endpoint, with
+// args, until the test ends or it is stopped; it returns once the sidecar
+// captures.
+func startRun(t *testing.T, dsn, endpoint string, args ...string) *testkit.Process {
 	t.Helper()
-	stop, _ = startRunLog(t, dsn, endpoint)
-	return stop
+	p := testkit.Start(t, endpoint, nil, append([]string{"run", "--dsn", dsn, "--log-level", "debug"}, args...)...)
+	testkit.WaitQuery(t, pgtest.Connect(t, dsn), time.Minute, "iasql run to capture",
+		`SELECT to_regproc('public.iasql_sidecar_connected') IS NOT NULL AND iasql_sidecar_connected()`)
+	return p
 }
-
-func startRunLog(t *testing.T, dsn, endpoint string, args ...string) (stop func(), logs func() string) {
-	t.Helper()
-	r := startRunning(t, dsn, endpoint, args...)
-	return r.stop, r.logs
-}
-
-// running is an iasql run started by startRunning.
-type running struct {
-	stop   func()        // SIGTERM, then wait
-	logs   func() string // its log so far
-	exited chan struct{} // closed when it has exited on its own or been stopped
-	code   func() int    // its exit code, once exited is closed
-}
-
-// startRunning runs iasql run against dsn and the emulator until the test
-// ends or it is stopped, once it captures.
-func startRunning(t *testing.T, dsn, endpoint string, args ...string) running {
-	t.Helper()
-	cmd := launch.Command(context.Background(), endpoint, bin, append([]string{"run", "--dsn", dsn, "--log-level", "debug"}, args...)...)
-	cmd.Env = append(cmd.Env, "IASQL_DSN=")
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return buf.Write(p)
-	})
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := running{exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(r.exited)
-	}()
-	r.stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-r.exited
-	}
-	r.code = func() int { return cmd.ProcessState.ExitCode() }
-	t.Cleanup(r.stop)
-	r.logs = func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return buf.String()
-	}
-	conn := pgtest.Connect(t, dsn)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var ok bool
-		err := conn.QueryRow(context.Background(), `SELECT to_regproc('public.iasql_sidecar_connected') IS NOT NULL AND iasql_sidecar_connected()`).Scan(&ok)
-		if err == nil && ok {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("iasql run never captured (%v); its log:\n%s", err, r.logs())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func mustExec(t *testing.T, conn *pgx.Conn, sqls ...string) {
 	t.Helper()
@@ -444,22 +373,5 @@ func mustExec(t *testing.T, conn *pgx.Conn, sqls ...string) {
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
-	}
-}
-
-// waitTrue polls query until it returns true (a minute at most).
-func waitTrue(t *testing.T, conn *pgx.Conn, what, query string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var ok bool
-		err := conn.QueryRow(context.Background(), query).Scan(&ok)
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never %s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

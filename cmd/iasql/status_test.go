@@ -1,92 +1,27 @@
 package main_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/iasql/iasql/internal/emulator"
-	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
-
-// sidecar is an `iasql run` child whose stderr (its log) is kept.
-type sidecar struct {
-	cmd   *exec.Cmd
-	mu    sync.Mutex
-	log   strings.Builder
-	lines chan string
-	done  chan struct{}
-}
 
 // startSidecar starts iasql run with args against the emulator at
 // endpoint ("": none, launch.NoCloud).
-func startSidecar(t *testing.T, endpoint string, args ...string) *sidecar {
+func startSidecar(t *testing.T, endpoint string, args ...string) *testkit.Process {
 	t.Helper()
-	s := &sidecar{cmd: launch.Command(context.Background(), endpoint, bin, append([]string{"run"}, args...)...), lines: make(chan string, 1000), done: make(chan struct{})}
-	s.cmd.Env = append(s.cmd.Env, "IASQL_DSN=")
-	stderr, err := s.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(s.done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.log.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
-			select {
-			case s.lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.done
-		_ = s.cmd.Wait()
-	})
-	return s
-}
-
-func (s *sidecar) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.log.String()
-}
-
-// waitLine returns the first log line matching re (its first group).
-func (s *sidecar) waitLine(t *testing.T, re *regexp.Regexp) string {
-	t.Helper()
-	timeout := time.After(60 * time.Second)
-	for {
-		select {
-		case l := <-s.lines:
-			if m := re.FindStringSubmatch(l); m != nil {
-				return m[1]
-			}
-		case <-s.done:
-			t.Fatalf("the sidecar exited before logging %s:\n%s", re, s.Log())
-		case <-timeout:
-			t.Fatalf("the sidecar did not log %s within 60s:\n%s", re, s.Log())
-		}
-	}
+	return testkit.Start(t, endpoint, nil, append([]string{"run"}, args...)...)
 }
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -138,44 +73,32 @@ func TestStatusAndMetrics(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := srv.NewDB(t)
-	emu := emulator.New(emulator.Options{})
-	es, err := emu.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	es := testkit.StartCloud(t, emulator.Options{})
+	emu := es.Emu
 	sc := startSidecar(t, es.URL, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
-	addr := sc.waitLine(t, regexp.MustCompile(`"msg":"serving metrics","addr":"([^"]+)"`))
+	addr := sc.WaitLog(time.Minute, regexp.MustCompile(`"msg":"serving metrics","addr":"([^"]+)"`))
 	base := "http://" + addr
 
 	conn := pgtest.Connect(t, dsn)
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM iasql_modules`).Scan(&n); err == nil && n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sidecar did not register its modules:\n%s", sc.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitQuery(t, conn, time.Minute, "the sidecar to register its modules", `SELECT count(*) > 0 FROM iasql_modules`)
 	for _, q := range []string{`SELECT * FROM iasql_install('aws_s3')`, `INSERT INTO bucket (name) VALUES ('ops-ok')`, `CALL iasql_commit()`} {
 		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v\n%s", q, err, sc.Log())
+			t.Fatalf("%s: %v\n%s", q, err, sc.Log.String())
 		}
 	}
-	r := iasql(t, 30*time.Second, "status", "--dsn", dsn)
-	if r.code != 0 {
-		t.Fatalf("status with everything in sync: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r := testkit.Run(t, 30*time.Second, "status", "--dsn", dsn)
+	if r.Code != 0 {
+		t.Fatalf("status with everything in sync: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	// How much WAL the slot retains depends on when status looks: a
 	// number of bytes, and the same in a unit a person reads.
-	if !regexp.MustCompile(`retained_wal:\s+\d+ \(\d+(\.\d+)? (B|KiB|MiB|GiB)\)`).MatchString(r.stdout) {
-		t.Errorf("status lacks retained_wal in bytes and units:\n%s", r.stdout)
+	if !regexp.MustCompile(`retained_wal:\s+\d+ \(\d+(\.\d+)? (B|KiB|MiB|GiB)\)`).MatchString(r.Stdout) {
+		t.Errorf("status lacks retained_wal in bytes and units:\n%s", r.Stdout)
 	}
 	for _, want := range []string{"wal_status:         reserved", "max_slot_wal_keep_size: -1 (unlimited", "other iasql slots:  ",
 		"consumer:           active (pid", "iasql capture)", "last cycle:         20", " done in ", "records:            0 pending, 0 in progress, 0 failed, 0 waiting, 0 unverified", "sync:               healthy"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r.Stdout)
 		}
 	}
 
@@ -187,11 +110,11 @@ func TestStatusAndMetrics(t *testing.T) {
 	if _, err := conn.Exec(ctx, `CALL iasql_commit()`); err == nil {
 		t.Fatal("a commit the cloud refuses succeeded")
 	}
-	r = iasql(t, 30*time.Second, "status", "--dsn", dsn)
-	if r.code != 2 || !strings.Contains(r.stderr, "records are failing") || !strings.Contains(r.stdout, "capture:            healthy") || !strings.Contains(r.stdout, "1 failed") {
-		t.Errorf("status with a failing record: exit %d, want 2\n%s%s", r.code, r.stdout, r.stderr)
+	r = testkit.Run(t, 30*time.Second, "status", "--dsn", dsn)
+	if r.Code != 2 || !strings.Contains(r.Stderr, "records are failing") || !strings.Contains(r.Stdout, "capture:            healthy") || !strings.Contains(r.Stdout, "1 failed") {
+		t.Errorf("status with a failing record: exit %d, want 2\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	r = iasql(t, 30*time.Second, "status", "--dsn", dsn, "--json")
+	r = testkit.Run(t, 30*time.Second, "status", "--dsn", dsn, "--json")
 	var js struct {
 		Slot struct {
 			WALStatus     string `json:"wal_status"`
@@ -208,12 +131,12 @@ func TestStatusAndMetrics(t *testing.T) {
 		Changes  int64    `json:"changes_captured"`
 		Warnings []string `json:"warnings"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &js); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.Stdout)
 	}
-	if r.code != 2 || js.Slot.WALStatus != "reserved" || !js.Slot.Active || js.Slot.RetainedBytes == nil || js.MaxKeep != "-1" ||
+	if r.Code != 2 || js.Slot.WALStatus != "reserved" || !js.Slot.Active || js.Slot.RetainedBytes == nil || js.MaxKeep != "-1" ||
 		js.Capture != "healthy" || js.Sync != "not healthy" || js.Records["failed"] != 1 || js.LastCycle == nil || js.Changes == 0 || js.Warnings == nil {
-		t.Errorf("status --json: exit %d, %+v\n%s", r.code, js, r.stdout)
+		t.Errorf("status --json: exit %d, %+v\n%s", r.Code, js, r.Stdout)
 	}
 
 	// A monitoring role with nothing but LOGIN sees capture (the slot);
@@ -221,19 +144,19 @@ func TestStatusAndMetrics(t *testing.T) {
 	// capture progress, the last cycle and the records, and as a member of
 	// iasql_reader it sees the same as the owner.
 	pgtest.Exec(t, dsn, `DO $$ BEGIN CREATE ROLE ops_monitor LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`)
-	r = iasql(t, 30*time.Second, "status", "--dsn", withUser(dsn, "ops_monitor"))
+	r = testkit.Run(t, 30*time.Second, "status", "--dsn", withUser(dsn, "ops_monitor"))
 	// (The last cycle may be the failed commit's, or a later one's.)
-	if r.code == 1 || !strings.Contains(r.stdout, "records:            unknown") || !strings.Contains(r.stdout, "warning: cannot count the records not in sync (iasql_status: permission denied for view iasql_status") ||
-		!strings.Contains(r.stdout, "last cycle:         unknown") || !strings.Contains(r.stdout, "needs iasql_reader") ||
-		!strings.Contains(r.stdout, "consumer:           active (pid") || !strings.Contains(r.stdout, "capture:            healthy") ||
-		!strings.Contains(r.stdout, "warning: cannot read what capture recorded (iasql_capture_progress: permission denied") ||
-		!strings.Contains(r.stdout, "iasql transaction:  unknown") {
-		t.Errorf("status as a role with only LOGIN: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r.Code == 1 || !strings.Contains(r.Stdout, "records:            unknown") || !strings.Contains(r.Stdout, "warning: cannot count the records not in sync (iasql_status: permission denied for view iasql_status") ||
+		!strings.Contains(r.Stdout, "last cycle:         unknown") || !strings.Contains(r.Stdout, "needs iasql_reader") ||
+		!strings.Contains(r.Stdout, "consumer:           active (pid") || !strings.Contains(r.Stdout, "capture:            healthy") ||
+		!strings.Contains(r.Stdout, "warning: cannot read what capture recorded (iasql_capture_progress: permission denied") ||
+		!strings.Contains(r.Stdout, "iasql transaction:  unknown") {
+		t.Errorf("status as a role with only LOGIN: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	pgtest.Exec(t, dsn, `GRANT iasql_reader TO ops_monitor`)
-	r = iasql(t, 30*time.Second, "status", "--dsn", withUser(dsn, "ops_monitor"))
-	if r.code != 2 || !strings.Contains(r.stdout, "1 failed") || !strings.Contains(r.stderr, "records are failing") {
-		t.Errorf("status as a member of iasql_reader: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r = testkit.Run(t, 30*time.Second, "status", "--dsn", withUser(dsn, "ops_monitor"))
+	if r.Code != 2 || !strings.Contains(r.Stdout, "1 failed") || !strings.Contains(r.Stderr, "records are failing") {
+		t.Errorf("status as a member of iasql_reader: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
 	code, body := httpGet(t, base+"/metrics")
@@ -272,15 +195,15 @@ func TestStatusAndMetrics(t *testing.T) {
 	for _, re := range []string{`"msg":"cloud call","service":"S3","operation":"CreateBucket","region":"us-east-1","outcome":"ok","duration":"[0-9.]+[mµn]?s"`,
 		`"msg":"cloud call","service":"S3","operation":"CreateBucket","region":"us-east-1","outcome":"client_error","duration":"[^"]+","err":`,
 		`"msg":"engine running","interval":"2m0s"`} {
-		if !regexp.MustCompile(re).MatchString(sc.Log()) {
-			t.Errorf("the log has no line matching %s:\n%s", re, sc.Log())
+		if !regexp.MustCompile(re).MatchString(sc.Log.String()) {
+			t.Errorf("the log has no line matching %s:\n%s", re, sc.Log.String())
 		}
 	}
 
 	// A second sidecar stands by: it is no leader, and healthy.
 	standby := startSidecar(t, es.URL, "--dsn", dsn, "--metrics-listen", "127.0.0.1:0", "--log-format", "json")
-	standbyAddr := standby.waitLine(t, regexp.MustCompile(`"msg":"serving metrics","addr":"([^"]+)"`))
-	standby.waitLine(t, regexp.MustCompile(`"msg":"(another sidecar is capturing; waiting to take over)"`))
+	standbyAddr := standby.WaitLog(time.Minute, regexp.MustCompile(`"msg":"serving metrics","addr":"([^"]+)"`))
+	standby.WaitLog(time.Minute, regexp.MustCompile(`"msg":"(another sidecar is capturing; waiting to take over)"`))
 	if _, body := httpGet(t, "http://"+standbyAddr+"/metrics"); !strings.Contains(body, "\niasql_leader 0\n") {
 		t.Errorf("the standby's iasql_leader is not 0:\n%s", body)
 	}
@@ -289,24 +212,17 @@ func TestStatusAndMetrics(t *testing.T) {
 	}
 
 	// SIGTERM stops the sidecar and its metrics server; the standby takes over.
-	_ = sc.cmd.Process.Signal(syscall.SIGTERM)
-	<-sc.done
-	if err := sc.cmd.Wait(); err != nil {
-		t.Errorf("run after SIGTERM: %v\n%s", err, sc.Log())
+	if err := sc.Stop(time.Minute); err != nil {
+		t.Errorf("run after SIGTERM: %v\n%s", err, sc.Log.String())
 	}
 	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()
 		t.Errorf("the metrics port %s still accepts connections after the sidecar stopped", addr)
 	}
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		if _, body := httpGet(t, "http://"+standbyAddr+"/metrics"); strings.Contains(body, "\niasql_leader 1\n") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the standby did not lead within 60s of the leader's exit:\n%s", standby.Log())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.Until(t, time.Minute, "the standby to lead after the leader's exit", func() bool {
+		_, body := httpGet(t, "http://"+standbyAddr+"/metrics")
+		return strings.Contains(body, "\niasql_leader 1\n")
+	})
 }
 
 // TestStatusWarnsOfWALRetention: with max_slot_wal_keep_size set, status
@@ -320,8 +236,8 @@ func TestStatusWarnsOfWALRetention(t *testing.T) {
 	}
 	pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE app", "CREATE DATABASE other")
 	dsn := c.DSN("app")
-	if r := iasql(t, 30*time.Second, "install", "--dsn", dsn); r.code != 0 {
-		t.Fatalf("install: %d %s", r.code, r.stderr)
+	if r := testkit.Run(t, 30*time.Second, "install", "--dsn", dsn); r.Code != 0 {
+		t.Fatalf("install: %d %s", r.Code, r.Stderr)
 	}
 	pgtest.Exec(t, dsn, `SELECT pg_create_logical_replication_slot('iasql_app', 'pgoutput')`,
 		`CREATE TABLE pad (id serial PRIMARY KEY, pad text)`)
@@ -342,16 +258,16 @@ func TestStatusWarnsOfWALRetention(t *testing.T) {
 	}
 	// Another database's slot, made now: it retains little.
 	pgtest.Exec(t, c.DSN("other"), `SELECT pg_create_logical_replication_slot('iasql_other', 'pgoutput')`)
-	r := iasql(t, 30*time.Second, "status", "--dsn", dsn)
-	if r.code != 1 || !strings.Contains(r.stderr, "no sidecar is consuming") {
-		t.Errorf("status of an unconsumed slot: exit %d, %s", r.code, r.stderr)
+	r := testkit.Run(t, 30*time.Second, "status", "--dsn", dsn)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "no sidecar is consuming") {
+		t.Errorf("status of an unconsumed slot: exit %d, %s", r.Code, r.Stderr)
 	}
 	for _, want := range []string{"wal_status:         extended", "max_slot_wal_keep_size: 64MB", "safe_wal_size:      ", "MiB)",
 		"other iasql slots:  iasql_other (database other, inactive, reserved",
 		"warning: slot iasql_app retains more WAL than max_wal_size (wal_status = extended)",
 		"warning: slot iasql_other (database other) has no consumer and retains"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r.Stdout)
 		}
 	}
 }
@@ -374,20 +290,17 @@ func TestStopAndUncaptured(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := srv.NewDB(t)
-	emu := emulator.New(emulator.Options{})
-	es, err := emu.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	es := testkit.StartCloud(t, emulator.Options{})
+	emu := es.Emu
 	sc := startSidecar(t, es.URL, "--dsn", dsn)
-	sc.waitLine(t, regexp.MustCompile(`msg="(engine running)"`))
+	sc.WaitLog(time.Minute, regexp.MustCompile(`msg="(engine running)"`))
 	conn := pgtest.Connect(t, dsn)
 	for _, q := range []string{`SELECT * FROM iasql_install('aws_s3')`, `SELECT pg_logical_emit_message(false, 'iasql_request', '{"kind": "commit"}')`} {
 		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v\n%s", q, err, sc.Log())
+			t.Fatalf("%s: %v\n%s", q, err, sc.Log.String())
 		}
 	}
-	sc.waitLine(t, regexp.MustCompile(`msg="(ignoring a request without an id)"`))
+	sc.WaitLog(time.Minute, regexp.MustCompile(`msg="(ignoring a request without an id)"`))
 
 	// A cycle is creating a bucket (the emulator holds the call) when the
 	// sidecar is told to stop.
@@ -395,24 +308,11 @@ func TestStopAndUncaptured(t *testing.T) {
 	if _, err := conn.Exec(ctx, `INSERT INTO bucket (name) VALUES ('slow-one')`); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); emu.Calls()["s3:CreateBucket"] == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no cycle called CreateBucket within 30s:\n%s", sc.Log())
-		}
-		time.Sleep(20 * time.Millisecond)
+	testkit.Until(t, 30*time.Second, "a cycle to call CreateBucket", func() bool { return emu.Calls()["s3:CreateBucket"] > 0 })
+	if err := sc.Stop(30 * time.Second); err != nil {
+		t.Errorf("the sidecar exited with %v after SIGTERM:\n%s", err, sc.Log.String())
 	}
-	if err := sc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-sc.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the sidecar did not stop within 30s of SIGTERM:\n%s", sc.Log())
-	}
-	if err := sc.cmd.Wait(); err != nil {
-		t.Errorf("the sidecar exited with %v after SIGTERM:\n%s", err, sc.Log())
-	}
-	log := sc.Log()
+	log := sc.Log.String()
 	for _, re := range []string{`(?m)^time=\S+ level=INFO msg=stopping cause="terminated signal received"$`,
 		`msg="cycle ended" .*outcome=interrupted`, `(?m)^time=\S+ level=INFO msg=stopped\n\z`} {
 		if !regexp.MustCompile(re).MatchString(log) {
@@ -429,21 +329,21 @@ func TestStopAndUncaptured(t *testing.T) {
 	if _, err := conn.Exec(ctx, `INSERT INTO bucket (name) VALUES ('while-stopped')`); err != nil {
 		t.Fatal(err)
 	}
-	r := iasql(t, 30*time.Second, "status", "--dsn", dsn)
-	if r.code != 1 || !regexp.MustCompile(`records:\s+[1-9]\d* pending \(1 not captured yet\)`).MatchString(r.stdout) {
-		t.Errorf("status with a change only the slot holds: exit %d, want 1 and it counted as pending\n%s%s", r.code, r.stdout, r.stderr)
+	r := testkit.Run(t, 30*time.Second, "status", "--dsn", dsn)
+	if r.Code != 1 || !regexp.MustCompile(`records:\s+[1-9]\d* pending \(1 not captured yet\)`).MatchString(r.Stdout) {
+		t.Errorf("status with a change only the slot holds: exit %d, want 1 and it counted as pending\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	r = iasql(t, 30*time.Second, "status", "--dsn", dsn, "--json")
+	r = testkit.Run(t, 30*time.Second, "status", "--dsn", dsn, "--json")
 	var js struct {
 		Records    map[string]int64 `json:"records_not_in_sync"`
 		Uncaptured *struct {
 			Changes int64 `json:"changes"`
 		} `json:"uncaptured"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &js); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.Stdout)
 	}
 	if js.Uncaptured == nil || js.Uncaptured.Changes != 1 || js.Records["pending"] < 1 {
-		t.Errorf("status --json: uncaptured %+v, records %v; want 1 change not captured, counted as pending\n%s", js.Uncaptured, js.Records, r.stdout)
+		t.Errorf("status --json: uncaptured %+v, records %v; want 1 change not captured, counted as pending\n%s", js.Uncaptured, js.Records, r.Stdout)
 	}
 }

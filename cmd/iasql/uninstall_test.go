@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgcluster"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // TestUninstall installs iasql (as plain SQL and as the extension) with the
@@ -61,28 +61,27 @@ func TestUninstall(t *testing.T) {
 			before := catalogOf(t, dsn)
 			if tc.extension {
 				pgtest.Exec(t, dsn, "CREATE EXTENSION iasql", "SELECT iasql_grant_sidecar('iasql_sidecar')")
-			} else if r := iasql(t, 30*time.Second, "install", "--dsn", dsn, "--sidecar-role", "iasql_sidecar"); r.code != 0 {
-				t.Fatalf("install: exit %d: %s", r.code, r.stderr)
+			} else if r := testkit.Run(t, 30*time.Second, "install", "--dsn", dsn, "--sidecar-role", "iasql_sidecar"); r.Code != 0 {
+				t.Fatalf("install: exit %d: %s", r.Code, r.Stderr)
 			}
 			pgtest.Exec(t, c.DSN("postgres"), "GRANT iasql_writer TO app")
-			emu := httptest.NewServer(emulator.New(emulator.Options{}))
-			defer emu.Close()
-			stop := startRun(t, withUser(dsn, "iasql_sidecar"), emu.URL)
+			emu := testkit.StartCloud(t, emulator.Options{})
+			run := startRun(t, withUser(dsn, "iasql_sidecar"), emu.URL)
 			db := pgtest.Connect(t, dsn)
 			mustExec(t, db, `SELECT * FROM iasql_install('aws_s3')`, `INSERT INTO bucket (name) VALUES ('kept')`, `CALL iasql_commit()`)
 
 			// A running sidecar: refused, in one line naming how to stop it.
-			r := iasql(t, 30*time.Second, "uninstall", "--dsn", dsn, "--module-tables", "--roles")
-			if r.code != 1 || !strings.Contains(r.stderr, "a sidecar is running on database app") || !strings.Contains(r.stderr, "stop every 'iasql run'") ||
-				strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-				t.Errorf("uninstall while the sidecar runs: exit %d, %q", r.code, r.stderr)
+			r := testkit.Run(t, 30*time.Second, "uninstall", "--dsn", dsn, "--module-tables", "--roles")
+			if r.Code != 1 || !strings.Contains(r.Stderr, "a sidecar is running on database app") || !strings.Contains(r.Stderr, "stop every 'iasql run'") ||
+				strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+				t.Errorf("uninstall while the sidecar runs: exit %d, %q", r.Code, r.Stderr)
 			}
-			waitTrue(t, db, "iasql still installed", `SELECT to_regclass('public.bucket') IS NOT NULL AND to_regproc('public.iasql_version') IS NOT NULL`)
+			testkit.WaitQuery(t, db, time.Minute, "iasql still installed", `SELECT to_regclass('public.bucket') IS NOT NULL AND to_regproc('public.iasql_version') IS NOT NULL`)
 			if tc.uninstallModule {
 				mustExec(t, db, `SELECT * FROM iasql_uninstall('aws_s3')`)
 			}
-			stop()
-			waitTrue(t, db, "the sidecar's sessions ended", `SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'iasql %')
+			_ = run.Stop(time.Minute)
+			testkit.WaitQuery(t, db, time.Minute, "the sidecar's sessions ended", `SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'iasql %')
 				AND NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE active)`)
 			installed := catalogOf(t, dsn)
 			// What the module left: kept by each way that keeps module tables.
@@ -110,21 +109,21 @@ func TestUninstall(t *testing.T) {
 			if slices.Contains(tc.args, "--roles") {
 				// Another database using the roles: --roles is refused.
 				pgtest.Exec(t, c.DSN("postgres"), "CREATE DATABASE other")
-				if r := iasql(t, 30*time.Second, "install", "--dsn", c.DSN("other")); r.code != 0 {
-					t.Fatalf("install in another database: exit %d: %s", r.code, r.stderr)
+				if r := testkit.Run(t, 30*time.Second, "install", "--dsn", c.DSN("other")); r.Code != 0 {
+					t.Fatalf("install in another database: exit %d: %s", r.Code, r.Stderr)
 				}
-				r := iasql(t, 30*time.Second, append([]string{"uninstall", "--dsn", dsn}, tc.args...)...)
-				if r.code != 1 || !strings.Contains(r.stderr, "are still used in other") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-					t.Errorf("uninstall --roles while another database uses them: exit %d, %q", r.code, r.stderr)
+				r := testkit.Run(t, 30*time.Second, append([]string{"uninstall", "--dsn", dsn}, tc.args...)...)
+				if r.Code != 1 || !strings.Contains(r.Stderr, "are still used in other") || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+					t.Errorf("uninstall --roles while another database uses them: exit %d, %q", r.Code, r.Stderr)
 				}
-				if r := iasql(t, 30*time.Second, "uninstall", "--dsn", c.DSN("other")); r.code != 0 {
-					t.Fatalf("uninstall in the other database: exit %d: %s", r.code, r.stderr)
+				if r := testkit.Run(t, 30*time.Second, "uninstall", "--dsn", c.DSN("other")); r.Code != 0 {
+					t.Fatalf("uninstall in the other database: exit %d: %s", r.Code, r.Stderr)
 				}
 				pgtest.Exec(t, c.DSN("postgres"), "DROP DATABASE other")
 			}
-			r = iasql(t, 30*time.Second, append([]string{"uninstall", "--dsn", dsn}, tc.args...)...)
-			if r.code != 0 || !strings.HasPrefix(r.stdout, "uninstalled iasql from database app") {
-				t.Fatalf("uninstall %v: exit %d, %s %s", tc.args, r.code, r.stdout, r.stderr)
+			r = testkit.Run(t, 30*time.Second, append([]string{"uninstall", "--dsn", dsn}, tc.args...)...)
+			if r.Code != 0 || !strings.HasPrefix(r.Stdout, "uninstalled iasql from database app") {
+				t.Fatalf("uninstall %v: exit %d, %s %s", tc.args, r.Code, r.Stdout, r.Stderr)
 			}
 			want := slices.Clone(before)
 			if tc.keepsModuleTables {
@@ -165,8 +164,8 @@ func TestUninstall(t *testing.T) {
 				}
 			}
 			// Nothing left to do: a second uninstall says so.
-			if r := iasql(t, 30*time.Second, append([]string{"uninstall", "--dsn", dsn}, tc.args...)...); r.code != 0 || r.stdout != "nothing of iasql is in database app\n" {
-				t.Errorf("a second uninstall: exit %d, %q %s", r.code, r.stdout, r.stderr)
+			if r := testkit.Run(t, 30*time.Second, append([]string{"uninstall", "--dsn", dsn}, tc.args...)...); r.Code != 0 || r.Stdout != "nothing of iasql is in database app\n" {
+				t.Errorf("a second uninstall: exit %d, %q %s", r.Code, r.Stdout, r.Stderr)
 			}
 		})
 	}

@@ -16,42 +16,15 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // ccEnv is an emulator whose Cloud Control requests take delay, and a
 // Cloud Control client for it signing for region, without retries.
 func ccEnv(t *testing.T, delay time.Duration, region string) (*emulator.Emulator, *cloudcontrol.Client, string) {
 	t.Helper()
-	em, url := serve(t, emulator.Options{CloudControlDelay: delay})
-	cfg := emulator.ClientConfig(url)
-	cfg.Region = region
-	cfg.RetryMaxAttempts = 1
-	return em, cloudcontrol.NewFromConfig(cfg), url
-}
-
-// ccWait polls GetResourceRequestStatus until the request is no longer
-// PENDING or IN_PROGRESS, for up to 10 s, and returns its last event.
-func ccWait(t *testing.T, c *cloudcontrol.Client, ev *cctypes.ProgressEvent) *cctypes.ProgressEvent {
-	t.Helper()
-	if ev == nil || aws.ToString(ev.RequestToken) == "" {
-		t.Fatalf("no request token in %+v", ev)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := c.GetResourceRequestStatus(t.Context(), &cloudcontrol.GetResourceRequestStatusInput{RequestToken: ev.RequestToken})
-		if err != nil {
-			t.Fatalf("GetResourceRequestStatus: %v", err)
-		}
-		switch out.ProgressEvent.OperationStatus {
-		case cctypes.OperationStatusPending, cctypes.OperationStatusInProgress:
-		default:
-			return out.ProgressEvent
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s still %s after 10 s", aws.ToString(ev.RequestToken), out.ProgressEvent.OperationStatus)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	cl := testkit.StartCloud(t, emulator.Options{CloudControlDelay: delay})
+	return cl.Emu, testkit.Clients(cl.AWS, cloudcontrol.NewFromConfig)(region), cl.URL
 }
 
 // ccCreate creates a resource and waits for its request to end.
@@ -64,7 +37,7 @@ func ccCreate(t *testing.T, c *cloudcontrol.Client, typeName, desired string) *c
 	if out.ProgressEvent.OperationStatus != cctypes.OperationStatusInProgress {
 		t.Errorf("create answered %s, want IN_PROGRESS", out.ProgressEvent.OperationStatus)
 	}
-	return ccWait(t, c, out.ProgressEvent)
+	return testkit.WaitCloudControl(t, 10*time.Second, c, out.ProgressEvent)
 }
 
 func ccProps(t *testing.T, s *string) map[string]any {
@@ -154,7 +127,7 @@ func TestCloudControlLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatalf("UpdateResource: %v", err)
 			}
-			if ev := ccWait(t, c, up.ProgressEvent); ev.OperationStatus != cctypes.OperationStatusSuccess || ev.Operation != cctypes.OperationUpdate {
+			if ev := testkit.WaitCloudControl(t, 10*time.Second, c, up.ProgressEvent); ev.OperationStatus != cctypes.OperationStatusSuccess || ev.Operation != cctypes.OperationUpdate {
 				t.Fatalf("update ended %+v", ev)
 			}
 			got, err = c.GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String(tc.typeName), Identifier: aws.String(id)})
@@ -177,7 +150,7 @@ func TestCloudControlLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev := ccWait(t, c, del.ProgressEvent); ev.OperationStatus != cctypes.OperationStatusSuccess {
+			if ev := testkit.WaitCloudControl(t, 10*time.Second, c, del.ProgressEvent); ev.OperationStatus != cctypes.OperationStatusSuccess {
 				t.Fatalf("delete ended %+v", ev)
 			}
 			_, err = c.GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String(tc.typeName), Identifier: aws.String(id)})
@@ -236,7 +209,7 @@ func TestCloudControlErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := ccWait(t, c, del.ProgressEvent); ev.OperationStatus != cctypes.OperationStatusFailed || ev.ErrorCode != cctypes.HandlerErrorCodeNotFound {
+	if ev := testkit.WaitCloudControl(t, 10*time.Second, c, del.ProgressEvent); ev.OperationStatus != cctypes.OperationStatusFailed || ev.ErrorCode != cctypes.HandlerErrorCodeNotFound {
 		t.Errorf("delete of a missing resource: %+v", ev)
 	}
 	_, err = c.GetResourceRequestStatus(ctx, &cloudcontrol.GetResourceRequestStatusInput{RequestToken: aws.String("nope")})
@@ -289,7 +262,7 @@ func TestCloudControlClientToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := ccWait(t, c, first.ProgressEvent)
+	done := testkit.WaitCloudControl(t, 10*time.Second, c, first.ProgressEvent)
 	again, err := c.CreateResource(ctx, in)
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +323,7 @@ func TestCloudControlConcurrentOperation(t *testing.T) {
 	if err != nil || cancel.ProgressEvent.OperationStatus != cctypes.OperationStatusCancelComplete {
 		t.Fatalf("cancel: %+v (%v)", cancel, err)
 	}
-	if ev := ccWait(t, c, ev); ev.OperationStatus != cctypes.OperationStatusCancelComplete {
+	if ev := testkit.WaitCloudControl(t, 10*time.Second, c, ev); ev.OperationStatus != cctypes.OperationStatusCancelComplete {
 		t.Errorf("status after cancel %s", ev.OperationStatus)
 	}
 	_, err = c.CancelResourceRequest(ctx, &cloudcontrol.CancelResourceRequestInput{RequestToken: ev.RequestToken})
@@ -404,10 +377,7 @@ func TestCloudControlListNeedsParent(t *testing.T) {
 
 // cloudformation:DescribeType serves the schemas Cloud Control uses.
 func TestCloudFormationDescribeType(t *testing.T) {
-	_, url := serve(t, emulator.Options{})
-	cfg := emulator.ClientConfig(url)
-	cfg.RetryMaxAttempts = 1
-	c := cloudformation.NewFromConfig(cfg)
+	c := testkit.Clients(testkit.StartCloud(t, emulator.Options{}).AWS, cloudformation.NewFromConfig)("us-east-1")
 	for _, name := range []string{"AWS::Logs::LogGroup", "AWS::SQS::Queue", "AWS::SNS::Topic", "AWS::DynamoDB::Table", "AWS::KMS::Key", "AWS::ECS::Cluster", "AWS::Logs::SubscriptionFilter"} {
 		out, err := c.DescribeType(t.Context(), &cloudformation.DescribeTypeInput{Type: cfntypes.RegistryTypeResource, TypeName: aws.String(name)})
 		if err != nil {

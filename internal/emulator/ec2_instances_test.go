@@ -3,6 +3,8 @@ package emulator_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 const testAMI = "ami-0123456789abcdef0"
@@ -23,13 +26,8 @@ var ec2InstanceIDRe = regexp.MustCompile(`^i-[0-9a-f]{17}$`)
 // sdkEnvWith is sdkEnv with options.
 func sdkEnvWith[C, O any](t testing.TB, opts emulator.Options, newClient func(aws.Config, ...func(*O)) C) (*emulator.Emulator, func(region string) C) {
 	t.Helper()
-	em, url := serve(t, opts)
-	return em, func(region string) C {
-		cfg := emulator.ClientConfig(url)
-		cfg.Region = region
-		cfg.RetryMaxAttempts = 1
-		return newClient(cfg)
-	}
+	cl := testkit.StartCloud(t, opts)
+	return cl.Emu, testkit.Clients(cl.AWS, newClient)
 }
 
 func mkSubnet(t testing.TB, c *ec2.Client, vpcID, cidr, zone string) string {
@@ -78,17 +76,12 @@ func instance(t testing.TB, c *ec2.Client, id string) types.Instance {
 // after a deadline.
 func waitState(t testing.TB, c *ec2.Client, id string, state types.InstanceStateName) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := instance(t, c, id).State.Name
-		if got == state {
-			return
+	testkit.Wait(t, 5*time.Second, id+" to be "+string(state), func() error {
+		if got := instance(t, c, id).State.Name; got != state {
+			return fmt.Errorf("%s is %s", id, got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is %s, still not %s", id, got, state)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestEC2RunInstances(t *testing.T) {
@@ -326,17 +319,16 @@ func TestEC2InstanceLifecycle(t *testing.T) {
 		t.Errorf("delete group of a terminated instance: %v", err)
 	}
 	// Then it disappears.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Wait(t, 10*time.Second, "the terminated instance to be no longer listed", func() error {
 		_, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
-		if errCode(err) == "InvalidInstanceID.NotFound" {
-			break
-		}
-		if err != nil || time.Now().After(deadline) {
+		switch {
+		case errCode(err) == "InvalidInstanceID.NotFound":
+			return nil
+		case err != nil:
 			t.Fatalf("terminated instance still listed: %v", err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return errors.New("still listed")
+	})
 	if _, err := c.DeleteSubnet(ctx, &ec2.DeleteSubnetInput{SubnetId: aws.String(subnet)}); err != nil {
 		t.Errorf("delete subnet after its instance is gone: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // elbEnv is an emulator with EC2 and ELBv2 clients for us-east-1, and a
@@ -30,10 +31,8 @@ type elbEnv struct {
 
 func newELBEnv(t *testing.T, opts emulator.Options) *elbEnv {
 	t.Helper()
-	em, url := serve(t, opts)
-	cfg := emulator.ClientConfig(url)
-	cfg.RetryMaxAttempts = 1
-	e := &elbEnv{em: em, ec2: ec2.NewFromConfig(cfg), elb: elb.NewFromConfig(cfg)}
+	cl := testkit.StartCloud(t, opts)
+	e := &elbEnv{em: cl.Emu, ec2: testkit.Clients(cl.AWS, ec2.NewFromConfig)("us-east-1"), elb: testkit.Clients(cl.AWS, elb.NewFromConfig)("us-east-1")}
 	e.vpc = mkVpc(t, e.ec2, "10.8.0.0/16")
 	e.subnetA = mkSubnet(t, e.ec2, e.vpc, "10.8.1.0/24", "us-east-1a")
 	e.subnetB = mkSubnet(t, e.ec2, e.vpc, "10.8.2.0/24", "us-east-1b")
@@ -96,20 +95,16 @@ func TestELBLoadBalancers(t *testing.T) {
 		t.Errorf("created %+v", lb)
 	}
 	// provisioning -> active, polled with a deadline.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.Wait(t, 5*time.Second, "the load balancer to be active", func() error {
 		out, err := e.elb.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerArns: []string{arn}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.LoadBalancers[0].State.Code == types.LoadBalancerStateEnumActive {
-			break
+		if code := out.LoadBalancers[0].State.Code; code != types.LoadBalancerStateEnumActive {
+			return fmt.Errorf("still %s", code)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still %s", out.LoadBalancers[0].State.Code)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// The same settings: the same load balancer (AWS: idempotent).
 	again := e.mkLB(t, "web")
@@ -384,17 +379,16 @@ func TestELBTargets(t *testing.T) {
 	lb := aws.ToString(e.mkLB(t, "web").LoadBalancerArn)
 	e.mkListener(t, lb, tg, 80)
 	// initial, then healthy: polled with a deadline.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.Wait(t, 5*time.Second, "the targets to be healthy", func() error {
 		got := health(t, e.elb, tg)
 		if got[ids[0]] == "healthy/" && got[ids[1]] == "healthy/" {
-			break
+			return nil
 		}
-		if !strings.HasPrefix(got[ids[0]], "initial/") && got[ids[0]] != "healthy/" || time.Now().After(deadline) {
+		if !strings.HasPrefix(got[ids[0]], "initial/") && got[ids[0]] != "healthy/" {
 			t.Fatalf("target health %v, want initial then healthy", got)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("target health %v", got)
+	})
 	// A stopped instance is unused (Target.InvalidState).
 	if _, err := e.ec2.StopInstances(ctx, &ec2.StopInstancesInput{InstanceIds: ids[1:]}); err != nil {
 		t.Fatal(err)

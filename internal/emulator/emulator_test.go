@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // env is an emulator behind an httptest server and S3 clients for it.
@@ -30,32 +30,17 @@ type env struct {
 
 func newEnv(t *testing.T, opts emulator.Options) *env {
 	t.Helper()
-	em, url := serve(t, opts)
-	return &env{em: em, url: url}
-}
-
-// serve runs an emulator behind an httptest server closed with the test
-// and returns it and the server's URL.
-func serve(t testing.TB, opts emulator.Options) (*emulator.Emulator, string) {
-	t.Helper()
-	em := emulator.New(opts)
-	srv := httptest.NewServer(em)
-	t.Cleanup(srv.Close)
-	return em, srv.URL
+	cl := testkit.StartCloud(t, opts)
+	return &env{em: cl.Emu, url: cl.URL}
 }
 
 // sdkEnv is an emulator, a constructor of one service's clients for it
 // (newClient is the service's NewFromConfig), one per signing region and
-// without retries, and the emulator's URL.
+// without retries (testkit.Clients), and the emulator's URL.
 func sdkEnv[C, O any](t testing.TB, newClient func(aws.Config, ...func(*O)) C) (*emulator.Emulator, func(region string) C, string) {
 	t.Helper()
-	em, url := serve(t, emulator.Options{})
-	return em, func(region string) C {
-		cfg := emulator.ClientConfig(url)
-		cfg.Region = region
-		cfg.RetryMaxAttempts = 1
-		return newClient(cfg)
-	}, url
+	cl := testkit.StartCloud(t, emulator.Options{})
+	return cl.Emu, testkit.Clients(cl.AWS, newClient), cl.URL
 }
 
 // client is a current aws-sdk-go-v2 S3 client with its default checksum
@@ -69,7 +54,7 @@ func (e *env) client(region string) *s3.Client {
 		BaseEndpoint:     aws.String(e.url),
 		RetryMaxAttempts: 1,
 	}
-	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	return s3.NewFromConfig(cfg, testkit.PathStyle)
 }
 
 func errCode(err error) string {

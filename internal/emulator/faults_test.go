@@ -4,23 +4,21 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // TestFaultsOverHTTP: faults added and cleared over HTTP (as with iasql
 // emulator running as its own process) reach the SDK as AWS errors.
 func TestFaultsOverHTTP(t *testing.T) {
-	srv := httptest.NewServer(emulator.New(emulator.Options{}))
-	t.Cleanup(srv.Close)
-	cfg := emulator.ClientConfig(srv.URL)
-	cfg.RetryMaxAttempts = 1
-	cl := ec2.NewFromConfig(cfg)
+	srv := testkit.StartCloud(t, emulator.Options{})
+	clients := testkit.Clients(srv.AWS, ec2.NewFromConfig)
+	cl := clients("us-east-1")
 	ctx := context.Background()
 	send := func(method, body string) (int, string) {
 		t.Helper()
@@ -61,9 +59,7 @@ func TestFaultsOverHTTP(t *testing.T) {
 	if err := describe(); err != nil {
 		t.Errorf("a fault for eu-west-1 reached a us-east-1 call: %v", err)
 	}
-	euWest := cfg.Copy()
-	euWest.Region = "eu-west-1"
-	if _, err := ec2.NewFromConfig(euWest).DescribeVpcs(ctx, &ec2.DescribeVpcsInput{}); err == nil || !strings.Contains(err.Error(), "AuthFailure") {
+	if _, err := clients("eu-west-1").DescribeVpcs(ctx, &ec2.DescribeVpcsInput{}); err == nil || !strings.Contains(err.Error(), "AuthFailure") {
 		t.Errorf("call in eu-west-1 under a denied fault for it: %v", err)
 	}
 	send(http.MethodDelete, "")

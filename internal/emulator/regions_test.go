@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // TestDisabledRegions: a region the account has not enabled is left out
@@ -21,9 +22,9 @@ import (
 // every request signed for it fails as AWS fails it (EC2 AuthFailure 401,
 // ECR UnrecognizedClientException), while the other regions work.
 func TestDisabledRegions(t *testing.T) {
-	_, url := serve(t, emulator.Options{DisabledRegions: []string{"eu-central-1"}})
+	base := testkit.StartCloud(t, emulator.Options{DisabledRegions: []string{"eu-central-1"}}).AWS
 	cfg := func(region string) aws.Config {
-		c := emulator.ClientConfig(url)
+		c := base
 		c.Region, c.RetryMaxAttempts = region, 1
 		return c
 	}
@@ -90,7 +91,7 @@ func TestDisabledRegions(t *testing.T) {
 			return err
 		}, "UnrecognizedClientException", http.StatusBadRequest},
 		{"S3 in the disabled region", "eu-central-1", func(r string) error {
-			_, err := s3.NewFromConfig(cfg(r), func(o *s3.Options) { o.UsePathStyle = true }).ListBuckets(ctx, &s3.ListBucketsInput{})
+			_, err := s3.NewFromConfig(cfg(r), testkit.PathStyle).ListBuckets(ctx, &s3.ListBucketsInput{})
 			return err
 		}, "InvalidAccessKeyId", http.StatusForbidden},
 		{"EC2 in an enabled region", "eu-west-1", func(r string) error {

@@ -7,16 +7,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // The emulator answers STS GetCallerIdentity with its account: the default
 // one, or the one its options name.
 func TestSTSGetCallerIdentity(t *testing.T) {
 	for _, tc := range []struct{ opt, want string }{{"", emulator.DefaultAccountID}, {"210987654321", "210987654321"}} {
-		_, url := serve(t, emulator.Options{AccountID: tc.opt})
-		cfg := emulator.ClientConfig(url)
-		cfg.RetryMaxAttempts = 1
-		out, err := sts.NewFromConfig(cfg).GetCallerIdentity(t.Context(), &sts.GetCallerIdentityInput{})
+		out, err := testkit.Clients(testkit.StartCloud(t, emulator.Options{AccountID: tc.opt}).AWS, sts.NewFromConfig)("us-east-1").GetCallerIdentity(t.Context(), &sts.GetCallerIdentityInput{})
 		if err != nil {
 			t.Fatalf("GetCallerIdentity: %v", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net/http/httptest"
 	"os"
 	"reflect"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -84,10 +84,8 @@ func New(t *testing.T, srv *pgtest.Server, opt Options) *Env {
 			opt.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		}
 	}
-	e := &Env{T: t, DSN: opt.DSN, Emu: emulator.New(opt.Emulator), opt: opt}
-	hs := httptest.NewServer(e.Emu)
-	t.Cleanup(hs.Close)
-	e.AWS = emulator.ClientConfig(hs.URL)
+	cloud := testkit.StartCloud(t, opt.Emulator)
+	e := &Env{T: t, DSN: opt.DSN, Emu: cloud.Emu, AWS: cloud.AWS, opt: opt}
 	e.stop = e.StartSidecar(true)
 	e.DB = pgtest.Connect(t, e.DSN)
 	for _, m := range opt.Install {
@@ -98,42 +96,53 @@ func New(t *testing.T, srv *pgtest.Server, opt Options) *Env {
 
 // StartSidecar runs another sidecar in-process until the test ends or
 // stop is called; leader says whether to wait for it to lead (a second
-// sidecar waits instead, and the test fails if it leads within a second).
+// sidecar waits instead: the test fails unless it logs that another
+// sidecar captures and it waits to take over, before it leads).
 func (e *Env) StartSidecar(leader bool) (stop func()) {
 	e.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	var once sync.Once
 	done := make(chan error, 1)
+	logger, standby := e.opt.Logger, &testkit.Log{}
+	if !leader {
+		logger = slog.New(slog.NewMultiHandler(logger.Handler(), standby.Logger(slog.LevelInfo).Handler()))
+	}
 	go func() {
-		done <- sidecar.Run(ctx, sidecar.Config{DSN: e.DSN, Logger: e.opt.Logger,
+		done <- sidecar.Run(ctx, sidecar.Config{DSN: e.DSN, Logger: logger,
 			Interval: e.opt.Interval, CycleTimeout: e.opt.CycleTimeout, AuditRetention: e.opt.AuditRetention, TransactionTimeout: e.opt.TransactionTimeout,
 			AWS: &e.AWS, Modules: e.opt.Modules, Catalogs: e.opt.Catalogs,
 			OnReady: func() { once.Do(func() { close(ready) }) }})
 	}()
+	started := func() bool {
+		select {
+		case <-ready:
+			return true
+		case err := <-done:
+			e.T.Fatalf("sidecar ended: %v", err)
+		default:
+		}
+		return false
+	}
 	if !leader {
-		select {
-		case <-ready:
-			e.T.Fatal("a second sidecar took the leadership from a live one")
-		case err := <-done:
-			e.T.Fatalf("sidecar ended: %v", err)
-		case <-time.After(time.Second):
-		}
+		testkit.Until(e.T, 30*time.Second, "the second sidecar to wait to take over", func() bool {
+			if started() {
+				e.T.Fatal("a second sidecar took the leadership from a live one")
+			}
+			return standby.Contains("another sidecar is capturing; waiting to take over")
+		})
 	} else {
-		select {
-		case <-ready:
-		case err := <-done:
-			e.T.Fatalf("sidecar ended: %v", err)
-		case <-time.After(30 * time.Second):
-			e.T.Fatal("sidecar did not start")
-		}
+		testkit.Until(e.T, 30*time.Second, "the sidecar to start", started)
 	}
 	conn := pgtest.Connect(e.T, e.DSN)
 	// The engine runs once it holds its service lock (role 4); it then
 	// registers the modules it offers.
-	WaitUntil(e.T, 10*time.Second, "the engine running, its modules registered", func() bool {
-		ok, _ := store.EngineRunning(context.Background(), conn, module.Versions(e.opt.Modules))
-		return ok
+	testkit.Wait(e.T, 10*time.Second, "the engine running, its modules registered", func() error {
+		ok, err := store.EngineRunning(context.Background(), conn, module.Versions(e.opt.Modules))
+		if err == nil && !ok {
+			err = testkit.ErrNotYet
+		}
+		return err
 	})
 	var stopOnce sync.Once
 	stop = func() {
@@ -219,18 +228,6 @@ func (e *Env) Mutations() map[string]int {
 		}
 	}
 	return out
-}
-
-// WaitUntil polls cond every 20 ms until it holds or timeout passes.
-func WaitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // CheckGot checks a module.Getter's records against what Read returned

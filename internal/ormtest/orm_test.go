@@ -27,6 +27,7 @@ import (
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/launch"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_ec2"
 	"github.com/iasql/iasql/modules/aws_s3"
@@ -75,7 +76,7 @@ func newEnv(t *testing.T, install ...string) *env {
 		}
 	}
 	return &env{Env: e,
-		s3:     s3.NewFromConfig(e.AWS, func(o *s3.Options) { o.UsePathStyle = true }),
+		s3:     s3.NewFromConfig(e.AWS, testkit.PathStyle),
 		ec2:    ec2.NewFromConfig(e.AWS),
 		app:    append(slices.Clone(base), "PGUSER="+role),
 		owner:  append(slices.Clone(base), "PGUSER="+cfg.User),

@@ -12,6 +12,7 @@ import (
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/internal/webtier"
 	"github.com/iasql/iasql/modules"
 )
@@ -242,7 +243,7 @@ func TestTierEnforceRelaunch(t *testing.T) {
 	if _, err := cl.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: []string{old}}); err != nil {
 		t.Fatal(err)
 	}
-	enginetest.WaitUntil(t, 30*time.Second, "the instance to be terminated", func() bool {
+	testkit.Until(t, 30*time.Second, "the instance to be terminated", func() bool {
 		out, err := cl.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{old}})
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -61,14 +62,7 @@ func (c *cc) get(typeName, id string) map[string]any {
 // wait waits for a request to end, failing the test unless it succeeded.
 func (c *cc) wait(ev *cctypes.ProgressEvent) {
 	c.t.Helper()
-	enginetest.WaitUntil(c.t, 30*time.Second, "the request "+aws.ToString(ev.RequestToken)+" to end", func() bool {
-		out, err := c.client.GetResourceRequestStatus(context.Background(), &cloudcontrol.GetResourceRequestStatusInput{RequestToken: ev.RequestToken})
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		ev = out.ProgressEvent
-		return ev.OperationStatus != cctypes.OperationStatusInProgress && ev.OperationStatus != cctypes.OperationStatusPending
-	})
+	ev = testkit.WaitCloudControl(c.t, 30*time.Second, c.client, ev)
 	if ev.OperationStatus != cctypes.OperationStatusSuccess {
 		c.t.Fatalf("request %s: %s %s %s", aws.ToString(ev.RequestToken), ev.OperationStatus, ev.ErrorCode, aws.ToString(ev.StatusMessage))
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iasql/iasql/internal/emulator"
-	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 const queue = "AWS::SQS::Queue"
@@ -145,7 +145,7 @@ func TestCreateResumesAfterCrash(t *testing.T) {
 		_, err := conn.Exec(context.Background(), `CALL iasql_commit()`)
 		commit <- err
 	}()
-	enginetest.WaitUntil(t, 20*time.Second, "the create to reach the cloud", func() bool {
+	testkit.Until(t, 20*time.Second, "the create to reach the cloud", func() bool {
 		return e.Emu.Calls()["cloudcontrolapi:CreateResource"] > 0
 	})
 	e.Stop()

@@ -14,6 +14,7 @@ import (
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
 	"github.com/iasql/iasql/internal/pgtest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_ec2"
 	"github.com/iasql/iasql/modules/aws_security_group"
@@ -141,7 +142,7 @@ func TestInstanceTypeChangeKeepsUserEdit(t *testing.T) {
 		_, err = conn.Exec(ctx, `CALL iasql_commit()`)
 		done <- err
 	}()
-	enginetest.WaitUntil(t, 30*time.Second, "the instance to stop for the type change", func() bool {
+	testkit.Until(t, 30*time.Second, "the instance to stop for the type change", func() bool {
 		return e.Emu.Calls()["ec2:StopInstances"] > 0
 	})
 	e.Exec(`UPDATE instance SET tags = '{"team": "b"}'`)
@@ -288,7 +289,7 @@ func TestInstanceOutOfBand(t *testing.T) {
 	if _, err := client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
 		t.Fatal(err)
 	}
-	enginetest.WaitUntil(t, 10*time.Second, "the instance terminated elsewhere", func() bool { return state() == types.InstanceStateNameTerminated })
+	testkit.Until(t, 10*time.Second, "the instance terminated elsewhere", func() bool { return state() == types.InstanceStateNameTerminated })
 	e.Refresh()
 	if n := e.Count(`SELECT count(*) FROM instance WHERE instance_id = $1`, id); n != 0 {
 		t.Errorf("the row of an instance terminated elsewhere is still there")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_ec2"
 	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/module"
@@ -34,11 +34,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	em := emulator.New(emulator.Options{InstanceStartDelay: 30 * time.Millisecond, InstanceStopDelay: 30 * time.Millisecond})
-	srv := httptest.NewServer(em)
-	t.Cleanup(srv.Close)
-	cfg := emulator.ClientConfig(srv.URL)
-	e := &env{t: t, em: em, ec2: ec2.NewFromConfig(cfg),
+	cl := testkit.StartCloud(t, emulator.Options{InstanceStartDelay: 30 * time.Millisecond, InstanceStopDelay: 30 * time.Millisecond})
+	cfg := cl.AWS
+	e := &env{t: t, em: cl.Emu, ec2: ec2.NewFromConfig(cfg),
 		m: aws_ec2.NewMapper(cfg, aws_ec2.Options{PollAfter: time.Millisecond, UserDataTTL: time.Hour})}
 	ctx := t.Context()
 	vpc, err := e.ec2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.1.0.0/16")})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecr/types"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_ecr"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -22,7 +22,7 @@ import (
 // ECR clients.
 type cloud struct {
 	em   *emulator.Emulator
-	url  string
+	ecr  func(region string) *ecr.Client // out of band, as another tool would use
 	repo module.Mapper
 }
 
@@ -31,30 +31,11 @@ var scope = module.Scope{Regions: []string{"us-east-1", "eu-west-1", "ap-southea
 
 func newCloud(t *testing.T) (*cloud, context.Context) {
 	t.Helper()
-	em := emulator.New(emulator.Options{})
-	srv := httptest.NewServer(em)
-	t.Cleanup(srv.Close)
-	cfg := emulator.ClientConfig(srv.URL)
+	cl := testkit.StartCloud(t, emulator.Options{})
+	cfg := cl.AWS
 	cfg.RetryMaxAttempts = 1
-	mod := aws_ecr.Module()
-	ms, err := mod.Mappers(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tbl := range mod.Tables {
-		if ms[tbl.Name] == nil {
-			t.Fatalf("no mapper for table %s", tbl.Name)
-		}
-	}
-	return &cloud{em: em, url: srv.URL, repo: ms["repository"].(module.Mapper)}, module.WithScope(t.Context(), scope)
-}
-
-// ecr is an out-of-band client, as another tool would use.
-func (c *cloud) ecr(region string) *ecr.Client {
-	cfg := emulator.ClientConfig(c.url)
-	cfg.Region = region
-	cfg.RetryMaxAttempts = 1
-	return ecr.NewFromConfig(cfg)
+	ms := testkit.Mappers(t, aws_ecr.Module(), cfg)
+	return &cloud{em: cl.Emu, ecr: testkit.Clients(cl.AWS, ecr.NewFromConfig), repo: ms["repository"].(module.Mapper)}, module.WithScope(t.Context(), scope)
 }
 
 func (c *cloud) mkRepo(t *testing.T, region, name string) {

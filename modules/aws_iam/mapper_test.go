@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_iam"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -31,24 +31,11 @@ type cloud struct {
 
 func newCloud(t *testing.T) *cloud {
 	t.Helper()
-	em := emulator.New(emulator.Options{})
-	srv := httptest.NewServer(em)
-	t.Cleanup(srv.Close)
-	cfg := emulator.ClientConfig(srv.URL)
+	cl := testkit.StartCloud(t, emulator.Options{})
+	cfg := cl.AWS
 	cfg.RetryMaxAttempts = 1
-	mod := aws_iam.Module()
-	ms, err := mod.Mappers(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tbl := range mod.Tables {
-		if ms[tbl.Name] == nil {
-			t.Fatalf("no mapper for table %s", tbl.Name)
-		}
-	}
-	other := emulator.ClientConfig(srv.URL)
-	other.RetryMaxAttempts = 1
-	return &cloud{em: em, role: ms["iam_role"].(module.Mapper), iam: iam.NewFromConfig(other)}
+	ms := testkit.Mappers(t, aws_iam.Module(), cfg)
+	return &cloud{em: cl.Emu, role: ms["iam_role"].(module.Mapper), iam: testkit.Clients(cl.AWS, iam.NewFromConfig)("us-east-1")}
 }
 
 // doc is a JSON value as the engine reads it from a jsonb column.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -39,32 +39,22 @@ func (c *cloud) equal(m module.Reader, db, cloud module.Record) bool {
 
 func newCloud(t *testing.T, opts emulator.Options) *cloud {
 	t.Helper()
-	em := emulator.New(opts)
-	srv := httptest.NewServer(em)
-	t.Cleanup(srv.Close)
+	cl := testkit.StartCloud(t, opts)
 	cfg := aws.Config{
 		Region: "us-east-1",
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
 		}),
-		BaseEndpoint:     aws.String(srv.URL),
+		BaseEndpoint:     aws.String(cl.URL),
 		RetryMaxAttempts: 1,
 	}
 	mod := aws_s3.Module()
-	ms, err := mod.Mappers(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tbl := range mod.Tables {
-		if ms[tbl.Name] == nil {
-			t.Fatalf("no mapper for table %s", tbl.Name)
-		}
-	}
+	ms := testkit.Mappers(t, mod, cfg)
 	tables := map[module.Reader]module.Table{}
 	for _, tbl := range mod.Tables {
 		tables[ms[tbl.Name]] = tbl
 	}
-	return &cloud{em: em, url: srv.URL, bucket: ms["bucket"].(module.Mapper), object: ms["bucket_object"].(module.Mapper), clients: map[string]*s3.Client{}, tables: tables}
+	return &cloud{em: cl.Emu, url: cl.URL, bucket: ms["bucket"].(module.Mapper), object: ms["bucket_object"].(module.Mapper), clients: map[string]*s3.Client{}, tables: tables}
 }
 
 // s3 is an out-of-band client, as another tool would use.

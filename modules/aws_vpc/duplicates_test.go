@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/iasql/iasql/internal/emulator"
-	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // cloudVpcIDs returns the ids of the VPCs in the default region with the
@@ -75,10 +75,10 @@ func (e *env) stopDuringCreateVpc(cidr string) {
 		_, err := e.DB.Exec(context.Background(), `CALL iasql_commit()`)
 		commit <- err
 	}()
-	enginetest.WaitUntil(e.T, 30*time.Second, "CreateVpc called", func() bool { return e.Emu.Calls()["ec2:CreateVpc"] > 0 })
+	testkit.Until(e.T, 30*time.Second, "CreateVpc called", func() bool { return e.Emu.Calls()["ec2:CreateVpc"] > 0 })
 	e.Stop()
 	<-commit // it fails or hangs up: the sidecar that took it is gone
-	enginetest.WaitUntil(e.T, 30*time.Second, "the VPC created in the cloud", func() bool { return len(e.cloudVpcIDs(cidr)) == 1 })
+	testkit.Until(e.T, 30*time.Second, "the VPC created in the cloud", func() bool { return len(e.cloudVpcIDs(cidr)) == 1 })
 }
 
 // TestCreateAnsweredWith500AfterActing: EC2 creates the VPC (and then the

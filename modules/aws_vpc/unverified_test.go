@@ -14,6 +14,7 @@ import (
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/aws_vpc"
@@ -112,7 +113,7 @@ func TestRegionNotEnabled(t *testing.T) {
 			}
 
 			// The rest was done: the bucket and the VPC in us-east-1.
-			if _, err := s3.NewFromConfig(e.AWS, func(o *s3.Options) { o.UsePathStyle = true }).
+			if _, err := s3.NewFromConfig(e.AWS, testkit.PathStyle).
 				HeadBucket(context.Background(), &s3.HeadBucketInput{Bucket: aws.String("kept-working")}); err != nil {
 				t.Errorf("the bucket was not created: %v", err)
 			}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
 	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/ccmapper"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/ratelimit"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
@@ -32,11 +32,9 @@ type env struct {
 
 func newEnv(t *testing.T, delay time.Duration) *env {
 	t.Helper()
-	em := emulator.New(emulator.Options{CloudControlDelay: delay})
-	srv := httptest.NewServer(em)
-	t.Cleanup(srv.Close)
-	cfg := emulator.ClientConfig(srv.URL)
-	return &env{em: em, cc: cloudcontrol.NewFromConfig(cfg), cfn: cloudformation.NewFromConfig(cfg), lim: ratelimit.New(1000, 100)}
+	cl := testkit.StartCloud(t, emulator.Options{CloudControlDelay: delay})
+	cfg := cl.AWS
+	return &env{em: cl.Emu, cc: cloudcontrol.NewFromConfig(cfg), cfn: cloudformation.NewFromConfig(cfg), lim: ratelimit.New(1000, 100)}
 }
 
 // mapper installs a type as the engine would: DescribeType, then a
