@@ -16,6 +16,7 @@ import (
 // iasql_private.iasql_locks only the sidecar's role may take, never
 // advisory locks, which any role could take and hold to stall the engine.
 const (
+	LockCapture = 1 // held by the capture writer (the one sidecar consuming the slot)
 	LockCycle   = 2 // held for each cycle
 	LockService = 4 // held by the engine's service session
 )
