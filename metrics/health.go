@@ -18,10 +18,7 @@ import (
 )
 
 // Querier is what ReadHealth reads through: a *pgx.Conn or a *pgxpool.Pool.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+type Querier = store.Reader
 
 // Slot is the state of a logical replication slot.
 type Slot struct {

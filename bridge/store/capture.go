@@ -72,35 +72,33 @@ func StartProgress(ctx context.Context, db Execer, slot string, at pglogrepl.LSN
 
 // ProgressSlots are the slots capture has recorded progress through.
 func ProgressSlots(ctx context.Context, db Reader) ([]string, error) {
-	var slots []string
-	if err := db.QueryRow(ctx, `SELECT coalesce(array_agg(slot_name::text), '{}'::text[]) FROM public.iasql_capture_progress`).Scan(&slots); err != nil {
-		return nil, fmt.Errorf("read the capture's slots: %w", err)
-	}
-	return slots, nil
+	return texts(ctx, db, "the capture's slots", `SELECT slot_name::text FROM public.iasql_capture_progress`)
 }
 
 // ModuleTables are the tables modules registered for capture
 // (iasql_tables), by name.
 func ModuleTables(ctx context.Context, db Reader) ([]string, error) {
-	var tables []string
-	if err := db.QueryRow(ctx, `SELECT coalesce(array_agg(table_name ORDER BY table_name), '{}'::text[]) FROM public.iasql_tables WHERE module IS NOT NULL`).Scan(&tables); err != nil {
-		return nil, fmt.Errorf("read the module tables: %w", err)
-	}
-	return tables, nil
+	return texts(ctx, db, "the module tables", `SELECT table_name FROM public.iasql_tables WHERE module IS NOT NULL ORDER BY table_name`)
 }
 
 // InstalledTables are the tables of the installed modules, as
 // iasql_modules lists them.
 func InstalledTables(ctx context.Context, db Reader) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT pg_catalog.unnest(tables) FROM public.iasql_modules WHERE installed_at IS NOT NULL`)
+	return texts(ctx, db, "installed module tables", `SELECT pg_catalog.unnest(tables) FROM public.iasql_modules WHERE installed_at IS NOT NULL`)
+}
+
+// texts reads the one text column of q's rows (what names them in an
+// error).
+func texts(ctx context.Context, db Reader, what, q string, args ...any) ([]string, error) {
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read installed module tables: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("read installed module tables: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	return tables, nil
+	return out, nil
 }
 
 // LockHeld reports whether a live session holds the sidecar's lock role

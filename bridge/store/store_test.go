@@ -846,6 +846,9 @@ func TestCaptureAndStatus(t *testing.T) {
 	if tables, err := store.InstalledTables(d.ctx, d.conn); err != nil || !slices.Equal(tables, []string{"thing"}) {
 		t.Errorf("installed tables %v, %v", tables, err)
 	}
+	if names, err := store.InstalledModules(d.ctx, d.conn); err != nil || !slices.Equal(names, []string{"test"}) {
+		t.Errorf("installed modules %v, %v", names, err)
+	}
 	for l, want := range map[int]bool{store.LockCapture: true, store.LockService: true} {
 		if held, err := store.LockHeld(d.ctx, d.conn, l); err != nil || held != want {
 			t.Errorf("lock %d held: %v, %v", l, held, err)
