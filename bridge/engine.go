@@ -722,10 +722,10 @@ func (e *Engine) discardExpired(ctx context.Context, t *store.Transaction, why s
 	err := e.service(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			cur, err := store.ReadTransaction(ctx, tx)
-			if err != nil || cur == nil || cur.BeginLSN != t.BeginLSN {
+			if err != nil || cur == nil || cur.Begin != t.Begin {
 				return err // closed meanwhile, or another one
 			}
-			if n, err = store.DiscardSince(ctx, tx, t.Begin(), upto); err != nil {
+			if n, err = store.DiscardSince(ctx, tx, t.Begin, upto); err != nil {
 				return err
 			}
 			closed = true

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge/plan"
@@ -184,7 +185,7 @@ func (e *Engine) rollback(ctx context.Context, r request) (any, error) {
 // (the cloud account refused, the database gone) discarded nothing: the
 // transaction stays open, and the rollback is tried again.
 func (e *Engine) rollbackSince(ctx context.Context, t *store.Transaction, req reconcile.Request) (any, error) {
-	req.Options = plan.Options{Discard: true, DiscardAfter: t.Begin()}
+	req.Options = plan.Options{Discard: true, DiscardAfter: t.Begin}
 	out, err := e.cycle(ctx, req, true)
 	if out == nil || !out.Discarded {
 		if err == nil {
@@ -215,7 +216,7 @@ func (e *Engine) expireTransaction(ctx context.Context) {
 	if t == nil {
 		return
 	}
-	if time.Now().Before(e.expiry.next) && e.expiry.begin == t.BeginLSN {
+	if time.Now().Before(e.expiry.next) && e.expiry.begin == t.Begin {
 		return // a rollback of it failed: tried again after a while
 	}
 	e.log.Warn("rolling back an expired iasql transaction", "why", why, "opened_by", t.OpenedBy, "owner_pid", t.OwnerPID, "opened_at", t.OpenedAt)
@@ -232,8 +233,8 @@ func (e *Engine) expireTransaction(ctx context.Context) {
 	}
 	// Nothing was discarded (the cycle could not read): tried again, each
 	// time after twice as long, up to maxExpiryWait.
-	if e.expiry.begin != t.BeginLSN {
-		e.expiry = expiryRetry{begin: t.BeginLSN}
+	if e.expiry.begin != t.Begin {
+		e.expiry = expiryRetry{begin: t.Begin}
 	}
 	e.expiry.wait = min(max(2*e.expiry.wait, 5*time.Second), maxExpiryWait)
 	e.expiry.next = time.Now().Add(e.expiry.wait)
@@ -247,7 +248,7 @@ const maxExpiryWait = 5 * time.Minute
 // expiryRetry is when the engine tries again to roll back the expired
 // transaction that began at begin (only the engine's loop uses it).
 type expiryRetry struct {
-	begin string
+	begin pglogrepl.LSN
 	wait  time.Duration
 	next  time.Time
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -273,10 +274,7 @@ func (c *Capture) session(ctx context.Context) error {
 	}
 	err = StartupStep(ctx, conn, c.log, "record capture start", func() error {
 		// The progress row names the slot (the SQL API finds the sidecar by it).
-		if _, err := conn.Exec(ctx, `INSERT INTO public.iasql_capture_progress (slot_name, end_lsn) VALUES ($1, $2::text::pg_lsn) ON CONFLICT (slot_name) DO NOTHING`, slot, pos.recorded.String()); err != nil {
-			return fmt.Errorf("record capture start: %w", err)
-		}
-		return nil
+		return store.StartProgress(ctx, conn, slot, pos.recorded)
 	})
 	if err != nil {
 		return err
@@ -347,12 +345,8 @@ func (c *Capture) session(ctx context.Context) error {
 func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markKey string, installed pglogrepl.LSN, err error) {
 	// Only markers carrying this key make a transaction the engine's
 	// (iasql_engine_mark): any role can emit a message with its prefix.
-	var at string
-	if err := conn.QueryRow(ctx, `SELECT mark_key, installed_lsn::text FROM iasql_private.iasql_engine_key`).Scan(&markKey, &at); err != nil {
-		return "", 0, fatalf("read the engine's mark key (role %s must be the sidecar's: as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
-	}
-	if installed, err = pglogrepl.ParseLSN(at); err != nil {
-		return "", 0, fmt.Errorf("parse the install position %q: %w", at, err)
+	if markKey, installed, err = store.EngineKey(ctx, conn); err != nil {
+		return "", 0, fatalf("role %s must be the sidecar's (as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
 	}
 	// A database restored from a dump carries the LSNs of another server
 	// or database: adopt it before anything reads them.
@@ -371,10 +365,10 @@ func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markK
 func (c *Capture) lead(ctx context.Context, conn *pgx.Conn) error {
 	logged := false
 	for {
-		var ok bool
 		// The capture writer's lock (sql/006_locks.sql): a row only the
 		// sidecar's role may take, held by this session until it ends.
-		if err := conn.QueryRow(ctx, `SELECT public.iasql_take_lock(1) FROM pg_catalog.set_config('synchronous_commit', 'off', true)`).Scan(&ok); err != nil {
+		ok, err := store.TryLock(ctx, conn, store.LockCapture)
+		if err != nil {
 			return fmt.Errorf("take capture leadership: %w", err)
 		}
 		if ok {

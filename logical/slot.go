@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,10 +55,10 @@ type SlotInfo struct {
 	Active       bool
 	ActivePID    *int32
 	WALStatus    string // reserved, extended, unreserved, lost
-	ConfirmedLSN *string
+	ConfirmedLSN *pglogrepl.LSN
 	LagBytes     *int64 // current WAL position minus confirmed flush
 	// From iasql_capture_progress:
-	CapturedLSN *string
+	CapturedLSN *pglogrepl.LSN
 	CommitTime  *time.Time
 	Changes     int64
 }
@@ -82,13 +83,14 @@ func ReadSlot(ctx context.Context, conn *pgx.Conn, slot string) (SlotInfo, error
 		return info, fmt.Errorf("read capture progress: %w", err)
 	}
 	if has {
+		p, err := store.ReadProgress(ctx, conn, slot)
+		if err != nil {
+			return info, err
+		}
 		// Progress of another origin (a restored database, before the
 		// sidecar adopts it) says nothing about this server's slot.
-		err = conn.QueryRow(ctx, `SELECT end_lsn::text, commit_ts, changes FROM public.iasql_capture_progress
-			WHERE slot_name = $1 AND lsn_origin = public.iasql_lsn_origin()`, slot).
-			Scan(&info.CapturedLSN, &info.CommitTime, &info.Changes)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return info, fmt.Errorf("read capture progress: %w", err)
+		if p != nil && p.Here {
+			info.CapturedLSN, info.CommitTime, info.Changes = &p.End, p.CommitTime, p.Changes
 		}
 	}
 	return info, nil
@@ -114,9 +116,7 @@ func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string, installed pgl
 	if err := info.usable(conn.Config().Database); err != nil {
 		return pos, err
 	}
-	if stale, err := info.predates(installed); err != nil {
-		return pos, err
-	} else if stale {
+	if info.predates(installed) {
 		// An earlier install of iasql here made it, and was removed
 		// (DROP EXTENSION with no sidecar running to drop the slot): it
 		// would replay, as intent, changes made while iasql was not
@@ -129,7 +129,7 @@ func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string, installed pgl
 		if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_drop_replication_slot($1)`, slot); err != nil {
 			return pos, fmt.Errorf("drop replication slot %s left by an earlier install of iasql: %w", slot, err)
 		}
-		log.Warn("dropped a replication slot left by an earlier install of iasql; capture starts at a new one", "slot", slot, "slot_position", *info.ConfirmedLSN, "installed_at", installed.String())
+		log.Warn("dropped a replication slot left by an earlier install of iasql; capture starts at a new one", "slot", slot, "slot_position", info.ConfirmedLSN.String(), "installed_at", installed.String())
 		info.Exists = false
 	}
 	if !info.Exists {
@@ -138,16 +138,11 @@ func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string, installed pgl
 		}
 		return pos, CreateSlot(ctx, conn, slot)
 	}
-	for _, p := range []struct {
-		s   *string
-		lsn *pglogrepl.LSN
-	}{{info.CapturedLSN, &pos.recorded}, {info.ConfirmedLSN, &pos.confirmed}} {
-		if p.s == nil {
-			continue
-		}
-		if *p.lsn, err = pglogrepl.ParseLSN(*p.s); err != nil {
-			return pos, fmt.Errorf("parse LSN %q of slot %s: %w", *p.s, slot, err)
-		}
+	if info.CapturedLSN != nil {
+		pos.recorded = *info.CapturedLSN
+	}
+	if info.ConfirmedLSN != nil {
+		pos.confirmed = *info.ConfirmedLSN
 	}
 	return pos, nil
 }
@@ -155,15 +150,8 @@ func prepareSlot(ctx context.Context, conn *pgx.Conn, slot string, installed pgl
 // predates says whether the slot stopped before iasql was installed at
 // installed, with no progress recorded through it since: the slot of an
 // earlier install. A slot made after the install starts at or after it.
-func (info SlotInfo) predates(installed pglogrepl.LSN) (bool, error) {
-	if !info.Exists || info.CapturedLSN != nil || info.ConfirmedLSN == nil {
-		return false, nil
-	}
-	at, err := pglogrepl.ParseLSN(*info.ConfirmedLSN)
-	if err != nil {
-		return false, fmt.Errorf("parse LSN %q of slot %s: %w", *info.ConfirmedLSN, info.Name, err)
-	}
-	return at < installed, nil
+func (info SlotInfo) predates(installed pglogrepl.LSN) bool {
+	return info.Exists && info.CapturedLSN == nil && info.ConfirmedLSN != nil && *info.ConfirmedLSN < installed
 }
 
 // usable says why an existing slot cannot be used, if it cannot.
@@ -174,7 +162,7 @@ func (info SlotInfo) usable(database string) error {
 	if info.WALStatus == "lost" {
 		at := "its last position"
 		if info.CapturedLSN != nil {
-			at = *info.CapturedLSN
+			at = info.CapturedLSN.String()
 		}
 		return &FatalError{Err: fmt.Errorf("%w: slot %s (wal_status = lost) cannot deliver changes after %s, so they cannot be captured. Raise max_slot_wal_keep_size to avoid it; to accept the gap, drop the slot (SELECT pg_drop_replication_slot('%s')) and delete its row from iasql_capture_progress, then restart", ErrSlotLost, info.Name, at, info.Name)}
 	}

@@ -10,15 +10,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iasql/iasql/bridge/store"
 )
 
 // Querier is what ReadHealth reads through: a *pgx.Conn or a *pgxpool.Pool.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+type Querier = store.Reader
 
 // Slot is the state of a logical replication slot.
 type Slot struct {
@@ -98,6 +98,8 @@ type Health struct {
 	// role (iasql's tables are for iasql_reader); the captured position,
 	// commit time and count are unknown then.
 	ProgressError string `json:"progress_error,omitempty"`
+	// captured is CapturedLSN as an LSN (zero when none).
+	captured pglogrepl.LSN
 }
 
 // CountUncaptured reads what the slot holds that capture has not recorded
@@ -236,45 +238,30 @@ func ReadHealth(ctx context.Context, q Querier, slot string) (*Health, error) {
 	if err := q.QueryRow(ctx, `SELECT public.iasql_version()`).Scan(&h.Version); err != nil {
 		return nil, fmt.Errorf("read iasql version: %w", err)
 	}
-	err = q.QueryRow(ctx, `SELECT end_lsn::text, commit_ts, updated_at, changes FROM public.iasql_capture_progress WHERE slot_name = $1`, slot).
-		Scan(&h.CapturedLSN, &h.CommitTime, &h.CapturedAt, &h.Changes)
+	p, err := store.ReadProgress(ctx, q, slot)
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe) && pe.Code == "42501":
 		// iasql's tables are iasql_reader's: a role without it learns the
 		// slot's state (pg_replication_slots) and that it lacks the grant.
 		h.ProgressError = pe.Message
-	case err != nil && !errors.Is(err, pgx.ErrNoRows):
-		return nil, fmt.Errorf("read capture progress: %w", err)
+	case err != nil:
+		return nil, err
+	case p != nil:
+		lsn := p.End.String()
+		h.captured, h.CapturedLSN, h.CommitTime, h.CapturedAt, h.Changes = p.End, &lsn, p.CommitTime, &p.UpdatedAt, p.Changes
 	}
-	// Cycle records are the audit rows with no table: the index on
-	// (table_name, record_id, id) finds the newest at once.
-	var c Cycle
-	var started *time.Time
-	err = q.QueryRow(ctx, `
-		SELECT coalesce(e.m->>'cycle', ''), coalesce(e.m->>'reason', ''), e.ts, coalesce(e.m->>'outcome', ''),
-		       coalesce(e.m->>'summary', ''), coalesce(e.m->>'error', ''),
-		       (SELECT s.ts FROM public.iasql_audit_log s
-		         WHERE s.table_name IS NULL AND s.record_id IS NULL AND s.id < e.id
-		           AND s.change_type = 'CYCLE_START' AND s.message::jsonb->>'cycle' = e.m->>'cycle'
-		         ORDER BY s.id DESC LIMIT 1)
-		  FROM (SELECT id, ts, message::jsonb AS m FROM public.iasql_audit_log
-		         WHERE table_name IS NULL AND record_id IS NULL AND change_type = 'CYCLE_END'
-		         ORDER BY id DESC LIMIT 1) e`).Scan(&c.Cycle, &c.Reason, &c.Ended, &c.Outcome, &c.Summary, &c.Error, &started)
+	c, err := store.LastCycle(ctx, q)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
 	case errors.As(err, &pe) && pe.Code == "42501":
 		// The audit trail is iasql_reader's: a role without it learns the rest.
 		h.CycleError = pe.Message
 	case err != nil:
-		return nil, fmt.Errorf("read the last cycle: %w", err)
-	default:
-		if started != nil {
-			c.Duration = c.Ended.Sub(*started)
-		}
-		h.LastCycle = &c
+		return nil, err
+	case c != nil:
+		h.LastCycle = &Cycle{Cycle: c.Cycle, Reason: c.Reason, Ended: c.Ended, Duration: c.Duration, Outcome: c.Outcome, Summary: c.Summary, Error: c.Error}
 	}
-	if err := readRecords(ctx, q, h.Records); err != nil {
+	if h.Records, err = store.RecordStates(ctx, q); err != nil {
 		if !errors.As(err, &pe) || pe.Code != "42501" {
 			return nil, err
 		}
@@ -283,27 +270,6 @@ func ReadHealth(ctx context.Context, q Querier, slot string) (*Health, error) {
 		h.Records, h.RecordsError = nil, pe.Message
 	}
 	return h, nil
-}
-
-// readRecords counts iasql_status rows by state into into.
-func readRecords(ctx context.Context, q Querier, into map[string]int64) error {
-	rows, err := q.Query(ctx, `SELECT state, count(*) FROM public.iasql_status GROUP BY state`)
-	if err != nil {
-		return fmt.Errorf("read iasql_status: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var state string
-		var n int64
-		if err := rows.Scan(&state, &n); err != nil {
-			return fmt.Errorf("read iasql_status: %w", err)
-		}
-		into[state] = n
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read iasql_status: %w", err)
-	}
-	return nil
 }
 
 // Bytes renders n bytes in binary units: 512 B, 1.5 KiB, 16.0 MiB.

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/iasql/iasql/bridge/store"
 )
 
 // CycleBuckets are the upper bounds, in seconds, of the cycle duration
@@ -336,16 +338,16 @@ func (c *dbCollector) collect(ctx context.Context, ch chan<- prometheus.Metric) 
 		if err := c.cycles(ctx); err != nil {
 			return err
 		}
-		if err := c.m.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM public.iasql_lock_holders WHERE lock_id = 1)`).Scan(&held); err != nil {
+		var err error
+		if held, err = store.LockHeld(ctx, c.m.pool, store.LockCapture); err != nil {
 			return fmt.Errorf("read capture leadership: %w", err)
 		}
-		var role, rate float64
-		if err := c.m.pool.QueryRow(ctx, `SELECT coalesce(sum(refused) FILTER (WHERE reason = 'role'), 0), coalesce(sum(refused) FILTER (WHERE reason = 'rate'), 0)
-			FROM public.iasql_request_refusals`).Scan(&role, &rate); err != nil {
-			return fmt.Errorf("read refused requests: %w", err)
+		role, rate, err := store.RefusalTotals(ctx, c.m.pool)
+		if err != nil {
+			return err
 		}
-		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, role, "role")
-		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, rate, "rate")
+		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(role), "role")
+		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(rate), "rate")
 	}
 	gauge(descLeader, b2f(held && c.m.leader.Load()))
 	for _, o := range []string{"done", "failed", "timeout", "interrupted"} {
@@ -361,46 +363,28 @@ func (c *dbCollector) collect(ctx context.Context, ch chan<- prometheus.Metric) 
 	return nil
 }
 
-// cycles counts the cycle ends recorded since the last scrape. Cycle
-// records are the audit rows with no table; at most one cycle runs at a
-// time, so they commit in id order.
+// cycles counts the cycle ends recorded since the last scrape (at most one
+// cycle runs at a time, so they commit in id order).
 func (c *dbCollector) cycles(ctx context.Context) error {
-	rows, err := c.m.pool.Query(ctx, `
-		SELECT e.id, coalesce(e.message::jsonb->>'outcome', ''),
-		       extract(epoch FROM e.ts - (SELECT s.ts FROM public.iasql_audit_log s
-		         WHERE s.table_name IS NULL AND s.record_id IS NULL AND s.id < e.id
-		           AND s.change_type = 'CYCLE_START' AND s.message::jsonb->>'cycle' = e.message::jsonb->>'cycle'
-		         ORDER BY s.id DESC LIMIT 1))::float8
-		  FROM public.iasql_audit_log e
-		 WHERE e.table_name IS NULL AND e.record_id IS NULL AND e.change_type = 'CYCLE_END' AND e.id > $1 AND e.ts >= $2
-		 ORDER BY e.id`, c.lastID, c.since)
+	ends, err := store.CycleEnds(ctx, c.m.pool, c.lastID, c.since)
 	if err != nil {
-		return fmt.Errorf("read cycles: %w", err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var outcome string
-		var secs *float64
-		if err := rows.Scan(&id, &outcome, &secs); err != nil {
-			return fmt.Errorf("read cycles: %w", err)
-		}
-		c.lastID = id
-		c.outcomes[outcome]++
-		if secs == nil {
+	for _, e := range ends {
+		c.lastID = e.ID
+		c.outcomes[e.Outcome]++
+		if !e.Started {
 			continue // its start is gone (retention): no duration
 		}
+		secs := e.Duration.Seconds()
 		c.count++
-		c.sum += *secs
+		c.sum += secs
 		for i, b := range CycleBuckets {
-			if *secs <= b {
+			if secs <= b {
 				c.buckets[i]++
 				break
 			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read cycles: %w", err)
 	}
 	return nil
 }

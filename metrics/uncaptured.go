@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/logical"
 )
 
@@ -45,24 +46,14 @@ func ReadUncaptured(ctx context.Context, conn *pgx.Conn, h *Health) (*Uncaptured
 	if !h.Slot.Exists || h.Slot.Active || h.Slot.WALStatus == "lost" || h.Version == "" {
 		return nil, nil
 	}
-	var captured pglogrepl.LSN
-	if h.CapturedLSN != nil {
-		var err error
-		if captured, err = pglogrepl.ParseLSN(*h.CapturedLSN); err != nil {
-			return nil, fmt.Errorf("read capture progress %q: %w", *h.CapturedLSN, err)
-		}
-	}
+	captured := h.captured
 	modules := map[string]bool{}
-	rows, err := conn.Query(ctx, `SELECT pg_catalog.unnest(tables) FROM public.iasql_modules WHERE installed_at IS NOT NULL`)
+	tables, err := store.InstalledTables(ctx, conn)
 	if err != nil {
-		return nil, fmt.Errorf("read installed module tables: %w", err)
+		return nil, err
 	}
-	var name string
-	if _, err := pgx.ForEachRow(rows, []any{&name}, func() error {
-		modules[name] = true
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("read installed module tables: %w", err)
+	for _, t := range tables {
+		modules[t] = true
 	}
 	out := &Uncaptured{}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {

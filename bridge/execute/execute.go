@@ -23,7 +23,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -93,15 +92,15 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 	plan.Order(actions, tableOrder)
 	deps := plan.Dependencies(actions)
 	pending := actions
-	var lastFailed string
+	var lastFailed []snapshot.Key
 	repeats := 0 // rounds in a row whose failures were the last round's
 	// given up: actions that failed for good (terminal, or a create whose
 	// resource exists), not retried: what depends on them stays held in
 	// every later round, and their failures are reported whatever the
 	// last round brings.
-	givenUp, final := map[string]string{}, []string{}
+	givenUp, final := map[snapshot.Key]string{}, []string{}
 	for n := 0; ; n++ {
-		r := &round{x: x, do: do, deps: deps, down: maps.Clone(givenUp), moved: map[string]bool{}}
+		r := &round{x: x, do: do, deps: deps, down: maps.Clone(givenUp), moved: map[snapshot.Key]bool{}}
 		r.run(ctx, pending)
 		for _, k := range r.gaveUp {
 			givenUp[k] = "failed"
@@ -110,17 +109,16 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 		sort.Strings(r.errs)
 		// Which tasks failed (not how: messages carry request ids that
 		// differ on every attempt).
-		keys := make([]string, 0, len(r.failed))
+		now := make([]snapshot.Key, 0, len(r.failed))
 		for _, a := range r.failed {
-			keys = append(keys, plan.ActionKey(a))
+			now = append(now, plan.ActionKey(a))
 		}
-		sort.Strings(keys)
-		now := strings.Join(keys, "\n")
+		slices.SortFunc(now, snapshot.CompareKeys)
 		// The same failures again end the pass, unless one of them passes
 		// by itself (throttling, a 5xx): those are tried again, later each
 		// round, up to maxTransientRepeats (about 3 s beyond the SDK's own
 		// retries); what still fails is left to the next cycle's backoff.
-		if now == lastFailed {
+		if slices.Equal(now, lastFailed) {
 			repeats++
 		} else {
 			repeats = 0
@@ -144,18 +142,18 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 type round struct {
 	x    *Executor
 	do   Doer
-	deps map[*plan.Action][]string
+	deps map[*plan.Action][]snapshot.Key
 
 	mu   sync.Mutex
-	down map[string]string // action key -> why it did not happen
+	down map[snapshot.Key]string // action key -> why it did not happen
 	// moved: parents replaced under a new generated identity, actions that
 	// run on in the cloud (ErrInFlight), and what waits for them: not done
 	// in this pass, planned again in a later one (plan.Diff holds a delete
 	// while a delete of something that may reference it runs on).
-	moved  map[string]bool
+	moved  map[snapshot.Key]bool
 	failed []*plan.Action // to retry in the next round
 	errs   []string       // the failures of what is retried
-	gaveUp []string       // keys of actions that failed for good
+	gaveUp []snapshot.Key // keys of actions that failed for good
 	final  []string       // their failures
 	// transient: a failure to retry passes by itself (module.Transient).
 	transient bool
@@ -218,7 +216,7 @@ func (r *round) runDB(ctx context.Context, actions []*plan.Action) {
 // depends on, then for room in its lane.
 func (r *round) runCloud(ctx context.Context, actions []*plan.Action) {
 	done := make(map[*plan.Action]chan struct{}, len(actions))
-	byKey := map[string][]*plan.Action{}
+	byKey := map[snapshot.Key][]*plan.Action{}
 	for _, a := range actions {
 		done[a] = make(chan struct{})
 		byKey[plan.ActionKey(a)] = append(byKey[plan.ActionKey(a)], a)
@@ -265,7 +263,7 @@ func (r *round) gate(ctx context.Context, a *plan.Action) (run bool, held string
 		r.errs = append(r.errs, fmt.Sprintf("%s %s: %v", a.Table, cmp.Or(a.ID, a.CloudID), ctx.Err()))
 		return false, ""
 	}
-	if slices.ContainsFunc(r.deps[a], func(k string) bool { return r.moved[k] }) {
+	if slices.ContainsFunc(r.deps[a], func(k snapshot.Key) bool { return r.moved[k] }) {
 		r.moved[plan.ActionKey(a)] = true
 		return false, ""
 	}
@@ -316,11 +314,10 @@ func (r *round) settle(a *plan.Action, err error) {
 
 // heldBy names the first of keys (the actions one depends on) that did
 // not happen, and why ("" when all did).
-func heldBy(keys []string, down map[string]string) string {
+func heldBy(keys []snapshot.Key, down map[snapshot.Key]string) string {
 	for _, k := range keys {
 		if why, ok := down[k]; ok {
-			table, id, _ := strings.Cut(k, "\x00")
-			return table + " " + strings.TrimPrefix(id, "#") + " (" + why + ")"
+			return k.String() + " (" + why + ")"
 		}
 	}
 	return ""

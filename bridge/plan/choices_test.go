@@ -51,7 +51,7 @@ func TestCloudChoices(t *testing.T) {
 			[]string{"g1", "g2"}, want{nil, nil}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
+			snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{}}}
 			g, ts := table(groupSpec), table(tc.table)
 			snap.Tables, snap.ByName["grp"], snap.ByName[tc.table.Name] = []*snapshot.Table{g, ts}, g, ts
 			for _, name := range []string{"g1", "g2", "g3"} {
@@ -59,11 +59,11 @@ func TestCloudChoices(t *testing.T) {
 			}
 			for i, name := range tc.groups {
 				id := string(rune('1' + i))
-				g.Rows[id] = &snapshot.Row{ID: id, Xmin: "1", DB: module.Record{"name": name}}
+				g.Rows[id] = &snapshot.Row{ID: id, Xmin: 1, DB: module.Record{"name": name}}
 				g.Records[id], g.RecBy[name] = snapshot.RecordState{CloudID: name, Enacted: 1}, id
 			}
 			cid := module.CloudIDOf(tc.table, tc.cloud)
-			ts.Rows["7"] = &snapshot.Row{ID: "7", Xmin: "1", DB: tc.row}
+			ts.Rows["7"] = &snapshot.Row{ID: "7", Xmin: 1, DB: tc.row}
 			ts.Cloud[cid] = tc.cloud
 			ts.Records["7"], ts.RecBy[cid], ts.Intent["7"] = snapshot.RecordState{CloudID: cid}, "7", 9
 			for _, x := range snap.Tables {

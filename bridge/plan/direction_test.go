@@ -39,7 +39,7 @@ func TestDirectionTable(t *testing.T) {
 				name += ", with intent"
 			}
 			t.Run(name, func(t *testing.T) {
-				snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
+				snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{}}}
 				if col.mode != "" {
 					snap.Modes.Tables["thing"] = snapshot.Resolved{Mode: col.mode, Rule: "table rule 1 (thing)"}
 				}
@@ -53,11 +53,11 @@ func TestDirectionTable(t *testing.T) {
 				}
 				switch difference {
 				case onlyRow:
-					ts.Rows["7"] = &snapshot.Row{ID: "7", Xmin: "1", DB: module.Record{"name": "x", "size": "1"}}
+					ts.Rows["7"] = &snapshot.Row{ID: "7", Xmin: 1, DB: module.Record{"name": "x", "size": "1"}}
 				case onlyCloud:
 					ts.Cloud["x"] = module.Record{"name": "x", "size": "1"}
 				case differ:
-					ts.Rows["7"] = &snapshot.Row{ID: "7", Xmin: "1", DB: module.Record{"name": "x", "size": "1"}}
+					ts.Rows["7"] = &snapshot.Row{ID: "7", Xmin: 1, DB: module.Record{"name": "x", "size": "1"}}
 					ts.Cloud["x"] = module.Record{"name": "x", "size": "2"}
 				}
 				if err := ts.CloudForms(snap); err != nil {

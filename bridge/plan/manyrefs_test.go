@@ -41,22 +41,22 @@ func ids(v ...int) []any {
 // deleted (intent), and instance 6, whose row now drops g0.
 func manySnapshot(t *testing.T) *snapshot.Snapshot {
 	t.Helper()
-	snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
+	snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{}}}
 	g, in := table(groupSpec), table(instSpec)
 	snap.Tables, snap.ByName["grp"], snap.ByName["inst"] = []*snapshot.Table{g, in}, g, in
 	for id, name := range map[string]string{"1": "g1", "2": "g2"} {
-		g.Rows[id] = &snapshot.Row{ID: id, Xmin: "1", DB: module.Record{"name": name}}
+		g.Rows[id] = &snapshot.Row{ID: id, Xmin: 1, DB: module.Record{"name": name}}
 		g.Cloud[name] = module.Record{"name": name}
 		g.Records[id] = snapshot.RecordState{CloudID: name, Enacted: 1}
 		g.RecBy[name] = id
 	}
-	g.Rows["3"] = &snapshot.Row{ID: "3", Xmin: "1", DB: module.Record{"name": "g3"}}
+	g.Rows["3"] = &snapshot.Row{ID: "3", Xmin: 1, DB: module.Record{"name": "g3"}}
 	g.Intent["3"] = 9
 	g.Cloud["g0"] = module.Record{"name": "g0"}
 	g.Records["4"], g.RecBy["g0"], g.Intent["4"] = snapshot.RecordState{CloudID: "g0", Enacted: 1}, "4", 9
-	in.Rows["5"] = &snapshot.Row{ID: "5", Xmin: "1", DB: module.Record{"name": "i5", "groups": ids(1, 2, 3)}}
+	in.Rows["5"] = &snapshot.Row{ID: "5", Xmin: 1, DB: module.Record{"name": "i5", "groups": ids(1, 2, 3)}}
 	in.Intent["5"] = 9
-	in.Rows["6"] = &snapshot.Row{ID: "6", Xmin: "1", DB: module.Record{"name": "i6", "groups": ids(1)}}
+	in.Rows["6"] = &snapshot.Row{ID: "6", Xmin: 1, DB: module.Record{"name": "i6", "groups": ids(1)}}
 	in.Cloud["i6"] = module.Record{"name": "i6", "groups": []any{"g1", "g0"}}
 	in.Records["6"], in.RecBy["i6"], in.Intent["6"] = snapshot.RecordState{CloudID: "i6", Enacted: 1}, "6", 9
 	for _, ts := range snap.Tables {

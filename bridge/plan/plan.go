@@ -110,15 +110,15 @@ var TowardsCloud = map[string]map[bool]bool{
 // land): pending intent pushes to the cloud, its absence pulls from it.
 func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 	p := &Plan{}
-	// restoring: rows (table, id) that take back the cloud identity their
-	// record had (a rename undone); claimed: the cloud ids (table, cloud
-	// id) they take back. What references either waits for the next pass.
-	restoring, claimed := map[string]bool{}, map[string]bool{}
-	// relaunching: rows (table, id) created anew in this pass under a new
+	// restoring: rows (RowKey) that take back the cloud identity their
+	// record had (a rename undone); claimed: the cloud ids (CloudKey) they
+	// take back. What references either waits for the next pass.
+	restoring, claimed := map[snapshot.Key]bool{}, map[snapshot.Key]bool{}
+	// relaunching: rows (RowKey) created anew in this pass under a new
 	// identity the cloud generates (Relaunch). What references them reads
 	// that identity in the next pass: planned now, it would register the
 	// old one (a target of a terminated instance).
-	relaunching := map[string]bool{}
+	relaunching := map[snapshot.Key]bool{}
 	for _, ts := range snap.Tables {
 		// Nothing at all is done in a part whose reads failed (unverified.go).
 		unverified := snap.UnverifiedParts(ts)
@@ -183,7 +183,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				}
 				continue
 			}
-			if r.Cloud == nil || refersTo(ts.Spec, r.DB, restoring) || refersTo(ts.Spec, r.DB, relaunching) {
+			if r.Cloud == nil || refersTo(ts.Spec, r.DB, restoring, snapshot.RowKey) || refersTo(ts.Spec, r.DB, relaunching, snapshot.RowKey) {
 				// A reference that cannot be resolved yet: its parent is
 				// planned in this pass; the next pass handles the child.
 				p.Held++
@@ -227,7 +227,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				a.Action, a.Direction, a.Kind = "create", "cloud", CloudCreate
 				a.Description = "create " + Describe(ts.Spec, r.Cloud) + " in the cloud" + note
 				if Relaunch(a) {
-					relaunching[ts.Spec.Name+"\x00"+id] = true
+					relaunching[snapshot.RowKey(ts.Spec.Name, id)] = true
 					a.Description += dependents(snap, ts, id)
 				}
 			case !inCloud && restorable(ts, id, r):
@@ -237,7 +237,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				old := ts.Records[id].CloudID
 				a.Action, a.Direction, a.Kind, a.Cloud, a.CloudID = "update", "database", DBUpdate, ts.Cloud[old], old
 				a.Description = "restore the row from " + Describe(ts.Spec, a.Cloud) + ": " + r.CloudID + " is not in the cloud" + note
-				restoring[ts.Spec.Name+"\x00"+id], claimed[ts.Spec.Name+"\x00"+old] = true, true
+				restoring[snapshot.RowKey(ts.Spec.Name, id)], claimed[snapshot.CloudKey(ts.Spec.Name, old)] = true, true
 			case !inCloud:
 				a.Action, a.Direction, a.Kind = "delete", "database", DBDelete
 				a.Description = "delete the row: " + r.CloudID + " is not in the cloud" + note
@@ -276,7 +276,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 		holdImports := ts.CreateUnsettled()
 		cids := make([]string, 0, len(ts.Cloud))
 		for cid := range ts.Cloud {
-			if ts.ByCloud[cid] == nil && !claimed[ts.Spec.Name+"\x00"+cid] && !refersTo(ts.Spec, ts.Cloud[cid], claimed) {
+			if ts.ByCloud[cid] == nil && !claimed[snapshot.CloudKey(ts.Spec.Name, cid)] && !refersTo(ts.Spec, ts.Cloud[cid], claimed, snapshot.CloudKey) {
 				cids = append(cids, cid)
 			}
 		}
@@ -288,7 +288,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			}
 			// leaving: whether a delete of it must wait (deleteHeld scans
 			// the tables below; asked only of deletes).
-			leaving := func() bool { return deleteHeld(snap, ts, cid, map[string]bool{}) }
+			leaving := func() bool { return deleteHeld(snap, ts, cid, map[snapshot.Key]bool{}) }
 			if rp := ts.Retired[cid]; rp != nil {
 				if stillReferenced(snap, ts, cid) || leaving() {
 					p.Held++
@@ -410,12 +410,12 @@ func dependents(snap *snapshot.Snapshot, ts *snapshot.Table, id string) string {
 // instance moved to a subnet inserted since begin goes back to its
 // subnet; claimed then keeps that resource from being taken for one
 // without a row), else the row is deleted.
-func unmade(ts *snapshot.Table, id string, r *snapshot.Row, label, note string, claimed map[string]bool) *Action {
+func unmade(ts *snapshot.Table, id string, r *snapshot.Row, label, note string, claimed map[snapshot.Key]bool) *Action {
 	a := &Action{Table: ts.Spec.Name, ID: id, Mode: label, Tab: ts, Row: r}
 	if old := ts.Records[id].CloudID; old != "" && ts.Cloud[old] != nil && ts.ByCloud[old] == nil {
 		a.Action, a.Direction, a.Kind, a.Cloud, a.CloudID = "update", "database", DBUpdate, ts.Cloud[old], old
 		a.Description = "restore the row from " + Describe(ts.Spec, a.Cloud) + ": what it references was never made in the cloud" + note
-		claimed[ts.Spec.Name+"\x00"+old] = true
+		claimed[snapshot.CloudKey(ts.Spec.Name, old)] = true
 		return a
 	}
 	a.Action, a.Direction, a.Kind = "delete", "database", DBDelete
@@ -467,16 +467,17 @@ func restorable(ts *snapshot.Table, id string, r *snapshot.Row) bool {
 	return there
 }
 
-// refersTo reports whether a record references one of keys (table, id of
-// a row for a database record; table, cloud id for a cloud record: the
-// form its reference columns hold).
-func refersTo(spec module.Table, r module.Record, keys map[string]bool) bool {
+// refersTo reports whether a record references one of keys, made by key
+// from the values its reference columns hold (snapshot.RowKey for a
+// database record, whose references are row ids; snapshot.CloudKey for a
+// cloud record, whose references are cloud ids).
+func refersTo(spec module.Table, r module.Record, keys map[snapshot.Key]bool, key func(table, v string) snapshot.Key) bool {
 	if len(keys) == 0 {
 		return false // the common case: nothing restored or relaunched
 	}
 	for _, ref := range module.RefsOf(spec) {
 		for _, v := range ref.Values(r) {
-			if keys[ref.Table+"\x00"+v] {
+			if keys[key(ref.Table, v)] {
 				return true
 			}
 		}
@@ -574,8 +575,8 @@ func childLeaving(snap *snapshot.Snapshot, ts *snapshot.Table, cid string) bool 
 // (childLeaving), or is itself to be deleted (no row) and waits so. A VPC
 // whose subnet waits for a terminating instance waits too: AWS refuses
 // to delete it while the subnet exists.
-func deleteHeld(snap *snapshot.Snapshot, ts *snapshot.Table, cid string, seen map[string]bool) bool {
-	key := ts.Spec.Name + "\x00" + cid
+func deleteHeld(snap *snapshot.Snapshot, ts *snapshot.Table, cid string, seen map[snapshot.Key]bool) bool {
+	key := snapshot.CloudKey(ts.Spec.Name, cid)
 	if seen[key] {
 		return false
 	}
@@ -675,28 +676,28 @@ func isDelete(a *Action) bool { return a.Kind == CloudDelete || a.Kind == DBDele
 
 // ActionKey names what an action acts on: a row by its id, a resource only
 // in the cloud by its cloud id.
-func ActionKey(a *Action) string {
+func ActionKey(a *Action) snapshot.Key {
 	if a.Row != nil {
-		return a.Table + "\x00#" + a.ID
+		return snapshot.RowKey(a.Table, a.ID)
 	}
-	return a.Table + "\x00" + a.CloudID
+	return snapshot.CloudKey(a.Table, a.CloudID)
 }
 
 // Dependencies maps each action to the keys of the actions it must wait
 // for: a create or update waits for its parents' creates and updates; a
 // delete of a parent waits for the deletes of its children.
-func Dependencies(actions []*Action) map[*Action][]string {
-	byKey := map[string]*Action{}
+func Dependencies(actions []*Action) map[*Action][]snapshot.Key {
+	byKey := map[snapshot.Key]*Action{}
 	for _, a := range actions {
 		byKey[ActionKey(a)] = a
 	}
-	out := map[*Action][]string{}
+	out := map[*Action][]snapshot.Key{}
 	for _, a := range actions {
 		for _, ref := range module.RefsOf(a.Tab.Spec) {
 			switch {
 			case a.Row != nil && !isDelete(a):
 				for _, v := range ref.Values(a.Row.DB) {
-					if k := ref.Table + "\x00#" + v; byKey[k] != nil {
+					if k := snapshot.RowKey(ref.Table, v); byKey[k] != nil {
 						out[a] = append(out[a], k)
 					}
 				}
@@ -706,7 +707,7 @@ func Dependencies(actions []*Action) map[*Action][]string {
 					// a security group an instance still uses).
 					now := ref.Values(a.Row.Cloud)
 					for _, v := range ref.Values(a.Cloud) {
-						if p := byKey[ref.Table+"\x00"+v]; p != nil && isDelete(p) && !slices.Contains(now, v) {
+						if p := byKey[snapshot.CloudKey(ref.Table, v)]; p != nil && isDelete(p) && !slices.Contains(now, v) {
 							out[p] = append(out[p], ActionKey(a))
 						}
 					}
@@ -716,7 +717,7 @@ func Dependencies(actions []*Action) map[*Action][]string {
 				// import waits for its parent's (never in one pass of a
 				// cycle: parentsImported; in a preview, Whole).
 				for _, v := range ref.Values(a.Cloud) {
-					k := ref.Table + "\x00" + v
+					k := snapshot.CloudKey(ref.Table, v)
 					if p := byKey[k]; p != nil && isDelete(p) {
 						out[p] = append(out[p], ActionKey(a))
 					} else if p != nil && p.Kind == DBInsert && a.Kind == DBInsert {
@@ -766,16 +767,24 @@ func (a *Action) Failure(why string) string {
 	return fmt.Sprintf("%s %s (%s) %s %s: %s", a.Table, cmp.Or(a.ID, "-"), a.CloudID, a.Action, a.Direction, why)
 }
 
-// PushKey names a record whose declarative state a cycle pushed, the
+// Push names a record whose declarative state a cycle pushed, the
 // resource it pushed it to, and what it pushed (the declarative columns in
 // cloud form, references as the identities they named): a record that
 // references one being replaced is rightly pushed again, to the stand-in
 // and then back to the replacement, its own identity unchanged but what it
 // names not (a listener forwarding to a replaced target group), and a
 // record whose own identity changes is pushed again to the new resource.
-// Where the cloud generates the identity, the record and what was pushed:
-// a create is never repeated because its resource does not show.
-func PushKey(a *Action) string {
+// Where the cloud generates the identity, the record and what was pushed
+// (CloudID ""): a create is never repeated because its resource does not
+// show.
+type Push struct {
+	Record  snapshot.Key // the row (snapshot.RowKey)
+	State   string       // the declarative columns pushed, as JSON
+	CloudID string       // the resource pushed to
+}
+
+// PushKey is the Push of a cloud create or update.
+func PushKey(a *Action) Push {
 	want := map[string]any{}
 	if a.Row != nil {
 		for _, c := range a.Tab.Spec.Declarative {
@@ -783,11 +792,11 @@ func PushKey(a *Action) string {
 		}
 	}
 	js, _ := json.Marshal(want) // map keys sorted: the same state, the same text
-	key := a.Table + "\x00#" + a.ID + "\x00" + string(js)
-	if snapshot.Generated(a.Tab.Spec) {
-		return key
+	key := Push{Record: snapshot.RowKey(a.Table, a.ID), State: string(js)}
+	if !snapshot.Generated(a.Tab.Spec) {
+		key.CloudID = a.CloudID
 	}
-	return key + "\x00" + a.CloudID
+	return key
 }
 
 const (

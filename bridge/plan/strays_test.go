@@ -34,12 +34,12 @@ func TestStraysOfOneClientToken(t *testing.T) {
 		kept string
 	}{
 		{"a row yet to be identified adopts the oldest", func(ts *snapshot.Table) {
-			ts.Rows["3"] = &snapshot.Row{ID: "3", Xmin: "1", DB: module.Record{"name": "web"}}
+			ts.Rows["3"] = &snapshot.Row{ID: "3", Xmin: 1, DB: module.Record{"name": "web"}}
 			ts.Ops["3"] = snapshot.Op{Action: "create", State: snapshot.OpInProgress, Token: tok}
 			ts.Intent["3"], ts.Seen["3"] = 9, 9
 		}, []string{"delete cloud i-a", "delete cloud i-c", "update database i-b"}, "i-b"},
 		{"a row holds one: it keeps it", func(ts *snapshot.Table) {
-			ts.Rows["3"] = &snapshot.Row{ID: "3", Xmin: "1", DB: module.Record{"name": "web", "iid": "i-a", "launched": cloud["i-a"]}}
+			ts.Rows["3"] = &snapshot.Row{ID: "3", Xmin: 1, DB: module.Record{"name": "web", "iid": "i-a", "launched": cloud["i-a"]}}
 			ts.Records["3"], ts.RecBy["i-a"] = snapshot.RecordState{CloudID: "i-a", Enacted: 1}, "3"
 		}, []string{"delete cloud i-b", "delete cloud i-c"}, "i-a"},
 		{"the user deleted the row: its resource is deleted as the user asked", func(ts *snapshot.Table) {
@@ -50,7 +50,7 @@ func TestStraysOfOneClientToken(t *testing.T) {
 			[]string{"create database i-b", "delete cloud i-a", "delete cloud i-c"}, "i-b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
+			snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{}}}
 			ts := table(launchSpec)
 			snap.Tables, snap.ByName["inst"] = []*snapshot.Table{ts}, ts
 			var recs []module.Record

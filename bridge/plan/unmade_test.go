@@ -42,11 +42,11 @@ func TestUnmadeRows(t *testing.T) {
 		{"a host without intent waits for a net to create", plan.Options{}, 10, 0, "", "create cloud net 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
+			snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{}}}
 			n, h := table(unmadeLanSpec), table(unmadeHostSpec)
 			snap.Tables, snap.ByName["net"], snap.ByName["host"] = []*snapshot.Table{n, h}, n, h
-			n.Rows["1"] = &snapshot.Row{ID: "1", Xmin: "1", DB: module.Record{"cidr": "10.0.0.0/16"}}
-			h.Rows["2"] = &snapshot.Row{ID: "2", Xmin: "1", DB: module.Record{"net": ids(1)[0]}}
+			n.Rows["1"] = &snapshot.Row{ID: "1", Xmin: 1, DB: module.Record{"cidr": "10.0.0.0/16"}}
+			h.Rows["2"] = &snapshot.Row{ID: "2", Xmin: 1, DB: module.Record{"net": ids(1)[0]}}
 			if tc.parentIntent != 0 {
 				n.Intent["1"] = pglogrepl.LSN(tc.parentIntent)
 			}

@@ -54,7 +54,7 @@ func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *snaps
 		}
 		return r
 	}
-	snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
+	snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{}}}
 	for _, spec := range []module.Table{netSpec, subSpec} {
 		ts := &snapshot.Table{Spec: spec, Mapper: fakeMapper{spec.Declarative}, Rows: map[string]*snapshot.Row{}, ByCloud: map[string]*snapshot.Row{},
 			Cloud: map[string]module.Record{}, Records: map[string]snapshot.RecordState{}, RecBy: map[string]string{}, Intent: map[string]pglogrepl.LSN{},
@@ -65,7 +65,7 @@ func outageSnapshot(t *testing.T, unverified map[string]map[string]error) *snaps
 	}
 	net, sub := snap.ByName["net"], snap.ByName["sub"]
 	addRow := func(ts *snapshot.Table, id string, db module.Record, known bool) {
-		ts.Rows[id] = &snapshot.Row{ID: id, Xmin: "1", DB: db}
+		ts.Rows[id] = &snapshot.Row{ID: id, Xmin: 1, DB: db}
 		if known {
 			ts.Records[id] = snapshot.RecordState{CloudID: module.CloudIDOf(ts.Spec, db), Enacted: 1}
 		}

@@ -73,7 +73,7 @@ func Whole(snap *snapshot.Snapshot, opt Options) ([]*Action, error) {
 		}
 		play(cur, fresh)
 	}
-	byKey := make(map[string]*Action, len(all))
+	byKey := make(map[snapshot.Key]*Action, len(all))
 	for _, a := range all {
 		byKey[ActionKey(a)] = a
 	}
@@ -124,7 +124,7 @@ func cloneMap[V any](m map[string]V) map[string]V {
 // cloud's. Then the rows that were waiting for an identity are put in
 // cloud form (reform).
 func play(snap *snapshot.Snapshot, actions []*Action) {
-	moved := map[string]bool{} // rows (table, id) whose identity changed
+	moved := map[snapshot.Key]bool{} // rows (RowKey) whose identity changed
 	for _, a := range actions {
 		ts := snap.ByName[a.Table]
 		if ts == nil {
@@ -184,13 +184,13 @@ func play(snap *snapshot.Snapshot, actions []*Action) {
 
 // set puts row r in its table in place of the row with its id, and notes
 // in moved that its identity changed, if it did.
-func set(ts *snapshot.Table, r *snapshot.Row, moved map[string]bool) {
+func set(ts *snapshot.Table, r *snapshot.Row, moved map[snapshot.Key]bool) {
 	if old := ts.Rows[r.ID]; old != nil {
 		if ts.ByCloud[old.CloudID] == old {
 			delete(ts.ByCloud, old.CloudID)
 		}
 		if old.CloudID != r.CloudID {
-			moved[ts.Spec.Name+"\x00"+r.ID] = true
+			moved[snapshot.RowKey(ts.Spec.Name, r.ID)] = true
 		}
 	}
 	ts.Rows[r.ID] = r
@@ -203,10 +203,10 @@ func set(ts *snapshot.Table, r *snapshot.Row, moved map[string]bool) {
 // (what they reference had no identity: snapshot.ToCloud) and those that
 // reference a row whose identity moved, forced if what they reference is;
 // a row still waiting keeps none.
-func reform(snap *snapshot.Snapshot, moved map[string]bool) {
+func reform(snap *snapshot.Snapshot, moved map[snapshot.Key]bool) {
 	for _, ts := range snap.Tables {
 		for _, r := range ts.Rows {
-			if r.Cloud != nil && !refersTo(ts.Spec, r.DB, moved) {
+			if r.Cloud != nil && !refersTo(ts.Spec, r.DB, moved, snapshot.RowKey) {
 				continue
 			}
 			cf, err := snapshot.ToCloud(ts.Spec, r.DB, snap)

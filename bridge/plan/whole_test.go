@@ -48,7 +48,7 @@ func TestWhole(t *testing.T) {
 			"net": {{"net_id": "n-1", "cidr": "10.0.0.0/16"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}}
+			snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{}, Modes: snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{}}}
 			for _, spec := range []module.Table{unmadeLanSpec, wholeFwSpec, unmadeHostSpec} {
 				ts := table(spec)
 				snap.Tables, snap.ByName[spec.Name] = append(snap.Tables, ts), ts
@@ -56,7 +56,7 @@ func TestWhole(t *testing.T) {
 			for key, rec := range tc.rows {
 				table, id, _ := strings.Cut(key, " ")
 				ts := snap.ByName[table]
-				ts.Rows[id] = &snapshot.Row{ID: id, Xmin: "1", DB: rec}
+				ts.Rows[id] = &snapshot.Row{ID: id, Xmin: 1, DB: rec}
 				ts.Intent[id] = pglogrepl.LSN(10)
 			}
 			for table, recs := range tc.cloud {

@@ -72,7 +72,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 				return err
 			}
 			return c.dbTx(ctx, func(tx pgx.Tx) error {
-				if err := store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{plan.OpKey(a)}); err != nil {
+				if err := store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, plan.OpKey(a))); err != nil {
 					return err
 				}
 				// The old resource gone, the record's own new resource comes next.
@@ -105,14 +105,14 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			if err := c.forgetResource(ctx, tx, ts, a.Record, a.CloudID); err != nil {
 				return err
 			}
-			return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{plan.OpKey(a)})
+			return store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, plan.OpKey(a)))
 		})
 	case plan.DBDelete:
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
 			if err := store.DeleteRow(ctx, tx, ts.Spec.Name, a.ID, a.Row.Xmin); err != nil {
 				return err
 			}
-			return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{a.ID})
+			return store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, a.ID))
 		})
 	case plan.DBInsert:
 		rec, err := snapshot.ToDB(ts.Spec, a.Cloud, c.snap)
@@ -136,7 +136,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			// user change to this id the read saw is older than the row
 			// (another incarnation of the id: before an uninstall, or a
 			// delete this import undoes); later changes come after it.
-			return store.UpsertRecord(ctx, tx, ts.Spec.Name, id, a.CloudID, max(ts.Seen[id], c.snap.LSN))
+			return store.Enact(ctx, tx, store.Enacted{Record: snapshot.RowKey(ts.Spec.Name, id), CloudID: a.CloudID, LSN: max(ts.Seen[id], c.snap.LSN)})
 		})
 	case plan.DBUpdate, plan.DBFeedback:
 		from := a.Cloud
@@ -195,7 +195,7 @@ func (c *cycle) writeBack(ctx context.Context, a *plan.Action, got module.Record
 		if err := store.FeedbackTx(ctx, tx, ts.Spec, a.ID, a.Row.DB, got); err != nil {
 			return err
 		}
-		return store.UpsertRecord(ctx, tx, ts.Spec.Name, a.ID, cid, 0)
+		return store.Enact(ctx, tx, store.Enacted{Record: snapshot.RowKey(ts.Spec.Name, a.ID), CloudID: cid})
 	})
 }
 
@@ -211,6 +211,6 @@ func (c *cycle) updateRow(ctx context.Context, a *plan.Action, rec module.Record
 		if err := store.UpdateRowTx(ctx, tx, a.Tab.Spec.Name, a.ID, a.Row.Xmin, rec); err != nil {
 			return err
 		}
-		return store.UpsertRecord(ctx, tx, a.Tab.Spec.Name, a.ID, a.CloudID, a.Tab.Seen[a.ID])
+		return store.Enact(ctx, tx, store.Enacted{Record: snapshot.RowKey(a.Tab.Spec.Name, a.ID), CloudID: a.CloudID, LSN: a.Tab.Seen[a.ID]})
 	})
 }

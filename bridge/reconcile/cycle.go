@@ -40,7 +40,7 @@ type cycle struct {
 	// pushed: records whose declarative state this cycle pushed to the
 	// cloud (the cloud said yes), with the newest user change the push
 	// carried. Only a later read that shows it enacts the intent.
-	pushed map[string]pglogrepl.LSN
+	pushed map[plan.Push]pglogrepl.LSN
 	// recreated: table -> records whose old resource this cycle deleted
 	// to replace it (module.DeleteFirst), or relaunched under a new
 	// generated identity, the old resource gone from the cloud (an
@@ -77,9 +77,9 @@ type cycle struct {
 	// planned; stuck, involved: the records failed for not converging, and
 	// those of them the cycle is about (notConverging).
 	begin           pglogrepl.LSN
-	first, carried  map[string]bool
-	acted           map[string]bool
-	same            map[string]sameWork
+	first, carried  map[snapshot.Key]bool // carried: by operation key (plan.OpKey)
+	acted           map[snapshot.Key]bool
+	same            map[snapshot.Key]sameWork
 	stuck, involved []string
 }
 
@@ -127,8 +127,8 @@ const (
 // when the cycle is about it (involved).
 func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 	out := &Outcome{Cycle: c.id}
-	c.pushed = map[string]pglogrepl.LSN{}
-	c.acted, c.same = map[string]bool{}, map[string]sameWork{}
+	c.pushed = map[plan.Push]pglogrepl.LSN{}
+	c.acted, c.same = map[snapshot.Key]bool{}, map[snapshot.Key]sameWork{}
 	for pass := 1; ; pass++ {
 		if err := c.read(ctx); err != nil {
 			return out, err
@@ -269,14 +269,14 @@ type sameWork struct {
 // of this cycle's even when a retry is due (carried).
 func (c *cycle) begun(snap *snapshot.Snapshot) {
 	c.begin = snap.LSN
-	c.first, c.carried = map[string]bool{}, map[string]bool{}
+	c.first, c.carried = map[snapshot.Key]bool{}, map[snapshot.Key]bool{}
 	for _, ts := range snap.Tables {
 		for id := range ts.Intent {
-			c.first[ts.Spec.Name+"\x00"+id] = true
+			c.first[snapshot.RowKey(ts.Spec.Name, id)] = true
 		}
 		for key, o := range ts.Ops {
 			if o.State == snapshot.OpFailed && strings.HasPrefix(o.LastError, snapshot.NotConverging) && !o.Changed {
-				c.carried[ts.Spec.Name+"\x00"+key] = true
+				c.carried[snapshot.RowKey(ts.Spec.Name, key)] = true
 			}
 		}
 	}
@@ -292,7 +292,7 @@ func (c *cycle) begun(snap *snapshot.Snapshot) {
 func (c *cycle) leaveNewer(p *plan.Plan) int {
 	kept, left := p.Actions[:0], 0
 	for _, a := range p.Actions {
-		key := a.Table + "\x00" + a.ID
+		key := snapshot.RowKey(a.Table, a.ID)
 		if a.ID != "" && plan.IsCloud(a) && !a.Tab.Forced[a.ID] && a.Tab.Seen[a.ID] > c.begin && (c.acted[key] || !c.first[key]) {
 			left++
 			continue
@@ -344,7 +344,7 @@ func (c *cycle) notConverging(ctx context.Context, actions []*plan.Action, why s
 		c.stuck = append(c.stuck, line)
 		// A resource being deleted from the cloud is its row's (a.ID), as
 		// user intent goes; its operation is the resource's (OpKey).
-		if c.first[a.Table+"\x00"+cmp.Or(a.ID, plan.OpKey(a))] && !c.carried[a.Table+"\x00"+plan.OpKey(a)] {
+		if c.first[snapshot.RowKey(a.Table, cmp.Or(a.ID, plan.OpKey(a)))] && !c.carried[snapshot.RowKey(a.Table, plan.OpKey(a))] {
 			c.involved = append(c.involved, line)
 		}
 		c.log().Warn("record not converging; it backs off", "cycle", c.id, "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "why", reason)
@@ -414,13 +414,13 @@ func (c *cycle) touch(table string) {
 // it waits for. Enacted or not, every record the final pass read with
 // intent and did not enact keeps its newest change in view.
 func (c *cycle) keepPending(p *plan.Plan) {
-	enacted := map[string]bool{}
+	enacted := map[snapshot.Key]bool{}
 	for _, e := range p.Enact {
-		enacted[e.Table+"\x00"+e.ID] = true
+		enacted[snapshot.RowKey(e.Table, e.ID)] = true
 	}
 	for _, ts := range c.snap.Tables {
 		for id, lsn := range ts.Intent {
-			if !enacted[ts.Spec.Name+"\x00"+id] && !ts.Gone(c.snap, id) && lsn < c.snap.Low {
+			if !enacted[snapshot.RowKey(ts.Spec.Name, id)] && !ts.Gone(c.snap, id) && lsn < c.snap.Low {
 				c.snap.Low = lsn
 			}
 		}
@@ -439,19 +439,19 @@ func (c *cycle) discard(ctx context.Context) error {
 	if c.snap == nil || c.req.Options.DiscardUpTo == 0 {
 		return nil // never read: nothing is known, nothing is discarded
 	}
-	var tables, ids, lsns []string
+	var discard []store.Discarded
 	for _, ts := range c.snap.Tables {
 		for id, lsn := range ts.Intent {
 			if !c.req.Options.Discards(lsn) || (ts.Rows[id] == nil && ts.Records[id].CloudID == "") {
 				continue
 			}
-			tables, ids, lsns = append(tables, ts.Spec.Name), append(ids, id), append(lsns, lsn.String())
+			discard = append(discard, store.Discarded{Record: snapshot.RowKey(ts.Spec.Name, id), LSN: lsn})
 		}
 	}
-	if len(tables) == 0 {
+	if len(discard) == 0 {
 		return nil
 	}
-	return c.dbTx(ctx, func(tx pgx.Tx) error { return store.Discard(ctx, tx, tables, ids, lsns) })
+	return c.dbTx(ctx, func(tx pgx.Tx) error { return store.Discard(ctx, tx, discard...) })
 }
 
 // CycleError lists the records a cycle could not bring in sync.
@@ -488,20 +488,19 @@ func (c *cycle) enact(ctx context.Context, es []plan.Enactment) error {
 		return nil
 	}
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		tables, ids, cids, lsns := make([]string, len(es)), make([]string, len(es)), make([]string, len(es)), make([]string, len(es))
-		var opTables, opKeys []string // the records in sync that had work recorded
+		recs := make([]store.Enacted, len(es))
+		var ops []snapshot.Key // the records in sync that had work recorded
 		for i, e := range es {
-			tables[i], ids[i], cids[i] = e.Table, e.ID, e.CloudID
 			ts := c.snap.ByName[e.Table]
-			lsns[i] = ts.Seen[e.ID].String()
+			recs[i] = store.Enacted{Record: snapshot.RowKey(e.Table, e.ID), CloudID: e.CloudID, LSN: ts.Seen[e.ID]}
 			if _, ok := ts.Ops[e.ID]; ok {
-				opTables, opKeys = append(opTables, e.Table), append(opKeys, e.ID)
+				ops = append(ops, recs[i].Record)
 			}
 		}
-		if err := store.Enact(ctx, tx, tables, ids, cids, lsns); err != nil {
+		if err := store.Enact(ctx, tx, recs...); err != nil {
 			return err
 		}
-		return store.ForgetOps(ctx, tx, opTables, opKeys)
+		return store.ForgetOps(ctx, tx, ops...)
 	})
 }
 

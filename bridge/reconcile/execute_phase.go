@@ -65,7 +65,7 @@ func (d doer) Lane(a *plan.Action) string { return d.c.laneOf(a) }
 // the records it acted on in the cloud (leaveNewer).
 func (d doer) Settled(a *plan.Action, err error) {
 	if err == nil && plan.IsCloud(a) && a.ID != "" {
-		d.c.acted[a.Table+"\x00"+a.ID] = true
+		d.c.acted[snapshot.RowKey(a.Table, a.ID)] = true
 	}
 	switch {
 	case err == nil && (a.Kind == plan.CloudCreate || (a.Kind == plan.CloudUpdate && a.Action == "update")):

@@ -243,7 +243,7 @@ func writeResult(ctx context.Context, tx pgx.Tx, ts *snapshot.Table, key string,
 		return err
 	}
 	if cid := module.CloudIDOf(ts.Spec, got); cid != "" {
-		return store.UpsertRecord(ctx, tx, ts.Spec.Name, key, cid, 0)
+		return store.Enact(ctx, tx, store.Enacted{Record: snapshot.RowKey(ts.Spec.Name, key), CloudID: cid})
 	}
 	return nil
 }
@@ -274,7 +274,7 @@ func (c *cycle) finishOp(ctx context.Context, ts *snapshot.Table, key string, o 
 			}
 			fallthrough
 		case "create", "update":
-			return store.ForgetOps(ctx, tx, []string{ts.Spec.Name}, []string{key})
+			return store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, key))
 		}
 		return store.SetHandle(ctx, tx, ts.Spec.Name, key, "", time.Time{})
 	})

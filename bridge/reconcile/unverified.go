@@ -45,7 +45,8 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 			out.Unverified[i] = l
 		}
 	}
-	var tables, regions, errs, installed []string
+	var parts []store.Unverified
+	var installed []string
 	for _, ts := range c.snap.Tables {
 		if ts.CloudWhole {
 			// Only a whole read says what is verified now; a table read by
@@ -53,19 +54,19 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 			installed = append(installed, ts.Spec.Name)
 		}
 		for _, region := range slices.Sorted(maps.Keys(ts.Unverified)) {
-			tables, regions, errs = append(tables, ts.Spec.Name), append(regions, region), append(errs, oneLine(ts.Unverified[region].Error()))
+			parts = append(parts, store.Unverified{Table: ts.Spec.Name, Region: region, Error: oneLine(ts.Unverified[region].Error())})
 		}
 	}
 	// One statement (iasql_unverified is not captured: no engine marker),
 	// on the cycle's session under its mutex; none when the table is known
 	// empty and nothing is unverified (every pass of every cycle, as a rule).
-	if len(tables) == 0 && c.st.UnverifiedClear {
+	if len(parts) == 0 && c.st.UnverifiedClear {
 		return append(failures, c.snap.Held()...), nil
 	}
-	if err := c.withConn(func() error { return store.SetUnverified(ctx, c.conn, tables, regions, errs, installed) }); err != nil {
+	if err := c.withConn(func() error { return store.SetUnverified(ctx, c.conn, parts, installed) }); err != nil {
 		return nil, err
 	}
-	c.st.UnverifiedClear = len(tables) == 0
+	c.st.UnverifiedClear = len(parts) == 0
 	return append(failures, c.snap.Held()...), nil
 }
 

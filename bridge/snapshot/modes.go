@@ -14,14 +14,14 @@ type Resolved struct{ Mode, Rule string }
 // Modes are the modes a cycle read, resolved by iasql_effective_mode.
 type Modes struct {
 	Tables  map[string]Resolved // module table -> its mode
-	Records map[string]Resolved // table + "\x00" + id, for records with a rule of their own
+	Records map[Key]Resolved    // records (RowKey) with a rule of their own
 }
 
 // Of returns a record's mode (or a table's, id "") and the rule that gives
 // it. A table the registry does not list (none reaches a cycle) is NORMAL.
 func (m Modes) Of(table, id string) (string, string) {
 	if id != "" {
-		if r, ok := m.Records[table+"\x00"+id]; ok {
+		if r, ok := m.Records[RowKey(table, id)]; ok {
 			return r.Mode, r.Rule
 		}
 	}
@@ -39,7 +39,7 @@ func (m Modes) Drifty(table string) bool {
 		return true
 	}
 	for k, r := range m.Records {
-		if len(k) > len(table) && k[:len(table)+1] == table+"\x00" && watch(r) {
+		if k.Table == table && watch(r) {
 			return true
 		}
 	}

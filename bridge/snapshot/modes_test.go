@@ -17,10 +17,10 @@ func TestModeLookup(t *testing.T) {
 			"bucket_object": {snapshot.ModeNormal, "no rule"},
 			"repository":    {snapshot.ModeNormal, "no rule"},
 		},
-		Records: map[string]snapshot.Resolved{
-			"bucket\x007":         {snapshot.ModeNormal, "record rule 3 (bucket id 7)"},
-			"bucket_object\x009":  {snapshot.ModeEnforce, "record rule 4 (bucket_object id 9)"},
-			"bucket_objects\x001": {snapshot.ModeTrack, "record rule 5 (bucket_objects id 1)"},
+		Records: map[snapshot.Key]snapshot.Resolved{
+			snapshot.RowKey("bucket", "7"):         {snapshot.ModeNormal, "record rule 3 (bucket id 7)"},
+			snapshot.RowKey("bucket_object", "9"):  {snapshot.ModeEnforce, "record rule 4 (bucket_object id 9)"},
+			snapshot.RowKey("bucket_objects", "1"): {snapshot.ModeTrack, "record rule 5 (bucket_objects id 1)"},
 		},
 	}
 	for _, tc := range []struct{ table, id, mode, rule string }{

@@ -225,7 +225,7 @@ func (s *Snapshot) Scope(ctx context.Context) context.Context {
 // Row is a module-table row as the cycle read it.
 type Row struct {
 	ID      string
-	Xmin    string        // the row version the read saw: writes are conditional on it
+	Xmin    uint32        // the row version (xid) the read saw: writes are conditional on it
 	DB      module.Record // as stored (refs are ids)
 	Cloud   module.Record // in cloud form (refs are the referenced resources' cloud ids)
 	CloudID string

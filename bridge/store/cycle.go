@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 )
@@ -86,9 +87,21 @@ func EndOp(ctx context.Context, db Execer, o OpRow) error {
 	return nil
 }
 
+// Enacted is a record in sync: the resource it stands for, and the newest
+// user change to it that is enacted.
+type Enacted struct {
+	Record  snapshot.Key // a row (snapshot.RowKey)
+	CloudID string
+	LSN     pglogrepl.LSN
+}
+
 // Enact records records in sync (iasql_records): their cloud identity,
-// and their intent enacted up to lsns (never moving back).
-func Enact(ctx context.Context, db Execer, tables, ids, cloudIDs, lsns []string) error {
+// and their intent enacted up to their LSN (never moving back).
+func Enact(ctx context.Context, db Execer, recs ...Enacted) error {
+	tables, ids, cloudIDs, lsns := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
+	for i, e := range recs {
+		tables[i], ids[i], cloudIDs[i], lsns[i] = e.Record.Table, e.Record.ID, e.CloudID, e.LSN.String()
+	}
 	_, err := db.Exec(ctx, `
 		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
 		SELECT t, i, c, l::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(t, i, c, l)
@@ -96,17 +109,27 @@ func Enact(ctx context.Context, db Execer, tables, ids, cloudIDs, lsns []string)
 		  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
 		tables, ids, cloudIDs, lsns)
 	if err != nil {
-		return fmt.Errorf("record %d records in sync: %w", len(tables), err)
+		return fmt.Errorf("record %d records in sync: %w", len(recs), err)
 	}
 	return nil
 }
 
+// Discarded is a record whose user changes up to LSN a rollback discards.
+type Discarded struct {
+	Record snapshot.Key // a row (snapshot.RowKey)
+	LSN    pglogrepl.LSN
+}
+
 // Discard records that a rollback discarded the user changes to records
-// up to lsns: they are no longer intent (their cloud identity, if
+// up to their LSN: they are no longer intent (their cloud identity, if
 // recorded, is kept; a record without one is recorded without). What is
 // not restored yet is then restored from the cloud by later cycles, as a
 // record without intent is.
-func Discard(ctx context.Context, db Execer, tables, ids, lsns []string) error {
+func Discard(ctx context.Context, db Execer, recs ...Discarded) error {
+	tables, ids, lsns := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
+	for i, d := range recs {
+		tables[i], ids[i], lsns[i] = d.Record.Table, d.Record.ID, d.LSN.String()
+	}
 	_, err := db.Exec(ctx, `
 		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
 		SELECT t, i, NULL, l::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[]) AS u(t, i, l)
@@ -114,7 +137,7 @@ func Discard(ctx context.Context, db Execer, tables, ids, lsns []string) error {
 		  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
 		tables, ids, lsns)
 	if err != nil {
-		return fmt.Errorf("discard the changes to %d records: %w", len(tables), err)
+		return fmt.Errorf("discard the changes to %d records: %w", len(recs), err)
 	}
 	return nil
 }
@@ -132,11 +155,14 @@ func DiscardSince(ctx context.Context, tx pgx.Tx, after, upto pglogrepl.LSN) (in
 		FROM public.iasql_audit_log a
 		WHERE a.origin = 'user' AND a.lsn > $1::text::pg_lsn AND a.lsn <= $2::text::pg_lsn
 		  AND a.record_id IS NOT NULL AND a.change_type IN ('INSERT', 'UPDATE', 'DELETE')
-		GROUP BY a.table_name, a.record_id`, after.String(), upto.String())
+		GROUP BY a.table_name, a.record_id`, after, upto)
 	if err != nil {
 		return 0, fmt.Errorf("read the user changes to discard: %w", err)
 	}
-	type change struct{ id, lsn string }
+	type change struct {
+		id  string
+		lsn pglogrepl.LSN
+	}
 	byTable := map[string][]change{}
 	for rows.Next() {
 		var t string
@@ -150,7 +176,7 @@ func DiscardSince(ctx context.Context, tx pgx.Tx, after, upto pglogrepl.LSN) (in
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("read the user changes to discard: %w", err)
 	}
-	var tables, ids, lsns []string
+	var discard []Discarded
 	for t, changes := range byTable {
 		want := make([]string, len(changes))
 		for i, c := range changes {
@@ -177,14 +203,14 @@ func DiscardSince(ctx context.Context, tx pgx.Tx, after, upto pglogrepl.LSN) (in
 		}
 		for _, c := range changes {
 			if slices.Contains(keep, c.id) {
-				tables, ids, lsns = append(tables, t), append(ids, c.id), append(lsns, c.lsn)
+				discard = append(discard, Discarded{Record: snapshot.RowKey(t, c.id), LSN: c.lsn})
 			}
 		}
 	}
-	if len(tables) == 0 {
+	if len(discard) == 0 {
 		return 0, nil
 	}
-	return len(tables), Discard(ctx, tx, tables, ids, lsns)
+	return len(discard), Discard(ctx, tx, discard...)
 }
 
 // ForgetResource forgets that record stood for the resource cloudID (it
@@ -212,8 +238,8 @@ func DetachResource(ctx context.Context, db Execer, table, record, cloudID strin
 
 // DeleteRow deletes a module row on condition that it is the version the
 // cycle read (ErrConflict when it is not), and forgets its record.
-func DeleteRow(ctx context.Context, tx pgx.Tx, table, id, xmin string) error {
-	tag, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{"public", table}.Sanitize()+` WHERE id = $1 AND xmin = $2::text::xid`, id, xmin)
+func DeleteRow(ctx context.Context, tx pgx.Tx, table, id string, xmin uint32) error {
+	tag, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{"public", table}.Sanitize()+` WHERE id = $1 AND xmin = $2::xid`, id, xmin)
 	if err != nil {
 		return fmt.Errorf("delete %s %s: %w", table, id, err)
 	}
@@ -245,10 +271,20 @@ func InsertRow(ctx context.Context, tx pgx.Tx, table string, rec map[string]any)
 	return id, nil
 }
 
-// SetUnverified records the parts of the cloud whose reads failed now
-// (tables, regions, errs in step), and forgets those of the tables read
-// whole (and of uninstalled tables) that are verified again.
-func SetUnverified(ctx context.Context, db Execer, tables, regions, errs, readWhole []string) error {
+// Unverified is a part of the cloud whose read failed: a table in a
+// region ("" for the whole table), and the error in one line.
+type Unverified struct {
+	Table, Region, Error string
+}
+
+// SetUnverified records the parts of the cloud whose reads failed now,
+// and forgets those of the tables read whole (and of uninstalled tables)
+// that are verified again.
+func SetUnverified(ctx context.Context, db Execer, parts []Unverified, readWhole []string) error {
+	tables, regions, errs := make([]string, len(parts)), make([]string, len(parts)), make([]string, len(parts))
+	for i, p := range parts {
+		tables[i], regions[i], errs[i] = p.Table, p.Region, p.Error
+	}
 	_, err := db.Exec(ctx, `
 		WITH cur (t, r, e) AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])),
 		gone AS (
@@ -301,7 +337,7 @@ func SaveLow(ctx context.Context, db Execer, low pglogrepl.LSN) error {
 	_, err := db.Exec(ctx, `
 		INSERT INTO public.iasql_engine_state AS s (intent_low) VALUES ($1::text::pg_lsn)
 		ON CONFLICT (singleton) DO UPDATE SET intent_low = greatest(s.intent_low, excluded.intent_low), updated_at = pg_catalog.clock_timestamp()`,
-		low.String())
+		low)
 	if err != nil {
 		return fmt.Errorf("persist the intent watermark: %w", err)
 	}
@@ -313,7 +349,7 @@ func SaveLow(ctx context.Context, db Execer, low pglogrepl.LSN) error {
 func PruneAudit(ctx context.Context, db Execer, cutoff time.Time, low pglogrepl.LSN, limit int) (int64, error) {
 	tag, err := db.Exec(ctx, `DELETE FROM public.iasql_audit_log WHERE id IN (
 		SELECT id FROM public.iasql_audit_log WHERE ts < $1 AND (lsn IS NULL OR lsn < $2::text::pg_lsn) LIMIT $3)`,
-		cutoff, low.String(), limit)
+		cutoff, low, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune the audit trail: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 // iasql_private.iasql_locks only the sidecar's role may take, never
 // advisory locks, which any role could take and hold to stall the engine.
 const (
+	LockCapture = 1 // held by the capture writer (the one sidecar consuming the slot)
 	LockCycle   = 2 // held for each cycle
 	LockService = 4 // held by the engine's service session
 )
@@ -78,16 +79,8 @@ func IntentPending(ctx context.Context, db Querier) (bool, error) {
 
 // InstalledModules are the names of the installed modules, in the order
 // they were installed.
-func InstalledModules(ctx context.Context, db *pgx.Conn) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT name FROM public.iasql_modules WHERE installed_at IS NOT NULL ORDER BY installed_at, name`)
-	if err != nil {
-		return nil, fmt.Errorf("read installed modules: %w", err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("read installed modules: %w", err)
-	}
-	return names, nil
+func InstalledModules(ctx context.Context, db Reader) ([]string, error) {
+	return texts(ctx, db, "installed modules", `SELECT name FROM public.iasql_modules WHERE installed_at IS NOT NULL ORDER BY installed_at, name`)
 }
 
 // InstalledModule is an installed module and the modules it depends on.

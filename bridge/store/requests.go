@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -186,17 +187,22 @@ func SetProgress(ctx context.Context, db Execer, id, what string) error {
 // opened it, when, where intent since it starts, and the session that owns
 // it.
 type Transaction struct {
-	OpenedBy     string    `json:"opened_by"`
-	OpenedAt     time.Time `json:"opened_at"`
-	BeginLSN     string    `json:"begin_lsn"`
-	OwnerPID     int32     `json:"owner_pid"`
-	OwnerStarted time.Time `json:"-"`
+	OpenedBy     string
+	OpenedAt     time.Time
+	Begin        pglogrepl.LSN // where the transaction's intent starts
+	OwnerPID     int32
+	OwnerStarted time.Time
 }
 
-// Begin is where the transaction's intent starts.
-func (t *Transaction) Begin() pglogrepl.LSN {
-	l, _ := pglogrepl.ParseLSN(t.BeginLSN) // the database's pg_lsn, as text
-	return l
+// MarshalJSON gives the transaction as iasql_begin answers it (its LSN in
+// PostgreSQL's form; the session's start left out).
+func (t Transaction) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		OpenedBy string    `json:"opened_by"`
+		OpenedAt time.Time `json:"opened_at"`
+		BeginLSN string    `json:"begin_lsn"`
+		OwnerPID int32     `json:"owner_pid"`
+	}{t.OpenedBy, t.OpenedAt, t.Begin.String(), t.OwnerPID})
 }
 
 func (t *Transaction) String() string {
@@ -207,7 +213,7 @@ func (t *Transaction) String() string {
 func ReadTransaction(ctx context.Context, db Querier) (*Transaction, error) {
 	var t Transaction
 	err := db.QueryRow(ctx, `SELECT opened_by, opened_at, begin_lsn::text, owner_pid, owner_started FROM public.iasql_transaction`).
-		Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN, &t.OwnerPID, &t.OwnerStarted)
+		Scan(&t.OpenedBy, &t.OpenedAt, &t.Begin, &t.OwnerPID, &t.OwnerStarted)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -224,7 +230,7 @@ func OpenTransaction(ctx context.Context, db Querier, role string, pid int32, st
 	err := db.QueryRow(ctx, `INSERT INTO public.iasql_transaction (opened_by, opened_at, begin_lsn, owner_pid, owner_started)
 		VALUES ($1, pg_catalog.clock_timestamp(), pg_catalog.pg_current_wal_insert_lsn(), $2, $3)
 		RETURNING opened_by, opened_at, begin_lsn::text, owner_pid, owner_started`, role, pid, started).
-		Scan(&t.OpenedBy, &t.OpenedAt, &t.BeginLSN, &t.OwnerPID, &t.OwnerStarted)
+		Scan(&t.OpenedBy, &t.OpenedAt, &t.Begin, &t.OwnerPID, &t.OwnerStarted)
 	if err != nil {
 		return Transaction{}, fmt.Errorf("open the iasql transaction: %w", err)
 	}

@@ -44,8 +44,8 @@ func FeedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, wa
 
 // UpdateRowTx writes rec's columns into the row, on condition that it is
 // the version the cycle read (xmin); ErrConflict when it is not.
-func UpdateRowTx(ctx context.Context, tx pgx.Tx, table, id, xmin string, rec module.Record) error {
-	ok, err := updateColumns(ctx, tx, table, id, rec, `xmin = $3::text::xid`, xmin)
+func UpdateRowTx(ctx context.Context, tx pgx.Tx, table, id string, xmin uint32, rec module.Record) error {
+	ok, err := updateColumns(ctx, tx, table, id, rec, `xmin = $3::xid`, xmin)
 	if err == nil && !ok {
 		return ErrConflict
 	}
@@ -63,16 +63,6 @@ func updateColumns(ctx context.Context, tx pgx.Tx, table, id string, rec module.
 		return false, err
 	}
 	return tag.RowsAffected() > 0, nil
-}
-
-func UpsertRecord(ctx context.Context, tx pgx.Tx, table, id, cid string, lsn pglogrepl.LSN) error {
-	_, err := tx.Exec(ctx, `
-		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
-		VALUES ($1, $2, $3, $4::text::pg_lsn)
-		ON CONFLICT (table_name, record_id) DO UPDATE SET cloud_id = excluded.cloud_id,
-		  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
-		table, id, cid, lsn.String())
-	return err
 }
 
 func Only(r module.Record, cols []string) module.Record {
@@ -119,7 +109,7 @@ func ReadDB(ctx context.Context, conn *pgx.Conn, specs []module.Table, s *snapsh
 		// child's rows name the parent rows read for reference).
 		for _, t := range specs {
 			if !s.ByRecord(t.Name) {
-				m, err := scanRows(ctx, tx, t, `SELECT id::text, xmin::text, pg_catalog.to_jsonb(t)::text FROM `+pgx.Identifier{"public", t.Name}.Sanitize()+` t`)
+				m, err := scanRows(ctx, tx, t, `SELECT id::text, xmin, pg_catalog.to_jsonb(t)::text FROM `+pgx.Identifier{"public", t.Name}.Sanitize()+` t`)
 				if err != nil {
 					return err
 				}
@@ -149,7 +139,8 @@ func scanRows(ctx context.Context, tx pgx.Tx, t module.Table, q string, args ...
 	defer rows.Close()
 	m := map[string]*snapshot.Row{}
 	for rows.Next() {
-		var id, xmin, js string
+		var id, js string
+		var xmin uint32
 		if err := rows.Scan(&id, &xmin, &js); err != nil {
 			return nil, fmt.Errorf("read table %s: %w", t.Name, err)
 		}
@@ -234,7 +225,7 @@ func ReadIntent(ctx context.Context, conn *pgx.Conn, tables []string, low, upto 
 		  FROM public.iasql_audit_log
 		 WHERE origin = 'user' AND lsn >= $2::text::pg_lsn
 		   AND table_name = ANY($1) AND change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')
-		 ORDER BY lsn, seq`, tables, low.String())
+		 ORDER BY lsn, seq`, tables, low)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("read pending intent: %w", err)
 	}
@@ -256,14 +247,11 @@ func ReadIntent(ctx context.Context, conn *pgx.Conn, tables []string, low, upto 
 		}
 	}
 	for rows.Next() {
-		var t, id, lsnText string
-		var xid int64
-		if err := rows.Scan(&t, &id, &lsnText, &xid); err != nil {
+		var t, id string
+		var lsn pglogrepl.LSN
+		var xid int64 // the audit trail's is 32 bits, as logical decoding gives it
+		if err := rows.Scan(&t, &id, &lsn, &xid); err != nil {
 			return nil, nil, 0, fmt.Errorf("read pending intent: %w", err)
-		}
-		lsn, err := pglogrepl.ParseLSN(lsnText)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("parse LSN %q: %w", lsnText, err)
 		}
 		if !vis.Sees(uint32(xid)) {
 			// Committed after the read: the next cycle's. Its LSN may be
@@ -309,7 +297,7 @@ func ReadActing(ctx context.Context, conn *pgx.Conn, tables []string, low pglogr
 		SELECT table_name, coalesce(record_id, ''), 'replacement' FROM public.iasql_operations WHERE action = 'replace' AND table_name = ANY($1)
 		UNION
 		SELECT table_name, '', 'unverified' FROM public.iasql_unverified WHERE table_name = ANY($1)`,
-		tables, low.String())
+		tables, low)
 	if err != nil {
 		return s, fmt.Errorf("read the records a cycle acts on: %w", err)
 	}
@@ -360,7 +348,7 @@ func ReadScoped(ctx context.Context, tx pgx.Tx, spec module.Table, s *snapshot.S
 			conds = append(conds, fmt.Sprintf("t.%s::text = ANY($%d)", pgx.Identifier{ref.Column}.Sanitize(), len(args)))
 		}
 	}
-	q := `SELECT id::text, xmin::text, pg_catalog.to_jsonb(t)::text FROM ` + pgx.Identifier{"public", spec.Name}.Sanitize() + ` t WHERE ` + strings.Join(conds, " OR ")
+	q := `SELECT id::text, xmin, pg_catalog.to_jsonb(t)::text FROM ` + pgx.Identifier{"public", spec.Name}.Sanitize() + ` t WHERE ` + strings.Join(conds, " OR ")
 	m, err := scanRows(ctx, tx, spec, q, args...)
 	if err != nil {
 		return nil, err
@@ -438,13 +426,18 @@ func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]m
 	return out, rows.Err()
 }
 
-// ForgetOps removes the operations of records now in sync, in tx.
-func ForgetOps(ctx context.Context, tx pgx.Tx, tables, keys []string) error {
+// ForgetOps removes the operations of records now in sync (keyed by
+// table and record_key: plan.OpKey), in tx.
+func ForgetOps(ctx context.Context, tx pgx.Tx, keys ...snapshot.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	tables, ids := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		tables[i], ids[i] = k.Table, k.ID
+	}
 	_, err := tx.Exec(ctx, `DELETE FROM public.iasql_operations o USING unnest($1::text[], $2::text[]) AS u(t, k)
-		WHERE o.table_name = u.t AND o.record_key = u.k`, tables, keys)
+		WHERE o.table_name = u.t AND o.record_key = u.k`, tables, ids)
 	if err != nil {
 		return fmt.Errorf("forget the operations of %d records: %w", len(keys), err)
 	}
@@ -468,7 +461,7 @@ func SetHandle(ctx context.Context, tx pgx.Tx, table, key, handle string, pollAf
 // ReadModes asks iasql_effective_mode for every module table and for every
 // record that has a rule of its own.
 func ReadModes(ctx context.Context, conn *pgx.Conn) (snapshot.Modes, error) {
-	m := snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[string]snapshot.Resolved{}}
+	m := snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{}}
 	rows, err := conn.Query(ctx, `
 		SELECT t.table_name, '', e.mode::text, e.rule
 		  FROM public.iasql_tables t, public.iasql_effective_mode(t.table_name) e
@@ -490,7 +483,7 @@ func ReadModes(ctx context.Context, conn *pgx.Conn) (snapshot.Modes, error) {
 		if id == "" {
 			m.Tables[table] = r
 		} else {
-			m.Records[table+"\x00"+id] = r
+			m.Records[snapshot.RowKey(table, id)] = r
 		}
 	}
 	return m, rows.Err()

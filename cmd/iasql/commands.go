@@ -17,6 +17,7 @@ import (
 
 	"github.com/iasql/iasql/bridge"
 	"github.com/iasql/iasql/bridge/execute"
+	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/cmd/iasql/sidecar"
 	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/metrics"
@@ -480,15 +481,13 @@ type engineStatus struct {
 func readEngineStatus(ctx context.Context, conn *pgx.Conn) (*engineStatus, error) {
 	var e engineStatus
 	var pe *pgconn.PgError
-	err := conn.QueryRow(ctx, `
-		SELECT coalesce((SELECT 'open since ' || to_char(opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' by ' || opened_by FROM public.iasql_transaction), 'none'),
-		       coalesce((SELECT string_agg(function_name || ' ' || calls, ', ' ORDER BY function_name) FROM public.iasql_deprecated_calls), 'none')`).
-		Scan(&e.Transaction, &e.Deprecated)
+	var err error
+	e.Transaction, e.Deprecated, err = store.EngineSummary(ctx, conn)
 	if errors.As(err, &pe) && pe.Code == "42501" {
 		return &engineStatus{Transaction: "unknown", Deprecated: "unknown"}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read engine status: %w", err)
+		return nil, err
 	}
 	return &e, nil
 }

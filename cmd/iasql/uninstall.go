@@ -86,14 +86,14 @@ func uninstall(ctx context.Context, tx pgx.Tx, db string, moduleTables, roles bo
 	var done []string
 	slots := []string{logical.SlotName(db)}
 	if in.Version != "" {
-		var recorded []string
-		if err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(slot_name::text), '{}'::text[]) FROM public.iasql_capture_progress`).Scan(&recorded); err != nil {
-			return nil, fmt.Errorf("read the capture's slots: %w", err)
+		recorded, err := store.ProgressSlots(ctx, tx)
+		if err != nil {
+			return nil, err
 		}
 		slots = append(slots, recorded...)
-		var kept []string
-		if err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(table_name ORDER BY table_name), '{}'::text[]) FROM public.iasql_tables WHERE module IS NOT NULL`).Scan(&kept); err != nil {
-			return nil, fmt.Errorf("read the module tables: %w", err)
+		kept, err := store.ModuleTables(ctx, tx)
+		if err != nil {
+			return nil, err
 		}
 		if moduleTables {
 			dropped, err := dropModules(ctx, tx)
