@@ -8,15 +8,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/internal/emulator"
-	"github.com/iasql/iasql/internal/launch"
-	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -69,15 +66,9 @@ func (b *bench) scalePart(ctx context.Context, commitOverhead float64) error {
 		if os.Getenv("IASQL_BENCH_LOG") != "" {
 			level = "debug" // the sidecar's debug log, for finding where a figure's time goes
 		}
-		cmd := launch.Command(ctx, *cfg.BaseEndpoint, b.iasqlBin, "run", "--dsn", b.cluster.DSN(db),
-			"--interval", cycleInterval.String(), "--log-level", level)
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		cmd.WaitDelay = 15 * time.Second
-		w := &linePrefixer{w: b.log, prefix: "  sidecar | "}
-		cmd.Stdout, cmd.Stderr = w, w
-		sc := &sidecar{cmd: cmd, name: "sidecar", what: "the sidecar", stopSig: syscall.SIGTERM, slot: logical.SlotName(db)}
-		if err := sc.start(); err != nil {
-			return fmt.Errorf("scale: start sidecar %s: %w", b.iasqlBin, err)
+		sc, err := b.startSidecarAt(ctx, *cfg.BaseEndpoint, db, "--interval", cycleInterval.String(), "--log-level", level)
+		if err != nil {
+			return fmt.Errorf("scale: %w", err)
 		}
 		defer sc.kill()
 		// The sidecar installs the SQL objects, then streams its slot, then
