@@ -72,6 +72,7 @@ func (b *bench) cycles(ctx context.Context) error {
 	b.figure("cycle_cloud_calls_nodiff_10k", "%.0f", float64(large.calls))
 	b.figure("cycle_cloud_mutations_nodiff_10k", "%.0f", float64(large.mutations))
 	b.figure("commit_overhead_ms", "%.1f", alone.commitOverhead)
+	b.commitOverhead = alone.commitOverhead
 	b.figure("commit_overhead_ms_10k", "%.1f", large.commitOverhead)
 	fmt.Fprintf(b.log, "# goal: cycle_scaling_ratio = %.2f <= 12: %s\n", large.ms/small.ms, met(large.ms/small.ms <= 12))
 	fmt.Fprintf(b.log, "# goal: no-diff cycle over 10k buckets makes list calls only (%s) and no mutating call (%d): %s\n",
@@ -155,7 +156,7 @@ func (b *bench) nodiff(ctx context.Context, n int, parts nodiffParts) (nodiffRes
 			}
 		}
 		if parts&nodiffScoped != 0 {
-			if res.scopedCommit, err = b.scopedCommit(ctx, conn, emu, n, 5); err != nil {
+			if res.scopedCommit, err = b.scopedCommit(ctx, conn, emu, n, 5, false); err != nil {
 				return err
 			}
 		}

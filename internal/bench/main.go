@@ -32,6 +32,12 @@
 //     commit_ms_under_flood: INSERT + CALL iasql_commit() alone, and while
 //     a role without grants floods the sidecar with requests it refuses
 //     (goal: within 1 s of usual; see commitUnderFlood);
+//   - beside 100,000 buckets in sync, with the sidecar a child process:
+//     cycle_nodiff_ms_100k (goal: under 3 s, list pages only),
+//     commit_overhead_ms_100k_scoped (goal: under 3x commit_overhead_ms),
+//     preview_ms_100k (one change; goal: under 100 ms) and
+//     sidecar_rss_kb_per_resource_100k (goal: at most 1 KB; see
+//     scalePart);
 //   - slow_creates_s_100: the wall time of one commit creating 100 buckets
 //     with 2 s of emulator latency per CreateBucket (goal: under 25 s), and
 //     user_write_wait_ms_p99: a user's UPDATE + COMMIT latency on other rows
@@ -103,6 +109,9 @@ type bench struct {
 	tx5         *workload // five changes per transaction (figures suffixed _5change)
 	out         io.Writer // figures
 	log         io.Writer // progress
+	// commitOverhead is commit_overhead_ms once cycles has measured it (the
+	// goal of commit_overhead_ms_100k_scoped is relative to it).
+	commitOverhead float64
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -180,7 +189,9 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 // run measures every figure: writer cost, lag, the backlog rate, then the
 // engine's cycles, slow creates and crashes. IASQL_BENCH_ONLY=capture,
 // =cycles, =sg, =instances (cycle_nodiff_ms_instances_5k), =tier (tier_commit_s), =scoped (commit_overhead_ms and
-// commit_overhead_ms_10k_scoped), =slow (slow_creates_s_100 and
+// commit_overhead_ms_10k_scoped), =scale (the 100,000-bucket figures:
+// cycle_nodiff_ms_100k, commit_overhead_ms_100k_scoped,
+// sidecar_rss_kb_per_resource_100k, preview_ms_100k), =slow (slow_creates_s_100 and
 // user_write_wait_ms_p99), =cc (cc_cycle_nodiff_ms_1k and
 // cc_creates_s_100) or =crash (crash_duplicates and crash_orphans)
 // runs one part; =writers only the writer cost on the main workload, =rate
@@ -201,6 +212,8 @@ func (b *bench) run(ctx context.Context) error {
 		return b.tierPart(ctx)
 	case "scoped":
 		return b.scopedPart(ctx)
+	case "scale":
+		return b.scalePart(ctx, 0)
 	case "slow":
 		return b.slowCreatesPart(ctx)
 	case "crash":
@@ -234,6 +247,9 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	if err := b.securityGroups(ctx); err != nil {
+		return err
+	}
+	if err := b.scalePart(ctx, b.commitOverhead); err != nil {
 		return err
 	}
 	if err := b.instancesPart(ctx); err != nil {

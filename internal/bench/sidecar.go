@@ -34,7 +34,14 @@ type sidecar struct {
 // bench's stderr, each line prefixed. It captures only (no module is
 // installed); what AWS calls it makes go to the bench's emulator.
 func (b *bench) startSidecar(ctx context.Context, db string) (*sidecar, error) {
-	cmd := launch.Command(ctx, b.emuURL, b.iasqlBin, "run", "--dsn", b.cluster.DSN(db))
+	return b.startSidecarAt(ctx, b.emuURL, db)
+}
+
+// startSidecarAt starts the sidecar against database db with the AWS
+// endpoint endpoint and the further flags of iasql run in args; its log
+// goes to the bench's stderr, each line prefixed.
+func (b *bench) startSidecarAt(ctx context.Context, endpoint, db string, args ...string) (*sidecar, error) {
+	cmd := launch.Command(ctx, endpoint, b.iasqlBin, append([]string{"run", "--dsn", b.cluster.DSN(db)}, args...)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second
 	w := &linePrefixer{w: b.log, prefix: "  sidecar | "}

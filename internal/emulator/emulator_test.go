@@ -319,6 +319,75 @@ func TestListBucketsPagination(t *testing.T) {
 	}
 }
 
+// TestAddBuckets checks that buckets added without requests are what
+// CreateBucket would have made: listed in their region, with a creation
+// date, owned (CreateBucket again in us-east-1 is 200 OK), versioning
+// never set; that they page with the buckets CreateBucket made; and that
+// a bad name or an existing bucket adds none.
+func TestAddBuckets(t *testing.T) {
+	e := newEnv(t, emulator.Options{})
+	ctx := t.Context()
+	created := time.Date(2024, 5, 6, 7, 8, 9, 123_000_000, time.UTC)
+	if err := e.em.AddBuckets("eu-west-1", created, "added-2", "added-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.em.AddBuckets("us-east-1", created, "added-3"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.client("us-east-1").ListBuckets(ctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range out.Buckets {
+		if b.CreationDate == nil || !b.CreationDate.Equal(created) {
+			t.Errorf("%s: creation date %v, want %v", *b.Name, b.CreationDate, created)
+		}
+		got = append(got, *b.Name+"@"+aws.ToString(b.BucketRegion))
+	}
+	if want := []string{"added-1@eu-west-1", "added-2@eu-west-1", "added-3@us-east-1"}; !slices.Equal(got, want) {
+		t.Errorf("listed %v, want %v", got, want)
+	}
+	v, err := e.client("eu-west-1").GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("added-1")})
+	if err != nil || v.Status != "" {
+		t.Errorf("versioning of added-1: %q (%v), want never set", v.Status, err)
+	}
+	if err := createBucket(ctx, e.client("us-east-1"), "added-3", "us-east-1"); err != nil {
+		t.Errorf("CreateBucket of an added bucket in us-east-1: %v, want 200 OK (owned)", err)
+	}
+	mustCreate(t, e, "added-0", "us-east-1")
+	mustCreate(t, e, "added-15", "us-east-1")
+	if _, err := e.client("eu-west-1").DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("added-2")}); err != nil {
+		t.Fatal(err)
+	}
+	p := s3.NewListBucketsPaginator(e.client("us-east-1"), &s3.ListBucketsInput{MaxBuckets: aws.Int32(2), Prefix: aws.String("added-")})
+	got = nil
+	for _, out := range pages(t, p.HasMorePages, p.NextPage) {
+		for _, b := range out.Buckets {
+			got = append(got, *b.Name)
+		}
+	}
+	if want := []string{"added-0", "added-1", "added-15", "added-3"}; !slices.Equal(got, want) {
+		t.Errorf("listed by pages of 2 after creates and a delete: %v, want %v", got, want)
+	}
+	for _, tc := range []struct {
+		name, region string
+		names        []string
+	}{
+		{"existing", "us-east-1", []string{"added-4", "added-1"}},
+		{"named twice", "us-east-1", []string{"added-4", "added-4"}},
+		{"bad name", "us-east-1", []string{"added-4", "Added_5"}},
+		{"bad region", "moon", []string{"added-4"}},
+	} {
+		if err := e.em.AddBuckets(tc.region, created, tc.names...); err == nil {
+			t.Errorf("%s: AddBuckets(%s, %v) succeeded", tc.name, tc.region, tc.names)
+		}
+	}
+	if _, err := e.client("us-east-1").HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("added-4")}); err == nil {
+		t.Errorf("added-4 exists after failed AddBuckets")
+	}
+}
+
 func TestVersioning(t *testing.T) {
 	cases := []struct {
 		name  string

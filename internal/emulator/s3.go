@@ -38,6 +38,7 @@ type s3Service struct {
 
 	mu      sync.Mutex
 	buckets map[string]*s3Bucket // guarded by mu; mirrors the backend's buckets
+	names   []string             // guarded by mu; the buckets' names, sorted (a page of ListBuckets is found without sorting them all)
 }
 
 // s3Bucket is what the router keeps about a bucket.
@@ -213,17 +214,29 @@ func (s *s3Service) listBuckets(w http.ResponseWriter, r *http.Request) *s3Error
 		}
 		prefix, region = q.Get("prefix"), q.Get("bucket-region")
 	}
-	s.mu.Lock()
-	names := make([]string, 0, len(s.buckets))
-	for name, b := range s.buckets {
-		if strings.HasPrefix(name, prefix) && (region == "" || b.region == region) && name > after {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
 	out := listBucketsResult{Xmlns: s3Namespace, Owner: owner{ID: ownerID, DisplayName: "emulator"}, Buckets: []bucketResult{}}
 	if paged {
 		out.Prefix = prefix
+	}
+	s.mu.Lock()
+	// The names with the prefix are together in sorted order, from the
+	// first not before it; the page starts after the token's name.
+	start, _ := slices.BinarySearch(s.names, prefix)
+	if after != "" {
+		i, found := slices.BinarySearch(s.names, after)
+		if found {
+			i++
+		}
+		start = max(start, i)
+	}
+	var names []string // the page's, and one more if there is one
+	for _, name := range s.names[start:] {
+		if !strings.HasPrefix(name, prefix) || len(names) > limit {
+			break
+		}
+		if region == "" || s.buckets[name].region == region {
+			names = append(names, name)
+		}
 	}
 	for i, name := range names {
 		if i == limit {
@@ -300,10 +313,50 @@ func (s *s3Service) createBucket(w http.ResponseWriter, r *http.Request, name st
 	if err := s.backend.CreateBucket(name); err != nil {
 		return internalError(err)
 	}
-	s.buckets[name] = &s3Bucket{region: region, created: time.Now()}
+	s.add(name, &s3Bucket{region: region, created: time.Now()})
 	w.Header().Set("Location", "/"+name)
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// AddBuckets makes general purpose buckets in region, as CreateBucket
+// would (created at created, versioning never set), without the requests:
+// for benchmarks that need an account with many buckets. A name that is
+// not valid, or a bucket that exists (or is named twice), fails it before
+// any is made.
+func (e *Emulator) AddBuckets(region string, created time.Time, names ...string) error {
+	if !regionPattern.MatchString(region) {
+		return fmt.Errorf("emulator: %q is not a region", region)
+	}
+	s := e.services["s3"].(*s3Service)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if why := validBucketName(name); why != "" {
+			return fmt.Errorf("emulator: bucket name %q %s", name, why)
+		}
+		if _, ok := s.buckets[name]; ok || s.foreign[name] || seen[name] {
+			return fmt.Errorf("emulator: bucket %s exists", name)
+		}
+		seen[name] = true
+	}
+	for _, name := range names {
+		if err := s.backend.CreateBucket(name); err != nil {
+			return fmt.Errorf("emulator: add bucket %s: %w", name, err)
+		}
+		s.buckets[name] = &s3Bucket{region: region, created: created}
+	}
+	s.names = append(s.names, names...)
+	slices.Sort(s.names)
+	return nil
+}
+
+// add records a bucket the backend has just made. The caller holds mu.
+func (s *s3Service) add(name string, b *s3Bucket) {
+	s.buckets[name] = b
+	i, _ := slices.BinarySearch(s.names, name)
+	s.names = slices.Insert(s.names, i, name)
 }
 
 func (s *s3Service) deleteBucket(w http.ResponseWriter, name string) *s3Error {
@@ -326,6 +379,9 @@ func (s *s3Service) deleteBucket(w http.ResponseWriter, name string) *s3Error {
 		return internalError(err)
 	}
 	delete(s.buckets, name)
+	if i, found := slices.BinarySearch(s.names, name); found {
+		s.names = slices.Delete(s.names, i, i+1)
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
