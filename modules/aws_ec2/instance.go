@@ -114,22 +114,22 @@ func nilIfEmpty(s string) any {
 }
 
 // regionOf is a record's region, the scope's default when it names none.
-func (m *instanceMapper) regionOf(ctx context.Context, r module.Record) string {
+func (m *instanceMapper) regionOf(call module.Call, r module.Record) string {
 	if region := r.String("region"); region != "" {
 		return region
 	}
-	return module.ScopeOf(ctx, m.cfg).Default
+	return call.Scope.Or(m.cfg).Default
 }
 
 // Read lists the instances of every region in scope that are not
 // terminated or shutting down (DescribeInstances, all pages, filtered by
 // state), each with its user data (DescribeInstanceAttribute, which
 // DescribeInstances does not carry; reused from an earlier read within the
-// TTL unless the context asks for it fresh).
-func (m *instanceMapper) Read(ctx context.Context) ([]module.Record, error) {
+// TTL unless the call asks for it fresh).
+func (m *instanceMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	due := m.userData.Due()
-	return m.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
-		return m.describe(ctx, region, cl, &ec2.DescribeInstancesInput{
+	return m.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+		return m.describe(ctx, call.Fresh, region, cl, &ec2.DescribeInstancesInput{
 			MaxResults: aws.Int32(ec2x.PageSize),
 			Filters:    []types.Filter{{Name: aws.String("instance-state-name"), Values: liveStates}},
 		}, due)
@@ -137,7 +137,7 @@ func (m *instanceMapper) Read(ctx context.Context) ([]module.Record, error) {
 }
 
 // describe lists the instances in matches (all pages) as records.
-func (m *instanceMapper) describe(ctx context.Context, region string, cl *ec2.Client, in *ec2.DescribeInstancesInput, due map[string]bool) ([]module.Record, error) {
+func (m *instanceMapper) describe(ctx context.Context, fresh module.Fresh, region string, cl *ec2.Client, in *ec2.DescribeInstancesInput, due map[string]bool) ([]module.Record, error) {
 	var out []module.Record
 	p := ec2.NewDescribeInstancesPaginator(cl, in)
 	for p.HasMorePages() {
@@ -150,7 +150,7 @@ func (m *instanceMapper) describe(ctx context.Context, region string, cl *ec2.Cl
 				if desired(stateOf(inst)) == "" {
 					continue
 				}
-				ud, err := m.readUserData(ctx, cl, aws.ToString(inst.InstanceId), due)
+				ud, err := m.readUserData(ctx, fresh, cl, aws.ToString(inst.InstanceId), due)
 				if module.IsCode(err, "InvalidInstanceID.NotFound") {
 					continue // gone since it was listed
 				} else if err != nil {
@@ -164,9 +164,9 @@ func (m *instanceMapper) describe(ctx context.Context, region string, cl *ec2.Cl
 }
 
 // readUserData is an instance's user data, decoded (reused from the cache
-// when ctx and due allow it).
-func (m *instanceMapper) readUserData(ctx context.Context, cl *ec2.Client, id string, due map[string]bool) (string, error) {
-	if ud, ok := m.userData.Get(ctx, id, id, due); ok {
+// when fresh and due allow it).
+func (m *instanceMapper) readUserData(ctx context.Context, fresh module.Fresh, cl *ec2.Client, id string, due map[string]bool) (string, error) {
+	if ud, ok := m.userData.Get(fresh, id, id, due); ok {
 		return ud, nil
 	}
 	out, err := cl.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{
@@ -190,15 +190,14 @@ func (m *instanceMapper) readUserData(ctx context.Context, cl *ec2.Client, id st
 // Get reads the instances of ids (instance ids), fresh, as Read would: by an
 // instance-id filter in each region of the scope (a filter, unlike
 // InstanceIds, answers a missing id with nothing instead of an error).
-func (m *instanceMapper) Get(ctx context.Context, ids []string) ([]module.Record, error) {
+func (m *instanceMapper) Get(ctx context.Context, call module.Call, ids []string) ([]module.Record, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	ctx = module.WithFreshRead(ctx)
-	return m.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+	return m.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
 		var out []module.Record
 		for chunk := range slices.Chunk(ids, 200) {
-			recs, err := m.describe(ctx, region, cl, &ec2.DescribeInstancesInput{
+			recs, err := m.describe(ctx, module.Fresh{All: true}, region, cl, &ec2.DescribeInstancesInput{
 				MaxResults: aws.Int32(ec2x.PageSize),
 				Filters: []types.Filter{
 					{Name: aws.String("instance-id"), Values: chunk},
@@ -218,9 +217,10 @@ func (m *instanceMapper) Get(ctx context.Context, ids []string) ([]module.Record
 // region (nil when none did), by its token tag. RunInstances' own
 // ClientToken already makes a repeated create answer the same instance;
 // this lets the engine adopt it without calling RunInstances again.
-func (m *instanceMapper) Find(ctx context.Context, want module.Record, token string) (module.Record, error) {
-	region := m.regionOf(ctx, want)
-	recs, err := m.describe(module.WithFreshRead(ctx), region, m.c.Region(region), &ec2.DescribeInstancesInput{
+func (m *instanceMapper) Find(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	token := call.Token
+	region := m.regionOf(call, want)
+	recs, err := m.describe(ctx, module.Fresh{All: true}, region, m.c.Region(region), &ec2.DescribeInstancesInput{
 		Filters: append(ec2x.TokenFilter(token),
 			types.Filter{Name: aws.String("instance-state-name"), Values: liveStates}),
 	}, nil)
@@ -256,9 +256,9 @@ func terminal(err error, format string, args ...any) error {
 // pending: Create answers a *module.Pending whose Record is the instance
 // (its instance_id) and whose Poll waits for running, then stops it when
 // the row wants it stopped (a pending instance cannot be stopped).
-func (m *instanceMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
-	region := m.regionOf(ctx, want)
-	token := module.ClientToken(ctx)
+func (m *instanceMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	region := m.regionOf(call, want)
+	token := call.Token
 	in := &ec2.RunInstancesInput{
 		ImageId:           aws.String(want.String("ami")),
 		InstanceType:      types.InstanceType(want.String("instance_type")),
@@ -298,7 +298,7 @@ func (m *instanceMapper) Create(ctx context.Context, want module.Record) (module
 	if want.String("state") == "stopped" {
 		steps = append(steps, stepStop)
 	}
-	return m.advance(ctx, region, id, steps, &inst)
+	return m.advance(ctx, call.Fresh, region, id, steps, &inst)
 }
 
 // The steps of an operation a Pending's handle carries, done in order by
@@ -328,12 +328,12 @@ func parseHandle(h string) (region, id string, steps []string, err error) {
 }
 
 // Poll carries on with the operation a handle names (see advance).
-func (m *instanceMapper) Poll(ctx context.Context, h string) (module.Record, error) {
+func (m *instanceMapper) Poll(ctx context.Context, call module.Call, h string) (module.Record, error) {
 	region, id, steps, err := parseHandle(h)
 	if err != nil {
 		return nil, err
 	}
-	return m.advance(ctx, region, id, steps, nil)
+	return m.advance(ctx, call.Fresh, region, id, steps, nil)
 }
 
 // describeOne is the instance id in region, nil when AWS does not know it
@@ -362,7 +362,7 @@ func (m *instanceMapper) describeOne(ctx context.Context, cl *ec2.Client, id str
 // the handle of what is left. With every step done it answers the instance
 // as Read would (nil after stepGone). known is the instance as a call just
 // answered it (nil: describe it).
-func (m *instanceMapper) advance(ctx context.Context, region, id string, steps []string, known *types.Instance) (module.Record, error) {
+func (m *instanceMapper) advance(ctx context.Context, fresh module.Fresh, region, id string, steps []string, known *types.Instance) (module.Record, error) {
 	cl := m.c.Region(region)
 	inst := known
 	for {
@@ -383,7 +383,7 @@ func (m *instanceMapper) advance(ctx context.Context, region, id string, steps [
 		}
 		state := stateOf(*inst)
 		if len(steps) == 0 {
-			ud, err := m.readUserData(ctx, cl, id, nil)
+			ud, err := m.readUserData(ctx, fresh, cl, id, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -487,7 +487,7 @@ func (m *instanceMapper) pending(region, id string, steps []string, inst *types.
 	p := &module.Pending{Handle: handle(region, id, steps), RetryAfter: m.pollAfter,
 		Record: module.Record{"instance_id": id, "region": region}}
 	if inst != nil {
-		ud, _ := m.userData.Get(context.Background(), id, id, nil)
+		ud, _ := m.userData.Get(module.Fresh{}, id, id, nil)
 		p.Record = m.record(region, *inst, ud)
 	}
 	return p
@@ -509,7 +509,7 @@ func (m *instanceMapper) pending(region, id string, steps []string, inst *types.
 // rather than a replacement (the instance and its disks stay); cloud-init
 // runs user data at the first boot only, which the column's comment says.
 // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html
-func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *instanceMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	if len(m.Differing(m.t.CreateOnly, want, have)) > 0 {
 		return nil, module.ErrReplace
 	}
@@ -564,14 +564,14 @@ func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (
 	if len(steps) == 0 {
 		return got, nil
 	}
-	return m.advance(ctx, region, id, steps, nil)
+	return m.advance(ctx, call.Fresh, region, id, steps, nil)
 }
 
 // Delete terminates the instance (TerminateInstances is idempotent; an
 // instance AWS no longer knows is done) and answers a *module.Pending
 // until it is terminated.
-func (m *instanceMapper) Delete(ctx context.Context, have module.Record) error {
-	_, err := m.advance(ctx, m.regionOf(ctx, have), have.String("instance_id"), []string{stepGone}, nil)
+func (m *instanceMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
+	_, err := m.advance(ctx, call.Fresh, m.regionOf(call, have), have.String("instance_id"), []string{stepGone}, nil)
 	return err
 }
 

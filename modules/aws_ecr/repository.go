@@ -42,8 +42,8 @@ func newRepositoryMapper(cfg aws.Config) *repositoryMapper {
 // (DescribeRepositories, paginated), regions concurrently. A region whose
 // read fails leaves the others' records, with a *module.PartialError
 // naming it.
-func (m *repositoryMapper) Read(ctx context.Context) ([]module.Record, error) {
-	regions := module.ScopeOf(ctx, m.cfg).Regions
+func (m *repositoryMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	regions := call.Scope.Or(m.cfg).Regions
 	return regional.GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
 		func(ctx context.Context, i int) ([]module.Record, error) {
 			return m.list(ctx, regions[i], nil)
@@ -82,13 +82,13 @@ func (m *repositoryMapper) list(ctx context.Context, region string, names []stri
 // Reference, DescribeRepositories:
 // https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeRepositories.html;
 // maxResults and nextToken cannot be used with repositoryNames.)
-func (m *repositoryMapper) Get(ctx context.Context, ids []string) ([]module.Record, error) {
-	regions := module.ScopeOf(ctx, m.cfg).Regions
-	type call struct {
+func (m *repositoryMapper) Get(ctx context.Context, call module.Call, ids []string) ([]module.Record, error) {
+	regions := call.Scope.Or(m.cfg).Regions
+	type batch struct {
 		region string
 		names  []string
 	}
-	var calls []call
+	var calls []batch
 	byRegion := map[string]int{} // the call that takes a region's next names
 	for _, id := range ids {
 		parts, ok := module.SplitCloudID(id, len(m.t.CloudID))
@@ -107,7 +107,7 @@ func (m *repositoryMapper) Get(ctx context.Context, ids []string) ([]module.Reco
 		if !ok || len(calls[i].names) == namesPerCall {
 			i = len(calls)
 			byRegion[region] = i
-			calls = append(calls, call{region: region})
+			calls = append(calls, batch{region: region})
 		}
 		calls[i].names = append(calls[i].names, name)
 	}
@@ -161,11 +161,11 @@ func (m *repositoryMapper) readOne(ctx context.Context, region, name string) (mo
 }
 
 // region is a record's region, the scope's default when it has none.
-func (m *repositoryMapper) region(ctx context.Context, r module.Record) string {
+func (m *repositoryMapper) region(call module.Call, r module.Record) string {
 	if s := r.String("region"); s != "" {
 		return s
 	}
-	return module.ScopeOf(ctx, m.cfg).Default
+	return call.Scope.Or(m.cfg).Default
 }
 
 func mutability(r module.Record) types.ImageTagMutability {
@@ -178,8 +178,8 @@ func mutability(r module.Record) types.ImageTagMutability {
 // Create creates the repository in its region and returns it. A
 // repository of that name that already exists there is read back as it
 // is (the engine then updates it to the row).
-func (m *repositoryMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
-	name, region := want.String("repository_name"), m.region(ctx, want)
+func (m *repositoryMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	name, region := want.String("repository_name"), m.region(call, want)
 	if name == "" {
 		return nil, &module.TerminalError{Err: errors.New("create repository: repository_name is required")}
 	}
@@ -200,9 +200,9 @@ func (m *repositoryMapper) Create(ctx context.Context, want module.Record) (modu
 // Update changes tag mutability (PutImageTagMutability) and scanning
 // (PutImageScanningConfiguration); another name or region needs a new
 // repository.
-func (m *repositoryMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	name, region := have.String("repository_name"), m.region(ctx, have)
-	if want.String("repository_name") != name || m.region(ctx, want) != region {
+func (m *repositoryMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
+	name, region := have.String("repository_name"), m.region(call, have)
+	if want.String("repository_name") != name || m.region(call, want) != region {
 		return nil, module.ErrReplace
 	}
 	cl := m.clients.Region(region)
@@ -228,8 +228,8 @@ func (m *repositoryMapper) Update(ctx context.Context, want, have module.Record)
 // (RepositoryNotFoundException) is no error. (API Reference,
 // DeleteRepository:
 // https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DeleteRepository.html)
-func (m *repositoryMapper) Delete(ctx context.Context, have module.Record) error {
-	name, region := have.String("repository_name"), m.region(ctx, have)
+func (m *repositoryMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
+	name, region := have.String("repository_name"), m.region(call, have)
 	_, err := m.clients.Region(region).DeleteRepository(ctx, &ecr.DeleteRepositoryInput{RepositoryName: aws.String(name)})
 	return classify(module.Deleted(err, "RepositoryNotFoundException"), "delete repository %s in %s", name, region)
 }

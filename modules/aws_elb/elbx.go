@@ -44,10 +44,10 @@ type clients struct {
 	elb *regional.Clients[*elb.Client]
 }
 
-// eachRegion runs read for every region of the cycle's scope concurrently
-// (a region whose read fails leaves the others: regional.GatherRegions).
-func (c *clients) eachRegion(ctx context.Context, read func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error)) ([]module.Record, error) {
-	regions := module.ScopeOf(ctx, c.cfg).Regions
+// eachRegion runs read for every region of scope concurrently (a region
+// whose read fails leaves the others: regional.GatherRegions).
+func (c *clients) eachRegion(ctx context.Context, scope module.Scope, read func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error)) ([]module.Record, error) {
+	regions := scope.Or(c.cfg).Regions
 	return regional.GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
 		func(ctx context.Context, i int) ([]module.Record, error) {
 			return read(ctx, regions[i], c.elb.Region(regions[i]))

@@ -114,8 +114,8 @@ func listeners(ctx context.Context, cl *elb.Client, region, lbArn string, lbs, t
 	return out, nil
 }
 
-func (m *listenerMapper) Read(ctx context.Context) ([]module.Record, error) {
-	return m.c.eachRegion(ctx, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+func (m *listenerMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	return m.c.eachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
 		lbs, tgs, err := regionState(ctx, cl)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
@@ -192,12 +192,12 @@ func one(region string, ls []types.Listener, lbArn, lbName, tgArn, tgName, token
 }
 
 // Create creates the listener, tagged with the create's client token.
-func (m *listenerMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *listenerMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	region, cl, lbArn, tgArn, err := m.resolve(ctx, want)
 	if err != nil {
 		return nil, err
 	}
-	token := module.ClientToken(ctx)
+	token := call.Token
 	out, err := cl.CreateListener(ctx, &elb.CreateListenerInput{
 		LoadBalancerArn: aws.String(lbArn),
 		Protocol:        types.ProtocolEnum(want.String("protocol")),
@@ -216,7 +216,8 @@ func (m *listenerMapper) Create(ctx context.Context, want module.Record) (module
 
 // Find returns the listener of want's load balancer that a create with
 // this client token made (nil when none did).
-func (m *listenerMapper) Find(ctx context.Context, want module.Record, token string) (module.Record, error) {
+func (m *listenerMapper) Find(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	token := call.Token
 	lbName, region, err := splitNamed(LoadBalancerTable(), want.String("load_balancer_id"))
 	if err != nil {
 		return nil, err
@@ -246,7 +247,7 @@ func (m *listenerMapper) Find(ctx context.Context, want module.Record, token str
 // Update changes protocol, port, certificate and target group in place
 // (one ModifyListener with what differs); another load balancer needs a
 // new listener (module.ErrReplace).
-func (m *listenerMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *listenerMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	if !module.Same(want["load_balancer_id"], have["load_balancer_id"]) {
 		return nil, module.ErrReplace
 	}
@@ -279,7 +280,7 @@ func (m *listenerMapper) Update(ctx context.Context, want, have module.Record) (
 }
 
 // Delete deletes the listener (one AWS no longer knows is deleted).
-func (m *listenerMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *listenerMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	arn := have.String("listener_arn")
 	region := have.String("region")
 	if region == "" {

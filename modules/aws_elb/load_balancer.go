@@ -89,8 +89,8 @@ func (m *lbMapper) records(ctx context.Context, region string, cl *elb.Client, l
 	return out, nil
 }
 
-func (m *lbMapper) Read(ctx context.Context) ([]module.Record, error) {
-	return m.c.eachRegion(ctx, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+func (m *lbMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	return m.c.eachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
 		lbs, err := loadBalancers(ctx, cl, &elb.DescribeLoadBalancersInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
@@ -105,7 +105,7 @@ func (m *lbMapper) Read(ctx context.Context) ([]module.Record, error) {
 // the row's by identity, adopted (the engine then updates what differs). A
 // provisioning load balancer answers a *module.Pending that Poll carries on
 // until it is active.
-func (m *lbMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *lbMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	region, name := want.String("region"), want.String("name")
 	cl := m.c.elb.Region(region)
 	groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), module.Strings(want["security_groups"]))
@@ -161,7 +161,7 @@ func (m *lbMapper) settled(ctx context.Context, region string, cl *elb.Client, l
 }
 
 // Poll asks about a provisioning load balancer (handle: region and ARN).
-func (m *lbMapper) Poll(ctx context.Context, handle string) (module.Record, error) {
+func (m *lbMapper) Poll(ctx context.Context, call module.Call, handle string) (module.Record, error) {
 	region, arn, ok := strings.Cut(handle, " ")
 	if !ok || !strings.Contains(arn, ":loadbalancer/") {
 		return nil, &module.TerminalError{Err: fmt.Errorf("not a load balancer operation handle: %q", handle)}
@@ -179,7 +179,7 @@ func (m *lbMapper) Poll(ctx context.Context, handle string) (module.Record, erro
 // Update changes subnets (SetSubnets), security groups (SetSecurityGroups)
 // and tags in place, each only when it differs; name, scheme and region
 // need a new load balancer (module.ErrReplace).
-func (m *lbMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *lbMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	if len(m.Differing(m.t.CreateOnly, want, have)) > 0 {
 		return nil, module.ErrReplace
 	}
@@ -212,7 +212,7 @@ func (m *lbMapper) Update(ctx context.Context, want, have module.Record) (module
 }
 
 // Delete deletes the load balancer (and, as AWS does, its listeners).
-func (m *lbMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *lbMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	arn := have.String("load_balancer_arn")
 	_, err := m.c.elb.Region(have.String("region")).DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)})
 	if err := module.Deleted(err, "LoadBalancerNotFound"); err != nil {

@@ -58,8 +58,8 @@ func newRoleMapper(cfg aws.Config) *roleMapper {
 // scope. IAM is global: any region reaches the same roles; signing for the
 // scope's default region makes partitions other than aws (aws-cn,
 // aws-us-gov) resolve to their own endpoint.
-func (m *roleMapper) client(ctx context.Context) *iam.Client {
-	return m.clients.Region(module.ScopeOf(ctx, m.cfg).Default)
+func (m *roleMapper) client(call module.Call) *iam.Client {
+	return m.clients.Region(call.Scope.Or(m.cfg).Default)
 }
 
 // detailTTL is IASQL_IAM_DETAIL_TTL (a duration; 0 turns reuse off),
@@ -75,9 +75,9 @@ func detailTTL() time.Duration {
 
 // Read lists the roles under / (ListRoles, paginated) and reads each one's
 // attached and inline policies, 8 roles at a time (reused from a recent
-// read when the context allows it).
-func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
-	cl := m.client(ctx)
+// read when the call allows it).
+func (m *roleMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	cl := m.client(call)
 	var roles []types.Role
 	p := iam.NewListRolesPaginator(cl, &iam.ListRolesInput{PathPrefix: aws.String(rolePath), MaxItems: aws.Int32(listPage)})
 	for p.HasMorePages() {
@@ -89,18 +89,18 @@ func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
 	}
 	due := m.details.Due()
 	return regional.Gather(ctx, concurrency, len(roles), func(ctx context.Context, i int) ([]module.Record, error) {
-		return m.found(ctx, cl, roles[i], due)
+		return m.found(ctx, call.Fresh, cl, roles[i], due)
 	})
 }
 
 // found completes a role IAM has just named (listed or got) into its
 // record, or nothing when the role is gone meanwhile or lies outside the
 // table (a path other than /). Read and Get both make their records here.
-func (m *roleMapper) found(ctx context.Context, cl *iam.Client, r types.Role, due map[string]bool) ([]module.Record, error) {
+func (m *roleMapper) found(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) ([]module.Record, error) {
 	if aws.ToString(r.Path) != rolePath {
 		return nil, nil
 	}
-	rec, err := m.record(ctx, cl, r, due)
+	rec, err := m.record(ctx, fresh, cl, r, due)
 	if module.IsCode(err, "NoSuchEntity") {
 		return nil, nil // deleted since IAM named it
 	}
@@ -120,9 +120,8 @@ func (m *roleMapper) found(ctx context.Context, cl *iam.Client, r types.Role, du
 // (https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetRole.html,
 // API_ListAttachedRolePolicies.html, API_ListRolePolicies.html,
 // API_GetRolePolicy.html).
-func (m *roleMapper) Get(ctx context.Context, names []string) ([]module.Record, error) {
-	ctx = module.WithFreshRead(ctx)
-	cl := m.client(ctx)
+func (m *roleMapper) Get(ctx context.Context, call module.Call, names []string) ([]module.Record, error) {
+	cl := m.client(call)
 	return regional.Gather(ctx, concurrency, len(names), func(ctx context.Context, i int) ([]module.Record, error) {
 		out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(names[i])})
 		if module.IsCode(err, "NoSuchEntity") {
@@ -134,14 +133,14 @@ func (m *roleMapper) Get(ctx context.Context, names []string) ([]module.Record, 
 		if aws.ToString(out.Role.RoleName) != names[i] {
 			return nil, nil
 		}
-		return m.found(ctx, cl, *out.Role, nil)
+		return m.found(ctx, module.Fresh{All: true}, cl, *out.Role, nil)
 	})
 }
 
 // record completes a role with its policies.
-func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
+func (m *roleMapper) record(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
 	id, name := aws.ToString(r.RoleId), aws.ToString(r.RoleName)
-	d, ok := m.details.Get(ctx, name, id, due)
+	d, ok := m.details.Get(fresh, name, id, due)
 	if !ok {
 		var err error
 		if d, err = m.policies(ctx, cl, name); err != nil {
@@ -218,8 +217,8 @@ func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) 
 }
 
 // readOne reads one role back, fresh.
-func (m *roleMapper) readOne(ctx context.Context, name string) (module.Record, error) {
-	cl := m.client(ctx)
+func (m *roleMapper) readOne(ctx context.Context, call module.Call, name string) (module.Record, error) {
+	cl := m.client(call)
 	out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 	if err != nil {
 		return nil, classify(err, "get role %s", name)
@@ -227,13 +226,13 @@ func (m *roleMapper) readOne(ctx context.Context, name string) (module.Record, e
 	if p := aws.ToString(out.Role.Path); p != rolePath {
 		return nil, &module.TerminalError{Err: fmt.Errorf("role %s exists with path %s; the iam_role table manages roles under %s only", name, p, rolePath)}
 	}
-	return m.record(module.WithFreshRead(ctx), cl, *out.Role, nil)
+	return m.record(ctx, module.Fresh{All: true}, cl, *out.Role, nil)
 }
 
 // Create creates the role, attaches its managed policies, puts its inline
 // policies and reads it back. A role of that name that already exists is
 // read back as it is (the engine then updates it to the row).
-func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *roleMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	name := want.String("role_name")
 	if name == "" {
 		return nil, &module.TerminalError{Err: errors.New("create role: role_name is required")}
@@ -251,11 +250,11 @@ func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 	if d := want.String("description"); d != "" {
 		in.Description = aws.String(d)
 	}
-	cl := m.client(ctx)
+	cl := m.client(call)
 	_, err = cl.CreateRole(ctx, in)
 	switch {
 	case module.IsCode(err, "EntityAlreadyExists"):
-		return m.readOne(ctx, name)
+		return m.readOne(ctx, call, name)
 	case err != nil:
 		return nil, classify(err, "create role %s", name)
 	}
@@ -269,7 +268,7 @@ func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 			return nil, err
 		}
 	}
-	return m.readOne(ctx, name)
+	return m.readOne(ctx, call, name)
 }
 
 // maxSession is a record's max_session_duration (3600 when NULL), for
@@ -325,12 +324,12 @@ func (m *roleMapper) deleteInline(ctx context.Context, cl *iam.Client, role, nam
 // the maximum session, UpdateAssumeRolePolicy for the trust policy, attach
 // and detach the difference of the managed policy sets, put changed and
 // delete removed inline policies. Another name needs a new role.
-func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *roleMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	name := have.String("role_name")
 	if want.String("role_name") != name {
 		return nil, module.ErrReplace
 	}
-	cl := m.client(ctx)
+	cl := m.client(call)
 	if !module.Same(want["description"], have["description"]) || maxSession(want) != maxSession(have) {
 		_, err := cl.UpdateRole(ctx, &iam.UpdateRoleInput{
 			RoleName:           aws.String(name),
@@ -383,7 +382,7 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 			}
 		}
 	}
-	return m.readOne(ctx, name)
+	return m.readOne(ctx, call, name)
 }
 
 // Delete detaches the role's managed policies and deletes its inline
@@ -391,9 +390,9 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 // gone is no error (NoSuchEntity, as DeleteRole, DetachRolePolicy and
 // DeleteRolePolicy answer for a role or policy that does not exist:
 // https://docs.aws.amazon.com/IAM/latest/APIReference/API_DeleteRole.html).
-func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *roleMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	name := have.String("role_name")
-	cl := m.client(ctx)
+	cl := m.client(call)
 	d, err := m.policies(ctx, cl, name)
 	if module.IsCode(err, "NoSuchEntity") {
 		m.details.Forget(name)

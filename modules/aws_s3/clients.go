@@ -232,14 +232,13 @@ func redirectRegion(err error) string {
 	return ""
 }
 
-// inScope keeps the buckets of the regions in the cycle's scope when it has
-// one (aws_account's enabled regions): S3 lists an account's buckets in
+// inScope keeps the buckets of the regions in the cycle's scope when it is
+// set (aws_account's enabled regions): S3 lists an account's buckets in
 // every region, and a region disabled in aws_regions is one the user does
 // not sync (its rows go; nothing is imported there). Without a scope, or
 // for a bucket whose region is unknown, everything listed is kept.
-func inScope(ctx context.Context, infos []bucketInfo) []bucketInfo {
-	s, ok := module.ScopeSet(ctx)
-	if !ok {
+func inScope(s module.Scope, infos []bucketInfo) []bucketInfo {
+	if !s.Set() {
 		return infos
 	}
 	kept := infos[:0:0]

@@ -32,16 +32,16 @@ func newObjectMapper(c *clients) *objectMapper {
 // Read lists the objects of every bucket (ListObjectsV2, paginated),
 // buckets concurrently; a bucket listed within the TTL is not listed again
 // unless the read must be fresh for it.
-func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
+func (m *objectMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	infos, err := m.c.listBuckets(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	infos = inScope(ctx, infos)
+	infos = inScope(call.Scope, infos)
 	due := m.listings.Due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
 		func(ctx context.Context, i int) ([]module.Record, error) {
-			if recs, ok := m.listings.Get(ctx, infos[i].name, createdVersion(infos[i].created), due); ok {
+			if recs, ok := m.listings.Get(call.Fresh, infos[i].name, createdVersion(infos[i].created), due); ok {
 				return recs, nil
 			}
 			recs, err := m.list(ctx, infos[i])
@@ -88,7 +88,7 @@ func objectRecord(bucket, key string, size int64, etag string, modified *time.Ti
 
 // Create puts an empty object under the key and reads it back
 // (HeadObject).
-func (m *objectMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *objectMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	bucket, key := want.String("bucket_id"), want.String("key")
 	defer m.listings.Forget(bucket) // this mapper changed its objects
 	if bucket == "" || key == "" {
@@ -117,7 +117,7 @@ func (m *objectMapper) Create(ctx context.Context, want module.Record) (module.R
 }
 
 // Update cannot change anything: bucket and key are the object's identity.
-func (m *objectMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *objectMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	return nil, module.ErrReplace
 }
 
@@ -126,7 +126,7 @@ func (m *objectMapper) Update(ctx context.Context, want, have module.Record) (mo
 // key that does not exist succeeds (204), and a bucket that does not
 // exist answers NoSuchBucket. (API Reference, DeleteObject:
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html)
-func (m *objectMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *objectMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	bucket, key := have.String("bucket_id"), have.String("key")
 	defer m.listings.Forget(bucket) // this mapper changed its objects
 	err := m.c.withBucket(ctx, bucket, func(cl *s3.Client) error {

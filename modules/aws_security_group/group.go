@@ -94,8 +94,8 @@ func groupRecord(region string, sg types.SecurityGroup) module.Record {
 	}
 }
 
-func (m *groupMapper) Read(ctx context.Context) ([]module.Record, error) {
-	recs, err := m.g.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+func (m *groupMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	recs, err := m.g.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
 		var out []module.Record
 		p := ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{MaxResults: aws.Int32(ec2x.PageSize)})
 		for p.HasMorePages() {
@@ -119,7 +119,7 @@ func (m *groupMapper) Read(ctx context.Context) ([]module.Record, error) {
 
 // Create creates the group. AWS gives a new group an egress rule allowing
 // everything; it shows up as a rule like any other.
-func (m *groupMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *groupMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	region := want.String("region")
 	cl := m.g.c.Region(region)
 	out, err := cl.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
@@ -156,7 +156,7 @@ func (m *groupMapper) find(ctx context.Context, region, vpc, name string) (modul
 }
 
 // Update changes tags; a new description needs a new group.
-func (m *groupMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *groupMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	return m.g.c.UpdateTags(ctx, m.g.t, "group_id", want, have)
 }
 
@@ -174,7 +174,7 @@ func (m *groupMapper) Temporary(want module.Record, oldCloudID string) module.Re
 	return out
 }
 
-func (m *groupMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *groupMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	_, err := m.g.c.Region(have.String("region")).DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(have.String("group_id"))})
 	if ec2x.Code(err) == "CannotDelete" {
 		return fmt.Errorf("security group %s (%s): %w", have.String("group_name"), have.String("group_id"), module.ErrKeep)

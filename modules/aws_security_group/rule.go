@@ -61,8 +61,8 @@ func (m *ruleMapper) record(region string, r types.SecurityGroupRule) (module.Re
 	return rec, true
 }
 
-func (m *ruleMapper) Read(ctx context.Context) ([]module.Record, error) {
-	return m.g.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+func (m *ruleMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	return m.g.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
 		var out []module.Record
 		p := ec2.NewDescribeSecurityGroupRulesPaginator(cl, &ec2.DescribeSecurityGroupRulesInput{MaxResults: aws.Int32(ec2x.PageSize)})
 		for p.HasMorePages() {
@@ -112,7 +112,7 @@ func (m *ruleMapper) permission(want module.Record) (types.IpPermission, error) 
 	return p, nil
 }
 
-func (m *ruleMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *ruleMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	groupID, ok := m.g.id(want.String("security_group_id"))
 	if !ok {
 		return nil, fmt.Errorf("group %s: %w", want.String("security_group_id"), errNoGroup)
@@ -177,7 +177,7 @@ func (m *ruleMapper) find(ctx context.Context, region, groupID string, want modu
 }
 
 // Update changes the description; anything else is another rule.
-func (m *ruleMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *ruleMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	if module.CloudIDOf(m.t, want) != module.CloudIDOf(m.t, have) {
 		return nil, module.ErrReplace
 	}
@@ -205,7 +205,7 @@ func (m *ruleMapper) Update(ctx context.Context, want, have module.Record) (modu
 
 // Delete revokes the rule. Its group is the one its record names: a group
 // no longer known is gone, and its rules with it.
-func (m *ruleMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *ruleMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	groupID, ok := m.g.id(have.String("security_group_id"))
 	if !ok {
 		return nil

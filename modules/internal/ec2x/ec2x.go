@@ -33,13 +33,13 @@ func NewClients(cfg aws.Config) *Clients {
 	})}
 }
 
-// EachRegion runs read for every region of the cycle's scope concurrently
+// EachRegion runs read for every region of scope concurrently
 // and returns the records in region order. A region whose read fails does
 // not stop the others: the records of the regions that worked come with a
 // *module.PartialError naming the ones that failed (a region the account
 // has not enabled answers AuthFailure; see regional.GatherRegions).
-func (c *Clients) EachRegion(ctx context.Context, read func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error)) ([]module.Record, error) {
-	regions := module.ScopeOf(ctx, c.cfg).Regions
+func (c *Clients) EachRegion(ctx context.Context, scope module.Scope, read func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error)) ([]module.Record, error) {
+	regions := scope.Or(c.cfg).Regions
 	return regional.GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
 		func(ctx context.Context, i int) ([]module.Record, error) {
 			return read(ctx, regions[i], c.Region(regions[i]))
