@@ -302,16 +302,8 @@ func Generated(spec module.Table) bool {
 // CloudID renders).
 func WithIdentity(spec module.Table, r module.Record, cid string) module.Record {
 	out := maps.Clone(r)
-	if len(spec.CloudID) == 1 {
-		out[spec.CloudID[0]] = cid
-		return out
-	}
-	var parts []string
-	if err := json.Unmarshal([]byte(cid), &parts); err != nil || len(parts) != len(spec.CloudID) {
-		return out
-	}
-	for i, c := range spec.CloudID {
-		out[c] = parts[i]
+	if id, ok := module.IdentityOf(spec, cid); ok {
+		maps.Copy(out, id)
 	}
 	return out
 }

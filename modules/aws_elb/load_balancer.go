@@ -90,7 +90,7 @@ func (m *lbMapper) records(ctx context.Context, region string, cl *elb.Client, l
 }
 
 func (m *lbMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	return m.c.eachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
 		lbs, err := loadBalancers(ctx, cl, &elb.DescribeLoadBalancersInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
@@ -126,11 +126,11 @@ func (m *lbMapper) Create(ctx context.Context, call module.Call, want module.Rec
 	case module.IsCode(err, "DuplicateLoadBalancerName"):
 		lbs, derr := loadBalancers(ctx, cl, &elb.DescribeLoadBalancersInput{Names: []string{name}})
 		if derr != nil || len(lbs) == 0 {
-			return nil, module.Classify(err, terminalCodes, "create load balancer %s in %s", name, region)
+			return nil, terminal.Classify(err, "create load balancer %s in %s", name, region)
 		}
 		lb = lbs[0]
 	case err != nil:
-		return nil, module.Classify(err, terminalCodes, "create load balancer %s in %s", name, region)
+		return nil, terminal.Classify(err, "create load balancer %s in %s", name, region)
 	case len(out.LoadBalancers) != 1:
 		return nil, fmt.Errorf("create load balancer %s in %s: AWS answered %d load balancers", name, region, len(out.LoadBalancers))
 	default:
@@ -188,7 +188,7 @@ func (m *lbMapper) Update(ctx context.Context, call module.Call, want, have modu
 	got := maps.Clone(have)
 	if len(m.Differing([]string{"subnets"}, want, have)) > 0 {
 		if _, err := cl.SetSubnets(ctx, &elb.SetSubnetsInput{LoadBalancerArn: aws.String(arn), Subnets: module.Strings(want["subnets"])}); err != nil {
-			return nil, module.Classify(err, terminalCodes, "set the subnets of %s", arn)
+			return nil, terminal.Classify(err, "set the subnets of %s", arn)
 		}
 		got["subnets"] = want["subnets"]
 	}
@@ -198,7 +198,7 @@ func (m *lbMapper) Update(ctx context.Context, call module.Call, want, have modu
 			return nil, err
 		}
 		if _, err := cl.SetSecurityGroups(ctx, &elb.SetSecurityGroupsInput{LoadBalancerArn: aws.String(arn), SecurityGroups: groups}); err != nil {
-			return nil, module.Classify(err, terminalCodes, "set the security groups of %s", arn)
+			return nil, terminal.Classify(err, "set the security groups of %s", arn)
 		}
 		got["security_groups"] = want["security_groups"]
 	}
@@ -216,7 +216,7 @@ func (m *lbMapper) Delete(ctx context.Context, call module.Call, have module.Rec
 	arn := have.String("load_balancer_arn")
 	_, err := m.c.elb.Region(have.String("region")).DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)})
 	if err := module.Deleted(err, "LoadBalancerNotFound"); err != nil {
-		return module.Classify(err, terminalCodes, "delete load balancer %s", arn)
+		return terminal.Classify(err, "delete load balancer %s", arn)
 	}
 	return nil
 }

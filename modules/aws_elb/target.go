@@ -61,7 +61,7 @@ func health(ctx context.Context, cl *elb.Client, region, group, arn string, only
 
 func (m *targetMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	t := TargetGroupTable()
-	return m.c.eachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
 		tgs, err := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
@@ -113,7 +113,7 @@ func (m *targetMapper) Create(ctx context.Context, call module.Call, want module
 	}
 	d := description(want)
 	if _, err := cl.RegisterTargets(ctx, &elb.RegisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: []types.TargetDescription{d}}); err != nil {
-		return nil, module.Classify(err, terminalCodes, "register %s with %s", want.String("instance_id"), arn)
+		return nil, terminal.Classify(err, "register %s with %s", want.String("instance_id"), arn)
 	}
 	recs, err := health(ctx, cl, region, want.String("target_group_id"), arn, []types.TargetDescription{d})
 	if err != nil {
@@ -140,7 +140,7 @@ func (m *targetMapper) Delete(ctx context.Context, call module.Call, have module
 	}
 	_, err = cl.DeregisterTargets(ctx, &elb.DeregisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: []types.TargetDescription{description(have)}})
 	if err := module.Deleted(err, "TargetGroupNotFound", "InvalidTarget"); err != nil {
-		return module.Classify(err, terminalCodes, "deregister %s from %s", have.String("instance_id"), arn)
+		return terminal.Classify(err, "deregister %s from %s", have.String("instance_id"), arn)
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func (m *tgMapper) records(ctx context.Context, region string, cl *elb.Client, t
 }
 
 func (m *tgMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	return m.c.eachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
 		tgs, err := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
@@ -112,11 +112,11 @@ func (m *tgMapper) Create(ctx context.Context, call module.Call, want module.Rec
 	case module.IsCode(err, "DuplicateTargetGroupName"):
 		tgs, derr := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{Names: []string{name}})
 		if derr != nil || len(tgs) == 0 {
-			return nil, module.Classify(err, terminalCodes, "create target group %s in %s", name, region)
+			return nil, terminal.Classify(err, "create target group %s in %s", name, region)
 		}
 		tg = tgs[0]
 	case err != nil:
-		return nil, module.Classify(err, terminalCodes, "create target group %s in %s", name, region)
+		return nil, terminal.Classify(err, "create target group %s in %s", name, region)
 	case len(out.TargetGroups) != 1:
 		return nil, fmt.Errorf("create target group %s in %s: AWS answered %d groups", name, region, len(out.TargetGroups))
 	default:
@@ -157,7 +157,7 @@ func (m *tgMapper) Update(ctx context.Context, call module.Call, want, have modu
 			Matcher:                    &types.Matcher{HttpCode: aws.String(want.String("matcher"))},
 		})
 		if err != nil {
-			return nil, module.Classify(err, terminalCodes, "modify target group %s", arn)
+			return nil, terminal.Classify(err, "modify target group %s", arn)
 		}
 		if len(out.TargetGroups) == 1 {
 			tags := got["tags"]
@@ -182,7 +182,7 @@ func (m *tgMapper) Delete(ctx context.Context, call module.Call, have module.Rec
 	arn := have.String("target_group_arn")
 	_, err := m.c.elb.Region(have.String("region")).DeleteTargetGroup(ctx, &elb.DeleteTargetGroupInput{TargetGroupArn: aws.String(arn)})
 	if err := module.Deleted(err, "TargetGroupNotFound"); err != nil {
-		return module.Classify(err, terminalCodes, "delete target group %s", arn)
+		return terminal.Classify(err, "delete target group %s", arn)
 	}
 	return nil
 }

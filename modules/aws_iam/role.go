@@ -33,7 +33,6 @@ const concurrency = 8
 
 // roleMapper maps the iam_role table.
 type roleMapper struct {
-	cfg     aws.Config
 	clients *regional.Clients[*iam.Client]
 	// details: each role's policies as last read, by role name, of the role
 	// with a role id (a role made anew under the same name is read anew).
@@ -48,8 +47,8 @@ type roleDetail struct {
 }
 
 func newRoleMapper(cfg aws.Config) *roleMapper {
-	return &roleMapper{cfg: cfg, details: detail.NewCache[roleDetail](detailTTL()),
-		clients: regional.NewClients(func(region string) *iam.Client {
+	return &roleMapper{details: detail.NewCache[roleDetail](detailTTL()),
+		clients: regional.NewClients(cfg, func(region string) *iam.Client {
 			return iam.NewFromConfig(cfg, func(o *iam.Options) { o.Region = region })
 		})}
 }
@@ -59,7 +58,7 @@ func newRoleMapper(cfg aws.Config) *roleMapper {
 // scope's default region makes partitions other than aws (aws-cn,
 // aws-us-gov) resolve to their own endpoint.
 func (m *roleMapper) client(call module.Call) *iam.Client {
-	return m.clients.Region(call.Scope.Or(m.cfg).Default)
+	return m.clients.Region(m.clients.Scope(call.Scope).Default)
 }
 
 // detailTTL is IASQL_IAM_DETAIL_TTL (a duration; 0 turns reuse off),
@@ -78,25 +77,22 @@ func detailTTL() time.Duration {
 // read when the call allows it).
 func (m *roleMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	cl := m.client(call)
-	var roles []types.Role
-	p := iam.NewListRolesPaginator(cl, &iam.ListRolesInput{PathPrefix: aws.String(rolePath), MaxItems: aws.Int32(listPage)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, classify(err, "list roles")
-		}
-		roles = append(roles, page.Roles...) // found leaves out those under other paths
+	// found leaves out those under other paths.
+	roles, err := regional.Pages(ctx, iam.NewListRolesPaginator(cl, &iam.ListRolesInput{PathPrefix: aws.String(rolePath), MaxItems: aws.Int32(listPage)}),
+		func(page *iam.ListRolesOutput) []types.Role { return page.Roles })
+	if err != nil {
+		return nil, terminal.Classify(err, "list roles")
 	}
 	due := m.details.Due()
-	return regional.Gather(ctx, concurrency, len(roles), func(ctx context.Context, i int) ([]module.Record, error) {
-		return m.found(ctx, call.Fresh, cl, roles[i], due)
+	return regional.Records(ctx, concurrency, roles, func(ctx context.Context, r types.Role) (module.Record, error) {
+		return m.found(ctx, call.Fresh, cl, r, due)
 	})
 }
 
 // found completes a role IAM has just named (listed or got) into its
-// record, or nothing when the role is gone meanwhile or lies outside the
+// record, or nil when the role is gone meanwhile or lies outside the
 // table (a path other than /). Read and Get both make their records here.
-func (m *roleMapper) found(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) ([]module.Record, error) {
+func (m *roleMapper) found(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
 	if aws.ToString(r.Path) != rolePath {
 		return nil, nil
 	}
@@ -104,10 +100,7 @@ func (m *roleMapper) found(ctx context.Context, fresh module.Fresh, cl *iam.Clie
 	if module.IsCode(err, "NoSuchEntity") {
 		return nil, nil // deleted since IAM named it
 	}
-	if err != nil {
-		return nil, err
-	}
-	return []module.Record{rec}, nil
+	return rec, err
 }
 
 // Get reads the named roles, fresh, as Read would: each by GetRole (its
@@ -122,15 +115,15 @@ func (m *roleMapper) found(ctx context.Context, fresh module.Fresh, cl *iam.Clie
 // API_GetRolePolicy.html).
 func (m *roleMapper) Get(ctx context.Context, call module.Call, names []string) ([]module.Record, error) {
 	cl := m.client(call)
-	return regional.Gather(ctx, concurrency, len(names), func(ctx context.Context, i int) ([]module.Record, error) {
-		out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(names[i])})
+	return regional.Records(ctx, concurrency, names, func(ctx context.Context, name string) (module.Record, error) {
+		out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 		if module.IsCode(err, "NoSuchEntity") {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, classify(err, "get role %s", names[i])
+			return nil, terminal.Classify(err, "get role %s", name)
 		}
-		if aws.ToString(out.Role.RoleName) != names[i] {
+		if aws.ToString(out.Role.RoleName) != name {
 			return nil, nil
 		}
 		return m.found(ctx, module.Fresh{All: true}, cl, *out.Role, nil)
@@ -178,26 +171,20 @@ func (m *roleMapper) record(ctx context.Context, fresh module.Fresh, cl *iam.Cli
 // policies reads a role's attached managed policies and inline policies.
 func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) (roleDetail, error) {
 	var d roleDetail
-	ap := iam.NewListAttachedRolePoliciesPaginator(cl, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)})
-	for ap.HasMorePages() {
-		page, err := ap.NextPage(ctx)
-		if err != nil {
-			return d, classify(err, "list policies attached to role %s", name)
-		}
-		for _, p := range page.AttachedPolicies {
-			d.attached = append(d.attached, aws.ToString(p.PolicyArn))
-		}
+	attached, err := regional.Pages(ctx, iam.NewListAttachedRolePoliciesPaginator(cl, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)}),
+		func(page *iam.ListAttachedRolePoliciesOutput) []types.AttachedPolicy { return page.AttachedPolicies })
+	if err != nil {
+		return d, terminal.Classify(err, "list policies attached to role %s", name)
+	}
+	for _, p := range attached {
+		d.attached = append(d.attached, aws.ToString(p.PolicyArn))
 	}
 	slices.Sort(d.attached)
 	d.attached = slices.Compact(d.attached)
-	var names []string
-	ip := iam.NewListRolePoliciesPaginator(cl, &iam.ListRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)})
-	for ip.HasMorePages() {
-		page, err := ip.NextPage(ctx)
-		if err != nil {
-			return d, classify(err, "list inline policies of role %s", name)
-		}
-		names = append(names, page.PolicyNames...)
+	names, err := regional.Pages(ctx, iam.NewListRolePoliciesPaginator(cl, &iam.ListRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)}),
+		func(page *iam.ListRolePoliciesOutput) []string { return page.PolicyNames })
+	if err != nil {
+		return d, terminal.Classify(err, "list inline policies of role %s", name)
 	}
 	d.inline = map[string]any{}
 	for _, pn := range names {
@@ -209,7 +196,7 @@ func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) 
 			continue // the policy was deleted since it was listed
 		}
 		if err != nil {
-			return d, classify(err, "get inline policy %s of role %s", pn, name)
+			return d, terminal.Classify(err, "get inline policy %s of role %s", pn, name)
 		}
 		d.inline[pn] = parseDoc(aws.ToString(out.PolicyDocument))
 	}
@@ -221,7 +208,7 @@ func (m *roleMapper) readOne(ctx context.Context, call module.Call, name string)
 	cl := m.client(call)
 	out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 	if err != nil {
-		return nil, classify(err, "get role %s", name)
+		return nil, terminal.Classify(err, "get role %s", name)
 	}
 	if p := aws.ToString(out.Role.Path); p != rolePath {
 		return nil, &module.TerminalError{Err: fmt.Errorf("role %s exists with path %s; the iam_role table manages roles under %s only", name, p, rolePath)}
@@ -256,7 +243,7 @@ func (m *roleMapper) Create(ctx context.Context, call module.Call, want module.R
 	case module.IsCode(err, "EntityAlreadyExists"):
 		return m.readOne(ctx, call, name)
 	case err != nil:
-		return nil, classify(err, "create role %s", name)
+		return nil, terminal.Classify(err, "create role %s", name)
 	}
 	for _, arn := range stringSet(want["attached_policy_arns"]) {
 		if err := m.attach(ctx, cl, name, arn); err != nil {
@@ -296,14 +283,14 @@ func sessionValue(r module.Record) any {
 
 func (m *roleMapper) attach(ctx context.Context, cl *iam.Client, role, arn string) error {
 	_, err := cl.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String(role), PolicyArn: aws.String(arn)})
-	return classify(err, "attach policy %s to role %s", arn, role)
+	return terminal.Classify(err, "attach policy %s to role %s", arn, role)
 }
 
 func (m *roleMapper) detach(ctx context.Context, cl *iam.Client, role, arn string) error {
 	_, err := cl.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: aws.String(role), PolicyArn: aws.String(arn)})
 	// NoSuchEntity: detached already (a NoSuchEntity for the role fails
 	// the read-back).
-	return classify(module.Deleted(err, "NoSuchEntity"), "detach policy %s from role %s", arn, role)
+	return terminal.Classify(module.Deleted(err, "NoSuchEntity"), "detach policy %s from role %s", arn, role)
 }
 
 func (m *roleMapper) putInline(ctx context.Context, cl *iam.Client, role, name string, doc any) error {
@@ -312,12 +299,12 @@ func (m *roleMapper) putInline(ctx context.Context, cl *iam.Client, role, name s
 		return &module.TerminalError{Err: fmt.Errorf("inline policy %s of role %s: %w", name, role, err)}
 	}
 	_, err = cl.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String(name), PolicyDocument: aws.String(text)})
-	return classify(err, "put inline policy %s of role %s", name, role)
+	return terminal.Classify(err, "put inline policy %s of role %s", name, role)
 }
 
 func (m *roleMapper) deleteInline(ctx context.Context, cl *iam.Client, role, name string) error {
 	_, err := cl.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String(name)})
-	return classify(module.Deleted(err, "NoSuchEntity"), "delete inline policy %s of role %s", name, role)
+	return terminal.Classify(module.Deleted(err, "NoSuchEntity"), "delete inline policy %s of role %s", name, role)
 }
 
 // Update makes the role match want: UpdateRole for the description and
@@ -337,7 +324,7 @@ func (m *roleMapper) Update(ctx context.Context, call module.Call, want, have mo
 			MaxSessionDuration: aws.Int32(int32(maxSession(want))),
 		})
 		if err != nil {
-			return nil, classify(err, "update role %s", name)
+			return nil, terminal.Classify(err, "update role %s", name)
 		}
 	}
 	if !sameDoc(want["assume_role_policy_document"], have["assume_role_policy_document"]) {
@@ -347,7 +334,7 @@ func (m *roleMapper) Update(ctx context.Context, call module.Call, want, have mo
 		}
 		_, err = cl.UpdateAssumeRolePolicy(ctx, &iam.UpdateAssumeRolePolicyInput{RoleName: aws.String(name), PolicyDocument: aws.String(trust)})
 		if err != nil {
-			return nil, classify(err, "update the trust policy of role %s", name)
+			return nil, terminal.Classify(err, "update the trust policy of role %s", name)
 		}
 	}
 	wantArns, haveArns := stringSet(want["attached_policy_arns"]), stringSet(have["attached_policy_arns"])
@@ -413,7 +400,7 @@ func (m *roleMapper) Delete(ctx context.Context, call module.Call, have module.R
 	}
 	_, err = cl.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: aws.String(name)})
 	if err := module.Deleted(err, "NoSuchEntity"); err != nil {
-		return classify(err, "delete role %s", name)
+		return terminal.Classify(err, "delete role %s", name)
 	}
 	m.details.Forget(name)
 	return nil

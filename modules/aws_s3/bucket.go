@@ -75,7 +75,7 @@ func (m *bucketMapper) record(ctx context.Context, fresh module.Fresh, b bucketI
 	if !ok {
 		out, err := m.c.client(b.region).GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(b.name)})
 		if err != nil {
-			return nil, classify(err, "get versioning of bucket %s", b.name)
+			return nil, terminal.Classify(err, "get versioning of bucket %s", b.name)
 		}
 		versioning = out.Status == types.BucketVersioningStatusEnabled
 		m.versioning.Put(b.name, createdVersion(b.created), versioning)
@@ -97,35 +97,23 @@ func (m *bucketMapper) record(ctx context.Context, fresh module.Fresh, b bucketI
 // ListBuckets' Prefix and MaxBuckets:
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListBuckets.html
 func (m *bucketMapper) Get(ctx context.Context, call module.Call, names []string) ([]module.Record, error) {
-	got := make([]module.Record, len(names))
-	err := regional.ForEach(ctx, concurrency, len(names), func(ctx context.Context, i int) error {
-		infos, err := m.c.listBuckets(ctx, names[i])
+	return regional.Records(ctx, concurrency, names, func(ctx context.Context, name string) (module.Record, error) {
+		infos, err := m.c.listBuckets(ctx, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, b := range inScope(call.Scope, infos) {
-			if b.name != names[i] {
+			if b.name != name {
 				continue
 			}
 			rec, err := m.record(ctx, module.Fresh{All: true}, b, nil)
 			if module.IsCode(err, "NoSuchBucket") {
-				return nil // deleted since it was listed
+				return nil, nil // deleted since it was listed
 			}
-			got[i] = rec
-			return err
+			return rec, err
 		}
-		return nil
+		return nil, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := got[:0]
-	for _, r := range got {
-		if r != nil {
-			out = append(out, r)
-		}
-	}
-	return out, nil
 }
 
 // readOne reads one bucket back.
@@ -163,7 +151,7 @@ func (m *bucketMapper) Create(ctx context.Context, call module.Call, want module
 		m.c.rememberRegion(name, region)
 	case module.IsCode(err, "BucketAlreadyOwnedByYou"):
 	default:
-		return nil, classify(err, "create bucket %s in %s", name, region)
+		return nil, terminal.Classify(err, "create bucket %s in %s", name, region)
 	}
 	if want.Bool("versioning") {
 		if err := m.putVersioning(ctx, name, true); err != nil {
@@ -200,7 +188,7 @@ func (m *bucketMapper) putVersioning(ctx context.Context, name string, enabled b
 		})
 		return err
 	})
-	return classify(err, "set versioning of bucket %s to %s", name, status)
+	return terminal.Classify(err, "set versioning of bucket %s to %s", name, status)
 }
 
 // Delete deletes the bucket. A bucket with objects fails with
@@ -231,7 +219,7 @@ func (m *bucketMapper) Delete(ctx context.Context, call module.Call, have module
 		})
 	}
 	if err := module.Deleted(err, "NoSuchBucket"); err != nil {
-		return classify(err, "delete bucket %s", name)
+		return terminal.Classify(err, "delete bucket %s", name)
 	}
 	m.c.forgetRegion(name)
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/regional"
@@ -56,18 +57,15 @@ func (m *objectMapper) Read(ctx context.Context, call module.Call) ([]module.Rec
 }
 
 func (m *objectMapper) list(ctx context.Context, b bucketInfo) ([]module.Record, error) {
-	var out []module.Record
-	p := s3.NewListObjectsV2Paginator(m.c.client(b.region), &s3.ListObjectsV2Input{Bucket: aws.String(b.name)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, classify(err, "list objects of bucket %s", b.name)
-		}
-		for _, o := range page.Contents {
-			rec := objectRecord(b.name, aws.ToString(o.Key), aws.ToInt64(o.Size), aws.ToString(o.ETag), o.LastModified)
-			rec["region"] = b.region // the bucket's: the table has no region column (Table.Region)
-			out = append(out, rec)
-		}
+	objs, err := regional.Pages(ctx, s3.NewListObjectsV2Paginator(m.c.client(b.region), &s3.ListObjectsV2Input{Bucket: aws.String(b.name)}),
+		func(page *s3.ListObjectsV2Output) []types.Object { return page.Contents })
+	if err != nil {
+		return nil, terminal.Classify(err, "list objects of bucket %s", b.name)
+	}
+	out := make([]module.Record, len(objs))
+	for i, o := range objs {
+		out[i] = objectRecord(b.name, aws.ToString(o.Key), aws.ToInt64(o.Size), aws.ToString(o.ETag), o.LastModified)
+		out[i]["region"] = b.region // the bucket's: the table has no region column (Table.Region)
 	}
 	return out, nil
 }
@@ -111,7 +109,7 @@ func (m *objectMapper) Create(ctx context.Context, call module.Call, want module
 		return nil
 	})
 	if err != nil {
-		return nil, classify(err, "create object %s in bucket %s", key, bucket)
+		return nil, terminal.Classify(err, "create object %s in bucket %s", key, bucket)
 	}
 	return rec, nil
 }
@@ -133,5 +131,5 @@ func (m *objectMapper) Delete(ctx context.Context, call module.Call, have module
 		_, err := cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 		return err
 	})
-	return classify(module.Deleted(err, "NoSuchBucket"), "delete object %s in bucket %s", key, bucket)
+	return terminal.Classify(module.Deleted(err, "NoSuchBucket"), "delete object %s in bucket %s", key, bucket)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -94,21 +95,14 @@ func groupRecord(region string, sg types.SecurityGroup) module.Record {
 	}
 }
 
+// Read lists the security groups of every region in scope
+// (DescribeSecurityGroups, paginated), and remembers them for the rules.
 func (m *groupMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	recs, err := m.g.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
-		var out []module.Record
-		p := ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{MaxResults: aws.Int32(ec2x.PageSize)})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("describe security groups: %w", err)
-			}
-			for _, sg := range page.SecurityGroups {
-				out = append(out, groupRecord(region, sg))
-			}
-		}
-		return out, nil
-	})
+	recs, err := regional.List(ctx, m.g.c.Clients, call.Scope, ec2x.Terminal, "describe security groups",
+		func(cl *ec2.Client) *ec2.DescribeSecurityGroupsPaginator {
+			return ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{MaxResults: aws.Int32(ec2x.PageSize)})
+		},
+		func(page *ec2.DescribeSecurityGroupsOutput) []types.SecurityGroup { return page.SecurityGroups }, groupRecord)
 	failed, partial := module.FailedRegions(err)
 	if err != nil && !partial {
 		return nil, err
@@ -133,7 +127,7 @@ func (m *groupMapper) Create(ctx context.Context, call module.Call, want module.
 		return m.find(ctx, region, want.String("vpc_id"), want.String("group_name"))
 	}
 	if err != nil {
-		return nil, ec2x.Terminal(fmt.Errorf("create security group %s in %s: %w", want.String("group_name"), want.String("vpc_id"), err))
+		return nil, ec2x.Terminal.Classify(err, "create security group %s in %s", want.String("group_name"), want.String("vpc_id"))
 	}
 	got := declared(m.g.t, want)
 	got["group_id"] = aws.ToString(out.GroupId)

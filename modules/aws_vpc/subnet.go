@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -26,21 +27,14 @@ func subnetRecord(region string, s types.Subnet) module.Record {
 	}
 }
 
+// Read lists the subnets of every region in scope (DescribeSubnets,
+// paginated).
 func (m *subnetMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	return m.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
-		var out []module.Record
-		p := ec2.NewDescribeSubnetsPaginator(cl, &ec2.DescribeSubnetsInput{MaxResults: aws.Int32(ec2x.PageSize)})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("describe subnets: %w", err)
-			}
-			for _, s := range page.Subnets {
-				out = append(out, subnetRecord(region, s))
-			}
-		}
-		return out, nil
-	})
+	return regional.List(ctx, m.c.Clients, call.Scope, ec2x.Terminal, "describe subnets",
+		func(cl *ec2.Client) *ec2.DescribeSubnetsPaginator {
+			return ec2.NewDescribeSubnetsPaginator(cl, &ec2.DescribeSubnetsInput{MaxResults: aws.Int32(ec2x.PageSize)})
+		},
+		func(page *ec2.DescribeSubnetsOutput) []types.Subnet { return page.Subnets }, subnetRecord)
 }
 
 // Create creates the subnet, tagged with the create's client token:
@@ -55,7 +49,7 @@ func (m *subnetMapper) Create(ctx context.Context, call module.Call, want module
 		TagSpecifications: ec2x.TagSpec(types.ResourceTypeSubnet, want["tags"], call.Token),
 	}, ec2x.NoRetry)
 	if err != nil {
-		return nil, ec2x.Terminal(fmt.Errorf("create subnet %s in %s: %w", want.String("cidr_block"), want.String("vpc_id"), err))
+		return nil, ec2x.Terminal.Classify(err, "create subnet %s in %s", want.String("cidr_block"), want.String("vpc_id"))
 	}
 	return subnetRecord(region, *out.Subnet), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -25,21 +26,13 @@ func vpcRecord(region string, v types.Vpc) module.Record {
 	}
 }
 
+// Read lists the VPCs of every region in scope (DescribeVpcs, paginated).
 func (m *vpcMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	return m.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
-		var out []module.Record
-		p := ec2.NewDescribeVpcsPaginator(cl, &ec2.DescribeVpcsInput{MaxResults: aws.Int32(ec2x.PageSize)})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("describe VPCs: %w", err)
-			}
-			for _, v := range page.Vpcs {
-				out = append(out, vpcRecord(region, v))
-			}
-		}
-		return out, nil
-	})
+	return regional.List(ctx, m.c.Clients, call.Scope, ec2x.Terminal, "describe VPCs",
+		func(cl *ec2.Client) *ec2.DescribeVpcsPaginator {
+			return ec2.NewDescribeVpcsPaginator(cl, &ec2.DescribeVpcsInput{MaxResults: aws.Int32(ec2x.PageSize)})
+		},
+		func(page *ec2.DescribeVpcsOutput) []types.Vpc { return page.Vpcs }, vpcRecord)
 }
 
 // Create creates the VPC, tagged with the create's client token: CreateVpc
@@ -52,7 +45,7 @@ func (m *vpcMapper) Create(ctx context.Context, call module.Call, want module.Re
 		TagSpecifications: ec2x.TagSpec(types.ResourceTypeVpc, want["tags"], call.Token),
 	}, ec2x.NoRetry)
 	if err != nil {
-		return nil, ec2x.Terminal(fmt.Errorf("create VPC %s in %s: %w", want.String("cidr_block"), region, err))
+		return nil, ec2x.Terminal.Classify(err, "create VPC %s in %s", want.String("cidr_block"), region)
 	}
 	return vpcRecord(region, *out.Vpc), nil
 }

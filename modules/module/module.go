@@ -158,6 +158,21 @@ func SplitCloudID(id string, n int) ([]string, bool) {
 	return parts, true
 }
 
+// IdentityOf reads an identity CloudIDOf rendered back into a record of
+// t's CloudID columns (a Getter's ids, a reference's value); false when id
+// is no identity of t.
+func IdentityOf(t Table, id string) (Record, bool) {
+	parts, ok := SplitCloudID(id, len(t.CloudID))
+	if !ok {
+		return nil, false
+	}
+	r := make(Record, len(parts))
+	for i, c := range t.CloudID {
+		r[c] = parts[i]
+	}
+	return r, true
+}
+
 // Record is one resource as column name -> value, in the table's shape. The
 // values are JSON-like: nil, bool, string, json.Number, []any, map[string]any.
 // Timestamps are RFC 3339 strings. Columns a record lacks are NULL.

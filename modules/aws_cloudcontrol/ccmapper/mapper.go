@@ -29,6 +29,7 @@ import (
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/ratelimit"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
 	"github.com/iasql/iasql/modules/internal/detail"
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -172,7 +173,7 @@ func (m *Mapper) list(ctx context.Context, parent map[string]any) ([]cctypes.Res
 		}
 		page, err := m.client.ListResources(ctx, in)
 		if err != nil {
-			return nil, apiError(err, "list %s", m.t.TypeName)
+			return nil, terminalAPI.Classify(err, "list %s", m.t.TypeName)
 		}
 		out = append(out, page.ResourceDescriptions...)
 		if aws.ToString(page.NextToken) == "" {
@@ -291,7 +292,7 @@ func (m *Mapper) get(ctx context.Context, identifier string) (module.Record, err
 		return nil, nil
 	}
 	if err != nil {
-		return nil, apiError(err, "read %s %s", m.t.TypeName, identifier)
+		return nil, terminalAPI.Classify(err, "read %s %s", m.t.TypeName, identifier)
 	}
 	if out.ResourceDescription == nil {
 		return nil, fmt.Errorf("read %s %s: no resource description in the answer", m.t.TypeName, identifier)
@@ -304,23 +305,16 @@ func (m *Mapper) get(ctx context.Context, identifier string) (module.Record, err
 }
 
 // Get reads the resources of ids (identities as module.CloudIDOf renders
-// them) fresh, one GetResource each; those that do not exist are absent.
+// them) fresh, one GetResource each, one at a time; those that do not
+// exist are absent.
 func (m *Mapper) Get(ctx context.Context, call module.Call, ids []string) ([]module.Record, error) {
-	var out []module.Record
-	for _, id := range ids {
+	return regional.Records(ctx, 1, ids, func(ctx context.Context, id string) (module.Record, error) {
 		ident, ok := m.t.CloudIDToIdentifier(id)
 		if !ok {
-			continue
+			return nil, nil
 		}
-		rec, err := m.get(ctx, ident)
-		if err != nil {
-			return nil, err
-		}
-		if rec != nil {
-			out = append(out, rec)
-		}
-	}
-	return out, nil
+		return m.get(ctx, ident)
+	})
 }
 
 // clientToken is the token of a call: the engine's persisted create
@@ -374,7 +368,7 @@ func (m *Mapper) Create(ctx context.Context, call module.Call, want module.Recor
 			continue
 		}
 		if err != nil {
-			return nil, apiError(err, "create %s", m.t.TypeName)
+			return nil, terminalAPI.Classify(err, "create %s", m.t.TypeName)
 		}
 		ev := out.ProgressEvent
 		if ev == nil {
@@ -424,7 +418,7 @@ func (m *Mapper) Update(ctx context.Context, call module.Call, want, have module
 		TypeName: aws.String(m.t.TypeName), Identifier: aws.String(id), PatchDocument: aws.String(p.JSON()), ClientToken: aws.String(clientToken(call)),
 	})
 	if err != nil {
-		return nil, apiError(err, "update %s %s", m.t.TypeName, id)
+		return nil, terminalAPI.Classify(err, "update %s %s", m.t.TypeName, id)
 	}
 	m.forget(id)
 	return m.progress(ctx, out.ProgressEvent)
@@ -447,7 +441,7 @@ func (m *Mapper) Delete(ctx context.Context, call module.Call, have module.Recor
 		return nil
 	}
 	if err != nil {
-		return apiError(err, "delete %s %s", m.t.TypeName, id)
+		return terminalAPI.Classify(err, "delete %s %s", m.t.TypeName, id)
 	}
 	m.forget(id)
 	_, err = m.progress(ctx, out.ProgressEvent)
@@ -467,7 +461,7 @@ func (m *Mapper) Poll(ctx context.Context, call module.Call, handle string) (mod
 	}
 	out, err := m.client.GetResourceRequestStatus(ctx, &cloudcontrol.GetResourceRequestStatusInput{RequestToken: aws.String(handle)})
 	if err != nil {
-		return nil, apiError(err, "status of %s request %s", m.t.TypeName, handle)
+		return nil, terminalAPI.Classify(err, "status of %s request %s", m.t.TypeName, handle)
 	}
 	return m.progress(ctx, out.ProgressEvent)
 }
