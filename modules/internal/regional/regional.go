@@ -31,6 +31,18 @@ func NewClients[C any](cfg aws.Config, newClient func(region string) C) *Clients
 	return &Clients[C]{cfg: cfg, newClient: newClient, byRegion: map[string]C{}}
 }
 
+// Region returns the client for a region, made on first use.
+func (c *Clients[C]) Region(region string) C {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.byRegion[region]; ok {
+		return cl
+	}
+	cl := c.newClient(region)
+	c.byRegion[region] = cl
+	return cl
+}
+
 // Scope is the scope a call works in: s, else (aws_account not installed)
 // the configuration's region (module.Scope.Or).
 func (c *Clients[C]) Scope(s module.Scope) module.Scope { return s.Or(c.cfg) }
@@ -103,18 +115,6 @@ func Pages[T, P, O any](ctx context.Context, p Pager[P, O], items func(page *P) 
 		out = append(out, items(page)...)
 	}
 	return out, nil
-}
-
-// Region returns the client for a region, made on first use.
-func (c *Clients[C]) Region(region string) C {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.byRegion[region]; ok {
-		return cl
-	}
-	cl := c.newClient(region)
-	c.byRegion[region] = cl
-	return cl
 }
 
 // ForEach runs fn(ctx, i) for i from 0 to n-1, at most limit at a time
