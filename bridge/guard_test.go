@@ -29,7 +29,7 @@ type memMapper struct {
 	ticking   string // the name of the thing whose seen is the read count
 }
 
-func (m *memMapper) Read(ctx context.Context) ([]module.Record, error) {
+func (m *memMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	if m.slowRead > 0 {
 		select {
 		case <-time.After(m.slowRead):
@@ -58,7 +58,7 @@ func (m *memMapper) tick(r module.Record) module.Record {
 	return r
 }
 
-func (m *memMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *memMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := module.Record{"name": want["name"], "size": want["size"]}
@@ -66,11 +66,11 @@ func (m *memMapper) Create(ctx context.Context, want module.Record) (module.Reco
 	return r, nil
 }
 
-func (m *memMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	return m.Create(ctx, want)
+func (m *memMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
+	return m.Create(ctx, call, want)
 }
 
-func (m *memMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *memMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.things, have.String("name"))

@@ -38,14 +38,14 @@ func newSlowCloud(delay time.Duration) *slowCloud {
 		ops: map[string]time.Time{}, creates: map[string]int{}, made: map[string]time.Time{}}
 }
 
-func (m *slowCloud) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *slowCloud) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	name := want.String("name")
 	m.opMu.Lock()
 	m.creates[name]++
 	m.opMu.Unlock()
 	if !strings.HasPrefix(name, "slow-") {
 		m.note(name)
-		return m.memMapper.Create(ctx, want)
+		return m.memMapper.Create(ctx, call, want)
 	}
 	handle := "op-" + name + "-" + want.String("size")
 	m.opMu.Lock()
@@ -60,7 +60,7 @@ func (m *slowCloud) note(name string) {
 	m.made[name] = time.Now()
 }
 
-func (m *slowCloud) Poll(ctx context.Context, handle string) (module.Record, error) {
+func (m *slowCloud) Poll(ctx context.Context, call module.Call, handle string) (module.Record, error) {
 	m.opMu.Lock()
 	done, ok := m.ops[handle]
 	m.opMu.Unlock()
@@ -73,7 +73,7 @@ func (m *slowCloud) Poll(ctx context.Context, handle string) (module.Record, err
 	parts := strings.SplitN(strings.TrimPrefix(handle, "op-"), "-", 3) // slow, name, size
 	name := parts[0] + "-" + parts[1]
 	m.note(name)
-	return m.memMapper.Create(ctx, module.Record{"name": name, "size": module.Number(atoi(parts[2]))})
+	return m.memMapper.Create(ctx, call, module.Record{"name": name, "size": module.Number(atoi(parts[2]))})
 }
 
 type errorString string

@@ -16,7 +16,7 @@ import (
 // that a commit reads the records it acts on fresh at every pass.
 type tickMapper struct{ *memMapper }
 
-func (m tickMapper) Get(ctx context.Context, names []string) ([]module.Record, error) {
+func (m tickMapper) Get(ctx context.Context, call module.Call, names []string) ([]module.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.reads++

@@ -53,16 +53,16 @@ type getterMapper struct {
 	waitedReads int
 }
 
-func (m *getterMapper) Read(ctx context.Context) ([]module.Record, error) {
-	if module.FreshRead(ctx) || module.FreshFor(ctx, "thing-new", "thing-001", "thing-002", "thing-003") {
+func (m *getterMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	if call.Fresh.For("thing-new", "thing-001", "thing-002", "thing-003") {
 		m.mu.Lock()
 		m.waitedReads++
 		m.mu.Unlock()
 	}
-	return m.memMapper.Read(ctx)
+	return m.memMapper.Read(ctx, call)
 }
 
-func (m *getterMapper) Get(ctx context.Context, names []string) ([]module.Record, error) {
+func (m *getterMapper) Get(ctx context.Context, call module.Call, names []string) ([]module.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.got += len(names)

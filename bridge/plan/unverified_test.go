@@ -19,14 +19,14 @@ import (
 // fakeMapper compares declarative columns; the diff never calls the rest.
 type fakeMapper struct{ cols []string }
 
-func (m fakeMapper) Read(context.Context) ([]module.Record, error) { return nil, nil }
-func (m fakeMapper) Create(context.Context, module.Record) (module.Record, error) {
+func (m fakeMapper) Read(context.Context, module.Call) ([]module.Record, error) { return nil, nil }
+func (m fakeMapper) Create(context.Context, module.Call, module.Record) (module.Record, error) {
 	return nil, nil
 }
-func (m fakeMapper) Update(context.Context, module.Record, module.Record) (module.Record, error) {
+func (m fakeMapper) Update(context.Context, module.Call, module.Record, module.Record) (module.Record, error) {
 	return nil, nil
 }
-func (m fakeMapper) Delete(context.Context, module.Record) error { return nil }
+func (m fakeMapper) Delete(context.Context, module.Call, module.Record) error { return nil }
 func (m fakeMapper) Equal(db, cloud module.Record) bool {
 	return len(module.Table{}.Differing(m.cols, db, cloud)) == 0
 }

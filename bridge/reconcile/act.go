@@ -50,7 +50,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		if snapshot.Generated(ts.Spec) {
 			want = snapshot.WithIdentity(ts.Spec, want, module.CloudIDOf(ts.Spec, got))
 		}
-		fixed, err := ts.Update(ctx, want, got)
+		fixed, err := ts.Update(ctx, c.snap.Call, want, got)
 		if errors.Is(err, module.ErrReplace) {
 			return nil // the next read reports the difference
 		} else if err != nil {
@@ -58,7 +58,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		}
 		return c.writeBack(ctx, a, fixed)
 	case plan.CloudUpdate:
-		got, err := ts.Update(ctx, a.Row.Cloud, a.Cloud)
+		got, err := ts.Update(ctx, c.snap.Call, a.Row.Cloud, a.Cloud)
 		if errors.Is(err, module.ErrReplace) {
 			a.Action = "replace"
 			return c.replace(ctx, a)
@@ -68,7 +68,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		return c.writeBack(ctx, a, got)
 	case plan.CloudDelete:
 		if a.Retire != nil {
-			if err := ts.Delete(ctx, a.Cloud); err != nil {
+			if err := ts.Delete(ctx, c.snap.Call, a.Cloud); err != nil {
 				return err
 			}
 			return c.dbTx(ctx, func(tx pgx.Tx) error {
@@ -86,7 +86,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			c.log().Warn("deleting a resource made twice by one create: its client token was not honoured", "cycle", c.id, "table", a.Table,
 				"token", s.Token, "row", s.Row, "kept", strings.Join(s.Kept, ","), "deleting", a.CloudID, "duplicates", strings.Join(s.All, ","))
 		}
-		if err := ts.Delete(ctx, a.Cloud); errors.Is(err, module.ErrKeep) && (plan.ParentRetired(c.snap, ts.Spec, a.Cloud) || plan.ParentLeaving(c.snap, ts.Spec, a.Cloud)) {
+		if err := ts.Delete(ctx, c.snap.Call, a.Cloud); errors.Is(err, module.ErrKeep) && (plan.ParentRetired(c.snap, ts.Spec, a.Cloud) || plan.ParentLeaving(c.snap, ts.Spec, a.Cloud)) {
 			// It goes with its parent (the old resource of a replacement, or
 			// a resource whose row was deleted): AWS deletes a VPC's default
 			// security group with the VPC. As good as deleted: forgotten
@@ -164,11 +164,13 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 // or a crash before the write-back) and the mapper can look a token up,
 // the resource that attempt made is adopted instead of making another.
 func (c *cycle) create(ctx context.Context, a *plan.Action, want module.Record) (module.Record, error) {
+	call := c.snap.Call
+	call.Token = a.Token
 	// A long create (module.Poller) is asked again with its token: the
 	// cloud answers for the resource the first call made, still on its way
 	// or not; Find would take it as done.
 	if _, polls := a.Tab.Mapper.(module.Poller); a.Retried && !polls {
-		got, err := a.Tab.Find(ctx, want, a.Token)
+		got, err := a.Tab.Find(ctx, call, want)
 		if err != nil {
 			return nil, fmt.Errorf("look for what an earlier attempt made: %w", err)
 		}
@@ -177,7 +179,7 @@ func (c *cycle) create(ctx context.Context, a *plan.Action, want module.Record) 
 			return got, nil
 		}
 	}
-	return a.Tab.Create(module.WithClientToken(ctx, a.Token), want)
+	return a.Tab.Create(ctx, call, want)
 }
 
 // writeBack stores what the cloud returned after a create or update: the

@@ -235,7 +235,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			}
 			return out, nil
 		}
-		done := c.executeAll(c.snap.Scope(ctx), p.Actions)
+		done := c.executeAll(ctx, p.Actions)
 		c.log().DebugContext(ctx, "cycle executed", "cycle", c.id, "pass", pass, "actions", len(p.Actions), "failures", len(done))
 		failures = append(failures, done...)
 		for _, a := range p.Actions {

@@ -167,7 +167,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 			if !ok {
 				return false, fmt.Errorf("table %s has an operation in progress (%s) but its mapper cannot be asked about it", ts.Spec.Name, o.Handle)
 			}
-			got, err := ts.Poll(ctx, o.Handle)
+			got, err := ts.Poll(ctx, c.snap.Call, o.Handle)
 			var p *module.Pending
 			switch {
 			case errors.As(err, &p):

@@ -120,13 +120,12 @@ func (c *cycle) read(ctx context.Context) error {
 	// is restored from the cloud in this cycle, so it counts meanwhile.
 	for _, ts := range snap.Tables {
 		if ts.Spec.ReadOnly {
-			if err := c.readCloud(c.freshness(ctx, snap, ts, fresh), ts); err != nil {
+			if err := c.readCloud(ctx, module.Call{Fresh: c.freshness(snap, ts, fresh)}, ts); err != nil {
 				return err
 			}
 		}
 	}
-	snap.Context = snapshot.ContextRecords(snap)
-	ctx = snap.Scope(ctx)
+	snap.Prepare()
 	// The rest of the cloud, one mapper at a time (each may page and fan
 	// out itself), with every mapper call of this snapshot in that scope;
 	// and the rows in cloud form, parents before children (a child's
@@ -136,7 +135,9 @@ func (c *cycle) read(ctx context.Context) error {
 	for _, ts := range snap.Tables {
 		byRecord := reading.ByRecord(ts.Spec.Name)
 		if !ts.Spec.ReadOnly && !byRecord {
-			if err := c.readCloud(c.freshness(ctx, snap, ts, fresh), ts); err != nil {
+			call := snap.Call
+			call.Fresh = c.freshness(snap, ts, fresh)
+			if err := c.readCloud(ctx, call, ts); err != nil {
 				return err
 			}
 		}
@@ -151,7 +152,7 @@ func (c *cycle) read(ctx context.Context) error {
 			c.markRecreated(ts.Spec.Name, id)
 		}
 		if byRecord {
-			if err := ts.GetCloud(ctx, reading, c.fresh[ts.Spec.Name]); err != nil {
+			if err := ts.GetCloud(ctx, snap.Call, reading, c.fresh[ts.Spec.Name]); err != nil {
 				return err
 			}
 		}
@@ -165,13 +166,13 @@ func (c *cycle) read(ctx context.Context) error {
 
 // readCloud reads a table's cloud, or takes it from the previous pass of
 // this cycle when the cycle has not changed it in the cloud since (touch).
-func (c *cycle) readCloud(ctx context.Context, ts *snapshot.Table) error {
+func (c *cycle) readCloud(ctx context.Context, call module.Call, ts *snapshot.Table) error {
 	if prev := c.reads[ts.Spec.Name]; prev != nil && !c.touched[ts.Spec.Name] && prev.CloudWhole {
 		ts.Cloud, ts.ByToken, ts.Unverified, ts.CloudWhole = prev.Cloud, prev.ByToken, prev.Unverified, true
 		return nil
 	}
 	ts.CloudWhole = true
-	if err := ts.ReadCloud(ctx); err != nil {
+	if err := ts.ReadCloud(ctx, call); err != nil {
 		return err
 	}
 	if len(ts.Unverified) == 0 {
@@ -184,14 +185,14 @@ func (c *cycle) readCloud(ctx context.Context, ts *snapshot.Table) error {
 // cycle fresh for what it acts on (names), unless an ENFORCE or TRACK rule
 // covers the table (those modes are about drift: the whole table is read
 // as the cloud has it now); automatic cycles may reuse recent reads.
-func (c *cycle) freshness(ctx context.Context, snap *snapshot.Snapshot, ts *snapshot.Table, names map[string]bool) context.Context {
+func (c *cycle) freshness(snap *snapshot.Snapshot, ts *snapshot.Table, names map[string]bool) module.Fresh {
 	switch {
 	case c.req.Trigger.FullRead() || (c.req.Trigger.Scoped() && snap.Modes.Drifty(ts.Spec.Name)):
-		return module.WithFreshRead(ctx)
+		return module.Fresh{All: true}
 	case c.req.Trigger.Scoped():
-		return module.WithFreshOnly(ctx, names)
+		return module.Fresh{Names: names}
 	}
-	return ctx
+	return module.Fresh{}
 }
 
 // forcedBy is a table's forced records to begin with: those this cycle

@@ -33,10 +33,10 @@ func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 	strategy := replace.StrategyFor(ts.Mapper, snapshot.Generated(ts.Spec))
 	if strategy == replace.DeleteFirst {
 		c.markRecreated(a.Table, a.ID)
-		if err := ts.Delete(ctx, a.Cloud); err != nil {
+		if err := ts.Delete(ctx, c.snap.Call, a.Cloud); err != nil {
 			return fmt.Errorf("replace: delete the old resource: %w", err)
 		}
-		got, err := ts.Create(ctx, want)
+		got, err := ts.Create(ctx, c.snap.Call, want)
 		if err != nil {
 			return fmt.Errorf("replace: create the new resource: %w", err)
 		}
@@ -50,7 +50,7 @@ func (c *cycle) replace(ctx context.Context, a *plan.Action) error {
 	var err error
 	if strategy == replace.StandIn {
 		// A retried create finds the stand-in by its derived name.
-		got, err = ts.Create(ctx, first)
+		got, err = ts.Create(ctx, c.snap.Call, first)
 	} else {
 		// The cloud generates the new identity: the create carries a client
 		// token, persisted first (adoptReplacement finds what it made).

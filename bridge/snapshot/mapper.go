@@ -52,48 +52,48 @@ func (ts *Table) Differing(cols []string, db, cloud module.Record) []string {
 }
 
 // Create creates want's resource.
-func (ts *Table) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (ts *Table) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	w, err := ts.writer()
 	if err != nil {
 		return nil, err
 	}
-	return ts.canonical(w.Create(ctx, want))
+	return ts.canonical(w.Create(ctx, call, want))
 }
 
 // Update makes have's resource as want says.
-func (ts *Table) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (ts *Table) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	w, err := ts.writer()
 	if err != nil {
 		return nil, err
 	}
-	return ts.canonical(w.Update(ctx, want, have))
+	return ts.canonical(w.Update(ctx, call, want, have))
 }
 
 // Delete deletes have's resource.
-func (ts *Table) Delete(ctx context.Context, have module.Record) error {
+func (ts *Table) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	w, err := ts.writer()
 	if err != nil {
 		return err
 	}
-	_, err = ts.canonical(nil, w.Delete(ctx, have))
+	_, err = ts.canonical(nil, w.Delete(ctx, call, have))
 	return err
 }
 
-// Find asks a module.Finder for the resource a create with token made
-// (nil when none did, or when the mapper cannot look tokens up).
-func (ts *Table) Find(ctx context.Context, want module.Record, token string) (module.Record, error) {
+// Find asks a module.Finder for the resource a create with call.Token
+// made (nil when none did, or when the mapper cannot look tokens up).
+func (ts *Table) Find(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	f, ok := ts.Mapper.(module.Finder)
 	if !ok {
 		return nil, nil
 	}
-	return ts.canonical(f.Find(ctx, want, token))
+	return ts.canonical(f.Find(ctx, call, want))
 }
 
 // Poll asks a module.Poller about an operation in progress.
-func (ts *Table) Poll(ctx context.Context, handle string) (module.Record, error) {
+func (ts *Table) Poll(ctx context.Context, call module.Call, handle string) (module.Record, error) {
 	p, ok := ts.Mapper.(module.Poller)
 	if !ok {
 		return nil, fmt.Errorf("table %s's mapper cannot poll operations", ts.Spec.Name)
 	}
-	return ts.canonical(p.Poll(ctx, handle))
+	return ts.canonical(p.Poll(ctx, call, handle))
 }

@@ -72,7 +72,7 @@ func (s *Scope) IsContext(table, id string) bool {
 // read-back of an operation that ended): they are taken as they are, not
 // read again. A record whose operation still runs in the cloud is not
 // read: nothing is planned for it meanwhile.
-func (ts *Table) GetCloud(ctx context.Context, s *Scope, fresh map[string]module.Record) error {
+func (ts *Table) GetCloud(ctx context.Context, call module.Call, s *Scope, fresh map[string]module.Record) error {
 	var ids []string
 	seen := map[string]bool{}
 	add := func(cid string) {
@@ -98,7 +98,7 @@ func (ts *Table) GetCloud(ctx context.Context, s *Scope, fresh map[string]module
 	if len(ids) == 0 {
 		return nil
 	}
-	recs, err := ts.Mapper.(module.Getter).Get(module.WithFreshRead(ctx), ids)
+	recs, err := ts.Mapper.(module.Getter).Get(ctx, call.AllFresh(), ids)
 	if err != nil {
 		if recs, err = ts.readFailed(ctx, nil, err); err != nil {
 			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)

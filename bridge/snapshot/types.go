@@ -86,8 +86,8 @@ func (ts *Table) CloudForms(snap *Snapshot) error {
 }
 
 // ReadCloud reads the table's resources from the cloud, by identity.
-func (ts *Table) ReadCloud(ctx context.Context) error {
-	recs, err := ts.Mapper.Read(ctx)
+func (ts *Table) ReadCloud(ctx context.Context, call module.Call) error {
+	recs, err := ts.Mapper.Read(ctx, call)
 	if err != nil {
 		// What cannot be read is unverified; the rest goes on (unverified.go).
 		if recs, err = ts.readFailed(ctx, recs, err); err != nil {
@@ -118,7 +118,7 @@ func (ts *Table) AddCloud(recs []module.Record) {
 // FreshNames are the identity values of the records a cycle acts on:
 // those with pending intent, work in progress or a replacement, as their
 // rows say and as their records last knew them, and their parents'. A
-// scoped read is fresh for them (module.WithFreshOnly).
+// scoped read is fresh for them (module.Fresh's Names).
 func FreshNames(snap *Snapshot) map[string]bool {
 	names := map[string]bool{}
 	addCID := func(cid string) {
@@ -177,14 +177,15 @@ func FreshNames(snap *Snapshot) map[string]bool {
 	return names
 }
 
-// ContextRecords are the records each module's Context hook sees, by table
-// of the modules that have one: the rows as read and, for a read-only
-// table, the cloud's resources the database lacks (they are restored by
-// this cycle).
-func ContextRecords(snap *Snapshot) map[string][]module.Record {
-	out := map[string][]module.Record{}
-	for _, ts := range snap.Tables {
-		if ts.Module == nil || ts.Module.Context == nil {
+// Prepare makes the Call of the snapshot's mapper calls (Snapshot.Call):
+// what each module's Prepare hook derives from the module's tables as read
+// (aws_account's regions in scope). A hook sees the rows as read and, for
+// a read-only table, the cloud's resources the database lacks (they are
+// restored by this cycle).
+func (s *Snapshot) Prepare() {
+	rows := map[string][]module.Record{}
+	for _, ts := range s.Tables {
+		if ts.Module == nil || ts.Module.Prepare == nil {
 			continue
 		}
 		recs := make([]module.Record, 0, len(ts.Rows))
@@ -200,26 +201,21 @@ func ContextRecords(snap *Snapshot) map[string][]module.Record {
 				}
 			}
 		}
-		out[ts.Spec.Name] = recs
+		rows[ts.Spec.Name] = recs
 	}
-	return out
-}
-
-// Scope adds what modules derive from their tables as read (module.Module
-// Context: aws_account's regions in scope) to a context for mapper calls.
-func (s *Snapshot) Scope(ctx context.Context) context.Context {
+	var call module.Call
 	var done []*module.Module
 	for _, ts := range s.Tables {
-		if m := ts.Module; m != nil && m.Context != nil && !slices.Contains(done, m) {
+		if m := ts.Module; m != nil && m.Prepare != nil && !slices.Contains(done, m) {
 			byTable := map[string][]module.Record{}
 			for _, t := range m.Tables {
-				byTable[t.Name] = s.Context[t.Name]
+				byTable[t.Name] = rows[t.Name]
 			}
-			ctx = m.Context(ctx, byTable)
+			m.Prepare(byTable, &call)
 			done = append(done, m)
 		}
 	}
-	return ctx
+	s.Call = call
 }
 
 // Row is a module-table row as the cycle read it.
@@ -306,16 +302,8 @@ func Generated(spec module.Table) bool {
 // CloudID renders).
 func WithIdentity(spec module.Table, r module.Record, cid string) module.Record {
 	out := maps.Clone(r)
-	if len(spec.CloudID) == 1 {
-		out[spec.CloudID[0]] = cid
-		return out
-	}
-	var parts []string
-	if err := json.Unmarshal([]byte(cid), &parts); err != nil || len(parts) != len(spec.CloudID) {
-		return out
-	}
-	for i, c := range spec.CloudID {
-		out[c] = parts[i]
+	if id, ok := module.IdentityOf(spec, cid); ok {
+		maps.Copy(out, id)
 	}
 	return out
 }
@@ -332,10 +320,12 @@ type Snapshot struct {
 	// reading: which tables were read by record, and which rows were read
 	// for reference only (nil: every table read whole).
 	Reading *Scope
-	// context: the records modules' Context hooks see, by table (see scope).
-	Context map[string][]module.Record
-	Tables  []*Table // in dependency order
-	ByName  map[string]*Table
+	// Call is what every mapper call of the snapshot is given (the scope,
+	// the parents of listings: Prepare); a read adds its freshness and a
+	// create its client token.
+	Call   module.Call
+	Tables []*Table // in dependency order
+	ByName map[string]*Table
 }
 
 // ErrNoParent means a reference could not be translated yet.

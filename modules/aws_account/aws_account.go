@@ -1,14 +1,15 @@
 // Package aws_account is the aws_account module: the account's regions
 // (table aws_regions), which of them iasql manages, and the default region
 // that other modules' region columns default to. Every other AWS module
-// depends on it; it puts the enabled regions in each cycle's context
-// (module.Scope). Credentials come from the SDK's chain and are never
-// stored in a table.
+// depends on it; it gives the enabled regions to every mapper call of a
+// cycle (module.Call's Scope). Credentials come from the SDK's chain and
+// are never stored in a table.
 package aws_account
 
 import (
 	"context"
 	"embed"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -60,14 +61,14 @@ func Module() module.Module {
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			return map[string]module.Reader{"aws_regions": newRegionMapper(cfg)}, nil
 		},
-		Context: scope,
+		Prepare: scope,
 	}
 }
 
-// scope is the module's Context hook: the enabled regions and the default
+// scope is the module's Prepare hook: the enabled regions and the default
 // one, as the cycle read aws_regions. With no region enabled yet (before
 // the first sync), the scope stays the SDK configuration's region.
-func scope(ctx context.Context, rows map[string][]module.Record) context.Context {
+func scope(rows map[string][]module.Record, call *module.Call) {
 	var s module.Scope
 	for _, r := range rows["aws_regions"] {
 		if !r.Bool("is_enabled") {
@@ -79,10 +80,11 @@ func scope(ctx context.Context, rows map[string][]module.Record) context.Context
 		}
 	}
 	if len(s.Regions) == 0 {
-		return ctx
+		return
 	}
+	slices.Sort(s.Regions)
 	if s.Default == "" {
 		s.Default = s.Regions[0]
 	}
-	return module.WithScope(ctx, s)
+	call.Scope = s
 }

@@ -42,7 +42,7 @@ func newRegionMapper(cfg aws.Config) *regionMapper {
 // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html
 // Keeping the row (rather than the table listing enabled regions only)
 // keeps the region's resources in their tables while it is disabled.
-func (m *regionMapper) Read(ctx context.Context) ([]module.Record, error) {
+func (m *regionMapper) Read(ctx context.Context, _ module.Call) ([]module.Record, error) {
 	out, err := m.client.DescribeRegions(ctx, &ec2.DescribeRegionsInput{AllRegions: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("describe regions: %w", err)

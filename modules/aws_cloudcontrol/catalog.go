@@ -97,12 +97,11 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 	}
 	var opts ccmapper.Options
 	if len(t.ListParents) > 0 {
-		opts.Parents = func(ctx context.Context) ([]map[string]any, error) {
-			ps, _ := ctx.Value(parentsKey{spec.Name}).([]map[string]any)
-			return ps, nil
+		opts.Parents = func(call module.Call) ([]map[string]any, error) {
+			return call.Parents[spec.Name], nil
 		}
-		m.Context = func(ctx context.Context, rows map[string][]module.Record) context.Context {
-			return context.WithValue(ctx, parentsKey{spec.Name}, parentsOf(t, rows[spec.Name]))
+		m.Prepare = func(rows map[string][]module.Record, call *module.Call) {
+			call.SetParents(spec.Name, parentsOf(t, rows[spec.Name]))
 		}
 	}
 	m.Mappers = func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
@@ -131,10 +130,6 @@ func SchemaVersion(definition []byte) (string, error) {
 	sum := sha256.Sum256(canonical)
 	return "schema " + hex.EncodeToString(sum[:6]), nil
 }
-
-// parentsKey is the context key of the parents a cycle's rows name, per
-// table.
-type parentsKey struct{ table string }
 
 // parentsOf are the distinct parents the rows name: the values of the
 // type's list-parent properties, as ListResources takes them.

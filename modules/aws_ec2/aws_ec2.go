@@ -113,7 +113,7 @@ func NewMapper(cfg aws.Config, o Options) module.Mapper {
 	} else if ttl < 0 {
 		ttl = 0
 	}
-	return &instanceMapper{c: ec2x.NewClients(cfg), cfg: cfg, t: InstanceTable(), groups: aws_security_group.GroupTable(), pollAfter: o.PollAfter, userData: detail.NewCache[string](ttl)}
+	return &instanceMapper{c: ec2x.NewClients(cfg), t: InstanceTable(), groups: aws_security_group.GroupTable(), pollAfter: o.PollAfter, userData: detail.NewCache[string](ttl)}
 }
 
 // detailTTL is IASQL_EC2_DETAIL_TTL (a duration; 0 turns reuse off),

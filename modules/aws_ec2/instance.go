@@ -15,6 +15,8 @@ import (
 
 	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/internal/regional"
+	"github.com/iasql/iasql/modules/internal/tags"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -42,7 +44,6 @@ import (
 
 type instanceMapper struct {
 	c         *ec2x.Clients
-	cfg       aws.Config
 	t         module.Table // instance's declaration
 	groups    module.Table // security_group's: how the engine names groups
 	pollAfter time.Duration
@@ -113,23 +114,15 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-// regionOf is a record's region, the scope's default when it names none.
-func (m *instanceMapper) regionOf(ctx context.Context, r module.Record) string {
-	if region := r.String("region"); region != "" {
-		return region
-	}
-	return module.ScopeOf(ctx, m.cfg).Default
-}
-
 // Read lists the instances of every region in scope that are not
 // terminated or shutting down (DescribeInstances, all pages, filtered by
 // state), each with its user data (DescribeInstanceAttribute, which
 // DescribeInstances does not carry; reused from an earlier read within the
-// TTL unless the context asks for it fresh).
-func (m *instanceMapper) Read(ctx context.Context) ([]module.Record, error) {
+// TTL unless the call asks for it fresh).
+func (m *instanceMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	due := m.userData.Due()
-	return m.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
-		return m.describe(ctx, region, cl, &ec2.DescribeInstancesInput{
+	return m.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+		return m.describe(ctx, call.Fresh, region, cl, &ec2.DescribeInstancesInput{
 			MaxResults: aws.Int32(ec2x.PageSize),
 			Filters:    []types.Filter{{Name: aws.String("instance-state-name"), Values: liveStates}},
 		}, due)
@@ -137,36 +130,37 @@ func (m *instanceMapper) Read(ctx context.Context) ([]module.Record, error) {
 }
 
 // describe lists the instances in matches (all pages) as records.
-func (m *instanceMapper) describe(ctx context.Context, region string, cl *ec2.Client, in *ec2.DescribeInstancesInput, due map[string]bool) ([]module.Record, error) {
-	var out []module.Record
-	p := ec2.NewDescribeInstancesPaginator(cl, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describe instances in %s: %w", region, err)
-		}
+func (m *instanceMapper) describe(ctx context.Context, fresh module.Fresh, region string, cl *ec2.Client, in *ec2.DescribeInstancesInput, due map[string]bool) ([]module.Record, error) {
+	insts, err := regional.Pages(ctx, ec2.NewDescribeInstancesPaginator(cl, in), func(page *ec2.DescribeInstancesOutput) []types.Instance {
+		var out []types.Instance
 		for _, res := range page.Reservations {
-			for _, inst := range res.Instances {
-				if desired(stateOf(inst)) == "" {
-					continue
-				}
-				ud, err := m.readUserData(ctx, cl, aws.ToString(inst.InstanceId), due)
-				if module.IsCode(err, "InvalidInstanceID.NotFound") {
-					continue // gone since it was listed
-				} else if err != nil {
-					return nil, err
-				}
-				out = append(out, m.record(region, inst, ud))
-			}
+			out = append(out, res.Instances...)
 		}
+		return out
+	})
+	if err != nil {
+		return nil, fmt.Errorf("describe instances in %s: %w", region, err)
+	}
+	var out []module.Record
+	for _, inst := range insts {
+		if desired(stateOf(inst)) == "" {
+			continue
+		}
+		ud, err := m.readUserData(ctx, fresh, cl, aws.ToString(inst.InstanceId), due)
+		if module.IsCode(err, "InvalidInstanceID.NotFound") {
+			continue // gone since it was listed
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, m.record(region, inst, ud))
 	}
 	return out, nil
 }
 
 // readUserData is an instance's user data, decoded (reused from the cache
-// when ctx and due allow it).
-func (m *instanceMapper) readUserData(ctx context.Context, cl *ec2.Client, id string, due map[string]bool) (string, error) {
-	if ud, ok := m.userData.Get(ctx, id, id, due); ok {
+// when fresh and due allow it).
+func (m *instanceMapper) readUserData(ctx context.Context, fresh module.Fresh, cl *ec2.Client, id string, due map[string]bool) (string, error) {
+	if ud, ok := m.userData.Get(fresh, id, id, due); ok {
 		return ud, nil
 	}
 	out, err := cl.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{
@@ -190,15 +184,14 @@ func (m *instanceMapper) readUserData(ctx context.Context, cl *ec2.Client, id st
 // Get reads the instances of ids (instance ids), fresh, as Read would: by an
 // instance-id filter in each region of the scope (a filter, unlike
 // InstanceIds, answers a missing id with nothing instead of an error).
-func (m *instanceMapper) Get(ctx context.Context, ids []string) ([]module.Record, error) {
+func (m *instanceMapper) Get(ctx context.Context, call module.Call, ids []string) ([]module.Record, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	ctx = module.WithFreshRead(ctx)
-	return m.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+	return m.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
 		var out []module.Record
 		for chunk := range slices.Chunk(ids, 200) {
-			recs, err := m.describe(ctx, region, cl, &ec2.DescribeInstancesInput{
+			recs, err := m.describe(ctx, module.Fresh{All: true}, region, cl, &ec2.DescribeInstancesInput{
 				MaxResults: aws.Int32(ec2x.PageSize),
 				Filters: []types.Filter{
 					{Name: aws.String("instance-id"), Values: chunk},
@@ -218,9 +211,10 @@ func (m *instanceMapper) Get(ctx context.Context, ids []string) ([]module.Record
 // region (nil when none did), by its token tag. RunInstances' own
 // ClientToken already makes a repeated create answer the same instance;
 // this lets the engine adopt it without calling RunInstances again.
-func (m *instanceMapper) Find(ctx context.Context, want module.Record, token string) (module.Record, error) {
-	region := m.regionOf(ctx, want)
-	recs, err := m.describe(module.WithFreshRead(ctx), region, m.c.Region(region), &ec2.DescribeInstancesInput{
+func (m *instanceMapper) Find(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	token := call.Token
+	region := m.c.RegionOr(call.Scope, want.String("region"))
+	recs, err := m.describe(ctx, module.Fresh{All: true}, region, m.c.Region(region), &ec2.DescribeInstancesInput{
 		Filters: append(ec2x.TokenFilter(token),
 			types.Filter{Name: aws.String("instance-state-name"), Values: liveStates}),
 	}, nil)
@@ -233,19 +227,14 @@ func (m *instanceMapper) Find(ctx context.Context, want module.Record, token str
 	return recs[0], nil
 }
 
-// terminalCodes are the errors retrying cannot fix: bad input the database
+// terminal are the errors retrying cannot fix: bad input the database
 // could not catch (an AMI that does not exist, a type AWS does not offer),
 // a token reused with other parameters, missing permissions; with EC2's
-// common ones (ec2x). RunInstances' errors:
+// common ones (ec2x). IncorrectInstanceState (an instance that moved on
+// since it was described) is not: it is retried. RunInstances' errors:
 // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html
-var terminalCodes = ec2x.TerminalCodes("InvalidAMIID.Malformed", "InvalidAMIID.NotFound", "InvalidAMIID.Unavailable",
+var terminal = ec2x.Terminal.With("InvalidAMIID.Malformed", "InvalidAMIID.NotFound", "InvalidAMIID.Unavailable",
 	"IdempotentParameterMismatch", "InvalidKeyPair.NotFound", "InvalidInstanceType", "Unsupported")
-
-// terminal wraps err with what was being done, as a module.TerminalError
-// when retrying cannot fix it.
-func terminal(err error, format string, args ...any) error {
-	return module.Classify(err, terminalCodes, format, args...)
-}
 
 // Create launches the instance: RunInstances with MinCount = MaxCount = 1
 // and the create's client token as ClientToken. RunInstances is idempotent
@@ -256,9 +245,9 @@ func terminal(err error, format string, args ...any) error {
 // pending: Create answers a *module.Pending whose Record is the instance
 // (its instance_id) and whose Poll waits for running, then stops it when
 // the row wants it stopped (a pending instance cannot be stopped).
-func (m *instanceMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
-	region := m.regionOf(ctx, want)
-	token := module.ClientToken(ctx)
+func (m *instanceMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	region := m.c.RegionOr(call.Scope, want.String("region"))
+	token := call.Token
 	in := &ec2.RunInstancesInput{
 		ImageId:           aws.String(want.String("ami")),
 		InstanceType:      types.InstanceType(want.String("instance_type")),
@@ -286,7 +275,7 @@ func (m *instanceMapper) Create(ctx context.Context, want module.Record) (module
 	}
 	out, err := m.c.Region(region).RunInstances(ctx, in)
 	if err != nil {
-		return nil, terminal(err, "launch an instance of %s in %s", want.String("ami"), region)
+		return nil, terminal.Classify(err, "launch an instance of %s in %s", want.String("ami"), region)
 	}
 	if len(out.Instances) != 1 {
 		return nil, fmt.Errorf("launch an instance of %s in %s: AWS answered %d instances", want.String("ami"), region, len(out.Instances))
@@ -298,7 +287,7 @@ func (m *instanceMapper) Create(ctx context.Context, want module.Record) (module
 	if want.String("state") == "stopped" {
 		steps = append(steps, stepStop)
 	}
-	return m.advance(ctx, region, id, steps, &inst)
+	return m.advance(ctx, call.Fresh, region, id, steps, &inst)
 }
 
 // The steps of an operation a Pending's handle carries, done in order by
@@ -328,12 +317,12 @@ func parseHandle(h string) (region, id string, steps []string, err error) {
 }
 
 // Poll carries on with the operation a handle names (see advance).
-func (m *instanceMapper) Poll(ctx context.Context, h string) (module.Record, error) {
+func (m *instanceMapper) Poll(ctx context.Context, call module.Call, h string) (module.Record, error) {
 	region, id, steps, err := parseHandle(h)
 	if err != nil {
 		return nil, err
 	}
-	return m.advance(ctx, region, id, steps, nil)
+	return m.advance(ctx, call.Fresh, region, id, steps, nil)
 }
 
 // describeOne is the instance id in region, nil when AWS does not know it
@@ -362,7 +351,7 @@ func (m *instanceMapper) describeOne(ctx context.Context, cl *ec2.Client, id str
 // the handle of what is left. With every step done it answers the instance
 // as Read would (nil after stepGone). known is the instance as a call just
 // answered it (nil: describe it).
-func (m *instanceMapper) advance(ctx context.Context, region, id string, steps []string, known *types.Instance) (module.Record, error) {
+func (m *instanceMapper) advance(ctx context.Context, fresh module.Fresh, region, id string, steps []string, known *types.Instance) (module.Record, error) {
 	cl := m.c.Region(region)
 	inst := known
 	for {
@@ -383,7 +372,7 @@ func (m *instanceMapper) advance(ctx context.Context, region, id string, steps [
 		}
 		state := stateOf(*inst)
 		if len(steps) == 0 {
-			ud, err := m.readUserData(ctx, cl, id, nil)
+			ud, err := m.readUserData(ctx, fresh, cl, id, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -403,7 +392,7 @@ func (m *instanceMapper) advance(ctx context.Context, region, id string, steps [
 				m.userData.Forget(id)
 				return nil, nil
 			} else if err != nil {
-				return nil, terminal(err, "terminate instance %s", id)
+				return nil, terminal.Classify(err, "terminate instance %s", id)
 			}
 			return nil, m.pending(region, id, steps, nil)
 		}
@@ -425,7 +414,7 @@ func (m *instanceMapper) advance(ctx context.Context, region, id string, steps [
 				continue
 			case types.InstanceStateNameStopped:
 				_, err = cl.StartInstances(ctx, &ec2.StartInstancesInput{InstanceIds: []string{id}})
-				err = terminalIf(err, "start instance %s", id)
+				err = terminal.Classify(err, "start instance %s", id)
 			}
 			if err != nil {
 				return nil, err
@@ -438,7 +427,7 @@ func (m *instanceMapper) advance(ctx context.Context, region, id string, steps [
 				continue
 			case types.InstanceStateNameRunning:
 				_, err = cl.StopInstances(ctx, &ec2.StopInstancesInput{InstanceIds: []string{id}})
-				err = terminalIf(err, "stop instance %s", id)
+				err = terminal.Classify(err, "stop instance %s", id)
 			}
 			if err != nil {
 				return nil, err
@@ -463,7 +452,7 @@ func (m *instanceMapper) advance(ctx context.Context, region, id string, steps [
 				m.userData.Forget(id)
 			}
 			if _, err := cl.ModifyInstanceAttribute(ctx, in); err != nil {
-				return nil, terminalIf(err, "modify instance %s", id)
+				return nil, terminal.Classify(err, "modify instance %s", id)
 			}
 			steps = steps[1:]
 			inst = nil // describe again: the type changed
@@ -474,20 +463,13 @@ func (m *instanceMapper) advance(ctx context.Context, region, id string, steps [
 	}
 }
 
-// terminalIf classifies the error of a call on an existing instance:
-// IncorrectInstanceState (it moved on since it was described) is retried,
-// bad input is terminal.
-func terminalIf(err error, format string, args ...any) error {
-	return terminal(err, format, args...)
-}
-
 // pending answers a step that waits: the handle of the steps left, and what
 // is known of the instance.
 func (m *instanceMapper) pending(region, id string, steps []string, inst *types.Instance) error {
 	p := &module.Pending{Handle: handle(region, id, steps), RetryAfter: m.pollAfter,
 		Record: module.Record{"instance_id": id, "region": region}}
 	if inst != nil {
-		ud, _ := m.userData.Get(context.Background(), id, id, nil)
+		ud, _ := m.userData.Get(module.Fresh{}, id, id, nil)
 		p.Record = m.record(region, *inst, ud)
 	}
 	return p
@@ -509,7 +491,7 @@ func (m *instanceMapper) pending(region, id string, steps []string, inst *types.
 // rather than a replacement (the instance and its disks stay); cloud-init
 // runs user data at the first boot only, which the column's comment says.
 // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html
-func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *instanceMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	if len(m.Differing(m.t.CreateOnly, want, have)) > 0 {
 		return nil, module.ErrReplace
 	}
@@ -517,7 +499,7 @@ func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (
 	id := have.String("instance_id")
 	cl := m.c.Region(region)
 	got := maps.Clone(have)
-	if !sameTags(want["tags"], have["tags"]) {
+	if !tags.Same(want["tags"], have["tags"]) {
 		if err := ec2x.SyncTags(ctx, cl, id, want["tags"], have["tags"]); err != nil {
 			return nil, err
 		}
@@ -533,7 +515,7 @@ func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (
 		if _, err := cl.ModifyInstanceAttribute(ctx, &ec2.ModifyInstanceAttributeInput{
 			InstanceId: aws.String(id), Groups: groups,
 		}); err != nil {
-			return nil, terminalIf(err, "change the security groups of %s", id)
+			return nil, terminal.Classify(err, "change the security groups of %s", id)
 		}
 		got["security_group_ids"] = want["security_group_ids"]
 	}
@@ -564,14 +546,14 @@ func (m *instanceMapper) Update(ctx context.Context, want, have module.Record) (
 	if len(steps) == 0 {
 		return got, nil
 	}
-	return m.advance(ctx, region, id, steps, nil)
+	return m.advance(ctx, call.Fresh, region, id, steps, nil)
 }
 
 // Delete terminates the instance (TerminateInstances is idempotent; an
 // instance AWS no longer knows is done) and answers a *module.Pending
 // until it is terminated.
-func (m *instanceMapper) Delete(ctx context.Context, have module.Record) error {
-	_, err := m.advance(ctx, m.regionOf(ctx, have), have.String("instance_id"), []string{stepGone}, nil)
+func (m *instanceMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
+	_, err := m.advance(ctx, call.Fresh, m.c.RegionOr(call.Scope, have.String("region")), have.String("instance_id"), []string{stepGone}, nil)
 	return err
 }
 
@@ -594,7 +576,7 @@ func (m *instanceMapper) Differing(cols []string, db, cloud module.Record) []str
 		case "subnet_id":
 			same = db.String(c) == ""
 		case "tags":
-			same = sameTags(db[c], cloud[c])
+			same = tags.Same(db[c], cloud[c])
 		case "state":
 			same = orRunning(db.String(c)) == orRunning(cloud.String(c))
 		}
@@ -610,22 +592,6 @@ func orRunning(s string) string {
 		return "running"
 	}
 	return s
-}
-
-// sameTags compares tag maps leaving out AWS's own (aws:*) keys.
-func sameTags(a, b any) bool {
-	return module.Same(userTags(a), userTags(b))
-}
-
-func userTags(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	out := make(map[string]any, len(m))
-	for k, val := range m {
-		if !strings.HasPrefix(k, "aws:") && k != module.TokenTag {
-			out[k] = val
-		}
-	}
-	return out
 }
 
 var (

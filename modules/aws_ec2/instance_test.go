@@ -91,7 +91,7 @@ func (e *env) settle(p *module.Pending) (module.Record, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		time.Sleep(p.RetryAfter)
-		rec, err := e.m.(module.Poller).Poll(e.t.Context(), p.Handle)
+		rec, err := e.m.(module.Poller).Poll(e.t.Context(), module.Call{}, p.Handle)
 		var again *module.Pending
 		if !errors.As(err, &again) {
 			return rec, err
@@ -119,7 +119,7 @@ func (e *env) done(rec module.Record, err error) module.Record {
 // create launches want with token and waits until it is as wanted.
 func (e *env) create(want module.Record, token string) module.Record {
 	e.t.Helper()
-	rec, err := e.m.Create(module.WithClientToken(e.t.Context(), token), want)
+	rec, err := e.m.Create(e.t.Context(), module.Call{Token: token}, want)
 	var p *module.Pending
 	if !errors.As(err, &p) {
 		// Only an instance already as wanted (a repeated create) is done at once.
@@ -140,7 +140,7 @@ func (e *env) create(want module.Record, token string) module.Record {
 
 func (e *env) read() []module.Record {
 	e.t.Helper()
-	recs, err := e.m.Read(module.WithFreshRead(e.t.Context()))
+	recs, err := e.m.Read(e.t.Context(), module.Call{Fresh: module.Fresh{All: true}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -198,14 +198,14 @@ func TestCreateThenPollUntilRunning(t *testing.T) {
 	if !module.Equal(aws_ec2.InstanceTable(), e.m, want, read) {
 		t.Errorf("read %v, want %v", read, want)
 	}
-	found, err := e.m.(module.Finder).Find(t.Context(), want, "token-1")
+	found, err := e.m.(module.Finder).Find(t.Context(), module.Call{Token: "token-1"}, want)
 	if err != nil || found.String("instance_id") != got.String("instance_id") {
 		t.Errorf("Find(token-1) = %v, %v; want %s", found, err, got.String("instance_id"))
 	}
-	if none, err := e.m.(module.Finder).Find(t.Context(), want, "token-2"); err != nil || none != nil {
+	if none, err := e.m.(module.Finder).Find(t.Context(), module.Call{Token: "token-2"}, want); err != nil || none != nil {
 		t.Errorf("Find(token-2) = %v, %v; want nothing", none, err)
 	}
-	gets, err := e.m.(module.Getter).Get(t.Context(), []string{got.String("instance_id"), "i-0000000000000dead"})
+	gets, err := e.m.(module.Getter).Get(t.Context(), module.Call{}, []string{got.String("instance_id"), "i-0000000000000dead"})
 	if err != nil || len(gets) != 1 || !maps.EqualFunc(gets[0], read, module.Same) {
 		t.Errorf("Get = %v, %v; want [%v]", gets, err, read)
 	}
@@ -268,7 +268,7 @@ func TestStopModifyStart(t *testing.T) {
 			e.em.Reset()
 			want = maps.Clone(want)
 			tc.change(want)
-			rec, err := e.m.Update(t.Context(), want, have)
+			rec, err := e.m.Update(t.Context(), module.Call{}, want, have)
 			var p *module.Pending
 			if waits := tc.calls["ec2:StopInstances"]+tc.calls["ec2:StartInstances"] > 0; waits != errors.As(err, &p) {
 				t.Fatalf("update: got %v, %v; a *module.Pending: %v", rec, err, waits)
@@ -296,7 +296,7 @@ func TestSecurityGroupsChangeInPlace(t *testing.T) {
 	want = maps.Clone(want)
 	want["security_group_ids"] = anys(e.groups[2], e.groups[1])
 	want["tags"] = map[string]any{"Name": "web-2", "team": "a"}
-	got, err := e.m.Update(t.Context(), want, have)
+	got, err := e.m.Update(t.Context(), module.Call{}, want, have)
 	if err != nil {
 		t.Fatalf("update: %v (groups and tags change without waiting)", err)
 	}
@@ -320,7 +320,7 @@ func TestStateChanges(t *testing.T) {
 	for _, state := range []string{"stopped", "running", "stopped"} {
 		want = maps.Clone(want)
 		want["state"] = state
-		got := e.done(e.m.Update(t.Context(), want, have))
+		got := e.done(e.m.Update(t.Context(), module.Call{}, want, have))
 		if got.String("observed_state") != state || !module.Equal(aws_ec2.InstanceTable(), e.m, want, got) {
 			t.Fatalf("after asking %s: %v", state, got)
 		}
@@ -333,7 +333,7 @@ func TestDeleteTerminatesAndReadLeavesItOut(t *testing.T) {
 	e := newEnv(t)
 	keep := e.create(e.want(nil), "keep")
 	gone := e.create(e.want(nil), "gone")
-	err := e.m.Delete(t.Context(), gone)
+	err := e.m.Delete(t.Context(), module.Call{}, gone)
 	var p *module.Pending
 	if !errors.As(err, &p) {
 		t.Fatalf("delete: %v, want a *module.Pending", err)
@@ -349,15 +349,15 @@ func TestDeleteTerminatesAndReadLeavesItOut(t *testing.T) {
 	if len(recs) != 1 || recs[0].String("instance_id") != keep.String("instance_id") {
 		t.Errorf("Read lists %v, want only %s", recs, keep.String("instance_id"))
 	}
-	if got, _ := e.m.(module.Getter).Get(t.Context(), []string{gone.String("instance_id")}); len(got) != 0 {
+	if got, _ := e.m.(module.Getter).Get(t.Context(), module.Call{}, []string{gone.String("instance_id")}); len(got) != 0 {
 		t.Errorf("Get lists the terminated instance: %v", got)
 	}
 	// Deleting again (a retried delete) is done at once.
-	if err := e.m.Delete(t.Context(), gone); err != nil {
+	if err := e.m.Delete(t.Context(), module.Call{}, gone); err != nil {
 		t.Errorf("delete of a terminated instance: %v", err)
 	}
 	// An instance AWS no longer knows is done too.
-	if err := e.m.Delete(t.Context(), module.Record{"instance_id": "i-0000000000000dead", "region": "us-east-1"}); err != nil {
+	if err := e.m.Delete(t.Context(), module.Call{}, module.Record{"instance_id": "i-0000000000000dead", "region": "us-east-1"}); err != nil {
 		t.Errorf("delete of an unknown instance: %v", err)
 	}
 	// One terminated out of band (shutting-down, then terminated) is left out.
@@ -386,7 +386,7 @@ func TestNoOpUpdateMakesNoCall(t *testing.T) {
 		if !module.Equal(aws_ec2.InstanceTable(), e.m, w, have) {
 			t.Errorf("Equal(%v, %v) = false", w, have)
 		}
-		if _, err := e.m.Update(t.Context(), w, have); err != nil {
+		if _, err := e.m.Update(t.Context(), module.Call{}, w, have); err != nil {
 			t.Errorf("no-op update: %v", err)
 		}
 	}
@@ -404,7 +404,7 @@ func TestCreateOnlyChangesReplace(t *testing.T) {
 		"key_name": "ops", "region": "us-west-2"} {
 		want := maps.Clone(have)
 		want[col] = v
-		if _, err := e.m.Update(t.Context(), want, have); !errors.Is(err, module.ErrReplace) {
+		if _, err := e.m.Update(t.Context(), module.Call{}, want, have); !errors.Is(err, module.ErrReplace) {
 			t.Errorf("%s change: %v, want ErrReplace", col, err)
 		}
 		if d := e.m.(module.Comparer).Differing(aws_ec2.InstanceTable().CreateOnly, want, have); !slices.Equal(d, []string{col}) {
@@ -464,7 +464,7 @@ func TestBadInputIsTerminal(t *testing.T) {
 	}
 	e.create(e.want(nil), "reused")
 	for name, mod := range cases {
-		_, err := e.m.Create(module.WithClientToken(t.Context(), "reused"), e.want(mod))
+		_, err := e.m.Create(t.Context(), module.Call{Token: "reused"}, e.want(mod))
 		var te *module.TerminalError
 		if !errors.As(err, &te) {
 			t.Errorf("%s: %v, want a TerminalError", name, err)
@@ -478,7 +478,7 @@ func TestPollRefusesForeignHandles(t *testing.T) {
 	t.Parallel()
 	m := aws_ec2.NewMapper(aws.Config{Region: "us-east-1"}, aws_ec2.Options{})
 	var te *module.TerminalError
-	if _, err := m.(module.Poller).Poll(context.Background(), "req-123"); !errors.As(err, &te) {
+	if _, err := m.(module.Poller).Poll(context.Background(), module.Call{}, "req-123"); !errors.As(err, &te) {
 		t.Errorf("Poll(req-123) = %v, want a TerminalError", err)
 	}
 }
@@ -493,7 +493,7 @@ func TestReadReusesUserData(t *testing.T) {
 		e.create(e.want(nil), tok)
 	}
 	e.em.Reset()
-	recs, err := e.m.Read(t.Context())
+	recs, err := e.m.Read(t.Context(), module.Call{})
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("read: %d records, %v", len(recs), err)
 	}

@@ -35,7 +35,7 @@ func TestRepositoryGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.mkRepo(t, "us-west-2", "far") // outside the scope
-	read := c.read(t, ctx)
+	read := c.read(t, c.call)
 	cases := []struct {
 		name string
 		ids  []string
@@ -52,7 +52,7 @@ func TestRepositoryGet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := c.repo.(module.Getter).Get(ctx, tc.ids)
+			recs, err := c.repo.(module.Getter).Get(ctx, c.call, tc.ids)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestRepositoryGetCalls(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c.em.Reset()
-			recs, err := c.repo.(module.Getter).Get(ctx, tc.ids)
+			recs, err := c.repo.(module.Getter).Get(ctx, c.call, tc.ids)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,6 +24,7 @@ type cloud struct {
 	em   *emulator.Emulator
 	ecr  func(region string) *ecr.Client // out of band, as another tool would use
 	repo module.Mapper
+	call module.Call // in the tests' scope
 }
 
 // scope is the scope the tests' cycles run in.
@@ -35,7 +36,7 @@ func newCloud(t *testing.T) (*cloud, context.Context) {
 	cfg := cl.AWS
 	cfg.RetryMaxAttempts = 1
 	ms := testkit.Mappers(t, aws_ecr.Module(), cfg)
-	return &cloud{em: cl.Emu, ecr: testkit.Clients(cl.AWS, ecr.NewFromConfig), repo: ms["repository"].(module.Mapper)}, module.WithScope(t.Context(), scope)
+	return &cloud{em: cl.Emu, ecr: testkit.Clients(cl.AWS, ecr.NewFromConfig), repo: ms["repository"].(module.Mapper), call: module.Call{Scope: scope}}, t.Context()
 }
 
 func (c *cloud) mkRepo(t *testing.T, region, name string) {
@@ -45,9 +46,9 @@ func (c *cloud) mkRepo(t *testing.T, region, name string) {
 	}
 }
 
-func (c *cloud) read(t *testing.T, ctx context.Context) map[string]module.Record {
+func (c *cloud) read(t *testing.T, call module.Call) map[string]module.Record {
 	t.Helper()
-	recs, err := c.repo.Read(ctx)
+	recs, err := c.repo.Read(t.Context(), call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func checkFeedback(t *testing.T, rec module.Record) {
 func TestRepositoryLifecycle(t *testing.T) {
 	c, ctx := newCloud(t)
 	want := module.Record{"repository_name": "team/web", "region": "eu-west-1", "image_tag_mutability": "IMMUTABLE", "scan_on_push": true}
-	got, err := c.repo.Create(ctx, want)
+	got, err := c.repo.Create(ctx, c.call, want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestRepositoryLifecycle(t *testing.T) {
 	if !c.repo.(module.Equaler).Equal(want, got) {
 		t.Errorf("created %v, want %v", got, want)
 	}
-	read := c.read(t, ctx)
+	read := c.read(t, c.call)
 	if len(read) != 1 || !c.repo.(module.Equaler).Equal(want, read["eu-west-1/team/web"]) || !module.Same(read["eu-west-1/team/web"]["created_at"], got["created_at"]) {
 		t.Fatalf("read %v", read)
 	}
@@ -108,11 +109,11 @@ func TestRepositoryLifecycle(t *testing.T) {
 			t.Fatalf("%s: Equal before the update", s.name)
 		}
 		c.em.Reset()
-		up, err := c.repo.Update(ctx, next, have)
+		up, err := c.repo.Update(ctx, c.call, next, have)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if !c.repo.(module.Equaler).Equal(next, up) || !c.repo.(module.Equaler).Equal(next, c.read(t, ctx)["eu-west-1/team/web"]) {
+		if !c.repo.(module.Equaler).Equal(next, up) || !c.repo.(module.Equaler).Equal(next, c.read(t, c.call)["eu-west-1/team/web"]) {
 			t.Errorf("%s: updated to %v, want %v", s.name, up, next)
 		}
 		if up.String("created_at") != got.String("created_at") {
@@ -123,17 +124,17 @@ func TestRepositoryLifecycle(t *testing.T) {
 	for col, v := range map[string]string{"repository_name": "team/api", "region": "us-east-1"} {
 		moved := maps.Clone(want)
 		moved[col] = v
-		if _, err := c.repo.Update(ctx, moved, have); !errors.Is(err, module.ErrReplace) {
+		if _, err := c.repo.Update(ctx, c.call, moved, have); !errors.Is(err, module.ErrReplace) {
 			t.Errorf("change of %s: %v, want ErrReplace", col, err)
 		}
 	}
-	if err := c.repo.Delete(ctx, have); err != nil {
+	if err := c.repo.Delete(ctx, c.call, have); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.read(t, ctx)) != 0 {
+	if len(c.read(t, c.call)) != 0 {
 		t.Error("the repository is still there")
 	}
-	if err := c.repo.Delete(ctx, have); err != nil {
+	if err := c.repo.Delete(ctx, c.call, have); err != nil {
 		t.Errorf("deleting a deleted repository: %v", err)
 	}
 }
@@ -142,14 +143,14 @@ func TestRepositoryLifecycle(t *testing.T) {
 // needs, and reads the repository back once.
 func TestRepositoryUpdateCalls(t *testing.T) {
 	c, ctx := newCloud(t)
-	have, err := c.repo.Create(ctx, module.Record{"repository_name": "calls", "region": "us-east-1"})
+	have, err := c.repo.Create(ctx, c.call, module.Record{"repository_name": "calls", "region": "us-east-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.em.Reset()
 	want := maps.Clone(have)
 	want["scan_on_push"] = true
-	if _, err := c.repo.Update(ctx, want, have); err != nil {
+	if _, err := c.repo.Update(ctx, c.call, want, have); err != nil {
 		t.Fatal(err)
 	}
 	if got, w := c.em.Calls(), map[string]int{"ecr:PutImageScanningConfiguration": 1, "ecr:DescribeRepositories": 1}; !maps.Equal(got, w) {
@@ -166,7 +167,7 @@ func TestRepositoryCreateExisting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.repo.Create(ctx, module.Record{"repository_name": "there", "region": "ap-southeast-2"})
+	got, err := c.repo.Create(ctx, c.call, module.Record{"repository_name": "there", "region": "ap-southeast-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,11 +180,11 @@ func TestRepositoryCreateExisting(t *testing.T) {
 func TestRepositoryErrors(t *testing.T) {
 	c, ctx := newCloud(t)
 	var te *module.TerminalError
-	if _, err := c.repo.Create(ctx, module.Record{"repository_name": "Bad_Name", "region": "us-east-1"}); !errors.As(err, &te) {
+	if _, err := c.repo.Create(ctx, c.call, module.Record{"repository_name": "Bad_Name", "region": "us-east-1"}); !errors.As(err, &te) {
 		t.Errorf("bad name: %v, want a terminal error", err)
 	}
 	c.em.Inject(emulator.Fault{Op: "ecr:DescribeRepositories", Kind: emulator.Throttle, Times: 1})
-	if _, err := c.repo.Read(ctx); err == nil || errors.As(err, &te) {
+	if _, err := c.repo.Read(ctx, c.call); err == nil || errors.As(err, &te) {
 		t.Errorf("throttled read: %v, want a retryable error", err)
 	}
 }
@@ -192,22 +193,22 @@ func TestRepositoryErrors(t *testing.T) {
 // and no other; without a scope, the configuration's region; a row without
 // a region goes to the default one.
 func TestRepositoryRegions(t *testing.T) {
-	c, ctx := newCloud(t)
+	c, _ := newCloud(t)
 	for _, r := range []string{"us-east-1", "eu-west-1", "ap-southeast-2", "us-west-2"} {
 		c.mkRepo(t, r, "app")
 	}
 	c.em.Reset()
-	got := c.read(t, ctx)
+	got := c.read(t, c.call)
 	if len(got) != 3 || got["us-west-2/app"] != nil {
 		t.Errorf("read %v, want app in the three regions of the scope", got)
 	}
 	if calls := c.em.Calls(); !maps.Equal(calls, map[string]int{"ecr:DescribeRepositories": 3}) {
 		t.Errorf("calls %v", calls)
 	}
-	if got := c.read(t, t.Context()); len(got) != 1 || got["us-east-1/app"] == nil {
+	if got := c.read(t, module.Call{}); len(got) != 1 || got["us-east-1/app"] == nil {
 		t.Errorf("read without a scope %v, want us-east-1 only", got)
 	}
-	rec, err := c.repo.Create(module.WithScope(t.Context(), module.Scope{Regions: []string{"eu-west-1"}, Default: "eu-west-1"}),
+	rec, err := c.repo.Create(t.Context(), module.Call{Scope: module.Scope{Regions: []string{"eu-west-1"}, Default: "eu-west-1"}},
 		module.Record{"repository_name": "defaulted"})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestRepositoryRegions(t *testing.T) {
 func TestRepositoryOutOfBand(t *testing.T) {
 	c, ctx := newCloud(t)
 	c.mkRepo(t, "eu-west-1", "oob")
-	if r := c.read(t, ctx)["eu-west-1/oob"]; r == nil || r["image_tag_mutability"] != "MUTABLE" || r["scan_on_push"] != false {
+	if r := c.read(t, c.call)["eu-west-1/oob"]; r == nil || r["image_tag_mutability"] != "MUTABLE" || r["scan_on_push"] != false {
 		t.Fatalf("read %v", r)
 	}
 	cl := c.ecr("eu-west-1")
@@ -232,26 +233,26 @@ func TestRepositoryOutOfBand(t *testing.T) {
 		ImageScanningConfiguration: &types.ImageScanningConfiguration{ScanOnPush: true}}); err != nil {
 		t.Fatal(err)
 	}
-	if r := c.read(t, ctx)["eu-west-1/oob"]; r["image_tag_mutability"] != "IMMUTABLE" || r["scan_on_push"] != true {
+	if r := c.read(t, c.call)["eu-west-1/oob"]; r["image_tag_mutability"] != "IMMUTABLE" || r["scan_on_push"] != true {
 		t.Errorf("after changes outside iasql: %v", r)
 	}
 	if _, err := cl.DeleteRepository(ctx, &ecr.DeleteRepositoryInput{RepositoryName: aws.String("oob")}); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.read(t, ctx)) != 0 {
+	if len(c.read(t, c.call)) != 0 {
 		t.Error("a repository deleted outside iasql is still read")
 	}
 }
 
 // TestRepositoryReadMany: more repositories than one page, each once.
 func TestRepositoryReadMany(t *testing.T) {
-	c, ctx := newCloud(t)
+	c, _ := newCloud(t)
 	const n = 1003
 	for i := range n {
 		c.mkRepo(t, "ap-southeast-2", fmt.Sprintf("r%04d", i))
 	}
 	c.em.Reset()
-	got := c.read(t, ctx)
+	got := c.read(t, c.call)
 	if len(got) != n {
 		t.Errorf("read %d repositories, want %d", len(got), n)
 	}

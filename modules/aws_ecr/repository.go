@@ -27,13 +27,12 @@ const concurrency = 8
 // repositoryMapper maps the repository table: the private repositories of
 // every region of the cycle's scope.
 type repositoryMapper struct {
-	cfg     aws.Config
 	t       module.Table
 	clients *regional.Clients[*ecr.Client]
 }
 
 func newRepositoryMapper(cfg aws.Config) *repositoryMapper {
-	return &repositoryMapper{cfg: cfg, t: RepositoryTable(), clients: regional.NewClients(func(region string) *ecr.Client {
+	return &repositoryMapper{t: RepositoryTable(), clients: regional.NewClients(cfg, func(region string) *ecr.Client {
 		return ecr.NewFromConfig(cfg, func(o *ecr.Options) { o.Region = region })
 	})}
 }
@@ -42,31 +41,25 @@ func newRepositoryMapper(cfg aws.Config) *repositoryMapper {
 // (DescribeRepositories, paginated), regions concurrently. A region whose
 // read fails leaves the others' records, with a *module.PartialError
 // naming it.
-func (m *repositoryMapper) Read(ctx context.Context) ([]module.Record, error) {
-	regions := module.ScopeOf(ctx, m.cfg).Regions
-	return regional.GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
-		func(ctx context.Context, i int) ([]module.Record, error) {
-			return m.list(ctx, regions[i], nil)
-		})
+func (m *repositoryMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	return regional.List(ctx, m.clients, call.Scope, terminal, "describe repositories",
+		func(cl *ecr.Client) *ecr.DescribeRepositoriesPaginator {
+			return ecr.NewDescribeRepositoriesPaginator(cl, &ecr.DescribeRepositoriesInput{MaxResults: aws.Int32(pageSize)})
+		},
+		repositories, record)
 }
 
-// list describes the repositories of a region (those named, when names is
-// not nil).
-func (m *repositoryMapper) list(ctx context.Context, region string, names []string) ([]module.Record, error) {
-	in := &ecr.DescribeRepositoriesInput{RepositoryNames: names}
-	if names == nil {
-		in.MaxResults = aws.Int32(pageSize)
+func repositories(page *ecr.DescribeRepositoriesOutput) []types.Repository { return page.Repositories }
+
+// named describes the named repositories of a region.
+func (m *repositoryMapper) named(ctx context.Context, region string, names []string) ([]module.Record, error) {
+	found, err := regional.Pages(ctx, ecr.NewDescribeRepositoriesPaginator(m.clients.Region(region), &ecr.DescribeRepositoriesInput{RepositoryNames: names}), repositories)
+	if err != nil {
+		return nil, terminal.Classify(err, "describe repositories in %s", region)
 	}
-	var out []module.Record
-	p := ecr.NewDescribeRepositoriesPaginator(m.clients.Region(region), in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, classify(err, "describe repositories in %s", region)
-		}
-		for _, r := range page.Repositories {
-			out = append(out, record(region, r))
-		}
+	out := make([]module.Record, len(found))
+	for i, r := range found {
+		out[i] = record(region, r)
 	}
 	return out, nil
 }
@@ -82,22 +75,18 @@ func (m *repositoryMapper) list(ctx context.Context, region string, names []stri
 // Reference, DescribeRepositories:
 // https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeRepositories.html;
 // maxResults and nextToken cannot be used with repositoryNames.)
-func (m *repositoryMapper) Get(ctx context.Context, ids []string) ([]module.Record, error) {
-	regions := module.ScopeOf(ctx, m.cfg).Regions
-	type call struct {
+func (m *repositoryMapper) Get(ctx context.Context, call module.Call, ids []string) ([]module.Record, error) {
+	regions := m.clients.Scope(call.Scope).Regions
+	type batch struct {
 		region string
 		names  []string
 	}
-	var calls []call
+	var calls []batch
 	byRegion := map[string]int{} // the call that takes a region's next names
 	for _, id := range ids {
-		parts, ok := module.SplitCloudID(id, len(m.t.CloudID))
+		key, ok := module.IdentityOf(m.t, id)
 		if !ok {
 			continue
-		}
-		key := module.Record{}
-		for i, c := range m.t.CloudID {
-			key[c] = parts[i]
 		}
 		region, name := key.String("region"), key.String("repository_name")
 		if name == "" || !slices.Contains(regions, region) {
@@ -107,7 +96,7 @@ func (m *repositoryMapper) Get(ctx context.Context, ids []string) ([]module.Reco
 		if !ok || len(calls[i].names) == namesPerCall {
 			i = len(calls)
 			byRegion[region] = i
-			calls = append(calls, call{region: region})
+			calls = append(calls, batch{region: region})
 		}
 		calls[i].names = append(calls[i].names, name)
 	}
@@ -119,7 +108,7 @@ func (m *repositoryMapper) Get(ctx context.Context, ids []string) ([]module.Reco
 // describe describes the named repositories of a region, those that
 // exist: all in one call, or one per call when one of them is not found.
 func (m *repositoryMapper) describe(ctx context.Context, region string, names []string) ([]module.Record, error) {
-	recs, err := m.list(ctx, region, names)
+	recs, err := m.named(ctx, region, names)
 	switch {
 	case !module.IsCode(err, "RepositoryNotFoundException"):
 		return recs, err
@@ -150,7 +139,7 @@ func record(region string, r types.Repository) module.Record {
 
 // readOne reads one repository back.
 func (m *repositoryMapper) readOne(ctx context.Context, region, name string) (module.Record, error) {
-	recs, err := m.list(ctx, region, []string{name})
+	recs, err := m.named(ctx, region, []string{name})
 	if err != nil {
 		return nil, err
 	}
@@ -158,14 +147,6 @@ func (m *repositoryMapper) readOne(ctx context.Context, region, name string) (mo
 		return nil, fmt.Errorf("describe repository %s in %s: %d repositories", name, region, len(recs))
 	}
 	return recs[0], nil
-}
-
-// region is a record's region, the scope's default when it has none.
-func (m *repositoryMapper) region(ctx context.Context, r module.Record) string {
-	if s := r.String("region"); s != "" {
-		return s
-	}
-	return module.ScopeOf(ctx, m.cfg).Default
 }
 
 func mutability(r module.Record) types.ImageTagMutability {
@@ -178,8 +159,8 @@ func mutability(r module.Record) types.ImageTagMutability {
 // Create creates the repository in its region and returns it. A
 // repository of that name that already exists there is read back as it
 // is (the engine then updates it to the row).
-func (m *repositoryMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
-	name, region := want.String("repository_name"), m.region(ctx, want)
+func (m *repositoryMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	name, region := want.String("repository_name"), m.clients.RegionOr(call.Scope, want.String("region"))
 	if name == "" {
 		return nil, &module.TerminalError{Err: errors.New("create repository: repository_name is required")}
 	}
@@ -192,7 +173,7 @@ func (m *repositoryMapper) Create(ctx context.Context, want module.Record) (modu
 	case module.IsCode(err, "RepositoryAlreadyExistsException"):
 		return m.readOne(ctx, region, name)
 	case err != nil:
-		return nil, classify(err, "create repository %s in %s", name, region)
+		return nil, terminal.Classify(err, "create repository %s in %s", name, region)
 	}
 	return record(region, *out.Repository), nil
 }
@@ -200,23 +181,23 @@ func (m *repositoryMapper) Create(ctx context.Context, want module.Record) (modu
 // Update changes tag mutability (PutImageTagMutability) and scanning
 // (PutImageScanningConfiguration); another name or region needs a new
 // repository.
-func (m *repositoryMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
-	name, region := have.String("repository_name"), m.region(ctx, have)
-	if want.String("repository_name") != name || m.region(ctx, want) != region {
+func (m *repositoryMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
+	name, region := have.String("repository_name"), m.clients.RegionOr(call.Scope, have.String("region"))
+	if want.String("repository_name") != name || m.clients.RegionOr(call.Scope, want.String("region")) != region {
 		return nil, module.ErrReplace
 	}
 	cl := m.clients.Region(region)
 	if mutability(want) != mutability(have) {
 		_, err := cl.PutImageTagMutability(ctx, &ecr.PutImageTagMutabilityInput{RepositoryName: aws.String(name), ImageTagMutability: mutability(want)})
 		if err != nil {
-			return nil, classify(err, "set image tag mutability of repository %s in %s", name, region)
+			return nil, terminal.Classify(err, "set image tag mutability of repository %s in %s", name, region)
 		}
 	}
 	if want.Bool("scan_on_push") != have.Bool("scan_on_push") {
 		_, err := cl.PutImageScanningConfiguration(ctx, &ecr.PutImageScanningConfigurationInput{RepositoryName: aws.String(name),
 			ImageScanningConfiguration: &types.ImageScanningConfiguration{ScanOnPush: want.Bool("scan_on_push")}})
 		if err != nil {
-			return nil, classify(err, "set scan on push of repository %s in %s", name, region)
+			return nil, terminal.Classify(err, "set scan on push of repository %s in %s", name, region)
 		}
 	}
 	return m.readOne(ctx, region, name)
@@ -228,10 +209,10 @@ func (m *repositoryMapper) Update(ctx context.Context, want, have module.Record)
 // (RepositoryNotFoundException) is no error. (API Reference,
 // DeleteRepository:
 // https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DeleteRepository.html)
-func (m *repositoryMapper) Delete(ctx context.Context, have module.Record) error {
-	name, region := have.String("repository_name"), m.region(ctx, have)
+func (m *repositoryMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
+	name, region := have.String("repository_name"), m.clients.RegionOr(call.Scope, have.String("region"))
 	_, err := m.clients.Region(region).DeleteRepository(ctx, &ecr.DeleteRepositoryInput{RepositoryName: aws.String(name)})
-	return classify(module.Deleted(err, "RepositoryNotFoundException"), "delete repository %s in %s", name, region)
+	return terminal.Classify(module.Deleted(err, "RepositoryNotFoundException"), "delete repository %s in %s", name, region)
 }
 
 // Equal compares name, region, tag mutability (NULL is MUTABLE, as a

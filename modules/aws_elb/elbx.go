@@ -3,7 +3,6 @@ package aws_elb
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/iasql/iasql/modules/internal/ec2x"
 	"github.com/iasql/iasql/modules/internal/regional"
+	"github.com/iasql/iasql/modules/internal/tags"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -26,7 +26,7 @@ type Options struct {
 
 // Mappers returns the module's mappers for cfg.
 func Mappers(cfg aws.Config, o Options) map[string]module.Reader {
-	c := &clients{cfg: cfg, ec2: ec2x.NewClients(cfg), elb: regional.NewClients(func(region string) *elb.Client {
+	c := &clients{ec2: ec2x.NewClients(cfg), elb: regional.NewClients(cfg, func(region string) *elb.Client {
 		return elb.NewFromConfig(cfg, func(o *elb.Options) { o.Region = region })
 	})}
 	return map[string]module.Reader{
@@ -39,34 +39,22 @@ func Mappers(cfg aws.Config, o Options) map[string]module.Reader {
 
 // clients are an ELBv2 and an EC2 client per region.
 type clients struct {
-	cfg aws.Config
 	ec2 *ec2x.Clients
 	elb *regional.Clients[*elb.Client]
 }
 
-// eachRegion runs read for every region of the cycle's scope concurrently
-// (a region whose read fails leaves the others: regional.GatherRegions).
-func (c *clients) eachRegion(ctx context.Context, read func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error)) ([]module.Record, error) {
-	regions := module.ScopeOf(ctx, c.cfg).Regions
-	return regional.GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
-		func(ctx context.Context, i int) ([]module.Record, error) {
-			return read(ctx, regions[i], c.elb.Region(regions[i]))
-		})
-}
-
-// terminalCodes are ELBv2 errors that retrying cannot fix: bad input the
+// terminal are ELBv2 errors that retrying cannot fix: bad input the
 // database could not catch, quotas, permissions. (ResourceInUse and
 // DuplicateListener are not: the listener that holds the group or the port
 // may be on its way out in the same cycle.)
 // https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/CommonErrors.html
-var terminalCodes = map[string]bool{
-	"ValidationError": true, "InvalidConfigurationRequest": true, "SubnetNotFound": true, "InvalidSubnet": true,
-	"InvalidSecurityGroup": true, "InvalidScheme": true, "UnsupportedProtocol": true, "IncompatibleProtocols": true,
-	"TooManyTags": true, "DuplicateTagKeys": true, "InvalidTarget": true, "TargetGroupAssociationLimit": true,
-	"OperationNotPermitted": true, "CertificateNotFound": true, "SSLPolicyNotFound": true, "TooManyLoadBalancers": true,
-	"TooManyTargetGroups": true, "TooManyListeners": true, "TooManyTargets": true, "TooManyRegistrationsForTargetId": true,
-	"AccessDenied": true, "InvalidClientTokenId": true,
-}
+var terminal = module.TerminalCodes(
+	"ValidationError", "InvalidConfigurationRequest", "SubnetNotFound", "InvalidSubnet",
+	"InvalidSecurityGroup", "InvalidScheme", "UnsupportedProtocol", "IncompatibleProtocols",
+	"TooManyTags", "DuplicateTagKeys", "InvalidTarget", "TargetGroupAssociationLimit",
+	"OperationNotPermitted", "CertificateNotFound", "SSLPolicyNotFound", "TooManyLoadBalancers",
+	"TooManyTargetGroups", "TooManyListeners", "TooManyTargets", "TooManyRegistrationsForTargetId",
+	"AccessDenied", "InvalidClientTokenId")
 
 // named is the identity of a load balancer or target group: its name in
 // its region, as the table (t) renders it.
@@ -76,13 +64,9 @@ func named(t module.Table, name, region string) string {
 
 // splitNamed reads an identity named rendered back into name and region.
 func splitNamed(t module.Table, cid string) (name, region string, err error) {
-	parts, ok := module.SplitCloudID(cid, len(t.CloudID))
-	if !ok || len(parts) != 2 {
+	r, ok := module.IdentityOf(t, cid)
+	if !ok || len(r) != 2 {
 		return "", "", &module.TerminalError{Err: fmt.Errorf("%q is not a %s identity", cid, t.Name)}
-	}
-	r := module.Record{}
-	for i, c := range t.CloudID {
-		r[c] = parts[i]
 	}
 	return r.String("name"), r.String("region"), nil
 }
@@ -94,18 +78,11 @@ func loadBalancers(ctx context.Context, cl *elb.Client, in *elb.DescribeLoadBala
 	if len(in.Names) == 0 && len(in.LoadBalancerArns) == 0 {
 		in.PageSize = aws.Int32(400)
 	}
-	var out []types.LoadBalancer
-	p := elb.NewDescribeLoadBalancersPaginator(cl, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describe load balancers: %w", err)
-		}
-		for _, lb := range page.LoadBalancers {
-			if lb.Type == types.LoadBalancerTypeEnumApplication {
-				out = append(out, lb)
-			}
-		}
+	out, err := regional.Pages(ctx, elb.NewDescribeLoadBalancersPaginator(cl, in), func(page *elb.DescribeLoadBalancersOutput) []types.LoadBalancer {
+		return slices.DeleteFunc(page.LoadBalancers, func(lb types.LoadBalancer) bool { return lb.Type != types.LoadBalancerTypeEnumApplication })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("describe load balancers: %w", err)
 	}
 	return out, nil
 }
@@ -117,19 +94,14 @@ func targetGroups(ctx context.Context, cl *elb.Client, in *elb.DescribeTargetGro
 	if len(in.Names) == 0 && len(in.TargetGroupArns) == 0 {
 		in.PageSize = aws.Int32(400)
 	}
-	var out []types.TargetGroup
-	p := elb.NewDescribeTargetGroupsPaginator(cl, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describe target groups: %w", err)
-		}
-		for _, tg := range page.TargetGroups {
-			if (tg.Protocol == types.ProtocolEnumHttp || tg.Protocol == types.ProtocolEnumHttps) &&
-				(tg.TargetType == "" || tg.TargetType == types.TargetTypeEnumInstance) {
-				out = append(out, tg)
-			}
-		}
+	out, err := regional.Pages(ctx, elb.NewDescribeTargetGroupsPaginator(cl, in), func(page *elb.DescribeTargetGroupsOutput) []types.TargetGroup {
+		return slices.DeleteFunc(page.TargetGroups, func(tg types.TargetGroup) bool {
+			return (tg.Protocol != types.ProtocolEnumHttp && tg.Protocol != types.ProtocolEnumHttps) ||
+				(tg.TargetType != "" && tg.TargetType != types.TargetTypeEnumInstance)
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("describe target groups: %w", err)
 	}
 	return out, nil
 }
@@ -175,71 +147,45 @@ func tagsOf(ctx context.Context, cl *elb.Client, arns []string) (map[string][]ty
 	return out, nil
 }
 
-// tagRecord renders tags as a record value ({} when none), without the
-// engine's client-token tag (tokenOf) and AWS's own aws: tags
-// (module.ReservedTag), which no one may set or delete.
-func tagRecord(tags []types.Tag) map[string]any {
-	out := make(map[string]any, len(tags))
-	for _, t := range tags {
-		if k := aws.ToString(t.Key); k != module.TokenTag && !module.ReservedTag(k) {
-			out[k] = aws.ToString(t.Value)
-		}
-	}
-	return out
+// tag reads an ELBv2 tag.
+func tag(t types.Tag) tags.Tag {
+	return tags.Tag{Key: aws.ToString(t.Key), Value: aws.ToString(t.Value)}
 }
+
+// tagRecord renders tags as a tags column value (tags.Record: without the
+// client-token tag, tokenOf, and AWS's own aws: tags).
+func tagRecord(ts []types.Tag) map[string]any { return tags.Record(ts, tag) }
 
 // tokenOf is the client token a resource was tagged with at creation.
-func tokenOf(tags []types.Tag) string {
-	for _, t := range tags {
-		if aws.ToString(t.Key) == module.TokenTag {
-			return aws.ToString(t.Value)
-		}
-	}
-	return ""
-}
+func tokenOf(ts []types.Tag) string { return tags.Token(ts, tag) }
 
 // toTags is a record's tags column (and a client token, "" for none) as
-// ELBv2 tags, sorted by key.
-func toTags(v any, token string) []types.Tag {
-	m, _ := v.(map[string]any)
+// ELBv2 tags, sorted by key (nil for none).
+func toTags(v any, token string) []types.Tag { return elbTags(tags.List(v, token)) }
+
+func elbTags(ts []tags.Tag) []types.Tag {
 	var out []types.Tag
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, types.Tag{Key: aws.String(k), Value: aws.String(fmt.Sprint(m[k]))})
-	}
-	if token != "" {
-		out = append(out, types.Tag{Key: aws.String(module.TokenTag), Value: aws.String(token)})
+	for _, t := range ts {
+		out = append(out, types.Tag{Key: aws.String(t.Key), Value: aws.String(t.Value)})
 	}
 	return out
 }
 
 // syncTags makes a resource's tags want (from have): AddTags for new and
-// changed ones, RemoveTags for those gone; nothing when they are the same.
+// changed ones, RemoveTags for those gone (tags.Diff); nothing when they
+// are the same.
 // https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_AddTags.html
 // https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_RemoveTags.html
 func syncTags(ctx context.Context, cl *elb.Client, arn string, want, have any) error {
-	w, _ := want.(map[string]any)
-	h, _ := have.(map[string]any)
-	var set []types.Tag
-	for _, t := range toTags(w, "") {
-		if old, ok := h[*t.Key]; !ok || fmt.Sprint(old) != *t.Value {
-			set = append(set, t)
-		}
-	}
-	var del []string
-	for k := range h {
-		if _, ok := w[k]; !ok {
-			del = append(del, k)
-		}
-	}
-	slices.Sort(del)
+	set, remove := tags.Diff(want, have)
 	if len(set) > 0 {
-		if _, err := cl.AddTags(ctx, &elb.AddTagsInput{ResourceArns: []string{arn}, Tags: set}); err != nil {
-			return module.Classify(err, terminalCodes, "tag %s", arn)
+		if _, err := cl.AddTags(ctx, &elb.AddTagsInput{ResourceArns: []string{arn}, Tags: elbTags(set)}); err != nil {
+			return terminal.Classify(err, "tag %s", arn)
 		}
 	}
-	if len(del) > 0 {
-		if _, err := cl.RemoveTags(ctx, &elb.RemoveTagsInput{ResourceArns: []string{arn}, TagKeys: del}); err != nil {
-			return module.Classify(err, terminalCodes, "untag %s", arn)
+	if len(remove) > 0 {
+		if _, err := cl.RemoveTags(ctx, &elb.RemoveTagsInput{ResourceArns: []string{arn}, TagKeys: remove}); err != nil {
+			return terminal.Classify(err, "untag %s", arn)
 		}
 	}
 	return nil

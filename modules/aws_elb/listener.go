@@ -8,6 +8,7 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -88,34 +89,30 @@ func regionState(ctx context.Context, cl *elb.Client) (lbs, tgs map[string]strin
 // listeners lists the listeners of a load balancer as records (all pages),
 // with their tags (for the token).
 func listeners(ctx context.Context, cl *elb.Client, region, lbArn string, lbs, tgs map[string]string) ([]module.Record, error) {
-	var ls []types.Listener
-	p := elb.NewDescribeListenersPaginator(cl, &elb.DescribeListenersInput{LoadBalancerArn: aws.String(lbArn), PageSize: aws.Int32(400)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describe the listeners of %s: %w", lbArn, err)
-		}
-		ls = append(ls, page.Listeners...)
+	ls, err := regional.Pages(ctx, elb.NewDescribeListenersPaginator(cl, &elb.DescribeListenersInput{LoadBalancerArn: aws.String(lbArn), PageSize: aws.Int32(400)}),
+		func(page *elb.DescribeListenersOutput) []types.Listener { return page.Listeners })
+	if err != nil {
+		return nil, fmt.Errorf("describe the listeners of %s: %w", lbArn, err)
 	}
 	var arns []string
 	for _, l := range ls {
 		arns = append(arns, aws.ToString(l.ListenerArn))
 	}
-	tags, err := tagsOf(ctx, cl, arns)
+	tagged, err := tagsOf(ctx, cl, arns)
 	if err != nil {
 		return nil, err
 	}
 	var out []module.Record
 	for _, l := range ls {
-		if r := listenerRecord(region, l, lbs, tgs, tags[aws.ToString(l.ListenerArn)]); r != nil {
+		if r := listenerRecord(region, l, lbs, tgs, tagged[aws.ToString(l.ListenerArn)]); r != nil {
 			out = append(out, r)
 		}
 	}
 	return out, nil
 }
 
-func (m *listenerMapper) Read(ctx context.Context) ([]module.Record, error) {
-	return m.c.eachRegion(ctx, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+func (m *listenerMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
 		lbs, tgs, err := regionState(ctx, cl)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
@@ -180,11 +177,7 @@ func one(region string, ls []types.Listener, lbArn, lbName, tgArn, tgName, token
 	if len(ls) != 1 {
 		return nil, fmt.Errorf("AWS answered %d listeners", len(ls))
 	}
-	var tags []types.Tag
-	if token != "" {
-		tags = []types.Tag{{Key: aws.String(module.TokenTag), Value: aws.String(token)}}
-	}
-	r := listenerRecord(region, ls[0], map[string]string{lbArn: lbName}, map[string]string{tgArn: tgName}, tags)
+	r := listenerRecord(region, ls[0], map[string]string{lbArn: lbName}, map[string]string{tgArn: tgName}, toTags(nil, token))
 	if r == nil {
 		return nil, fmt.Errorf("listener %s does not forward to %s", aws.ToString(ls[0].ListenerArn), tgArn)
 	}
@@ -192,12 +185,12 @@ func one(region string, ls []types.Listener, lbArn, lbName, tgArn, tgName, token
 }
 
 // Create creates the listener, tagged with the create's client token.
-func (m *listenerMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *listenerMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	region, cl, lbArn, tgArn, err := m.resolve(ctx, want)
 	if err != nil {
 		return nil, err
 	}
-	token := module.ClientToken(ctx)
+	token := call.Token
 	out, err := cl.CreateListener(ctx, &elb.CreateListenerInput{
 		LoadBalancerArn: aws.String(lbArn),
 		Protocol:        types.ProtocolEnum(want.String("protocol")),
@@ -207,7 +200,7 @@ func (m *listenerMapper) Create(ctx context.Context, want module.Record) (module
 		Tags:            toTags(nil, token),
 	})
 	if err != nil {
-		return nil, module.Classify(err, terminalCodes, "create a listener on port %d of %s", want.Int("port"), lbArn)
+		return nil, terminal.Classify(err, "create a listener on port %d of %s", want.Int("port"), lbArn)
 	}
 	lbName, _, _ := splitNamed(LoadBalancerTable(), want.String("load_balancer_id"))
 	tgName, _, _ := splitNamed(TargetGroupTable(), want.String("target_group_id"))
@@ -216,7 +209,8 @@ func (m *listenerMapper) Create(ctx context.Context, want module.Record) (module
 
 // Find returns the listener of want's load balancer that a create with
 // this client token made (nil when none did).
-func (m *listenerMapper) Find(ctx context.Context, want module.Record, token string) (module.Record, error) {
+func (m *listenerMapper) Find(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	token := call.Token
 	lbName, region, err := splitNamed(LoadBalancerTable(), want.String("load_balancer_id"))
 	if err != nil {
 		return nil, err
@@ -246,7 +240,7 @@ func (m *listenerMapper) Find(ctx context.Context, want module.Record, token str
 // Update changes protocol, port, certificate and target group in place
 // (one ModifyListener with what differs); another load balancer needs a
 // new listener (module.ErrReplace).
-func (m *listenerMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *listenerMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	if !module.Same(want["load_balancer_id"], have["load_balancer_id"]) {
 		return nil, module.ErrReplace
 	}
@@ -271,7 +265,7 @@ func (m *listenerMapper) Update(ctx context.Context, want, have module.Record) (
 	}
 	out, err := cl.ModifyListener(ctx, in)
 	if err != nil {
-		return nil, module.Classify(err, terminalCodes, "modify listener %s", arn)
+		return nil, terminal.Classify(err, "modify listener %s", arn)
 	}
 	lbName, _, _ := splitNamed(LoadBalancerTable(), want.String("load_balancer_id"))
 	tgName, _, _ := splitNamed(TargetGroupTable(), want.String("target_group_id"))
@@ -279,7 +273,7 @@ func (m *listenerMapper) Update(ctx context.Context, want, have module.Record) (
 }
 
 // Delete deletes the listener (one AWS no longer knows is deleted).
-func (m *listenerMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *listenerMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	arn := have.String("listener_arn")
 	region := have.String("region")
 	if region == "" {
@@ -287,7 +281,7 @@ func (m *listenerMapper) Delete(ctx context.Context, have module.Record) error {
 	}
 	_, err := m.c.elb.Region(region).DeleteListener(ctx, &elb.DeleteListenerInput{ListenerArn: aws.String(arn)})
 	if err := module.Deleted(err, "ListenerNotFound"); err != nil {
-		return module.Classify(err, terminalCodes, "delete listener %s", arn)
+		return terminal.Classify(err, "delete listener %s", arn)
 	}
 	return nil
 }

@@ -89,8 +89,8 @@ func (m *lbMapper) records(ctx context.Context, region string, cl *elb.Client, l
 	return out, nil
 }
 
-func (m *lbMapper) Read(ctx context.Context) ([]module.Record, error) {
-	return m.c.eachRegion(ctx, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+func (m *lbMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
 		lbs, err := loadBalancers(ctx, cl, &elb.DescribeLoadBalancersInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
@@ -105,7 +105,7 @@ func (m *lbMapper) Read(ctx context.Context) ([]module.Record, error) {
 // the row's by identity, adopted (the engine then updates what differs). A
 // provisioning load balancer answers a *module.Pending that Poll carries on
 // until it is active.
-func (m *lbMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *lbMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	region, name := want.String("region"), want.String("name")
 	cl := m.c.elb.Region(region)
 	groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), module.Strings(want["security_groups"]))
@@ -126,11 +126,11 @@ func (m *lbMapper) Create(ctx context.Context, want module.Record) (module.Recor
 	case module.IsCode(err, "DuplicateLoadBalancerName"):
 		lbs, derr := loadBalancers(ctx, cl, &elb.DescribeLoadBalancersInput{Names: []string{name}})
 		if derr != nil || len(lbs) == 0 {
-			return nil, module.Classify(err, terminalCodes, "create load balancer %s in %s", name, region)
+			return nil, terminal.Classify(err, "create load balancer %s in %s", name, region)
 		}
 		lb = lbs[0]
 	case err != nil:
-		return nil, module.Classify(err, terminalCodes, "create load balancer %s in %s", name, region)
+		return nil, terminal.Classify(err, "create load balancer %s in %s", name, region)
 	case len(out.LoadBalancers) != 1:
 		return nil, fmt.Errorf("create load balancer %s in %s: AWS answered %d load balancers", name, region, len(out.LoadBalancers))
 	default:
@@ -161,7 +161,7 @@ func (m *lbMapper) settled(ctx context.Context, region string, cl *elb.Client, l
 }
 
 // Poll asks about a provisioning load balancer (handle: region and ARN).
-func (m *lbMapper) Poll(ctx context.Context, handle string) (module.Record, error) {
+func (m *lbMapper) Poll(ctx context.Context, call module.Call, handle string) (module.Record, error) {
 	region, arn, ok := strings.Cut(handle, " ")
 	if !ok || !strings.Contains(arn, ":loadbalancer/") {
 		return nil, &module.TerminalError{Err: fmt.Errorf("not a load balancer operation handle: %q", handle)}
@@ -179,7 +179,7 @@ func (m *lbMapper) Poll(ctx context.Context, handle string) (module.Record, erro
 // Update changes subnets (SetSubnets), security groups (SetSecurityGroups)
 // and tags in place, each only when it differs; name, scheme and region
 // need a new load balancer (module.ErrReplace).
-func (m *lbMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *lbMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	if len(m.Differing(m.t.CreateOnly, want, have)) > 0 {
 		return nil, module.ErrReplace
 	}
@@ -188,7 +188,7 @@ func (m *lbMapper) Update(ctx context.Context, want, have module.Record) (module
 	got := maps.Clone(have)
 	if len(m.Differing([]string{"subnets"}, want, have)) > 0 {
 		if _, err := cl.SetSubnets(ctx, &elb.SetSubnetsInput{LoadBalancerArn: aws.String(arn), Subnets: module.Strings(want["subnets"])}); err != nil {
-			return nil, module.Classify(err, terminalCodes, "set the subnets of %s", arn)
+			return nil, terminal.Classify(err, "set the subnets of %s", arn)
 		}
 		got["subnets"] = want["subnets"]
 	}
@@ -198,7 +198,7 @@ func (m *lbMapper) Update(ctx context.Context, want, have module.Record) (module
 			return nil, err
 		}
 		if _, err := cl.SetSecurityGroups(ctx, &elb.SetSecurityGroupsInput{LoadBalancerArn: aws.String(arn), SecurityGroups: groups}); err != nil {
-			return nil, module.Classify(err, terminalCodes, "set the security groups of %s", arn)
+			return nil, terminal.Classify(err, "set the security groups of %s", arn)
 		}
 		got["security_groups"] = want["security_groups"]
 	}
@@ -212,11 +212,11 @@ func (m *lbMapper) Update(ctx context.Context, want, have module.Record) (module
 }
 
 // Delete deletes the load balancer (and, as AWS does, its listeners).
-func (m *lbMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *lbMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	arn := have.String("load_balancer_arn")
 	_, err := m.c.elb.Region(have.String("region")).DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)})
 	if err := module.Deleted(err, "LoadBalancerNotFound"); err != nil {
-		return module.Classify(err, terminalCodes, "delete load balancer %s", arn)
+		return terminal.Classify(err, "delete load balancer %s", arn)
 	}
 	return nil
 }

@@ -59,9 +59,9 @@ func health(ctx context.Context, cl *elb.Client, region, group, arn string, only
 	return recs, nil
 }
 
-func (m *targetMapper) Read(ctx context.Context) ([]module.Record, error) {
+func (m *targetMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	t := TargetGroupTable()
-	return m.c.eachRegion(ctx, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
 		tgs, err := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
@@ -103,7 +103,7 @@ func description(r module.Record) types.TargetDescription {
 // Create registers the instance with the group (RegisterTargets of a
 // registered target changes nothing, so a retry is harmless) and answers
 // its health.
-func (m *targetMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *targetMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	region, cl, arn, err := m.group(ctx, want)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (m *targetMapper) Create(ctx context.Context, want module.Record) (module.R
 	}
 	d := description(want)
 	if _, err := cl.RegisterTargets(ctx, &elb.RegisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: []types.TargetDescription{d}}); err != nil {
-		return nil, module.Classify(err, terminalCodes, "register %s with %s", want.String("instance_id"), arn)
+		return nil, terminal.Classify(err, "register %s with %s", want.String("instance_id"), arn)
 	}
 	recs, err := health(ctx, cl, region, want.String("target_group_id"), arn, []types.TargetDescription{d})
 	if err != nil {
@@ -127,20 +127,20 @@ func (m *targetMapper) Create(ctx context.Context, want module.Record) (module.R
 
 // Update: a target's columns are all its identity; another value is
 // another target (the engine deregisters the old and registers the new).
-func (m *targetMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *targetMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	return nil, module.ErrReplace
 }
 
 // Delete deregisters the target. A group that is gone, or an instance that
 // is neither registered nor exists (terminated), leaves nothing to do.
-func (m *targetMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *targetMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	_, cl, arn, err := m.group(ctx, have)
 	if err != nil || arn == "" {
 		return err
 	}
 	_, err = cl.DeregisterTargets(ctx, &elb.DeregisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: []types.TargetDescription{description(have)}})
 	if err := module.Deleted(err, "TargetGroupNotFound", "InvalidTarget"); err != nil {
-		return module.Classify(err, terminalCodes, "deregister %s from %s", have.String("instance_id"), arn)
+		return terminal.Classify(err, "deregister %s from %s", have.String("instance_id"), arn)
 	}
 	return nil
 }

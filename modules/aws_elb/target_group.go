@@ -72,8 +72,8 @@ func (m *tgMapper) records(ctx context.Context, region string, cl *elb.Client, t
 	return out, nil
 }
 
-func (m *tgMapper) Read(ctx context.Context) ([]module.Record, error) {
-	return m.c.eachRegion(ctx, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+func (m *tgMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
 		tgs, err := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
@@ -88,7 +88,7 @@ func int32Of(r module.Record, col string) *int32 { return aws.Int32(int32(r.Int(
 // setting given (so AWS's defaults, which vary by protocol, never differ
 // from the row's). A retried create finds the name; a group of the name
 // made otherwise is the row's by identity, adopted.
-func (m *tgMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *tgMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	region, name := want.String("region"), want.String("name")
 	cl := m.c.elb.Region(region)
 	out, err := cl.CreateTargetGroup(ctx, &elb.CreateTargetGroupInput{
@@ -112,11 +112,11 @@ func (m *tgMapper) Create(ctx context.Context, want module.Record) (module.Recor
 	case module.IsCode(err, "DuplicateTargetGroupName"):
 		tgs, derr := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{Names: []string{name}})
 		if derr != nil || len(tgs) == 0 {
-			return nil, module.Classify(err, terminalCodes, "create target group %s in %s", name, region)
+			return nil, terminal.Classify(err, "create target group %s in %s", name, region)
 		}
 		tg = tgs[0]
 	case err != nil:
-		return nil, module.Classify(err, terminalCodes, "create target group %s in %s", name, region)
+		return nil, terminal.Classify(err, "create target group %s in %s", name, region)
 	case len(out.TargetGroups) != 1:
 		return nil, fmt.Errorf("create target group %s in %s: AWS answered %d groups", name, region, len(out.TargetGroups))
 	default:
@@ -132,7 +132,7 @@ func (m *tgMapper) Create(ctx context.Context, want module.Record) (module.Recor
 // Update changes the health check settings (ModifyTargetGroup, all of
 // them in one call) and tags in place, each only when it differs; the
 // rest needs a new group (module.ErrReplace).
-func (m *tgMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *tgMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	for _, c := range m.t.CreateOnly {
 		if !module.Same(want[c], have[c]) {
 			return nil, module.ErrReplace
@@ -157,7 +157,7 @@ func (m *tgMapper) Update(ctx context.Context, want, have module.Record) (module
 			Matcher:                    &types.Matcher{HttpCode: aws.String(want.String("matcher"))},
 		})
 		if err != nil {
-			return nil, module.Classify(err, terminalCodes, "modify target group %s", arn)
+			return nil, terminal.Classify(err, "modify target group %s", arn)
 		}
 		if len(out.TargetGroups) == 1 {
 			tags := got["tags"]
@@ -178,11 +178,11 @@ func (m *tgMapper) Update(ctx context.Context, want, have module.Record) (module
 // Delete deletes the target group. ResourceInUse (a listener still
 // forwards to it) is retried: the listener's delete or change may come
 // first in the same cycle.
-func (m *tgMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *tgMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	arn := have.String("target_group_arn")
 	_, err := m.c.elb.Region(have.String("region")).DeleteTargetGroup(ctx, &elb.DeleteTargetGroupInput{TargetGroupArn: aws.String(arn)})
 	if err := module.Deleted(err, "TargetGroupNotFound"); err != nil {
-		return module.Classify(err, terminalCodes, "delete target group %s", arn)
+		return terminal.Classify(err, "delete target group %s", arn)
 	}
 	return nil
 }

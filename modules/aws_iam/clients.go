@@ -13,12 +13,11 @@ import (
 
 // iamClients is what the module's mappers call IAM with.
 type iamClients struct {
-	cfg     aws.Config
 	clients *regional.Clients[*iam.Client]
 }
 
 func newClients(cfg aws.Config) iamClients {
-	return iamClients{cfg: cfg, clients: regional.NewClients(func(region string) *iam.Client {
+	return iamClients{clients: regional.NewClients(cfg, func(region string) *iam.Client {
 		return iam.NewFromConfig(cfg, func(o *iam.Options) { o.Region = region })
 	})}
 }
@@ -27,26 +26,35 @@ func newClients(cfg aws.Config) iamClients {
 // scope. IAM is global: any region reaches the same roles and policies;
 // signing for the scope's default region makes partitions other than aws
 // (aws-cn, aws-us-gov) resolve to their own endpoint.
-func (c iamClients) client(ctx context.Context) *iam.Client {
-	return c.clients.Region(module.ScopeOf(ctx, c.cfg).Default)
+func (c iamClients) client(call module.Call) *iam.Client {
+	return c.clients.Region(c.clients.Scope(call.Scope).Default)
 }
 
 // policyArns maps the names of the account's own policies to their ARNs
 // (ListPolicies, Scope Local): a policy is known by name in the tables,
 // and by ARN (which holds its path) to IAM.
 func policyArns(ctx context.Context, cl *iam.Client) (map[string]string, error) {
-	out := map[string]string{}
-	p := iam.NewListPoliciesPaginator(cl, &iam.ListPoliciesInput{Scope: types.PolicyScopeTypeLocal, MaxItems: aws.Int32(listPage)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, classify(err, "list policies")
-		}
-		for _, pol := range page.Policies {
-			out[aws.ToString(pol.PolicyName)] = aws.ToString(pol.Arn)
-		}
+	ps, err := listPolicies(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ps))
+	for _, pol := range ps {
+		out[aws.ToString(pol.PolicyName)] = aws.ToString(pol.Arn)
 	}
 	return out, nil
+}
+
+// listPolicies lists the account's own policies (ListPolicies, Scope
+// Local), every page.
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_ListPolicies.html
+func listPolicies(ctx context.Context, cl *iam.Client) ([]types.Policy, error) {
+	ps, err := regional.Pages(ctx, iam.NewListPoliciesPaginator(cl, &iam.ListPoliciesInput{Scope: types.PolicyScopeTypeLocal, MaxItems: aws.Int32(listPage)}),
+		func(page *iam.ListPoliciesOutput) []types.Policy { return page.Policies })
+	if err != nil {
+		return nil, terminal.Classify(err, "list policies")
+	}
+	return ps, nil
 }
 
 // optional is s for an optional parameter: nil when empty.

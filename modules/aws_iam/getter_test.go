@@ -21,13 +21,14 @@ import (
 // it out) or a name that differs from a role's only in case.
 func TestRoleGet(t *testing.T) {
 	c := newCloud(t)
-	ctx := module.WithScope(t.Context(), module.Scope{Regions: []string{"eu-west-1", "us-east-2"}, Default: "eu-west-1"})
+	ctx := t.Context()
+	call := module.Call{Scope: module.Scope{Regions: []string{"eu-west-1", "us-east-2"}, Default: "eu-west-1"}}
 	s := aws.String
-	if _, err := c.role.Create(ctx, row(t, "app", module.Record{"description": "The app's role",
+	if _, err := c.role.Create(ctx, call, row(t, "app", module.Record{"description": "The app's role",
 		"attached_policy_arns": []any{readOnly, ecsExec}, "inline_policies": map[string]any{"read-logs": doc(t, readLogs)}})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.role.Create(ctx, row(t, "bare", nil)); err != nil {
+	if _, err := c.role.Create(ctx, call, row(t, "bare", nil)); err != nil {
 		t.Fatal(err)
 	}
 	for name, path := range map[string]string{"svc": "/service-role/", "linked": "/aws-service-role/ecs.amazonaws.com/"} {
@@ -51,7 +52,7 @@ func TestRoleGet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := c.role.(module.Getter).Get(ctx, tc.ids)
+			recs, err := c.role.(module.Getter).Get(ctx, call, tc.ids)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,23 +64,23 @@ func TestRoleGet(t *testing.T) {
 	}
 }
 
-// TestRoleGetFresh: Get reads a role's policies anew even in a context
-// that allows reusing them (an automatic cycle's), and makes no ListRoles
+// TestRoleGetFresh: Get reads a role's policies anew even in a call that
+// allows reusing them (an automatic cycle's), and makes no ListRoles
 // call.
 func TestRoleGetFresh(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
-	if _, err := c.role.Create(ctx, row(t, "app", nil)); err != nil {
+	if _, err := c.role.Create(ctx, module.Call{}, row(t, "app", nil)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.role.Read(ctx); err != nil { // remembers app's policies
+	if _, err := c.role.Read(ctx, module.Call{}); err != nil { // remembers app's policies
 		t.Fatal(err)
 	}
 	if _, err := c.iam.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String("app"), PolicyArn: aws.String(readOnly)}); err != nil {
 		t.Fatal(err)
 	}
 	c.em.Reset()
-	recs, err := c.role.(module.Getter).Get(ctx, []string{"app"})
+	recs, err := c.role.(module.Getter).Get(ctx, module.Call{}, []string{"app"})
 	if err != nil {
 		t.Fatal(err)
 	}

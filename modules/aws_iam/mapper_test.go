@@ -91,7 +91,7 @@ func checkFeedback(t *testing.T, rec module.Record) {
 
 func (c *cloud) read(t *testing.T) map[string]module.Record {
 	t.Helper()
-	recs, err := c.role.Read(module.WithFreshRead(t.Context()))
+	recs, err := c.role.Read(t.Context(), module.Call{Fresh: module.Fresh{All: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestRoleLifecycle(t *testing.T) {
 		"attached_policy_arns": []any{readOnly, ecsExec},
 		"inline_policies":      map[string]any{"read-logs": doc(t, readLogs)},
 	})
-	got, err := c.role.Create(ctx, want)
+	got, err := c.role.Create(ctx, module.Call{}, want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestRoleLifecycle(t *testing.T) {
 		if c.role.(module.Equaler).Equal(next, have) {
 			t.Fatalf("%s: Equal before the update", s.name)
 		}
-		up, err := c.role.Update(ctx, next, have)
+		up, err := c.role.Update(ctx, module.Call{}, next, have)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
@@ -173,18 +173,18 @@ func TestRoleLifecycle(t *testing.T) {
 	}
 	renamed := maps.Clone(want)
 	renamed["role_name"] = "app2"
-	if _, err := c.role.Update(ctx, renamed, have); !errors.Is(err, module.ErrReplace) {
+	if _, err := c.role.Update(ctx, module.Call{}, renamed, have); !errors.Is(err, module.ErrReplace) {
 		t.Errorf("rename: %v, want ErrReplace", err)
 	}
 
 	// Delete removes the remaining inline policy first; again is no error.
-	if err := c.role.Delete(ctx, have); err != nil {
+	if err := c.role.Delete(ctx, module.Call{}, have); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.read(t)) != 0 {
 		t.Error("the role is still there")
 	}
-	if err := c.role.Delete(ctx, have); err != nil {
+	if err := c.role.Delete(ctx, module.Call{}, have); err != nil {
 		t.Errorf("deleting a deleted role: %v", err)
 	}
 }
@@ -194,7 +194,7 @@ func TestRoleLifecycle(t *testing.T) {
 func TestRoleDeleteDetaches(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
-	have, err := c.role.Create(ctx, row(t, "full", module.Record{"attached_policy_arns": []any{readOnly}}))
+	have, err := c.role.Create(ctx, module.Call{}, row(t, "full", module.Record{"attached_policy_arns": []any{readOnly}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestRoleDeleteDetaches(t *testing.T) {
 	if _, err := c.iam.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String("full"), PolicyName: aws.String("oob"), PolicyDocument: aws.String(readLogs)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.role.Delete(ctx, have); err != nil {
+	if err := c.role.Delete(ctx, module.Call{}, have); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.iam.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String("full")}); err == nil {
@@ -221,7 +221,7 @@ func TestRoleCreateExisting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.role.Create(ctx, row(t, "there", nil))
+	got, err := c.role.Create(ctx, module.Call{}, row(t, "there", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestRoleCreateExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	var te *module.TerminalError
-	if _, err := c.role.Create(ctx, row(t, "svc", nil)); !errors.As(err, &te) {
+	if _, err := c.role.Create(ctx, module.Call{}, row(t, "svc", nil)); !errors.As(err, &te) {
 		t.Errorf("create over a role with another path: %v, want a terminal error", err)
 	}
 }
@@ -244,27 +244,27 @@ func TestRoleCreateErrors(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
 	var te *module.TerminalError
-	if _, err := c.role.Create(ctx, row(t, "short", module.Record{"max_session_duration": json.Number("60")})); !errors.As(err, &te) {
+	if _, err := c.role.Create(ctx, module.Call{}, row(t, "short", module.Record{"max_session_duration": json.Number("60")})); !errors.As(err, &te) {
 		t.Errorf("max_session_duration 60: %v, want a terminal error", err)
 	}
-	if _, err := c.role.Create(ctx, row(t, "bad-doc", module.Record{"assume_role_policy_document": "not json"})); !errors.As(err, &te) {
+	if _, err := c.role.Create(ctx, module.Call{}, row(t, "bad-doc", module.Record{"assume_role_policy_document": "not json"})); !errors.As(err, &te) {
 		t.Errorf("a trust policy that is not JSON: %v, want a terminal error", err)
 	}
 	// An unknown managed policy fails the create after the role is made;
 	// the retry finds the role and the engine's update reports the policy
 	// again.
 	want := row(t, "unknown-policy", module.Record{"attached_policy_arns": []any{"arn:aws:iam::aws:policy/NoSuchPolicy"}})
-	if _, err := c.role.Create(ctx, want); err == nil || !strings.Contains(err.Error(), "NoSuchPolicy") {
+	if _, err := c.role.Create(ctx, module.Call{}, want); err == nil || !strings.Contains(err.Error(), "NoSuchPolicy") {
 		t.Errorf("unknown policy: %v", err)
 	}
-	have, err := c.role.Create(ctx, want)
+	have, err := c.role.Create(ctx, module.Call{}, want)
 	if err != nil {
 		t.Fatalf("retried create: %v", err)
 	}
 	if c.role.(module.Equaler).Equal(want, have) {
 		t.Error("the role read back has a policy that does not exist")
 	}
-	if _, err := c.role.Update(ctx, want, have); err == nil {
+	if _, err := c.role.Update(ctx, module.Call{}, want, have); err == nil {
 		t.Error("update attaching an unknown policy succeeded")
 	}
 }
@@ -273,7 +273,7 @@ func TestRoleCreateErrors(t *testing.T) {
 func TestRoleOutOfBand(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
-	created, err := c.role.Create(ctx, row(t, "oob", nil))
+	created, err := c.role.Create(ctx, module.Call{}, row(t, "oob", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,8 +347,7 @@ func TestRoleReadScope(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sctx := module.WithScope(ctx, module.Scope{Regions: []string{"eu-west-1", "us-east-2"}, Default: "eu-west-1"})
-	recs, err := c.role.Read(sctx)
+	recs, err := c.role.Read(ctx, module.Call{Scope: module.Scope{Regions: []string{"eu-west-1", "us-east-2"}, Default: "eu-west-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +387,7 @@ func TestRoleDetailReuse(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
 	for _, n := range []string{"a", "b", "c"} {
-		if _, err := c.role.Create(ctx, row(t, n, nil)); err != nil {
+		if _, err := c.role.Create(ctx, module.Call{}, row(t, n, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -396,7 +395,7 @@ func TestRoleDetailReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.em.Reset()
-	recs, err := c.role.Read(ctx)
+	recs, err := c.role.Read(ctx, module.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,20 +63,15 @@ type policyDetail struct {
 // GetPolicyVersion tell, reused from a read of the same default version
 // when the context allows it.
 // https://docs.aws.amazon.com/IAM/latest/APIReference/API_ListPolicies.html
-func (m *policyMapper) Read(ctx context.Context) ([]module.Record, error) {
-	cl := m.client(ctx)
-	var ps []types.Policy
-	p := iam.NewListPoliciesPaginator(cl, &iam.ListPoliciesInput{Scope: types.PolicyScopeTypeLocal, MaxItems: aws.Int32(listPage)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, classify(err, "list policies")
-		}
-		ps = append(ps, page.Policies...)
+func (m *policyMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	cl := m.client(call)
+	ps, err := listPolicies(ctx, cl)
+	if err != nil {
+		return nil, err
 	}
 	due := m.details.Due()
 	return regional.Gather(ctx, concurrency, len(ps), func(ctx context.Context, i int) ([]module.Record, error) {
-		rec, err := m.get(ctx, cl, ps[i], due)
+		rec, err := m.get(ctx, call.Fresh, cl, ps[i], due)
 		if err != nil {
 			return nil, module.Deleted(err, "NoSuchEntity") // none when deleted since it was listed
 		}
@@ -88,16 +83,16 @@ func (m *policyMapper) Read(ctx context.Context) ([]module.Record, error) {
 // enough) into its record: GetPolicy, then GetPolicyVersion of its default.
 // https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetPolicy.html
 // https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetPolicyVersion.html
-func (m *policyMapper) get(ctx context.Context, cl *iam.Client, p types.Policy, due map[string]bool) (module.Record, error) {
-	d, ok := m.details.Get(ctx, aws.ToString(p.PolicyName), versionKey(p), due)
+func (m *policyMapper) get(ctx context.Context, fresh module.Fresh, cl *iam.Client, p types.Policy, due map[string]bool) (module.Record, error) {
+	d, ok := m.details.Get(fresh, aws.ToString(p.PolicyName), versionKey(p), due)
 	if !ok {
 		got, err := cl.GetPolicy(ctx, &iam.GetPolicyInput{PolicyArn: p.Arn})
 		if err != nil {
-			return nil, classify(err, "get policy %s", aws.ToString(p.Arn))
+			return nil, terminal.Classify(err, "get policy %s", aws.ToString(p.Arn))
 		}
 		v, err := cl.GetPolicyVersion(ctx, &iam.GetPolicyVersionInput{PolicyArn: p.Arn, VersionId: got.Policy.DefaultVersionId})
 		if err != nil {
-			return nil, classify(err, "get the default version of policy %s", aws.ToString(p.Arn))
+			return nil, terminal.Classify(err, "get the default version of policy %s", aws.ToString(p.Arn))
 		}
 		d = policyDetail{policy: *got.Policy, document: parseDoc(aws.ToString(v.PolicyVersion.Document))}
 		m.details.Put(aws.ToString(d.policy.PolicyName), versionKey(d.policy), d)
@@ -111,8 +106,8 @@ func (m *policyMapper) get(ctx context.Context, cl *iam.Client, p types.Policy, 
 // reads it back. A policy of that name that exists already (a retried
 // create) is read back as it is: the engine then updates it to the row.
 // https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreatePolicy.html
-func (m *policyMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
-	name, cl := want.String("policy_name"), m.client(ctx)
+func (m *policyMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	name, cl := want.String("policy_name"), m.client(call)
 	doc, err := docText(want["document"])
 	if err != nil {
 		return nil, &module.TerminalError{Err: fmt.Errorf("create policy %s: document: %w", name, err)}
@@ -122,24 +117,24 @@ func (m *policyMapper) Create(ctx context.Context, want module.Record) (module.R
 	if module.IsCode(err, "EntityAlreadyExists") {
 		arns, err := policyArns(ctx, cl)
 		if err != nil || arns[name] == "" {
-			return nil, classify(err, "create policy %s: IAM has a policy of that name (in another case?)", name)
+			return nil, terminal.Classify(err, "create policy %s: IAM has a policy of that name (in another case?)", name)
 		}
-		return m.get(ctx, cl, types.Policy{Arn: aws.String(arns[name])}, nil)
+		return m.get(ctx, module.Fresh{All: true}, cl, types.Policy{Arn: aws.String(arns[name])}, nil)
 	}
 	if err != nil {
-		return nil, classify(err, "create policy %s", name)
+		return nil, terminal.Classify(err, "create policy %s", name)
 	}
-	return m.get(ctx, cl, types.Policy{Arn: out.Policy.Arn}, nil)
+	return m.get(ctx, module.Fresh{All: true}, cl, types.Policy{Arn: out.Policy.Arn}, nil)
 }
 
 // Update makes a new default version of a changed document and retags.
 // Another name, path or description needs a new policy: IAM changes
 // neither (CreatePolicy: "The policy description is immutable").
-func (m *policyMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *policyMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	if want.String("policy_name") != have.String("policy_name") || want.String("path") != have.String("path") || !module.Same(want["description"], have["description"]) {
 		return nil, module.ErrReplace
 	}
-	arn, cl := have.String("arn"), m.client(ctx)
+	arn, cl := have.String("arn"), m.client(call)
 	if !sameDoc(want["document"], have["document"]) {
 		if err := m.newVersion(ctx, cl, arn, want["document"]); err != nil {
 			return nil, err
@@ -148,7 +143,7 @@ func (m *policyMapper) Update(ctx context.Context, want, have module.Record) (mo
 	if err := retag(ctx, cl, arn, want["tags"], have["tags"]); err != nil {
 		return nil, err
 	}
-	return m.get(ctx, cl, types.Policy{Arn: &arn}, nil)
+	return m.get(ctx, module.Fresh{All: true}, cl, types.Policy{Arn: &arn}, nil)
 }
 
 // Delete deletes the policy's versions but the default, then the policy
@@ -156,8 +151,8 @@ func (m *policyMapper) Update(ctx context.Context, want, have module.Record) (mo
 // DeleteConflict, which is retried: detaching it is the role's business
 // (or, outside the table, someone else's).
 // https://docs.aws.amazon.com/IAM/latest/APIReference/API_DeletePolicy.html
-func (m *policyMapper) Delete(ctx context.Context, have module.Record) error {
-	arn, cl := have.String("arn"), m.client(ctx)
+func (m *policyMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
+	arn, cl := have.String("arn"), m.client(call)
 	vs, err := versions(ctx, cl, arn)
 	if err != nil {
 		return module.Deleted(err, "NoSuchEntity")
@@ -171,7 +166,7 @@ func (m *policyMapper) Delete(ctx context.Context, have module.Record) error {
 	if module.IsCode(err, "DeleteConflict") {
 		return fmt.Errorf("delete policy %s: still attached to a user, group or role (it is deleted once detached): %w", arn, err)
 	}
-	return classify(module.Deleted(err, "NoSuchEntity"), "delete policy %s", arn)
+	return terminal.Classify(module.Deleted(err, "NoSuchEntity"), "delete policy %s", arn)
 }
 
 // Equal compares name and path exactly, descriptions with NULL and ""

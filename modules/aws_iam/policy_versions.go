@@ -42,7 +42,7 @@ func (m *policyMapper) newVersion(ctx context.Context, cl *iam.Client, arn strin
 		}
 	}
 	_, err = cl.CreatePolicyVersion(ctx, &iam.CreatePolicyVersionInput{PolicyArn: &arn, PolicyDocument: &text, SetAsDefault: true})
-	return classify(err, "create a version of policy %s", arn)
+	return terminal.Classify(err, "create a version of policy %s", arn)
 }
 
 // versions lists a policy's versions but the default, oldest first (by
@@ -51,7 +51,7 @@ func (m *policyMapper) newVersion(ctx context.Context, cl *iam.Client, arn strin
 func versions(ctx context.Context, cl *iam.Client, arn string) ([]string, error) {
 	out, err := cl.ListPolicyVersions(ctx, &iam.ListPolicyVersionsInput{PolicyArn: &arn})
 	if err != nil {
-		return nil, classify(err, "list the versions of policy %s", arn)
+		return nil, terminal.Classify(err, "list the versions of policy %s", arn)
 	}
 	var ids []string
 	for _, v := range out.Versions {
@@ -71,7 +71,7 @@ func versionNumber(id string) int {
 
 func deleteVersion(ctx context.Context, cl *iam.Client, arn, id string) error {
 	_, err := cl.DeletePolicyVersion(ctx, &iam.DeletePolicyVersionInput{PolicyArn: &arn, VersionId: &id})
-	return classify(module.Deleted(err, "NoSuchEntity"), "delete version %s of policy %s", id, arn)
+	return terminal.Classify(module.Deleted(err, "NoSuchEntity"), "delete version %s of policy %s", id, arn)
 }
 
 // versionKey is what a policy's details are remembered by: its id (a

@@ -66,39 +66,33 @@ func detailTTL() time.Duration {
 
 // Read lists the roles under / (ListRoles, paginated) and reads each one's
 // attached and inline policies, 8 roles at a time (reused from a recent
-// read when the context allows it).
-func (m *roleMapper) Read(ctx context.Context) ([]module.Record, error) {
-	cl := m.client(ctx)
-	var roles []types.Role
-	p := iam.NewListRolesPaginator(cl, &iam.ListRolesInput{PathPrefix: aws.String(rolePath), MaxItems: aws.Int32(listPage)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, classify(err, "list roles")
-		}
-		roles = append(roles, page.Roles...) // found leaves out those under other paths
+// read when the call allows it).
+func (m *roleMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	cl := m.client(call)
+	// found leaves out those under other paths.
+	roles, err := regional.Pages(ctx, iam.NewListRolesPaginator(cl, &iam.ListRolesInput{PathPrefix: aws.String(rolePath), MaxItems: aws.Int32(listPage)}),
+		func(page *iam.ListRolesOutput) []types.Role { return page.Roles })
+	if err != nil {
+		return nil, terminal.Classify(err, "list roles")
 	}
 	due := m.details.Due()
-	return regional.Gather(ctx, concurrency, len(roles), func(ctx context.Context, i int) ([]module.Record, error) {
-		return m.found(ctx, cl, roles[i], due)
+	return regional.Records(ctx, concurrency, roles, func(ctx context.Context, r types.Role) (module.Record, error) {
+		return m.found(ctx, call.Fresh, cl, r, due)
 	})
 }
 
 // found completes a role IAM has just named (listed or got) into its
-// record, or nothing when the role is gone meanwhile or lies outside the
+// record, or nil when the role is gone meanwhile or lies outside the
 // table (a path other than /). Read and Get both make their records here.
-func (m *roleMapper) found(ctx context.Context, cl *iam.Client, r types.Role, due map[string]bool) ([]module.Record, error) {
+func (m *roleMapper) found(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
 	if aws.ToString(r.Path) != rolePath {
 		return nil, nil
 	}
-	rec, err := m.record(ctx, cl, r, due)
+	rec, err := m.record(ctx, fresh, cl, r, due)
 	if module.IsCode(err, "NoSuchEntity") {
 		return nil, nil // deleted since IAM named it
 	}
-	if err != nil {
-		return nil, err
-	}
-	return []module.Record{rec}, nil
+	return rec, err
 }
 
 // Get reads the named roles, fresh, as Read would: each by GetRole (its
@@ -111,28 +105,27 @@ func (m *roleMapper) found(ctx context.Context, cl *iam.Client, r types.Role, du
 // (https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetRole.html,
 // API_ListAttachedRolePolicies.html, API_ListRolePolicies.html,
 // API_GetRolePolicy.html).
-func (m *roleMapper) Get(ctx context.Context, names []string) ([]module.Record, error) {
-	ctx = module.WithFreshRead(ctx)
-	cl := m.client(ctx)
-	return regional.Gather(ctx, concurrency, len(names), func(ctx context.Context, i int) ([]module.Record, error) {
-		out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(names[i])})
+func (m *roleMapper) Get(ctx context.Context, call module.Call, names []string) ([]module.Record, error) {
+	cl := m.client(call)
+	return regional.Records(ctx, concurrency, names, func(ctx context.Context, name string) (module.Record, error) {
+		out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 		if module.IsCode(err, "NoSuchEntity") {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, classify(err, "get role %s", names[i])
+			return nil, terminal.Classify(err, "get role %s", name)
 		}
-		if aws.ToString(out.Role.RoleName) != names[i] {
+		if aws.ToString(out.Role.RoleName) != name {
 			return nil, nil
 		}
-		return m.found(ctx, cl, *out.Role, nil)
+		return m.found(ctx, module.Fresh{All: true}, cl, *out.Role, nil)
 	})
 }
 
 // record completes a role with its policies.
-func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
+func (m *roleMapper) record(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
 	id, name := aws.ToString(r.RoleId), aws.ToString(r.RoleName)
-	d, ok := m.details.Get(ctx, name, id, due)
+	d, ok := m.details.Get(fresh, name, id, due)
 	if !ok {
 		var err error
 		if d, err = m.policies(ctx, cl, name); err != nil {
@@ -175,26 +168,20 @@ func (m *roleMapper) record(ctx context.Context, cl *iam.Client, r types.Role, d
 // policies reads a role's attached managed policies and inline policies.
 func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) (roleDetail, error) {
 	var d roleDetail
-	ap := iam.NewListAttachedRolePoliciesPaginator(cl, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)})
-	for ap.HasMorePages() {
-		page, err := ap.NextPage(ctx)
-		if err != nil {
-			return d, classify(err, "list policies attached to role %s", name)
-		}
-		for _, p := range page.AttachedPolicies {
-			d.attached = append(d.attached, aws.ToString(p.PolicyArn))
-		}
+	attached, err := regional.Pages(ctx, iam.NewListAttachedRolePoliciesPaginator(cl, &iam.ListAttachedRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)}),
+		func(page *iam.ListAttachedRolePoliciesOutput) []types.AttachedPolicy { return page.AttachedPolicies })
+	if err != nil {
+		return d, terminal.Classify(err, "list policies attached to role %s", name)
+	}
+	for _, p := range attached {
+		d.attached = append(d.attached, aws.ToString(p.PolicyArn))
 	}
 	slices.Sort(d.attached)
 	d.attached = slices.Compact(d.attached)
-	var names []string
-	ip := iam.NewListRolePoliciesPaginator(cl, &iam.ListRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)})
-	for ip.HasMorePages() {
-		page, err := ip.NextPage(ctx)
-		if err != nil {
-			return d, classify(err, "list inline policies of role %s", name)
-		}
-		names = append(names, page.PolicyNames...)
+	names, err := regional.Pages(ctx, iam.NewListRolePoliciesPaginator(cl, &iam.ListRolePoliciesInput{RoleName: aws.String(name), MaxItems: aws.Int32(listPage)}),
+		func(page *iam.ListRolePoliciesOutput) []string { return page.PolicyNames })
+	if err != nil {
+		return d, terminal.Classify(err, "list inline policies of role %s", name)
 	}
 	d.inline = map[string]any{}
 	for _, pn := range names {
@@ -206,7 +193,7 @@ func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) 
 			continue // the policy was deleted since it was listed
 		}
 		if err != nil {
-			return d, classify(err, "get inline policy %s of role %s", pn, name)
+			return d, terminal.Classify(err, "get inline policy %s of role %s", pn, name)
 		}
 		d.inline[pn] = parseDoc(aws.ToString(out.PolicyDocument))
 	}
@@ -214,22 +201,22 @@ func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) 
 }
 
 // readOne reads one role back, fresh.
-func (m *roleMapper) readOne(ctx context.Context, name string) (module.Record, error) {
-	cl := m.client(ctx)
+func (m *roleMapper) readOne(ctx context.Context, call module.Call, name string) (module.Record, error) {
+	cl := m.client(call)
 	out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 	if err != nil {
-		return nil, classify(err, "get role %s", name)
+		return nil, terminal.Classify(err, "get role %s", name)
 	}
 	if p := aws.ToString(out.Role.Path); p != rolePath {
 		return nil, &module.TerminalError{Err: fmt.Errorf("role %s exists with path %s; the iam_role table manages roles under %s only", name, p, rolePath)}
 	}
-	return m.record(module.WithFreshRead(ctx), cl, *out.Role, nil)
+	return m.record(ctx, module.Fresh{All: true}, cl, *out.Role, nil)
 }
 
 // Create creates the role, attaches its managed policies, puts its inline
 // policies and reads it back. A role of that name that already exists is
 // read back as it is (the engine then updates it to the row).
-func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *roleMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	name := want.String("role_name")
 	if name == "" {
 		return nil, &module.TerminalError{Err: errors.New("create role: role_name is required")}
@@ -247,7 +234,7 @@ func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 	if d := want.String("description"); d != "" {
 		in.Description = aws.String(d)
 	}
-	cl := m.client(ctx)
+	cl := m.client(call)
 	arns, _, err := m.attachable(ctx, cl, want, nil)
 	if err != nil {
 		return nil, fmt.Errorf("create role %s: %w", name, err)
@@ -255,9 +242,9 @@ func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 	_, err = cl.CreateRole(ctx, in)
 	switch {
 	case module.IsCode(err, "EntityAlreadyExists"):
-		return m.readOne(ctx, name)
+		return m.readOne(ctx, call, name)
 	case err != nil:
-		return nil, classify(err, "create role %s", name)
+		return nil, terminal.Classify(err, "create role %s", name)
 	}
 	for _, arn := range arns {
 		if err := m.attach(ctx, cl, name, arn); err != nil {
@@ -269,7 +256,7 @@ func (m *roleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 			return nil, err
 		}
 	}
-	return m.readOne(ctx, name)
+	return m.readOne(ctx, call, name)
 }
 
 // maxSession is a record's max_session_duration (3600 when NULL), for
@@ -297,14 +284,14 @@ func sessionValue(r module.Record) any {
 
 func (m *roleMapper) attach(ctx context.Context, cl *iam.Client, role, arn string) error {
 	_, err := cl.AttachRolePolicy(ctx, &iam.AttachRolePolicyInput{RoleName: aws.String(role), PolicyArn: aws.String(arn)})
-	return classify(err, "attach policy %s to role %s", arn, role)
+	return terminal.Classify(err, "attach policy %s to role %s", arn, role)
 }
 
 func (m *roleMapper) detach(ctx context.Context, cl *iam.Client, role, arn string) error {
 	_, err := cl.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: aws.String(role), PolicyArn: aws.String(arn)})
 	// NoSuchEntity: detached already (a NoSuchEntity for the role fails
 	// the read-back).
-	return classify(module.Deleted(err, "NoSuchEntity"), "detach policy %s from role %s", arn, role)
+	return terminal.Classify(module.Deleted(err, "NoSuchEntity"), "detach policy %s from role %s", arn, role)
 }
 
 func (m *roleMapper) putInline(ctx context.Context, cl *iam.Client, role, name string, doc any) error {
@@ -313,24 +300,24 @@ func (m *roleMapper) putInline(ctx context.Context, cl *iam.Client, role, name s
 		return &module.TerminalError{Err: fmt.Errorf("inline policy %s of role %s: %w", name, role, err)}
 	}
 	_, err = cl.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String(name), PolicyDocument: aws.String(text)})
-	return classify(err, "put inline policy %s of role %s", name, role)
+	return terminal.Classify(err, "put inline policy %s of role %s", name, role)
 }
 
 func (m *roleMapper) deleteInline(ctx context.Context, cl *iam.Client, role, name string) error {
 	_, err := cl.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: aws.String(role), PolicyName: aws.String(name)})
-	return classify(module.Deleted(err, "NoSuchEntity"), "delete inline policy %s of role %s", name, role)
+	return terminal.Classify(module.Deleted(err, "NoSuchEntity"), "delete inline policy %s of role %s", name, role)
 }
 
 // Update makes the role match want: UpdateRole for the description and
 // the maximum session, UpdateAssumeRolePolicy for the trust policy, attach
 // and detach the difference of the managed policy sets, put changed and
 // delete removed inline policies. Another name needs a new role.
-func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *roleMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	name := have.String("role_name")
 	if want.String("role_name") != name {
 		return nil, module.ErrReplace
 	}
-	cl := m.client(ctx)
+	cl := m.client(call)
 	if !module.Same(want["description"], have["description"]) || maxSession(want) != maxSession(have) {
 		_, err := cl.UpdateRole(ctx, &iam.UpdateRoleInput{
 			RoleName:           aws.String(name),
@@ -338,7 +325,7 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 			MaxSessionDuration: aws.Int32(int32(maxSession(want))),
 		})
 		if err != nil {
-			return nil, classify(err, "update role %s", name)
+			return nil, terminal.Classify(err, "update role %s", name)
 		}
 	}
 	if !sameDoc(want["assume_role_policy_document"], have["assume_role_policy_document"]) {
@@ -348,7 +335,7 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 		}
 		_, err = cl.UpdateAssumeRolePolicy(ctx, &iam.UpdateAssumeRolePolicyInput{RoleName: aws.String(name), PolicyDocument: aws.String(trust)})
 		if err != nil {
-			return nil, classify(err, "update the trust policy of role %s", name)
+			return nil, terminal.Classify(err, "update the trust policy of role %s", name)
 		}
 	}
 	wantArns, haveArns, err := m.attachable(ctx, cl, want, have)
@@ -386,7 +373,7 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 			}
 		}
 	}
-	return m.readOne(ctx, name)
+	return m.readOne(ctx, call, name)
 }
 
 // Delete detaches the role's managed policies and deletes its inline
@@ -394,9 +381,9 @@ func (m *roleMapper) Update(ctx context.Context, want, have module.Record) (modu
 // gone is no error (NoSuchEntity, as DeleteRole, DetachRolePolicy and
 // DeleteRolePolicy answer for a role or policy that does not exist:
 // https://docs.aws.amazon.com/IAM/latest/APIReference/API_DeleteRole.html).
-func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *roleMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	name := have.String("role_name")
-	cl := m.client(ctx)
+	cl := m.client(call)
 	d, err := m.policies(ctx, cl, name)
 	if module.IsCode(err, "NoSuchEntity") {
 		m.details.Forget(name)
@@ -417,7 +404,7 @@ func (m *roleMapper) Delete(ctx context.Context, have module.Record) error {
 	}
 	_, err = cl.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: aws.String(name)})
 	if err := module.Deleted(err, "NoSuchEntity"); err != nil {
-		return classify(err, "delete role %s", name)
+		return terminal.Classify(err, "delete role %s", name)
 	}
 	m.details.Forget(name)
 	return nil

@@ -49,16 +49,16 @@ func detailTTL() time.Duration {
 // versioning, concurrently, in the bucket's region. A listing that fails
 // fails the Read; a bucket whose versioning cannot be read leaves its
 // region's buckets out, with a *module.PartialError naming the region.
-func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
+func (m *bucketMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	infos, err := m.c.listBuckets(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	infos = inScope(ctx, infos)
+	infos = inScope(call.Scope, infos)
 	due := m.versioning.Due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
 		func(ctx context.Context, i int) ([]module.Record, error) {
-			rec, err := m.record(ctx, infos[i], due)
+			rec, err := m.record(ctx, call.Fresh, infos[i], due)
 			if module.IsCode(err, "NoSuchBucket") {
 				return nil, nil // deleted since it was listed
 			} else if err != nil {
@@ -69,13 +69,13 @@ func (m *bucketMapper) Read(ctx context.Context) ([]module.Record, error) {
 }
 
 // record completes a listed bucket with its versioning (reused from an
-// earlier read when the context and due allow it; nil due: within the TTL).
-func (m *bucketMapper) record(ctx context.Context, b bucketInfo, due map[string]bool) (module.Record, error) {
-	versioning, ok := m.versioning.Get(ctx, b.name, createdVersion(b.created), due)
+// earlier read when fresh and due allow it; nil due: within the TTL).
+func (m *bucketMapper) record(ctx context.Context, fresh module.Fresh, b bucketInfo, due map[string]bool) (module.Record, error) {
+	versioning, ok := m.versioning.Get(fresh, b.name, createdVersion(b.created), due)
 	if !ok {
 		out, err := m.c.client(b.region).GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(b.name)})
 		if err != nil {
-			return nil, classify(err, "get versioning of bucket %s", b.name)
+			return nil, terminal.Classify(err, "get versioning of bucket %s", b.name)
 		}
 		versioning = out.Status == types.BucketVersioningStatusEnabled
 		m.versioning.Put(b.name, createdVersion(b.created), versioning)
@@ -96,49 +96,35 @@ func (m *bucketMapper) record(ctx context.Context, b bucketInfo, due map[string]
 // read sees it, and a create meanwhile answers BucketAlreadyOwnedByYou).
 // ListBuckets' Prefix and MaxBuckets:
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListBuckets.html
-func (m *bucketMapper) Get(ctx context.Context, names []string) ([]module.Record, error) {
-	ctx = module.WithFreshRead(ctx)
-	got := make([]module.Record, len(names))
-	err := regional.ForEach(ctx, concurrency, len(names), func(ctx context.Context, i int) error {
-		infos, err := m.c.listBuckets(ctx, names[i])
+func (m *bucketMapper) Get(ctx context.Context, call module.Call, names []string) ([]module.Record, error) {
+	return regional.Records(ctx, concurrency, names, func(ctx context.Context, name string) (module.Record, error) {
+		infos, err := m.c.listBuckets(ctx, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for _, b := range inScope(ctx, infos) {
-			if b.name != names[i] {
+		for _, b := range inScope(call.Scope, infos) {
+			if b.name != name {
 				continue
 			}
-			rec, err := m.record(ctx, b, nil)
+			rec, err := m.record(ctx, module.Fresh{All: true}, b, nil)
 			if module.IsCode(err, "NoSuchBucket") {
-				return nil // deleted since it was listed
+				return nil, nil // deleted since it was listed
 			}
-			got[i] = rec
-			return err
+			return rec, err
 		}
-		return nil
+		return nil, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := got[:0]
-	for _, r := range got {
-		if r != nil {
-			out = append(out, r)
-		}
-	}
-	return out, nil
 }
 
 // readOne reads one bucket back.
 func (m *bucketMapper) readOne(ctx context.Context, name string) (module.Record, error) {
-	ctx = module.WithFreshRead(ctx)
 	infos, err := m.c.listBuckets(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range infos {
 		if b.name == name {
-			return m.record(ctx, b, nil)
+			return m.record(ctx, module.Fresh{All: true}, b, nil)
 		}
 	}
 	// Not listed yet: S3's listing may lag a create. The creation time
@@ -147,13 +133,13 @@ func (m *bucketMapper) readOne(ctx context.Context, name string) (module.Record,
 	if err != nil {
 		return nil, err
 	}
-	return m.record(ctx, bucketInfo{name: name, region: region}, nil)
+	return m.record(ctx, module.Fresh{All: true}, bucketInfo{name: name, region: region}, nil)
 }
 
 // Create creates the bucket in its region, turns versioning on when
 // wanted, and reads it back. A bucket the account already owns is
 // adopted.
-func (m *bucketMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *bucketMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	name, region := want.String("name"), normRegion(want.String("region"))
 	in := &s3.CreateBucketInput{Bucket: aws.String(name)}
 	if region != defaultRegion {
@@ -165,7 +151,7 @@ func (m *bucketMapper) Create(ctx context.Context, want module.Record) (module.R
 		m.c.rememberRegion(name, region)
 	case module.IsCode(err, "BucketAlreadyOwnedByYou"):
 	default:
-		return nil, classify(err, "create bucket %s in %s", name, region)
+		return nil, terminal.Classify(err, "create bucket %s in %s", name, region)
 	}
 	if want.Bool("versioning") {
 		if err := m.putVersioning(ctx, name, true); err != nil {
@@ -177,7 +163,7 @@ func (m *bucketMapper) Create(ctx context.Context, want module.Record) (module.R
 
 // Update changes versioning (Enabled or Suspended); another region needs
 // a new bucket.
-func (m *bucketMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *bucketMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	name := have.String("name")
 	if want.String("name") != name || normRegion(want.String("region")) != normRegion(have.String("region")) {
 		return nil, module.ErrReplace
@@ -202,7 +188,7 @@ func (m *bucketMapper) putVersioning(ctx context.Context, name string, enabled b
 		})
 		return err
 	})
-	return classify(err, "set versioning of bucket %s to %s", name, status)
+	return terminal.Classify(err, "set versioning of bucket %s to %s", name, status)
 }
 
 // Delete deletes the bucket. A bucket with objects fails with
@@ -211,7 +197,7 @@ func (m *bucketMapper) putVersioning(ctx context.Context, name string, enabled b
 // objects has them deleted first. A bucket already gone (NoSuchBucket) is
 // no error. (API Reference, DeleteBucket:
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteBucket.html)
-func (m *bucketMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *bucketMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	name := have.String("name")
 	if r := have.String("region"); r != "" {
 		m.c.rememberRegion(name, normRegion(r))
@@ -233,7 +219,7 @@ func (m *bucketMapper) Delete(ctx context.Context, have module.Record) error {
 		})
 	}
 	if err := module.Deleted(err, "NoSuchBucket"); err != nil {
-		return classify(err, "delete bucket %s", name)
+		return terminal.Classify(err, "delete bucket %s", name)
 	}
 	m.c.forgetRegion(name)
 	return nil

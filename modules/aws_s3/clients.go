@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
@@ -45,7 +46,7 @@ func newClients(cfg aws.Config) *clients {
 		cfg.Region = defaultRegion
 	}
 	usePathStyle := pathStyle(cfg)
-	byRegion := regional.NewClients(func(region string) *s3.Client {
+	byRegion := regional.NewClients(cfg, func(region string) *s3.Client {
 		return s3.NewFromConfig(cfg, func(o *s3.Options) {
 			o.Region = region
 			o.UsePathStyle = usePathStyle
@@ -106,7 +107,7 @@ func (c *clients) locate(ctx context.Context, bucket string) (string, error) {
 			c.rememberRegion(bucket, r)
 			return r, nil
 		}
-		return "", classify(err, "get location of bucket %s", bucket)
+		return "", terminal.Classify(err, "get location of bucket %s", bucket)
 	}
 	region := normRegion(string(out.LocationConstraint))
 	c.rememberRegion(bucket, region)
@@ -151,23 +152,19 @@ func (c *clients) listBuckets(ctx context.Context, prefix string) ([]bucketInfo,
 	if prefix != "" {
 		in.Prefix = aws.String(prefix)
 	}
-	var out []bucketInfo
-	p := s3.NewListBucketsPaginator(c.client(""), in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, classify(err, "list buckets")
-		}
-		for _, b := range page.Buckets {
-			info := bucketInfo{name: aws.ToString(b.Name), created: aws.ToTime(b.CreationDate)}
-			if b.BucketRegion != nil {
-				info.region = normRegion(*b.BucketRegion)
-				c.rememberRegion(info.name, info.region)
-			}
-			out = append(out, info)
+	buckets, err := regional.Pages(ctx, s3.NewListBucketsPaginator(c.client(""), in), func(page *s3.ListBucketsOutput) []types.Bucket { return page.Buckets })
+	if err != nil {
+		return nil, terminal.Classify(err, "list buckets")
+	}
+	out := make([]bucketInfo, len(buckets))
+	for i, b := range buckets {
+		out[i] = bucketInfo{name: aws.ToString(b.Name), created: aws.ToTime(b.CreationDate)}
+		if b.BucketRegion != nil {
+			out[i].region = normRegion(*b.BucketRegion)
+			c.rememberRegion(out[i].name, out[i].region)
 		}
 	}
-	err := regional.ForEach(ctx, concurrency, len(out), func(ctx context.Context, i int) error {
+	err = regional.ForEach(ctx, concurrency, len(out), func(ctx context.Context, i int) error {
 		if out[i].region != "" {
 			return nil
 		}
@@ -196,22 +193,15 @@ func normRegion(r string) string {
 	return r
 }
 
-// terminalCodes are S3 errors that retrying cannot fix: bad input, a name
+// terminal are S3 errors that retrying cannot fix: bad input, a name
 // someone else owns, missing permissions, unsupported requests.
-var terminalCodes = map[string]bool{
-	"InvalidBucketName": true, "BucketAlreadyExists": true, "InvalidLocationConstraint": true,
-	"IllegalLocationConstraintException": true, "InvalidArgument": true, "InvalidRequest": true,
-	"KeyTooLongError": true, "TooManyBuckets": true, "MalformedXML": true,
-	"IllegalVersioningConfigurationException": true, "InvalidBucketState": true,
-	"AccessDenied": true, "AllAccessDisabled": true, "InvalidAccessKeyId": true,
-	"SignatureDoesNotMatch": true, "NotImplemented": true, "MethodNotAllowed": true,
-}
-
-// classify wraps err with what was being done, as a *module.TerminalError
-// when its code is one of terminalCodes.
-func classify(err error, format string, args ...any) error {
-	return module.Classify(err, terminalCodes, format, args...)
-}
+var terminal = module.TerminalCodes(
+	"InvalidBucketName", "BucketAlreadyExists", "InvalidLocationConstraint",
+	"IllegalLocationConstraintException", "InvalidArgument", "InvalidRequest",
+	"KeyTooLongError", "TooManyBuckets", "MalformedXML",
+	"IllegalVersioningConfigurationException", "InvalidBucketState",
+	"AccessDenied", "AllAccessDisabled", "InvalidAccessKeyId",
+	"SignatureDoesNotMatch", "NotImplemented", "MethodNotAllowed")
 
 // wrongRegion says whether S3 refused a request for being sent to or
 // signed for the wrong region.
@@ -232,14 +222,13 @@ func redirectRegion(err error) string {
 	return ""
 }
 
-// inScope keeps the buckets of the regions in the cycle's scope when it has
-// one (aws_account's enabled regions): S3 lists an account's buckets in
+// inScope keeps the buckets of the regions in the cycle's scope when it is
+// set (aws_account's enabled regions): S3 lists an account's buckets in
 // every region, and a region disabled in aws_regions is one the user does
 // not sync (its rows go; nothing is imported there). Without a scope, or
 // for a bucket whose region is unknown, everything listed is kept.
-func inScope(ctx context.Context, infos []bucketInfo) []bucketInfo {
-	s, ok := module.ScopeSet(ctx)
-	if !ok {
+func inScope(s module.Scope, infos []bucketInfo) []bucketInfo {
+	if !s.Set() {
 		return infos
 	}
 	kept := infos[:0:0]

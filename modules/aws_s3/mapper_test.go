@@ -165,7 +165,7 @@ func TestBucketRead(t *testing.T) {
 			c.mkBucket(t, "versioned.eu", "eu-west-1", true)
 			c.mkBucket(t, "mumbai-1", "ap-south-1", false)
 			c.em.Reset()
-			recs, err := c.bucket.Read(t.Context())
+			recs, err := c.bucket.Read(t.Context(), module.Call{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +205,7 @@ func TestBucketReadMany(t *testing.T) {
 		c.mkBucket(t, fmt.Sprintf("many-%04d", i), region, i%7 == 0)
 	}
 	c.em.Reset()
-	recs, err := c.bucket.Read(t.Context())
+	recs, err := c.bucket.Read(t.Context(), module.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestBucketCreate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := c.bucket.Create(t.Context(), tc.want)
+			got, err := c.bucket.Create(t.Context(), module.Call{}, tc.want)
 			if tc.wantErr != "" {
 				var te *module.TerminalError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.As(err, &te) != tc.terminal {
@@ -279,7 +279,7 @@ func TestBucketCreate(t *testing.T) {
 func TestBucketUpdate(t *testing.T) {
 	c := newCloud(t, emulator.Options{})
 	ctx := t.Context()
-	have, err := c.bucket.Create(ctx, module.Record{"name": "toggle", "region": "sa-east-1", "versioning": false})
+	have, err := c.bucket.Create(ctx, module.Call{}, module.Record{"name": "toggle", "region": "sa-east-1", "versioning": false})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestBucketUpdate(t *testing.T) {
 	for _, s := range steps {
 		want := maps.Clone(have)
 		want["versioning"] = s.versioning
-		got, err := c.bucket.Update(ctx, want, have)
+		got, err := c.bucket.Update(ctx, module.Call{}, want, have)
 		if err != nil {
 			t.Fatalf("update versioning to %v: %v", s.versioning, err)
 		}
@@ -310,7 +310,7 @@ func TestBucketUpdate(t *testing.T) {
 	want := maps.Clone(have)
 	want["region"] = "eu-west-2"
 	c.em.Reset()
-	if _, err := c.bucket.Update(ctx, want, have); !errors.Is(err, module.ErrReplace) {
+	if _, err := c.bucket.Update(ctx, module.Call{}, want, have); !errors.Is(err, module.ErrReplace) {
 		t.Errorf("region change: %v, want ErrReplace", err)
 	}
 	if calls := c.em.Calls(); len(calls) != 0 {
@@ -330,7 +330,7 @@ func TestBucketDelete(t *testing.T) {
 	if _, err := c.s3("us-west-1").DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("history"), Key: aws.String("k")}); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := c.bucket.Read(ctx)
+	recs, err := c.bucket.Read(ctx, module.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestBucketDelete(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.bucket.Delete(ctx, tc.have)
+			err := c.bucket.Delete(ctx, module.Call{}, tc.have)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -365,16 +365,16 @@ func TestBucketDelete(t *testing.T) {
 		})
 	}
 	// Once the engine deleted the objects, the retry succeeds.
-	objs, err := c.object.Read(ctx)
+	objs, err := c.object.Read(ctx, module.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if err := c.object.Delete(ctx, o); err != nil {
+		if err := c.object.Delete(ctx, module.Call{}, o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.bucket.Delete(ctx, have["full"]); err != nil {
+	if err := c.bucket.Delete(ctx, module.Call{}, have["full"]); err != nil {
 		t.Fatalf("delete emptied bucket: %v", err)
 	}
 	if names := c.bucketNames(t); len(names) != 0 {
@@ -393,7 +393,7 @@ func TestObjects(t *testing.T) {
 	c.put(t, "photos.tokyo", "ap-northeast-1", "fuji.jpg", "")
 
 	c.em.Reset()
-	recs, err := c.object.Read(ctx)
+	recs, err := c.object.Read(ctx, module.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestObjects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run("create "+tc.name, func(t *testing.T) {
-			got, err := c.object.Create(ctx, tc.want)
+			got, err := c.object.Create(ctx, module.Call{}, tc.want)
 			if tc.wantErr != "" {
 				var te *module.TerminalError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.As(err, &te) != tc.terminal {
@@ -452,7 +452,7 @@ func TestObjects(t *testing.T) {
 		})
 	}
 
-	if _, err := c.object.Update(ctx, module.Record{"bucket_id": "photos", "key": "b"}, module.Record{"bucket_id": "photos", "key": "a"}); !errors.Is(err, module.ErrReplace) {
+	if _, err := c.object.Update(ctx, module.Call{}, module.Record{"bucket_id": "photos", "key": "b"}, module.Record{"bucket_id": "photos", "key": "a"}); !errors.Is(err, module.ErrReplace) {
 		t.Errorf("update: %v, want ErrReplace", err)
 	}
 
@@ -462,11 +462,11 @@ func TestObjects(t *testing.T) {
 		{"bucket_id": "photos", "key": "never-existed"},
 		{"bucket_id": "no-such-bucket", "key": "k"},
 	} {
-		if err := c.object.Delete(ctx, k); err != nil {
+		if err := c.object.Delete(ctx, module.Call{}, k); err != nil {
 			t.Errorf("delete %v: %v", k, err)
 		}
 	}
-	recs, err = c.object.Read(ctx)
+	recs, err = c.object.Read(ctx, module.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func TestNoChangeReadCalls(t *testing.T) {
 		{"bucket_object", c.object, map[string]int{"s3:ListBuckets": 1, "s3:ListObjectsV2": n}},
 	} {
 		c.em.Reset()
-		if _, err := tc.m.Read(t.Context()); err != nil {
+		if _, err := tc.m.Read(t.Context(), module.Call{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := c.em.Calls(); !maps.Equal(got, tc.want) {
@@ -555,30 +555,30 @@ func TestWriteCalls(t *testing.T) {
 		want map[string]int
 	}{
 		{"create bucket", func() (err error) {
-			bucket, err = c.bucket.Create(ctx, module.Record{"name": "counted", "region": "eu-west-1", "versioning": false})
+			bucket, err = c.bucket.Create(ctx, module.Call{}, module.Record{"name": "counted", "region": "eu-west-1", "versioning": false})
 			return err
 		}, map[string]int{"s3:CreateBucket": 1, "s3:ListBuckets": 1, "s3:GetBucketVersioning": 1}},
 		{"create versioned bucket", func() error {
-			_, err := c.bucket.Create(ctx, module.Record{"name": "counted-v", "region": "us-east-1", "versioning": true})
+			_, err := c.bucket.Create(ctx, module.Call{}, module.Record{"name": "counted-v", "region": "us-east-1", "versioning": true})
 			return err
 		}, map[string]int{"s3:CreateBucket": 1, "s3:PutBucketVersioning": 1, "s3:ListBuckets": 1, "s3:GetBucketVersioning": 1}},
 		{"update versioning", func() (err error) {
 			want := maps.Clone(bucket)
 			want["versioning"] = true
-			bucket, err = c.bucket.Update(ctx, want, bucket)
+			bucket, err = c.bucket.Update(ctx, module.Call{}, want, bucket)
 			return err
 		}, map[string]int{"s3:PutBucketVersioning": 1, "s3:ListBuckets": 1, "s3:GetBucketVersioning": 1}},
 		{"create object", func() error {
-			_, err := c.object.Create(ctx, module.Record{"bucket_id": "counted", "key": "k"})
+			_, err := c.object.Create(ctx, module.Call{}, module.Record{"bucket_id": "counted", "key": "k"})
 			return err
 		}, map[string]int{"s3:PutObject": 1, "s3:HeadObject": 1}},
 		{"delete object", func() error {
-			return c.object.Delete(ctx, module.Record{"bucket_id": "counted", "key": "k"})
+			return c.object.Delete(ctx, module.Call{}, module.Record{"bucket_id": "counted", "key": "k"})
 		}, map[string]int{"s3:DeleteObject": 1}},
-		{"delete bucket (versioned: its history goes first)", func() error { return c.bucket.Delete(ctx, bucket) },
+		{"delete bucket (versioned: its history goes first)", func() error { return c.bucket.Delete(ctx, module.Call{}, bucket) },
 			map[string]int{"s3:DeleteBucket": 2, "s3:ListObjectsV2": 1, "s3:ListObjectVersions": 1, "s3:DeleteObjects": 1}},
 		{"delete empty bucket", func() error {
-			return c.bucket.Delete(ctx, module.Record{"name": "counted-v", "region": "us-east-1", "versioning": true})
+			return c.bucket.Delete(ctx, module.Call{}, module.Record{"name": "counted-v", "region": "us-east-1", "versioning": true})
 		}, map[string]int{"s3:DeleteBucket": 1}},
 	}
 	for _, s := range steps {
@@ -598,21 +598,21 @@ func TestBucketMoved(t *testing.T) {
 	c := newCloud(t, emulator.Options{})
 	ctx := t.Context()
 	c.mkBucket(t, "nomad", "us-east-1", false)
-	if _, err := c.object.Read(ctx); err != nil { // learns the region
+	if _, err := c.object.Read(ctx, module.Call{}); err != nil { // learns the region
 		t.Fatal(err)
 	}
 	if _, err := c.s3("us-east-1").DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("nomad")}); err != nil {
 		t.Fatal(err)
 	}
 	c.mkBucket(t, "nomad", "ca-central-1", false)
-	got, err := c.object.Create(ctx, module.Record{"bucket_id": "nomad", "key": "k"})
+	got, err := c.object.Create(ctx, module.Call{}, module.Record{"bucket_id": "nomad", "key": "k"})
 	if err != nil {
 		t.Fatalf("create object in moved bucket: %v", err)
 	}
 	if got["key"] != "k" {
 		t.Errorf("created %v", got)
 	}
-	recs, err := c.bucket.Read(ctx)
+	recs, err := c.bucket.Read(ctx, module.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +628,7 @@ func TestDetailReuse(t *testing.T) {
 	for _, n := range []string{"reuse-a", "reuse-b", "reuse-c"} {
 		c.mkBucket(t, n, "us-east-1", false)
 	}
-	if _, err := c.bucket.Read(t.Context()); err != nil {
+	if _, err := c.bucket.Read(t.Context(), module.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := c.s3("us-east-1").PutBucketVersioning(t.Context(), &s3.PutBucketVersioningInput{Bucket: aws.String("reuse-b"),
@@ -637,7 +637,7 @@ func TestDetailReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.em.Reset()
-	recs, err := c.bucket.Read(t.Context())
+	recs, err := c.bucket.Read(t.Context(), module.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,7 +648,7 @@ func TestDetailReuse(t *testing.T) {
 	if byKey(recs, "name")["reuse-b"]["versioning"] != false {
 		t.Error("the automatic read did not reuse the remembered versioning")
 	}
-	recs, err = c.bucket.Read(module.WithFreshRead(t.Context()))
+	recs, err = c.bucket.Read(t.Context(), module.Call{Fresh: module.Fresh{All: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -673,7 +673,7 @@ func TestDetailBudget(t *testing.T) {
 	for _, n := range names {
 		c.mkBucket(t, n, "us-east-1", false)
 	}
-	if _, err := c.bucket.Read(t.Context()); err != nil {
+	if _, err := c.bucket.Read(t.Context(), module.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range names {
@@ -684,7 +684,7 @@ func TestDetailBudget(t *testing.T) {
 	}
 	for i := 1; i <= 3; i++ {
 		c.em.Reset()
-		recs, err := c.bucket.Read(t.Context())
+		recs, err := c.bucket.Read(t.Context(), module.Call{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -702,7 +702,7 @@ func TestDetailBudget(t *testing.T) {
 		}
 	}
 	c.em.Reset()
-	if _, err := c.bucket.Read(module.WithFreshRead(t.Context())); err != nil {
+	if _, err := c.bucket.Read(t.Context(), module.Call{Fresh: module.Fresh{All: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := c.em.Calls()["s3:GetBucketVersioning"]; n != 3 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/regional"
@@ -32,16 +33,16 @@ func newObjectMapper(c *clients) *objectMapper {
 // Read lists the objects of every bucket (ListObjectsV2, paginated),
 // buckets concurrently; a bucket listed within the TTL is not listed again
 // unless the read must be fresh for it.
-func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
+func (m *objectMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	infos, err := m.c.listBuckets(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	infos = inScope(ctx, infos)
+	infos = inScope(call.Scope, infos)
 	due := m.listings.Due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
 		func(ctx context.Context, i int) ([]module.Record, error) {
-			if recs, ok := m.listings.Get(ctx, infos[i].name, createdVersion(infos[i].created), due); ok {
+			if recs, ok := m.listings.Get(call.Fresh, infos[i].name, createdVersion(infos[i].created), due); ok {
 				return recs, nil
 			}
 			recs, err := m.list(ctx, infos[i])
@@ -56,18 +57,15 @@ func (m *objectMapper) Read(ctx context.Context) ([]module.Record, error) {
 }
 
 func (m *objectMapper) list(ctx context.Context, b bucketInfo) ([]module.Record, error) {
-	var out []module.Record
-	p := s3.NewListObjectsV2Paginator(m.c.client(b.region), &s3.ListObjectsV2Input{Bucket: aws.String(b.name)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, classify(err, "list objects of bucket %s", b.name)
-		}
-		for _, o := range page.Contents {
-			rec := objectRecord(b.name, aws.ToString(o.Key), aws.ToInt64(o.Size), aws.ToString(o.ETag), o.LastModified)
-			rec["region"] = b.region // the bucket's: the table has no region column (Table.Region)
-			out = append(out, rec)
-		}
+	objs, err := regional.Pages(ctx, s3.NewListObjectsV2Paginator(m.c.client(b.region), &s3.ListObjectsV2Input{Bucket: aws.String(b.name)}),
+		func(page *s3.ListObjectsV2Output) []types.Object { return page.Contents })
+	if err != nil {
+		return nil, terminal.Classify(err, "list objects of bucket %s", b.name)
+	}
+	out := make([]module.Record, len(objs))
+	for i, o := range objs {
+		out[i] = objectRecord(b.name, aws.ToString(o.Key), aws.ToInt64(o.Size), aws.ToString(o.ETag), o.LastModified)
+		out[i]["region"] = b.region // the bucket's: the table has no region column (Table.Region)
 	}
 	return out, nil
 }
@@ -88,7 +86,7 @@ func objectRecord(bucket, key string, size int64, etag string, modified *time.Ti
 
 // Create puts an empty object under the key and reads it back
 // (HeadObject).
-func (m *objectMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *objectMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	bucket, key := want.String("bucket_id"), want.String("key")
 	defer m.listings.Forget(bucket) // this mapper changed its objects
 	if bucket == "" || key == "" {
@@ -111,13 +109,13 @@ func (m *objectMapper) Create(ctx context.Context, want module.Record) (module.R
 		return nil
 	})
 	if err != nil {
-		return nil, classify(err, "create object %s in bucket %s", key, bucket)
+		return nil, terminal.Classify(err, "create object %s in bucket %s", key, bucket)
 	}
 	return rec, nil
 }
 
 // Update cannot change anything: bucket and key are the object's identity.
-func (m *objectMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *objectMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	return nil, module.ErrReplace
 }
 
@@ -126,12 +124,12 @@ func (m *objectMapper) Update(ctx context.Context, want, have module.Record) (mo
 // key that does not exist succeeds (204), and a bucket that does not
 // exist answers NoSuchBucket. (API Reference, DeleteObject:
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html)
-func (m *objectMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *objectMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	bucket, key := have.String("bucket_id"), have.String("key")
 	defer m.listings.Forget(bucket) // this mapper changed its objects
 	err := m.c.withBucket(ctx, bucket, func(cl *s3.Client) error {
 		_, err := cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 		return err
 	})
-	return classify(module.Deleted(err, "NoSuchBucket"), "delete object %s in bucket %s", key, bucket)
+	return terminal.Classify(module.Deleted(err, "NoSuchBucket"), "delete object %s in bucket %s", key, bucket)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -91,21 +92,14 @@ func groupRecord(region string, sg types.SecurityGroup) module.Record {
 	}
 }
 
-func (m *groupMapper) Read(ctx context.Context) ([]module.Record, error) {
-	recs, err := m.g.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
-		var out []module.Record
-		p := ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{MaxResults: aws.Int32(ec2x.PageSize)})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("describe security groups: %w", err)
-			}
-			for _, sg := range page.SecurityGroups {
-				out = append(out, groupRecord(region, sg))
-			}
-		}
-		return out, nil
-	})
+// Read lists the security groups of every region in scope
+// (DescribeSecurityGroups, paginated), and remembers them for the rules.
+func (m *groupMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	recs, err := regional.List(ctx, m.g.c.Clients, call.Scope, ec2x.Terminal, "describe security groups",
+		func(cl *ec2.Client) *ec2.DescribeSecurityGroupsPaginator {
+			return ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{MaxResults: aws.Int32(ec2x.PageSize)})
+		},
+		func(page *ec2.DescribeSecurityGroupsOutput) []types.SecurityGroup { return page.SecurityGroups }, groupRecord)
 	failed, partial := module.FailedRegions(err)
 	if err != nil && !partial {
 		return nil, err
@@ -116,7 +110,7 @@ func (m *groupMapper) Read(ctx context.Context) ([]module.Record, error) {
 
 // Create creates the group. AWS gives a new group an egress rule allowing
 // everything; it shows up as a rule like any other.
-func (m *groupMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *groupMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	region := want.String("region")
 	cl := m.g.c.Region(region)
 	out, err := cl.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
@@ -130,7 +124,7 @@ func (m *groupMapper) Create(ctx context.Context, want module.Record) (module.Re
 		return m.find(ctx, region, want.String("vpc_id"), want.String("group_name"))
 	}
 	if err != nil {
-		return nil, ec2x.Terminal(fmt.Errorf("create security group %s in %s: %w", want.String("group_name"), want.String("vpc_id"), err))
+		return nil, ec2x.Terminal.Classify(err, "create security group %s in %s", want.String("group_name"), want.String("vpc_id"))
 	}
 	got := declared(m.g.t, want)
 	got["group_id"] = aws.ToString(out.GroupId)
@@ -153,7 +147,7 @@ func (m *groupMapper) find(ctx context.Context, region, vpc, name string) (modul
 }
 
 // Update changes tags; a new description needs a new group.
-func (m *groupMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *groupMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	return m.g.c.UpdateTags(ctx, m.g.t, "group_id", want, have)
 }
 
@@ -163,7 +157,7 @@ func (m *groupMapper) Temporary(want module.Record, oldCloudID string) module.Re
 	return module.StandIn(want, "group_name", oldCloudID, 255)
 }
 
-func (m *groupMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *groupMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	_, err := m.g.c.Region(have.String("region")).DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(have.String("group_id"))})
 	if ec2x.Code(err) == "CannotDelete" {
 		return fmt.Errorf("security group %s (%s): %w", have.String("group_name"), have.String("group_id"), module.ErrKeep)

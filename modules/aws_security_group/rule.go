@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -29,12 +30,12 @@ func portless(protocol string) bool {
 	return true
 }
 
-// record renders a rule; ok is false when a group it names is not known
-// (created after the groups were read, or in another account).
-func (m *ruleMapper) record(region string, r types.SecurityGroupRule) (module.Record, bool) {
+// record renders a rule; nil when a group it names is not known (created
+// after the groups were read, or in another account).
+func (m *ruleMapper) record(region string, r types.SecurityGroupRule) module.Record {
 	owner, ok := m.g.ref(aws.ToString(r.GroupId))
 	if !ok {
-		return nil, false
+		return nil
 	}
 	rec := module.Record{
 		"rule_id": aws.ToString(r.SecurityGroupRuleId), "security_group_id": owner.cid,
@@ -54,30 +55,26 @@ func (m *ruleMapper) record(region string, r types.SecurityGroupRule) (module.Re
 	if r.ReferencedGroupInfo != nil {
 		src, ok := m.g.ref(aws.ToString(r.ReferencedGroupInfo.GroupId))
 		if !ok {
-			return nil, false
+			return nil
 		}
 		rec["source_security_group_id"] = src.cid
 	}
-	return rec, true
+	return rec
 }
 
-func (m *ruleMapper) Read(ctx context.Context) ([]module.Record, error) {
-	return m.g.c.EachRegion(ctx, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
-		var out []module.Record
-		p := ec2.NewDescribeSecurityGroupRulesPaginator(cl, &ec2.DescribeSecurityGroupRulesInput{MaxResults: aws.Int32(ec2x.PageSize)})
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("describe security group rules: %w", err)
-			}
-			for _, r := range page.SecurityGroupRules {
-				if rec, ok := m.record(region, r); ok {
-					out = append(out, rec)
-				}
-			}
-		}
-		return out, nil
-	})
+// Read lists the rules of every region in scope
+// (DescribeSecurityGroupRules, paginated) of the groups the group mapper
+// read.
+func (m *ruleMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	return regional.List(ctx, m.g.c.Clients, call.Scope, ec2x.Terminal, "describe security group rules",
+		func(cl *ec2.Client) *ec2.DescribeSecurityGroupRulesPaginator {
+			return ec2.NewDescribeSecurityGroupRulesPaginator(cl, &ec2.DescribeSecurityGroupRulesInput{MaxResults: aws.Int32(ec2x.PageSize)})
+		},
+		rulesOf, m.record)
+}
+
+func rulesOf(page *ec2.DescribeSecurityGroupRulesOutput) []types.SecurityGroupRule {
+	return page.SecurityGroupRules
 }
 
 // errNoGroup means a rule's group has no id yet (it is created in the same
@@ -112,7 +109,7 @@ func (m *ruleMapper) permission(want module.Record) (types.IpPermission, error) 
 	return p, nil
 }
 
-func (m *ruleMapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *ruleMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	groupID, ok := m.g.id(want.String("security_group_id"))
 	if !ok {
 		return nil, fmt.Errorf("group %s: %w", want.String("security_group_id"), errNoGroup)
@@ -128,7 +125,7 @@ func (m *ruleMapper) Create(ctx context.Context, want module.Record) (module.Rec
 		return m.find(ctx, owner.region, groupID, want)
 	}
 	if err != nil {
-		return nil, ec2x.Terminal(fmt.Errorf("authorize rule on %s: %w", groupID, err))
+		return nil, ec2x.Terminal.Classify(err, "authorize rule on %s", groupID)
 	}
 	if len(rules) != 1 {
 		return m.find(ctx, owner.region, groupID, want)
@@ -160,24 +157,21 @@ func authorize(ctx context.Context, cl *ec2.Client, egress bool, groupID string,
 // find reads back the group's rule with want's identity.
 func (m *ruleMapper) find(ctx context.Context, region, groupID string, want module.Record) (module.Record, error) {
 	cid := module.CloudIDOf(m.t, want)
-	p := ec2.NewDescribeSecurityGroupRulesPaginator(m.g.c.Region(region), &ec2.DescribeSecurityGroupRulesInput{
-		Filters: []types.Filter{{Name: aws.String("group-id"), Values: []string{groupID}}}, MaxResults: aws.Int32(ec2x.PageSize)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read the rules of %s: %w", groupID, err)
-		}
-		for _, r := range page.SecurityGroupRules {
-			if rec, ok := m.record(region, r); ok && module.CloudIDOf(m.t, rec) == cid {
-				return rec, nil
-			}
+	rules, err := regional.Pages(ctx, ec2.NewDescribeSecurityGroupRulesPaginator(m.g.c.Region(region), &ec2.DescribeSecurityGroupRulesInput{
+		Filters: []types.Filter{{Name: aws.String("group-id"), Values: []string{groupID}}}, MaxResults: aws.Int32(ec2x.PageSize)}), rulesOf)
+	if err != nil {
+		return nil, fmt.Errorf("read the rules of %s: %w", groupID, err)
+	}
+	for _, r := range rules {
+		if rec := m.record(region, r); rec != nil && module.CloudIDOf(m.t, rec) == cid {
+			return rec, nil
 		}
 	}
 	return nil, fmt.Errorf("rule %s on %s: AWS says it exists but does not list it", cid, groupID)
 }
 
 // Update changes the description; anything else is another rule.
-func (m *ruleMapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *ruleMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	if module.CloudIDOf(m.t, want) != module.CloudIDOf(m.t, have) {
 		return nil, module.ErrReplace
 	}
@@ -205,7 +199,7 @@ func (m *ruleMapper) Update(ctx context.Context, want, have module.Record) (modu
 
 // Delete revokes the rule. Its group is the one its record names: a group
 // no longer known is gone, and its rules with it.
-func (m *ruleMapper) Delete(ctx context.Context, have module.Record) error {
+func (m *ruleMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	groupID, ok := m.g.id(have.String("security_group_id"))
 	if !ok {
 		return nil

@@ -27,12 +27,34 @@ func IsCode(err error, codes ...string) bool {
 	return c != "" && slices.Contains(codes, c)
 }
 
+// Terminal are the error codes of a cloud API that retrying cannot fix
+// (bad input the database could not catch, quotas, missing permissions):
+// a module's mappers classify their calls' errors by them (Classify).
+type Terminal map[string]bool
+
+// TerminalCodes is the Terminal of codes.
+func TerminalCodes(codes ...string) Terminal {
+	return Terminal{}.With(codes...)
+}
+
+// With is t and more codes: a service's own beside the codes a family of
+// modules shares (EC2's, internal/ec2x).
+func (t Terminal) With(more ...string) Terminal {
+	out := make(Terminal, len(t)+len(more))
+	for c := range t {
+		out[c] = true
+	}
+	for _, c := range more {
+		out[c] = true
+	}
+	return out
+}
+
 // Classify wraps err with what was being done (format and args, then
 // ": " and err, which stays wrapped), as a *TerminalError when its code is
-// one of terminal, the codes of the module's cloud that retrying cannot
-// fix. It returns nil for nil, and err unchanged when err already is or
-// wraps a *TerminalError.
-func Classify(err error, terminal map[string]bool, format string, args ...any) error {
+// one of t. It returns nil for nil, and err unchanged when err already is
+// or wraps a *TerminalError.
+func (t Terminal) Classify(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
@@ -41,7 +63,7 @@ func Classify(err error, terminal map[string]bool, format string, args ...any) e
 		return err
 	}
 	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
-	if terminal[ErrorCode(err)] {
+	if t[ErrorCode(err)] {
 		return &TerminalError{Err: wrapped}
 	}
 	return wrapped

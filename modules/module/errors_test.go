@@ -61,7 +61,7 @@ func TestIsCode(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	terminal := map[string]bool{"AccessDenied": true, "InvalidBucketName": true}
+	terminal := module.TerminalCodes("AccessDenied", "InvalidBucketName")
 	denied := apiError("AccessDenied")
 	throttled := apiError("SlowDown")
 	reset := errors.New("connection reset")
@@ -84,7 +84,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := module.Classify(c.err, terminal, "create bucket %s", "logs")
+			got := terminal.Classify(c.err, "create bucket %s", "logs")
 			if c.want == "" {
 				if got != nil {
 					t.Fatalf("Classify(nil) = %v, want nil", got)

@@ -52,11 +52,13 @@ type Module struct {
 	// configuration (the SDK's standard chain: region, credentials,
 	// AWS_ENDPOINT_URL and per-service endpoint overrides).
 	Mappers func(ctx context.Context, cfg aws.Config) (map[string]Reader, error)
-	// Context, when set, derives what every mapper's calls in a cycle may
+	// Prepare, when set, fills in what every mapper call of a cycle may
 	// need from the module's own tables as the cycle read them (database
-	// form, by table name): aws_account puts the Scope there. It runs for
-	// each cycle read, before any mapper reads the cloud.
-	Context func(ctx context.Context, rows map[string][]Record) context.Context
+	// form, by table name): aws_account sets call.Scope, a Cloud Control
+	// type listed under parents its call.Parents. It runs for each cycle
+	// read, after the read-only tables are read and before any other mapper
+	// reads the cloud; the engine passes the Call on to every mapper call.
+	Prepare func(rows map[string][]Record, call *Call)
 }
 
 // Table describes a module table. Every module table has an integer primary
@@ -159,6 +161,21 @@ func SplitCloudID(id string, n int) ([]string, bool) {
 	return parts, true
 }
 
+// IdentityOf reads an identity CloudIDOf rendered back into a record of
+// t's CloudID columns (a Getter's ids, a reference's value); false when id
+// is no identity of t.
+func IdentityOf(t Table, id string) (Record, bool) {
+	parts, ok := SplitCloudID(id, len(t.CloudID))
+	if !ok {
+		return nil, false
+	}
+	r := make(Record, len(parts))
+	for i, c := range t.CloudID {
+		r[c] = parts[i]
+	}
+	return r, true
+}
+
 // Record is one resource as column name -> value, in the table's shape. The
 // values are JSON-like: nil, bool, string, json.Number, []any, map[string]any.
 // Timestamps are RFC 3339 strings. Columns a record lacks are NULL.
@@ -170,8 +187,9 @@ type Reader interface {
 	// Read returns every resource of the type in the cloud. Values may be
 	// in any natural form (an int32, a *string, a time.Time, an SDK enum):
 	// the engine makes them canonical by the table's columns
-	// (Table.Canonical) before it compares anything.
-	Read(ctx context.Context) ([]Record, error)
+	// (Table.Canonical) before it compares anything. call says the
+	// scope and how fresh the read must be (call.Fresh).
+	Read(ctx context.Context, call Call) ([]Record, error)
 }
 
 // Mapper reads and writes one resource type in the cloud: the mapper of
@@ -179,14 +197,14 @@ type Reader interface {
 type Mapper interface {
 	Reader
 	// Create creates the resource and returns it as the cloud now has it
-	// (feedback columns filled).
-	Create(ctx context.Context, want Record) (Record, error)
+	// (feedback columns filled). call.Token is its client token.
+	Create(ctx context.Context, call Call, want Record) (Record, error)
 	// Update makes the cloud resource have match want's declarative
 	// columns, and returns it as the cloud now has it. It returns
 	// ErrReplace when the difference can only be made by a new resource.
-	Update(ctx context.Context, want, have Record) (Record, error)
+	Update(ctx context.Context, call Call, want, have Record) (Record, error)
 	// Delete deletes the resource.
-	Delete(ctx context.Context, have Record) error
+	Delete(ctx context.Context, call Call, have Record) error
 }
 
 // Equaler is implemented by a mapper whose declarative columns are not
@@ -251,53 +269,8 @@ type TerminalError struct{ Err error }
 func (e *TerminalError) Error() string { return e.Err.Error() }
 func (e *TerminalError) Unwrap() error { return e.Err }
 
-type freshKey struct{}
-
-// WithFreshRead marks a context whose reads must not reuse anything a
-// mapper remembered: explicit cycles (iasql_commit, iasql_rollback,
-// iasql_preview, install) read the cloud's present state. Automatic cycles
-// may reuse per-resource details a mapper fetched recently, so that an
-// unchanged cloud costs list calls only.
-func WithFreshRead(ctx context.Context) context.Context {
-	return context.WithValue(ctx, freshKey{}, true)
-}
-
-// FreshRead reports whether ctx asks for a fresh read of everything.
-func FreshRead(ctx context.Context) bool {
-	v, _ := ctx.Value(freshKey{}).(bool)
-	return v
-}
-
-type freshOnlyKey struct{}
-
-// WithFreshOnly marks a context whose reads must be fresh for the resources
-// named in names (identity values: a bucket's name, a role's name; what the
-// records a commit acts on are known by) and may reuse, for every other
-// resource, what a mapper read recently, as automatic cycles do: a commit
-// beside 10,000 unchanged buckets then costs list calls, not 10,000 detail
-// reads.
-func WithFreshOnly(ctx context.Context, names map[string]bool) context.Context {
-	return context.WithValue(ctx, freshOnlyKey{}, names)
-}
-
-// FreshFor reports whether a read must not reuse what a mapper remembered
-// of the resource known by any of names: always under WithFreshRead, for
-// the names given under WithFreshOnly, never otherwise.
-func FreshFor(ctx context.Context, names ...string) bool {
-	if FreshRead(ctx) {
-		return true
-	}
-	set, _ := ctx.Value(freshOnlyKey{}).(map[string]bool)
-	for _, n := range names {
-		if set[n] {
-			return true
-		}
-	}
-	return false
-}
-
 // Idempotency of creates. Before a create, the engine persists a client
-// token for the record and passes it in the context of the Create call. A
+// token for the record and passes it to the Create call (Call.Token). A
 // mapper whose API takes an idempotency token (ClientToken) sends it; a
 // mapper whose API takes none but whose resources take tags at creation
 // tags the resource with TokenTag = the token, reports it in the records it
@@ -323,27 +296,14 @@ func ReservedTag(key string) bool {
 	return len(key) >= 4 && strings.EqualFold(key[:4], "aws:")
 }
 
-type tokenKey struct{}
-
-// WithClientToken returns a context whose Create call carries token.
-func WithClientToken(ctx context.Context, token string) context.Context {
-	return context.WithValue(ctx, tokenKey{}, token)
-}
-
-// ClientToken is the client token of the create ctx carries ("" when none).
-func ClientToken(ctx context.Context) string {
-	s, _ := ctx.Value(tokenKey{}).(string)
-	return s
-}
-
 // Finder is implemented by the mapper of a resource whose identity the
 // cloud generates and whose create call takes no idempotency token (an EC2
-// VPC or subnet). Its Create tags the resource with the context's client
+// VPC or subnet). Its Create tags the resource with the call's client
 // token and must not be retried by the SDK (a retry of a create that AWS
 // did act on would make a second resource); the engine retries it, after
-// Find reports that no resource carries the token (nil, nil).
+// Find reports (nil, nil) that no resource carries call.Token.
 type Finder interface {
-	Find(ctx context.Context, want Record, token string) (Record, error)
+	Find(ctx context.Context, call Call, want Record) (Record, error)
 }
 
 // Getter is implemented by a mapper that can read its resources one by one.
@@ -355,7 +315,7 @@ type Finder interface {
 // exist is simply absent. An error means nothing can be said of any of
 // them (the engine then treats the table as unverified for the cycle).
 type Getter interface {
-	Get(ctx context.Context, ids []string) ([]Record, error)
+	Get(ctx context.Context, call Call, ids []string) ([]Record, error)
 }
 
 // Comparer is implemented by a mapper whose columns are compared
@@ -417,7 +377,7 @@ type Poller interface {
 	// done (nil after a delete), a *Pending while it still runs (with a new
 	// handle or advice if the cloud gave them), or the error it failed with
 	// (a TerminalError when retrying cannot help).
-	Poll(ctx context.Context, handle string) (Record, error)
+	Poll(ctx context.Context, call Call, handle string) (Record, error)
 }
 
 // Ref is one reference column of a table: the column, the table it

@@ -65,27 +65,11 @@ func classify(e *RequestError) error {
 // call cannot get past (the others, such as ThrottlingException,
 // ConcurrentOperationException, ServiceInternalErrorException and
 // NetworkFailureException, are retried).
-var terminalAPI = map[string]bool{
-	"InvalidRequestException":         true,
-	"NotUpdatableException":           true,
-	"TypeNotFoundException":           true,
-	"UnsupportedActionException":      true,
-	"InvalidCredentialsException":     true,
-	"AccessDeniedException":           true,
-	"ServiceLimitExceededException":   true,
-	"GeneralServiceException":         true,
-	"PrivateTypeException":            true,
-	"AlreadyExistsException":          true,
-	"HandlerInternalFailureException": true,
-	"UnrecognizedClientException":     true,
-	"ValidationException":             true,
-}
-
-// apiError wraps an API call's error with what was done, terminal when
-// its code says so.
-func apiError(err error, format string, args ...any) error {
-	return module.Classify(err, terminalAPI, format, args...)
-}
+var terminalAPI = module.TerminalCodes(
+	"InvalidRequestException", "NotUpdatableException", "TypeNotFoundException", "UnsupportedActionException",
+	"InvalidCredentialsException", "AccessDeniedException", "ServiceLimitExceededException", "GeneralServiceException",
+	"PrivateTypeException", "AlreadyExistsException", "HandlerInternalFailureException", "UnrecognizedClientException",
+	"ValidationException")
 
 // IsNotFound reports whether err is Cloud Control's
 // ResourceNotFoundException.

@@ -29,6 +29,7 @@ import (
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/ratelimit"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
 	"github.com/iasql/iasql/modules/internal/detail"
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -45,9 +46,9 @@ type Options struct {
 	// Parents returns, for a type whose list handler needs parent
 	// properties (schema.Type.ListParents), the parents to list under:
 	// one map of those properties per parent (the engine's integration
-	// gives the parent rows already in the database). Read fails for such a
-	// type without it.
-	Parents func(ctx context.Context) ([]map[string]any, error)
+	// gives those the type's rows name, from call.Parents). Read fails for
+	// such a type without it.
+	Parents func(call module.Call) ([]map[string]any, error)
 	// Concurrency bounds the GetResource calls of one Read; 8 when 0.
 	Concurrency int
 }
@@ -132,13 +133,13 @@ func (m *Mapper) Equal(db, cloud module.Record) bool { return diff.Equal(m.t, db
 // Read lists every resource of the type: ListResources, every page (AWS
 // answers pages of its own size whatever MaxResults says, so none is
 // asked), and GetResource for each item whose list model is partial.
-func (m *Mapper) Read(ctx context.Context) ([]module.Record, error) {
+func (m *Mapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	models := []map[string]any{nil}
 	if len(m.t.ListParents) > 0 {
 		if m.opts.Parents == nil {
 			return nil, fmt.Errorf("list %s: its list handler needs %v of a parent, and no parents were given", m.t.TypeName, m.t.ListParents)
 		}
-		ps, err := m.opts.Parents(ctx)
+		ps, err := m.opts.Parents(call)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: parents: %w", m.t.TypeName, err)
 		}
@@ -152,7 +153,7 @@ func (m *Mapper) Read(ctx context.Context) ([]module.Record, error) {
 		}
 		items = append(items, got...)
 	}
-	return m.complete(ctx, items)
+	return m.complete(ctx, call.Fresh, items)
 }
 
 // list reads every page of ListResources (under parent's properties).
@@ -172,7 +173,7 @@ func (m *Mapper) list(ctx context.Context, parent map[string]any) ([]cctypes.Res
 		}
 		page, err := m.client.ListResources(ctx, in)
 		if err != nil {
-			return nil, apiError(err, "list %s", m.t.TypeName)
+			return nil, terminalAPI.Classify(err, "list %s", m.t.TypeName)
 		}
 		out = append(out, page.ResourceDescriptions...)
 		if aws.ToString(page.NextToken) == "" {
@@ -214,7 +215,7 @@ func contains(list []string, s string) bool {
 // complete turns list items into records, reading partial ones with
 // GetResource (or reusing a recent read of the same list item, in cycles
 // that allow it).
-func (m *Mapper) complete(ctx context.Context, items []cctypes.ResourceDescription) ([]module.Record, error) {
+func (m *Mapper) complete(ctx context.Context, fresh module.Fresh, items []cctypes.ResourceDescription) ([]module.Record, error) {
 	out := make([]module.Record, len(items))
 	keep := make([]bool, len(items))
 	type job struct {
@@ -235,7 +236,7 @@ func (m *Mapper) complete(ctx context.Context, items []cctypes.ResourceDescripti
 			continue
 		}
 		name, ver := module.CloudIDOf(table, rec), aws.ToString(it.Properties)
-		if got, ok := m.details.Get(ctx, name, ver, due); ok {
+		if got, ok := m.details.Get(fresh, name, ver, due); ok {
 			out[i], keep[i] = got, true
 			continue
 		}
@@ -291,7 +292,7 @@ func (m *Mapper) get(ctx context.Context, identifier string) (module.Record, err
 		return nil, nil
 	}
 	if err != nil {
-		return nil, apiError(err, "read %s %s", m.t.TypeName, identifier)
+		return nil, terminalAPI.Classify(err, "read %s %s", m.t.TypeName, identifier)
 	}
 	if out.ResourceDescription == nil {
 		return nil, fmt.Errorf("read %s %s: no resource description in the answer", m.t.TypeName, identifier)
@@ -304,29 +305,22 @@ func (m *Mapper) get(ctx context.Context, identifier string) (module.Record, err
 }
 
 // Get reads the resources of ids (identities as module.CloudIDOf renders
-// them) fresh, one GetResource each; those that do not exist are absent.
-func (m *Mapper) Get(ctx context.Context, ids []string) ([]module.Record, error) {
-	var out []module.Record
-	for _, id := range ids {
+// them) fresh, one GetResource each, one at a time; those that do not
+// exist are absent.
+func (m *Mapper) Get(ctx context.Context, call module.Call, ids []string) ([]module.Record, error) {
+	return regional.Records(ctx, 1, ids, func(ctx context.Context, id string) (module.Record, error) {
 		ident, ok := m.t.CloudIDToIdentifier(id)
 		if !ok {
-			continue
+			return nil, nil
 		}
-		rec, err := m.get(ctx, ident)
-		if err != nil {
-			return nil, err
-		}
-		if rec != nil {
-			out = append(out, rec)
-		}
-	}
-	return out, nil
+		return m.get(ctx, ident)
+	})
 }
 
 // clientToken is the token of a call: the engine's persisted create
-// token when the context carries one, else a new one.
-func clientToken(ctx context.Context) string {
-	if t := module.ClientToken(ctx); t != "" {
+// token when the call carries one, else a new one.
+func clientToken(call module.Call) string {
+	if t := call.Token; t != "" {
 		return t
 	}
 	b := make([]byte, 16)
@@ -352,13 +346,13 @@ const maxTokenChain = 20
 // resource. A token that an earlier attempt used with other values
 // (ClientTokenConflictException: the row changed in between) is passed
 // over the same way.
-func (m *Mapper) Create(ctx context.Context, want module.Record) (module.Record, error) {
+func (m *Mapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
 	model := m.t.ToModel(want, nil)
 	doc, err := json.Marshal(model)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: desired state: %w", m.t.TypeName, err)
 	}
-	base := clientToken(ctx)
+	base := clientToken(call)
 	for i := 0; i < maxTokenChain; i++ {
 		token := base
 		if i > 0 {
@@ -374,7 +368,7 @@ func (m *Mapper) Create(ctx context.Context, want module.Record) (module.Record,
 			continue
 		}
 		if err != nil {
-			return nil, apiError(err, "create %s", m.t.TypeName)
+			return nil, terminalAPI.Classify(err, "create %s", m.t.TypeName)
 		}
 		ev := out.ProgressEvent
 		if ev == nil {
@@ -399,7 +393,7 @@ func (m *Mapper) Create(ctx context.Context, want module.Record) (module.Record,
 // no compared property differs (write-only ones alone included), and
 // module.ErrReplace is returned when a create-only path differs (or the
 // type cannot be updated).
-func (m *Mapper) Update(ctx context.Context, want, have module.Record) (module.Record, error) {
+func (m *Mapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
 	p := diff.Diff(m.t, have, want)
 	if len(p.Replace) > 0 {
 		return nil, fmt.Errorf("%s: create-only %s changed: %w", m.t.TypeName, strings.Join(p.Replace, ", "), module.ErrReplace)
@@ -421,10 +415,10 @@ func (m *Mapper) Update(ctx context.Context, want, have module.Record) (module.R
 		return nil, err
 	}
 	out, err := m.client.UpdateResource(ctx, &cloudcontrol.UpdateResourceInput{
-		TypeName: aws.String(m.t.TypeName), Identifier: aws.String(id), PatchDocument: aws.String(p.JSON()), ClientToken: aws.String(clientToken(ctx)),
+		TypeName: aws.String(m.t.TypeName), Identifier: aws.String(id), PatchDocument: aws.String(p.JSON()), ClientToken: aws.String(clientToken(call)),
 	})
 	if err != nil {
-		return nil, apiError(err, "update %s %s", m.t.TypeName, id)
+		return nil, terminalAPI.Classify(err, "update %s %s", m.t.TypeName, id)
 	}
 	m.forget(id)
 	return m.progress(ctx, out.ProgressEvent)
@@ -432,7 +426,7 @@ func (m *Mapper) Update(ctx context.Context, want, have module.Record) (module.R
 
 // Delete asks Cloud Control to delete the resource; a resource already
 // gone is deleted.
-func (m *Mapper) Delete(ctx context.Context, have module.Record) error {
+func (m *Mapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	id := m.t.IdentifierOf(have)
 	if id == "" {
 		return &module.TerminalError{Err: fmt.Errorf("delete %s: the record has no identifier", m.t.TypeName)}
@@ -441,13 +435,13 @@ func (m *Mapper) Delete(ctx context.Context, have module.Record) error {
 		return err
 	}
 	out, err := m.client.DeleteResource(ctx, &cloudcontrol.DeleteResourceInput{
-		TypeName: aws.String(m.t.TypeName), Identifier: aws.String(id), ClientToken: aws.String(clientToken(ctx)),
+		TypeName: aws.String(m.t.TypeName), Identifier: aws.String(id), ClientToken: aws.String(clientToken(call)),
 	})
 	if IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return apiError(err, "delete %s %s", m.t.TypeName, id)
+		return terminalAPI.Classify(err, "delete %s %s", m.t.TypeName, id)
 	}
 	m.forget(id)
 	_, err = m.progress(ctx, out.ProgressEvent)
@@ -461,13 +455,13 @@ func (m *Mapper) forget(identifier string) {
 }
 
 // Poll asks about a request (its token, the Pending handle).
-func (m *Mapper) Poll(ctx context.Context, handle string) (module.Record, error) {
+func (m *Mapper) Poll(ctx context.Context, call module.Call, handle string) (module.Record, error) {
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
 	out, err := m.client.GetResourceRequestStatus(ctx, &cloudcontrol.GetResourceRequestStatusInput{RequestToken: aws.String(handle)})
 	if err != nil {
-		return nil, apiError(err, "status of %s request %s", m.t.TypeName, handle)
+		return nil, terminalAPI.Classify(err, "status of %s request %s", m.t.TypeName, handle)
 	}
 	return m.progress(ctx, out.ProgressEvent)
 }

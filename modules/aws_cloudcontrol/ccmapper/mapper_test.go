@@ -1,7 +1,6 @@
 package ccmapper_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,7 +84,7 @@ func follow(t *testing.T, m *ccmapper.Mapper, rec module.Record, err error) (mod
 		}
 		wait := min(max(p.RetryAfter, time.Millisecond), 100*time.Millisecond)
 		time.Sleep(wait) // the cloud's advice on when to ask
-		rec, err = m.Poll(t.Context(), p.Handle)
+		rec, err = m.Poll(t.Context(), module.Call{}, p.Handle)
 	}
 }
 
@@ -101,10 +100,10 @@ func mustPending(t *testing.T, err error) *module.Pending {
 func TestLogGroupLifecycle(t *testing.T) {
 	e := newEnv(t, 30*time.Millisecond)
 	m := e.mapper(t, "AWS::Logs::LogGroup", ccmapper.Options{})
-	ctx := module.WithClientToken(t.Context(), "tok-lg-1")
+	ctx, call := t.Context(), module.Call{Token: "tok-lg-1"}
 	want := module.Record{"log_group_name": "app", "retention_in_days": json.Number("7"), "tags": map[string]any{"team": "a"}}
 
-	rec, err := m.Create(ctx, want)
+	rec, err := m.Create(ctx, call, want)
 	p := mustPending(t, err)
 	if p.Record["log_group_name"] != "app" {
 		t.Errorf("Pending.Record %v: want the identity", p.Record)
@@ -123,7 +122,7 @@ func TestLogGroupLifecycle(t *testing.T) {
 		t.Errorf("the row and the created resource differ: %v / %v", want, got)
 	}
 
-	read, err := m.Read(t.Context())
+	read, err := m.Read(t.Context(), module.Call{})
 	if err != nil || len(read) != 1 {
 		t.Fatalf("Read: %v %v", read, err)
 	}
@@ -133,7 +132,7 @@ func TestLogGroupLifecycle(t *testing.T) {
 
 	// A no-op: the read record as want makes no mutating call.
 	e.em.Reset()
-	if same, err := m.Update(t.Context(), read[0], read[0]); err != nil || same == nil {
+	if same, err := m.Update(t.Context(), module.Call{}, read[0], read[0]); err != nil || same == nil {
 		t.Fatalf("no-op Update: %v %v", same, err)
 	}
 	for _, op := range []string{"UpdateResource", "CreateResource", "DeleteResource"} {
@@ -144,7 +143,7 @@ func TestLogGroupLifecycle(t *testing.T) {
 
 	// Update in place.
 	w2 := module.Record{"log_group_name": "app", "retention_in_days": json.Number("14"), "tags": map[string]any{"team": "b"}}
-	got, err = settle(t, m)(m.Update(t.Context(), w2, read[0]))
+	got, err = settle(t, m)(m.Update(t.Context(), module.Call{}, w2, read[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +153,7 @@ func TestLogGroupLifecycle(t *testing.T) {
 
 	// A create-only change is a replacement, and nothing is called.
 	e.em.Reset()
-	_, err = m.Update(t.Context(), module.Record{"log_group_name": "app", "log_group_class": "INFREQUENT_ACCESS"}, got)
+	_, err = m.Update(t.Context(), module.Call{}, module.Record{"log_group_name": "app", "log_group_class": "INFREQUENT_ACCESS"}, got)
 	if !errors.Is(err, module.ErrReplace) || !strings.Contains(err.Error(), "/properties/LogGroupClass") {
 		t.Errorf("create-only change: %v, want ErrReplace naming the path", err)
 	}
@@ -163,17 +162,17 @@ func TestLogGroupLifecycle(t *testing.T) {
 	}
 
 	// Get reads fresh; Delete; then it is absent.
-	if g, err := m.Get(t.Context(), []string{"app", "missing"}); err != nil || len(g) != 1 {
+	if g, err := m.Get(t.Context(), module.Call{}, []string{"app", "missing"}); err != nil || len(g) != 1 {
 		t.Errorf("Get: %v %v", g, err)
 	}
-	if _, err := settleDel(t, m)(m.Delete(t.Context(), got)); err != nil {
+	if _, err := settleDel(t, m)(m.Delete(t.Context(), module.Call{}, got)); err != nil {
 		t.Fatal(err)
 	}
-	if g, err := m.Get(t.Context(), []string{"app"}); err != nil || len(g) != 0 {
+	if g, err := m.Get(t.Context(), module.Call{}, []string{"app"}); err != nil || len(g) != 0 {
 		t.Errorf("Get after delete: %v %v", g, err)
 	}
 	// Deleting what is gone is done (FAILED NotFound, or not found at once).
-	if _, err := settleDel(t, m)(m.Delete(t.Context(), got)); err != nil {
+	if _, err := settleDel(t, m)(m.Delete(t.Context(), module.Call{}, got)); err != nil {
 		t.Errorf("delete of a missing resource: %v", err)
 	}
 }
@@ -185,7 +184,7 @@ func TestSQSQueueLifecycle(t *testing.T) {
 		t.Fatalf("CloudID %v", ct)
 	}
 	want := module.Record{"queue_name": "jobs", "visibility_timeout": json.Number("45"), "redrive_allow_policy": map[string]any{"redrivePermission": "denyAll"}}
-	got, err := settle(t, m)(m.Create(module.WithClientToken(t.Context(), "tok-q-1"), want))
+	got, err := settle(t, m)(m.Create(t.Context(), module.Call{Token: "tok-q-1"}, want))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +195,7 @@ func TestSQSQueueLifecycle(t *testing.T) {
 		t.Errorf("row and queue differ (defaults must equal absence): %v / %v", want, got)
 	}
 	w2 := module.Record{"queue_name": "jobs", "visibility_timeout": json.Number("60"), "redrive_allow_policy": map[string]any{"redrivePermission": "denyAll"}}
-	got2, err := settle(t, m)(m.Update(t.Context(), w2, got))
+	got2, err := settle(t, m)(m.Update(t.Context(), module.Call{}, w2, got))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,16 +203,16 @@ func TestSQSQueueLifecycle(t *testing.T) {
 		t.Errorf("after update %v", got2)
 	}
 	e.em.Reset()
-	if _, err := m.Update(t.Context(), got2, got2); err != nil || e.calls("UpdateResource") != 0 {
+	if _, err := m.Update(t.Context(), module.Call{}, got2, got2); err != nil || e.calls("UpdateResource") != 0 {
 		t.Errorf("no-op update: %v, %d calls", err, e.calls("UpdateResource"))
 	}
-	if _, err := m.Update(t.Context(), module.Record{"queue_name": "jobs", "fifo_queue": true}, got2); !errors.Is(err, module.ErrReplace) {
+	if _, err := m.Update(t.Context(), module.Call{}, module.Record{"queue_name": "jobs", "fifo_queue": true}, got2); !errors.Is(err, module.ErrReplace) {
 		t.Errorf("FifoQueue change: %v, want ErrReplace", err)
 	}
-	if _, err := settleDel(t, m)(m.Delete(t.Context(), got2)); err != nil {
+	if _, err := settleDel(t, m)(m.Delete(t.Context(), module.Call{}, got2)); err != nil {
 		t.Fatal(err)
 	}
-	if read, err := m.Read(t.Context()); err != nil || len(read) != 0 {
+	if read, err := m.Read(t.Context(), module.Call{}); err != nil || len(read) != 0 {
 		t.Errorf("after delete: %v %v", read, err)
 	}
 }
@@ -221,10 +220,10 @@ func TestSQSQueueLifecycle(t *testing.T) {
 func TestClientTokenReuse(t *testing.T) {
 	e := newEnv(t, 50*time.Millisecond)
 	m := e.mapper(t, "AWS::Logs::LogGroup", ccmapper.Options{})
-	ctx := module.WithClientToken(t.Context(), "tok-same")
+	ctx, call := t.Context(), module.Call{Token: "tok-same"}
 	want := module.Record{"log_group_name": "once"}
-	_, err1 := m.Create(ctx, want)
-	_, err2 := m.Create(ctx, want) // the engine after a crash: same token
+	_, err1 := m.Create(ctx, call, want)
+	_, err2 := m.Create(ctx, call, want) // the engine after a crash: same token
 	p1, p2 := mustPending(t, err1), mustPending(t, err2)
 	if p1.Handle != p2.Handle {
 		t.Errorf("the same client token made two requests: %s, %s", p1.Handle, p2.Handle)
@@ -233,11 +232,11 @@ func TestClientTokenReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	// After SUCCESS, the same create again answers the done request.
-	got, err := settle(t, m)(m.Create(ctx, want))
+	got, err := settle(t, m)(m.Create(ctx, call, want))
 	if err != nil || got.String("log_group_name") != "once" {
 		t.Errorf("create repeated after success: %v %v", got, err)
 	}
-	if read, _ := m.Read(t.Context()); len(read) != 1 {
+	if read, _ := m.Read(t.Context(), module.Call{}); len(read) != 1 {
 		t.Errorf("%d log groups, want 1", len(read))
 	}
 }
@@ -246,9 +245,9 @@ func TestRetryableHandlerFailure(t *testing.T) {
 	e := newEnv(t, 10*time.Millisecond)
 	m := e.mapper(t, "AWS::Logs::LogGroup", ccmapper.Options{})
 	e.em.Inject(emulator.Fault{Op: "cloudcontrolapi:CreateResource", Kind: emulator.HandlerFailure, ErrorCode: "Throttling", Times: 1})
-	ctx := module.WithClientToken(t.Context(), "tok-retry")
+	ctx, call := t.Context(), module.Call{Token: "tok-retry"}
 	want := module.Record{"log_group_name": "flaky"}
-	_, err := settle(t, m)(m.Create(ctx, want))
+	_, err := settle(t, m)(m.Create(ctx, call, want))
 	var re *ccmapper.RequestError
 	var te *module.TerminalError
 	if !errors.As(err, &re) || re.Code != "Throttling" || errors.As(err, &te) {
@@ -256,13 +255,13 @@ func TestRetryableHandlerFailure(t *testing.T) {
 	}
 	// The engine retries with the same persisted token: the mapper passes
 	// over the failed request and makes a new one.
-	got, err := settle(t, m)(m.Create(ctx, want))
+	got, err := settle(t, m)(m.Create(ctx, call, want))
 	if err != nil || got.String("log_group_name") != "flaky" {
 		t.Fatalf("retry: %v %v", got, err)
 	}
 	// Throttling of the API itself is retried by the SDK.
 	e.em.Inject(emulator.Fault{Op: "cloudcontrolapi:ListResources", Kind: emulator.Throttle, Times: 1})
-	if read, err := m.Read(t.Context()); err != nil || len(read) != 1 {
+	if read, err := m.Read(t.Context(), module.Call{}); err != nil || len(read) != 1 {
 		t.Errorf("Read under throttling: %v %v", read, err)
 	}
 }
@@ -271,21 +270,21 @@ func TestTerminalFailures(t *testing.T) {
 	e := newEnv(t, 0)
 	m := e.mapper(t, "AWS::Logs::LogGroup", ccmapper.Options{})
 	e.em.Inject(emulator.Fault{Op: "cloudcontrolapi:CreateResource", Kind: emulator.HandlerFailure, ErrorCode: "InvalidRequest", Times: 1})
-	_, err := settle(t, m)(m.Create(t.Context(), module.Record{"log_group_name": "bad"}))
+	_, err := settle(t, m)(m.Create(t.Context(), module.Call{}, module.Record{"log_group_name": "bad"}))
 	var te *module.TerminalError
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "InvalidRequest") || !strings.Contains(err.Error(), "injected") {
 		t.Errorf("InvalidRequest: %v, want a terminal error with the code and AWS's message", err)
 	}
 	// A create of an identity that exists.
-	if _, err := settle(t, m)(m.Create(t.Context(), module.Record{"log_group_name": "taken"})); err != nil {
+	if _, err := settle(t, m)(m.Create(t.Context(), module.Call{}, module.Record{"log_group_name": "taken"})); err != nil {
 		t.Fatal(err)
 	}
-	_, err = settle(t, m)(m.Create(t.Context(), module.Record{"log_group_name": "taken"}))
+	_, err = settle(t, m)(m.Create(t.Context(), module.Call{}, module.Record{"log_group_name": "taken"}))
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "AlreadyExists") || !strings.Contains(err.Error(), "exists already") {
 		t.Errorf("AlreadyExists: %v", err)
 	}
 	// Invalid input refused at the call is terminal too.
-	_, err = m.Create(t.Context(), module.Record{"log_group_name": "x", "retention_in_days": "many"})
+	_, err = m.Create(t.Context(), module.Call{}, module.Record{"log_group_name": "x", "retention_in_days": "many"})
 	if !errors.As(err, &te) {
 		t.Errorf("a model the schema refuses: %v, want terminal", err)
 	}
@@ -305,7 +304,7 @@ func TestPagination(t *testing.T) {
 		}
 	}
 	e.em.Reset()
-	read, err := m.Read(t.Context())
+	read, err := m.Read(t.Context(), module.Call{})
 	if err != nil || len(read) != n {
 		t.Fatalf("Read: %d records, %v; want %d", len(read), err, n)
 	}
@@ -317,14 +316,14 @@ func TestPagination(t *testing.T) {
 func TestListPerParent(t *testing.T) {
 	e := newEnv(t, 0)
 	m := e.mapper(t, "AWS::Logs::SubscriptionFilter", ccmapper.Options{})
-	if _, err := m.Read(t.Context()); err == nil || !strings.Contains(err.Error(), "LogGroupName") {
+	if _, err := m.Read(t.Context(), module.Call{}); err == nil || !strings.Contains(err.Error(), "LogGroupName") {
 		t.Errorf("Read without parents: %v", err)
 	}
-	m = e.mapper(t, "AWS::Logs::SubscriptionFilter", ccmapper.Options{Parents: func(context.Context) ([]map[string]any, error) {
+	m = e.mapper(t, "AWS::Logs::SubscriptionFilter", ccmapper.Options{Parents: func(module.Call) ([]map[string]any, error) {
 		return []map[string]any{{"LogGroupName": "a"}, {"LogGroupName": "b"}}, nil
 	}})
 	e.em.Reset()
-	if read, err := m.Read(t.Context()); err != nil || len(read) != 0 {
+	if read, err := m.Read(t.Context(), module.Call{}); err != nil || len(read) != 0 {
 		t.Errorf("Read per parent: %v %v", read, err)
 	}
 	if got := e.calls("ListResources"); got != 2 {
@@ -339,10 +338,10 @@ func TestRateLimitShared(t *testing.T) {
 	b := e.mapper(t, "AWS::SQS::Queue", ccmapper.Options{})
 	start := time.Now()
 	for i := 0; i < 3; i++ {
-		if _, err := a.Read(t.Context()); err != nil {
+		if _, err := a.Read(t.Context(), module.Call{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Read(t.Context()); err != nil {
+		if _, err := b.Read(t.Context(), module.Call{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -377,7 +376,7 @@ func TestPartialListItems(t *testing.T) {
 func TestReadBackNotFound(t *testing.T) {
 	e := newEnv(t, 0)
 	m := e.mapper(t, "AWS::Logs::LogGroup", ccmapper.Options{ReadBackPolls: 2})
-	_, err := m.Create(t.Context(), module.Record{"log_group_name": "gone"})
+	_, err := m.Create(t.Context(), module.Call{}, module.Record{"log_group_name": "gone"})
 	p := mustPending(t, err)
 	// Out of band, the group is deleted before the create is polled.
 	del, err := e.cc.DeleteResource(t.Context(), &cloudcontrol.DeleteResourceInput{TypeName: aws.String("AWS::Logs::LogGroup"), Identifier: aws.String("gone")})
@@ -394,11 +393,11 @@ func TestReadBackNotFound(t *testing.T) {
 		}
 	}
 	for i := 0; i < 2; i++ {
-		if _, err := m.Poll(t.Context(), p.Handle); mustPending(t, err).Handle != p.Handle {
+		if _, err := m.Poll(t.Context(), module.Call{}, p.Handle); mustPending(t, err).Handle != p.Handle {
 			t.Errorf("poll %d: another handle", i)
 		}
 	}
-	_, err = m.Poll(t.Context(), p.Handle)
+	_, err = m.Poll(t.Context(), module.Call{}, p.Handle)
 	var te *module.TerminalError
 	if err == nil || errors.As(err, &te) || !strings.Contains(err.Error(), "cannot be read") {
 		t.Errorf("after the read-back polls: %v, want a retryable failure", err)
@@ -429,14 +428,14 @@ func TestNoOpPerType(t *testing.T) {
 		t.Run(c.typeName, func(t *testing.T) {
 			e := newEnv(t, 0)
 			m := e.mapper(t, c.typeName, ccmapper.Options{})
-			got, err := settle(t, m)(m.Create(t.Context(), c.want))
+			got, err := settle(t, m)(m.Create(t.Context(), module.Call{}, c.want))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !m.Equal(c.want, got) {
 				t.Errorf("the row and the created resource differ: %v / %v", c.want, got)
 			}
-			read, err := m.Read(t.Context())
+			read, err := m.Read(t.Context(), module.Call{})
 			if err != nil || len(read) != 1 {
 				t.Fatalf("Read: %v %v", read, err)
 			}
@@ -453,10 +452,10 @@ func TestNoOpPerType(t *testing.T) {
 				}
 			}
 			e.em.Reset()
-			if _, err := m.Update(t.Context(), c.want, read[0]); err != nil {
+			if _, err := m.Update(t.Context(), module.Call{}, c.want, read[0]); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := m.Update(t.Context(), read[0], read[0]); err != nil {
+			if _, err := m.Update(t.Context(), module.Call{}, read[0], read[0]); err != nil {
 				t.Fatal(err)
 			}
 			for _, op := range []string{"UpdateResource", "CreateResource", "DeleteResource"} {

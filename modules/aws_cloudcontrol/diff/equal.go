@@ -77,7 +77,7 @@ func Normalize(c *schema.Column, v any) any {
 	if c.Tags && v != nil {
 		m := schema.TagMap(v)
 		for k := range m {
-			if strings.HasPrefix(k, "aws:") {
+			if module.ReservedTag(k) {
 				delete(m, k)
 			}
 		}

@@ -8,11 +8,10 @@
 // over 10,000 unchanged buckets makes its list calls and at most Budget
 // detail calls, and every detail is refreshed within a bounded number of
 // cycles. A detail never read, or one a read must see fresh
-// (module.FreshFor), is always read.
+// (module.Fresh), is always read.
 package detail
 
 import (
-	"context"
 	"os"
 	"sort"
 	"strconv"
@@ -97,14 +96,14 @@ func (c *Cache[V]) Due() map[string]bool {
 	return Due(read, c.ttl, Budget())
 }
 
-// Get returns the detail of a resource when the read may reuse it: ctx does
-// not ask for it fresh (module.FreshFor, by name), it was read from this
+// Get returns the detail of a resource when the read may reuse it: fresh
+// does not ask for it (module.Fresh.For, by name), it was read from this
 // version of the resource (never for an unknown version ""), and read
 // within the TTL or, stale, not due for a refresh in this read (nil due:
 // within the TTL only).
-func (c *Cache[V]) Get(ctx context.Context, name, version string, due map[string]bool) (V, bool) {
+func (c *Cache[V]) Get(fresh module.Fresh, name, version string, due map[string]bool) (V, bool) {
 	var zero V
-	if c.ttl == 0 || version == "" || module.FreshFor(ctx, name) {
+	if c.ttl == 0 || version == "" || fresh.For(name) {
 		return zero, false
 	}
 	c.mu.Lock()

@@ -1,19 +1,20 @@
-// Package ec2x is what the EC2-based modules (aws_vpc, aws_security_group)
-// share: an EC2 client per region, reading every region of the cycle's
-// scope concurrently, tags in record form, and the error codes they test.
+// Package ec2x is what the EC2-based modules (aws_vpc, aws_security_group,
+// aws_ec2) share: an EC2 client per region (reading every region of a
+// call's scope: regional.Clients), EC2 tags as a tags column (package
+// tags), and EC2's terminal error codes.
 package ec2x
 
 import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/iasql/iasql/modules/internal/regional"
+	"github.com/iasql/iasql/modules/internal/tags"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -22,54 +23,37 @@ const PageSize = 1000
 
 // Clients holds an EC2 client per region for one SDK configuration.
 type Clients struct {
-	cfg aws.Config
 	*regional.Clients[*ec2.Client]
 }
 
 // NewClients returns clients for cfg.
 func NewClients(cfg aws.Config) *Clients {
-	return &Clients{cfg: cfg, Clients: regional.NewClients(func(region string) *ec2.Client {
+	return &Clients{Clients: regional.NewClients(cfg, func(region string) *ec2.Client {
 		return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Region = region })
 	})}
 }
 
-// EachRegion runs read for every region of the cycle's scope concurrently
-// and returns the records in region order. A region whose read fails does
-// not stop the others: the records of the regions that worked come with a
-// *module.PartialError naming the ones that failed (a region the account
-// has not enabled answers AuthFailure; see regional.GatherRegions).
-func (c *Clients) EachRegion(ctx context.Context, read func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error)) ([]module.Record, error) {
-	regions := module.ScopeOf(ctx, c.cfg).Regions
-	return regional.GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
-		func(ctx context.Context, i int) ([]module.Record, error) {
-			return read(ctx, regions[i], c.Region(regions[i]))
-		})
+// tag reads an EC2 tag.
+func tag(t types.Tag) tags.Tag {
+	return tags.Tag{Key: aws.ToString(t.Key), Value: aws.ToString(t.Value)}
 }
 
-// Tags renders EC2 tags as a record value: an object of key -> value
-// ({} when there are none, as the tables' default is). The engine's
-// client-token tag (module.TokenTag) is not among them (see TokenOf), nor
-// AWS's own aws: tags (module.ReservedTag), which no one may set or delete.
-func Tags(tags []types.Tag) map[string]any {
-	out := make(map[string]any, len(tags))
-	for _, t := range tags {
-		if k := aws.ToString(t.Key); k != module.TokenTag && !module.ReservedTag(k) {
-			out[k] = aws.ToString(t.Value)
-		}
+// ec2Tags are tags as EC2 takes them (nil for none).
+func ec2Tags(ts []tags.Tag) []types.Tag {
+	var out []types.Tag
+	for _, t := range ts {
+		out = append(out, types.Tag{Key: aws.String(t.Key), Value: aws.String(t.Value)})
 	}
 	return out
 }
 
+// Tags renders EC2 tags as a tags column value (tags.Record: without the
+// client-token tag and AWS's own aws: tags).
+func Tags(ts []types.Tag) map[string]any { return tags.Record(ts, tag) }
+
 // TokenOf is the client token a resource was tagged with at creation (""
 // when none).
-func TokenOf(tags []types.Tag) string {
-	for _, t := range tags {
-		if aws.ToString(t.Key) == module.TokenTag {
-			return aws.ToString(t.Value)
-		}
-	}
-	return ""
-}
+func TokenOf(ts []types.Tag) string { return tags.Token(ts, tag) }
 
 // TagSpec is the TagSpecifications of a create call for a record's tags
 // column and a create's client token ("" for none; nil when there are
@@ -77,11 +61,8 @@ func TokenOf(tags []types.Tag) string {
 // EC2 applies tags given at creation atomically with the create: a
 // resource never exists without its token tag.
 // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html (tag on creation)
-func TagSpec(resource types.ResourceType, tags any, token string) []types.TagSpecification {
-	ts := toTags(tags)
-	if token != "" {
-		ts = append(ts, types.Tag{Key: aws.String(module.TokenTag), Value: aws.String(token)})
-	}
+func TagSpec(resource types.ResourceType, v any, token string) []types.TagSpecification {
+	ts := ec2Tags(tags.List(v, token))
 	if len(ts) == 0 {
 		return nil
 	}
@@ -98,43 +79,20 @@ func TokenFilter(token string) []types.Filter {
 	return []types.Filter{{Name: aws.String("tag:" + module.TokenTag), Values: []string{token}}}
 }
 
-func toTags(v any) []types.Tag {
-	m, _ := v.(map[string]any)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]types.Tag, 0, len(m))
-	for _, k := range keys {
-		out = append(out, types.Tag{Key: aws.String(k), Value: aws.String(fmt.Sprint(m[k]))})
-	}
-	return out
-}
-
 // SyncTags makes the resource's tags want (from have): CreateTags for new
-// and changed ones, DeleteTags for the ones gone.
+// and changed ones, DeleteTags for the ones gone (tags.Diff).
 func SyncTags(ctx context.Context, cl *ec2.Client, id string, want, have any) error {
-	w, _ := want.(map[string]any)
-	h, _ := have.(map[string]any)
-	var set []types.Tag
-	for _, t := range toTags(w) {
-		if old, ok := h[*t.Key]; !ok || fmt.Sprint(old) != *t.Value {
-			set = append(set, t)
-		}
-	}
-	var del []types.Tag
-	for _, t := range toTags(h) {
-		if _, ok := w[*t.Key]; !ok {
-			del = append(del, types.Tag{Key: t.Key})
-		}
-	}
+	set, remove := tags.Diff(want, have)
 	if len(set) > 0 {
-		if _, err := cl.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: set}); err != nil {
+		if _, err := cl.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(set)}); err != nil {
 			return fmt.Errorf("tag %s: %w", id, err)
 		}
 	}
-	if len(del) > 0 {
+	if len(remove) > 0 {
+		del := make([]types.Tag, len(remove))
+		for i, k := range remove {
+			del[i] = types.Tag{Key: aws.String(k)}
+		}
 		if _, err := cl.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: []string{id}, Tags: del}); err != nil {
 			return fmt.Errorf("untag %s: %w", id, err)
 		}
@@ -145,21 +103,10 @@ func SyncTags(ctx context.Context, cl *ec2.Client, id string, want, have any) er
 // Code returns the AWS error code of err ("" when it has none).
 func Code(err error) string { return module.ErrorCode(err) }
 
-// terminalCodes are EC2 errors that retrying cannot fix: bad input the
-// database could not catch, missing permissions.
-var terminalCodes = map[string]bool{
-	"InvalidParameterValue": true, "InvalidParameterCombination": true, "InvalidVpc.Range": true, "InvalidSubnet.Range": true,
-	"InvalidSubnet.Conflict": true, "UnauthorizedOperation": true, "InvalidPermission.Malformed": true,
-}
-
-// Terminal wraps errors that retrying cannot fix (bad input the database
-// could not catch) as module.TerminalError; others pass through.
-func Terminal(err error) error {
-	if terminalCodes[module.ErrorCode(err)] {
-		return &module.TerminalError{Err: err}
-	}
-	return err
-}
+// Terminal are EC2 errors that retrying cannot fix: bad input the database
+// could not catch, missing permissions (a module adds its own: With).
+var Terminal = module.TerminalCodes("InvalidParameterValue", "InvalidParameterCombination", "InvalidVpc.Range", "InvalidSubnet.Range",
+	"InvalidSubnet.Conflict", "UnauthorizedOperation", "InvalidPermission.Malformed")
 
 // UpdateTags is the Update of a resource whose tags are all that can
 // change in place: any other difference among t's declarative columns
@@ -177,14 +124,4 @@ func (c *Clients) UpdateTags(ctx context.Context, t module.Table, idCol string, 
 	got := maps.Clone(have)
 	got["tags"] = want["tags"]
 	return got, nil
-}
-
-// TerminalCodes are the codes Terminal treats as terminal, with a module's
-// own (more): the terminal codes module.Classify takes.
-func TerminalCodes(more ...string) map[string]bool {
-	out := maps.Clone(terminalCodes)
-	for _, c := range more {
-		out[c] = true
-	}
-	return out
 }

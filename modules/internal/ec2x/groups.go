@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -31,17 +32,14 @@ func GroupCloudIDs(ctx context.Context, cl *ec2.Client, groups module.Table, ids
 	if len(ids) == 0 {
 		return out, nil
 	}
-	p := ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{
+	found, err := regional.Pages(ctx, ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{
 		Filters: []types.Filter{{Name: aws.String("group-id"), Values: ids}}, MaxResults: aws.Int32(PageSize),
-	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describe security groups %v: %w", ids, err)
-		}
-		for _, g := range page.SecurityGroups {
-			out[aws.ToString(g.GroupId)] = GroupCloudID(groups, aws.ToString(g.VpcId), aws.ToString(g.GroupName))
-		}
+	}), func(page *ec2.DescribeSecurityGroupsOutput) []types.SecurityGroup { return page.SecurityGroups })
+	if err != nil {
+		return nil, fmt.Errorf("describe security groups %v: %w", ids, err)
+	}
+	for _, g := range found {
+		out[aws.ToString(g.GroupId)] = GroupCloudID(groups, aws.ToString(g.VpcId), aws.ToString(g.GroupName))
 	}
 	return out, nil
 }
@@ -55,13 +53,9 @@ func GroupIDs(ctx context.Context, cl *ec2.Client, groups module.Table, cids []s
 	}
 	var vpcs, names []string
 	for _, cid := range cids {
-		parts, ok := module.SplitCloudID(cid, len(groups.CloudID))
+		g, ok := module.IdentityOf(groups, cid)
 		if !ok {
 			return nil, &module.TerminalError{Err: fmt.Errorf("security group %q is not a group identity", cid)}
-		}
-		g := module.Record{}
-		for i, col := range groups.CloudID {
-			g[col] = parts[i]
 		}
 		vpcs, names = append(vpcs, g.String("vpc_id")), append(names, g.String("group_name"))
 	}

@@ -1,6 +1,7 @@
 // Package regional is what the modules that call a cloud service per
-// region share: an SDK client per region, made once, and running the
-// calls for many items (regions, buckets, roles) concurrently.
+// region share: an SDK client per region, made once; listing every region
+// of a cycle's scope, each page by page; and running the calls for many
+// items (regions, buckets, roles) concurrently.
 package regional
 
 import (
@@ -8,22 +9,26 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/iasql/iasql/modules/module"
 )
 
 // Clients holds an SDK client of type C per region, each made once by
 // the function given to NewClients.
 type Clients[C any] struct {
+	cfg       aws.Config
 	newClient func(region string) C
 
 	mu       sync.Mutex
 	byRegion map[string]C
 }
 
-// NewClients returns an empty cache whose clients newClient makes (e.g.
-// ecr.NewFromConfig with the region set in its options).
-func NewClients[C any](newClient func(region string) C) *Clients[C] {
-	return &Clients[C]{newClient: newClient, byRegion: map[string]C{}}
+// NewClients returns an empty cache whose clients newClient makes from cfg
+// (e.g. ecr.NewFromConfig(cfg) with the region set in its options); cfg's
+// region is the scope of a call that has none (Scope).
+func NewClients[C any](cfg aws.Config, newClient func(region string) C) *Clients[C] {
+	return &Clients[C]{cfg: cfg, newClient: newClient, byRegion: map[string]C{}}
 }
 
 // Region returns the client for a region, made on first use.
@@ -36,6 +41,80 @@ func (c *Clients[C]) Region(region string) C {
 	cl := c.newClient(region)
 	c.byRegion[region] = cl
 	return cl
+}
+
+// Scope is the scope a call works in: s, else (aws_account not installed)
+// the configuration's region (module.Scope.Or).
+func (c *Clients[C]) Scope(s module.Scope) module.Scope { return s.Or(c.cfg) }
+
+// RegionOr is region, or the default region of the scope s when region is
+// "" (a row that names none).
+func (c *Clients[C]) RegionOr(s module.Scope, region string) string {
+	if region != "" {
+		return region
+	}
+	return c.Scope(s).Default
+}
+
+// EachRegion runs read for every region of the scope s (Scope)
+// concurrently, with each region's client, and returns the records in
+// region order. A region whose read fails does not stop the others: the
+// records of the regions that worked come with a *module.PartialError
+// naming the ones that failed (a region the account has not enabled
+// answers AuthFailure or UnrecognizedClientException; see GatherRegions).
+func (c *Clients[C]) EachRegion(ctx context.Context, s module.Scope, read func(ctx context.Context, region string, cl C) ([]module.Record, error)) ([]module.Record, error) {
+	regions := c.Scope(s).Regions
+	return GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
+		func(ctx context.Context, i int) ([]module.Record, error) {
+			return read(ctx, regions[i], c.Region(regions[i]))
+		})
+}
+
+// List lists a resource type in every region of the scope s (EachRegion:
+// concurrently, a region whose read fails leaving the others), each
+// region page by page: pager makes a region's paginator from its client
+// (ec2.NewDescribeVpcsPaginator with the input), items takes a page's
+// resources, and record renders one of them found in a region (nil to
+// leave it out: one the table does not hold). A failed page is wrapped as
+// "<what> in <region>", classified by terminal (nil: none is terminal).
+func List[C any, PG Pager[P, O], P, O, T any](ctx context.Context, c *Clients[C], s module.Scope, terminal module.Terminal, what string,
+	pager func(cl C) PG, items func(page *P) []T, record func(region string, item T) module.Record) ([]module.Record, error) {
+	return c.EachRegion(ctx, s, func(ctx context.Context, region string, cl C) ([]module.Record, error) {
+		found, err := Pages(ctx, pager(cl), items)
+		if err != nil {
+			return nil, terminal.Classify(err, "%s in %s", what, region)
+		}
+		out := make([]module.Record, 0, len(found))
+		for _, item := range found {
+			if r := record(region, item); r != nil {
+				out = append(out, r)
+			}
+		}
+		return out, nil
+	})
+}
+
+// Pager is an AWS SDK paginator (ec2.NewDescribeVpcsPaginator and the
+// like): pages of type P, its service's options O.
+type Pager[P, O any] interface {
+	HasMorePages() bool
+	NextPage(ctx context.Context, optFns ...func(*O)) (*P, error)
+}
+
+// Pages reads every page of p and returns what items takes of each, in
+// order (nil when there is nothing), or the first page's error. items
+// converts and filters (a page's resources as records, those the table
+// holds).
+func Pages[T, P, O any](ctx context.Context, p Pager[P, O], items func(page *P) []T) ([]T, error) {
+	var out []T
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items(page)...)
+	}
+	return out, nil
 }
 
 // ForEach runs fn(ctx, i) for i from 0 to n-1, at most limit at a time
@@ -128,4 +207,20 @@ func GatherRegions[R any](ctx context.Context, limit, n int, regionOf func(i int
 		}
 	}
 	return out, module.Partial(failed)
+}
+
+// Records reads a record for each of items, at most limit at a time (all
+// at once when limit is 0 or less): record answers nil for an item that
+// has none (a resource gone, or one the table leaves out). It returns the
+// records in the order of items, or the first error (a read that failed
+// says nothing of the others). A Getter's Get reads its ids with it; so
+// does a Read that completes what a listing named.
+func Records[T any](ctx context.Context, limit int, items []T, record func(ctx context.Context, item T) (module.Record, error)) ([]module.Record, error) {
+	return Gather(ctx, limit, len(items), func(ctx context.Context, i int) ([]module.Record, error) {
+		r, err := record(ctx, items[i])
+		if r == nil || err != nil {
+			return nil, err
+		}
+		return []module.Record{r}, nil
+	})
 }

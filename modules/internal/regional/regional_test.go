@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -18,7 +20,7 @@ func TestClients(t *testing.T) {
 	type client struct{ region string }
 	made := map[string]int{}
 	var mu sync.Mutex
-	c := regional.NewClients(func(region string) *client {
+	c := regional.NewClients(aws.Config{}, func(region string) *client {
 		mu.Lock()
 		made[region]++
 		mu.Unlock()
