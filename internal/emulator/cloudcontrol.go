@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/iasql/iasql/internal/jsonvalue"
 )
 
 // Cloud Control API: AWS JSON 1.0 (POST /, X-Amz-Target
@@ -484,7 +486,7 @@ func (s *ccService) listResources(c ccCall) (any, *ccErr) {
 
 func matchesAll(m, filter map[string]any) bool {
 	for k, v := range filter {
-		if !jsonEqual(m[k], v) {
+		if !jsonvalue.Equal(m[k], v) {
 			return false
 		}
 	}

@@ -3,9 +3,10 @@ package emulator
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/iasql/iasql/internal/jsonvalue"
 )
 
 // JSON Patch (RFC 6902) over documents decoded by encoding/json (map[string]any,
@@ -86,7 +87,7 @@ func applyOp(doc any, op patchOp) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !jsonEqual(got, v) {
+			if !jsonvalue.Equal(got, v) {
 				return nil, fmt.Errorf("test failed: the value differs")
 			}
 			return doc, nil
@@ -276,50 +277,4 @@ func deepCopyJSON(v any) any {
 		return s
 	}
 	return v
-}
-
-// jsonEqual compares decoded JSON values; numbers by value (1 == 1.0).
-func jsonEqual(a, b any) bool {
-	if x, ok := jsonNumber(a); ok {
-		y, ok := jsonNumber(b)
-		return ok && x == y
-	}
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !jsonEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-// jsonNumber is a decoded JSON number as a float64.
-func jsonNumber(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }

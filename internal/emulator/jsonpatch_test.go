@@ -3,6 +3,8 @@ package emulator
 import (
 	"strings"
 	"testing"
+
+	"github.com/iasql/iasql/internal/jsonvalue"
 )
 
 func TestJSONPatch(t *testing.T) {
@@ -46,7 +48,7 @@ func TestJSONPatch(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one with %q", err, tc.err)
 				}
-				if orig, _ := decodeJSONValue([]byte(doc)); !jsonEqual(in, orig) {
+				if orig, _ := decodeJSONValue([]byte(doc)); !jsonvalue.Equal(in, orig) {
 					t.Errorf("the input changed: %v", in)
 				}
 				return
@@ -55,10 +57,10 @@ func TestJSONPatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			want, _ := decodeJSONValue([]byte(tc.want))
-			if !jsonEqual(got, want) {
+			if !jsonvalue.Equal(got, want) {
 				t.Errorf("got %v, want %v", got, want)
 			}
-			if orig, _ := decodeJSONValue([]byte(doc)); !jsonEqual(in, orig) {
+			if orig, _ := decodeJSONValue([]byte(doc)); !jsonvalue.Equal(in, orig) {
 				t.Errorf("the input changed: %v", in)
 			}
 		})

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/iasql/iasql/modules/module"
+	"github.com/iasql/iasql/internal/jsonvalue"
 )
 
 // Policy documents. IAM keeps a document's text and returns it URL-encoded;
@@ -98,42 +98,7 @@ func plain(v any) bool {
 
 // sameDoc compares two documents by meaning.
 func sameDoc(a, b any) bool {
-	return sameJSON(normDoc(a), normDoc(b))
-}
-
-// sameJSON compares parsed JSON values exactly: objects by their keys,
-// arrays in order, numbers by value (3600 and 3600.0 alike), and nothing
-// else folded (unlike module.Same, "" is not null and "1" is not 1).
-func sameJSON(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !sameJSON(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !sameJSON(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && module.Same(x, y)
-	}
-	return a == b
+	return jsonvalue.Equal(normDoc(a), normDoc(b))
 }
 
 // docText is the JSON text of a document to send to IAM.
@@ -197,5 +162,5 @@ func inlineMap(v any) map[string]any {
 // sameInline compares two inline_policies values: the same policy names,
 // each with the same document.
 func sameInline(a, b any) bool {
-	return sameJSON(inlineMap(a), inlineMap(b))
+	return jsonvalue.Equal(inlineMap(a), inlineMap(b))
 }

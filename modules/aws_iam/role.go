@@ -19,6 +19,8 @@ import (
 	"github.com/iasql/iasql/modules/internal/detail"
 	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
+
+	"github.com/iasql/iasql/internal/jsonvalue"
 )
 
 // rolePath is the only path the table manages: its roles have no path
@@ -367,7 +369,7 @@ func (m *roleMapper) Update(ctx context.Context, call module.Call, want, have mo
 		}
 	}
 	for pn, doc := range wantInline {
-		if old, ok := haveInline[pn]; !ok || !sameJSON(old, doc) {
+		if old, ok := haveInline[pn]; !ok || !jsonvalue.Equal(old, doc) {
 			if err := m.putInline(ctx, cl, name, pn, doc); err != nil {
 				return nil, err
 			}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/iasql/iasql/internal/jsonvalue"
 )
 
 // String returns a record's value as a string, "" for NULL.
@@ -57,10 +59,13 @@ func Time(t time.Time) any {
 // Same compares two record values the way equality of declarative columns
 // usually needs: NULL and "" alike, numbers by value, timestamps by
 // instant, JSON objects by meaning, arrays in order.
-func Same(a, b any) bool {
-	if isNull(a) || isNull(b) {
-		return isNull(a) && isNull(b)
-	}
+func Same(a, b any) bool { return recordRules.Equal(a, b) }
+
+// recordRules are Same's: NULL and "" alike (an absent key is NULL),
+// numbers by value, timestamps by instant.
+var recordRules = jsonvalue.Rules{Null: isNull, Scalar: sameScalar}
+
+func sameScalar(a, b any) bool {
 	switch x := a.(type) {
 	case json.Number:
 		return numberEqual(x, b)
@@ -78,34 +83,6 @@ func Same(a, b any) bool {
 		tx, errx := time.Parse(time.RFC3339Nano, x)
 		ty, erry := time.Parse(time.RFC3339Nano, y)
 		return errx == nil && erry == nil && tx.Equal(ty)
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok {
-			return false
-		}
-		// Every key of either, an absent key being NULL.
-		for k, v := range x {
-			if !Same(v, y[k]) {
-				return false
-			}
-		}
-		for k, v := range y {
-			if _, seen := x[k]; !seen && !isNull(v) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !Same(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
 	}
 	return a == b
 }

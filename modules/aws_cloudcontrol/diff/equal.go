@@ -19,15 +19,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
-
-	"github.com/cockroachdb/apd/v3"
 
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
 	"github.com/iasql/iasql/modules/module"
+
+	"github.com/iasql/iasql/internal/jsonvalue"
 )
 
 // Equal reports whether two records of t's table agree on every
@@ -165,51 +163,10 @@ func without(v any, path []string) any {
 // Same compares JSON-like values by meaning: numbers by value whatever
 // their Go type, objects key by key (an absent key equals null), arrays
 // in order.
-func Same(a, b any) bool {
-	if a == nil || b == nil {
-		return isNullish(a) && isNullish(b)
-	}
-	if na, ok := number(a); ok {
-		nb, ok := number(b)
-		return ok && na.Cmp(nb) == 0
-	}
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, v := range x {
-			if !Same(v, y[k]) {
-				return false
-			}
-		}
-		for k, v := range y {
-			if _, seen := x[k]; !seen && !isNullish(v) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !Same(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	}
-	return false
-}
+func Same(a, b any) bool { return sameRules.Equal(a, b) }
+
+// sameRules: empty arrays and objects are null, numbers compare by value.
+var sameRules = jsonvalue.Rules{Null: isNullish}
 
 func isNullish(v any) bool {
 	switch x := v.(type) {
@@ -221,39 +178,6 @@ func isNullish(v any) bool {
 		return len(x) == 0
 	}
 	return false
-}
-
-// number reads a numeric value (json.Number, Go integers and floats) as
-// an exact decimal. Strings are not numbers here: a text column's value
-// "5" and a number 5 are told apart by the column's type before.
-func number(v any) (*apd.Decimal, bool) {
-	var s string
-	switch x := v.(type) {
-	case json.Number:
-		s = x.String()
-	case float64:
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return nil, false
-		}
-		s = strconv.FormatFloat(x, 'g', -1, 64)
-	case float32:
-		s = strconv.FormatFloat(float64(x), 'g', -1, 32)
-	case int:
-		s = strconv.Itoa(x)
-	case int32:
-		s = strconv.FormatInt(int64(x), 10)
-	case int64:
-		s = strconv.FormatInt(x, 10)
-	case uint64:
-		s = strconv.FormatUint(x, 10)
-	default:
-		return nil, false
-	}
-	d, _, err := apd.NewFromString(s)
-	if err != nil {
-		return nil, false
-	}
-	return d, true
 }
 
 // sameSet compares two arrays as multisets (each item of one matched to
@@ -347,7 +271,7 @@ func canonicalNumbers(v any) any {
 		}
 		return out
 	}
-	if d, ok := number(v); ok {
+	if d, ok := jsonvalue.Number(v); ok {
 		return d.Text('f')
 	}
 	return v
