@@ -425,13 +425,17 @@ type deprecatedCalls struct {
 	calls map[string]int
 }
 
-func (d *deprecatedCalls) add(name string) {
+func (d *deprecatedCalls) add(name string) { d.addAll(map[string]int{name: 1}) }
+
+func (d *deprecatedCalls) addAll(calls map[string]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.calls == nil {
 		d.calls = map[string]int{}
 	}
-	d.calls[name]++
+	for name, n := range calls {
+		d.calls[name] += n
+	}
 }
 
 func (d *deprecatedCalls) drain() map[string]int {
@@ -456,11 +460,15 @@ func (e *Engine) flushDeprecated() {
 			if err := store.CountDeprecated(ctx, c, name, n); err != nil {
 				return err
 			}
+			delete(calls, name)
 		}
 		return nil
 	})
 	if err != nil {
-		e.log.Warn("cannot count calls of deprecated functions", "calls", calls, "err", err)
+		// Counted again with the next flush (the next leadership's, if
+		// this one is ending).
+		e.deprecated.addAll(calls)
+		e.log.Warn("cannot count calls of deprecated functions yet", "calls", calls, "err", err)
 	}
 }
 

@@ -346,7 +346,11 @@ func (c *Capture) start(ctx context.Context, conn *pgx.Conn, slot string) (markK
 	// Only markers carrying this key make a transaction the engine's
 	// (iasql_engine_mark): any role can emit a message with its prefix.
 	if markKey, installed, err = store.EngineKey(ctx, conn); err != nil {
-		return "", 0, fatalf("role %s must be the sidecar's (as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" { // insufficient_privilege
+			return "", 0, fatalf("role %s must be the sidecar's (as an administrator run iasql install --sidecar-role %s): %w", conn.Config().User, conn.Config().User, err)
+		}
+		return "", 0, err
 	}
 	// A database restored from a dump carries the LSNs of another server
 	// or database: adopt it before anything reads them.
@@ -846,7 +850,7 @@ func (s *stream) settle(ctx context.Context, wait bool) error {
 // idle capture learns within a heartbeat that iasql was removed.
 func (s *stream) heartbeat() error {
 	var there bool
-	if err := s.conn.QueryRow(context.Background(), `SELECT pg_catalog.to_regproc('public.iasql_take_lock') IS NOT NULL`).Scan(&there); err != nil {
+	if err := s.conn.QueryRow(context.Background(), `SELECT pg_catalog.to_regprocedure('public.iasql_take_lock(integer)') IS NOT NULL`).Scan(&there); err != nil {
 		return fmt.Errorf("keep the capture session alive: %w", err)
 	}
 	if !there {

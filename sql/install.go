@@ -29,16 +29,16 @@ var upgrades embed.FS
 
 // InstallLockKey serialises concurrent first installs (two sidecars
 // starting on a database without iasql); once installed, installs and
-// upgrades lock the install lock's row instead (lockInstall).
+// upgrades lock the install lock's row instead (LockInstall).
 const InstallLockKey = 1767994225
 
-// lockInstall serialises installs and upgrades (two sidecars starting, an
+// LockInstall serialises installs and upgrades (two sidecars starting, an
 // administrator's iasql install) for the transaction: with the row of lock
 // 5 in iasql_private.iasql_locks (sql/006_locks.sql), which only the
 // installing and the sidecar's roles may lock, where it exists and this
 // role may; else (no iasql yet) with an advisory lock, which any role
 // could hold, but nothing is there yet to stall.
-func lockInstall(ctx context.Context, tx pgx.Tx) error {
+func LockInstall(ctx context.Context, tx pgx.Tx) error {
 	var row bool
 	if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT pg_catalog.has_table_privilege(c.oid, 'UPDATE') FROM pg_catalog.pg_class c
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'iasql_private' AND c.relname = 'iasql_locks'), false)`).Scan(&row); err != nil {
@@ -145,7 +145,7 @@ var ErrNewer = errors.New("the database holds newer iasql objects than this bina
 func Ensure(ctx context.Context, conn *pgx.Conn, preferExtension bool) (string, error) {
 	var did string
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if err := lockInstall(ctx, tx); err != nil {
+		if err := LockInstall(ctx, tx); err != nil {
 			return err
 		}
 		in, err := Detect(ctx, tx.Conn())
@@ -192,7 +192,7 @@ func InstallPlain(ctx context.Context, conn *pgx.Conn) (string, error) {
 // what it did ("" when nothing was needed) and what the grant said.
 func InstallPlainFor(ctx context.Context, conn *pgx.Conn, sidecarRole string) (did, granted string, err error) {
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if err := lockInstall(ctx, tx); err != nil {
+		if err := LockInstall(ctx, tx); err != nil {
 			return err
 		}
 		in, err := Detect(ctx, tx.Conn())

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -131,12 +132,37 @@ func (x *iamXML) version(pol *iamPolicy, v iamPolicyVersion, doc bool) *iamXML {
 		elem("CreateDate", v.created.Format(time.RFC3339))
 }
 
+// managedPolicySize is the most characters a managed policy's document
+// may hold, white space not counted ("IAM and AWS STS quotas", IAM object
+// quotas: managed policy character size 6,144):
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html
+const managedPolicySize = 6144
+
+// managedDocument reads the PolicyDocument of a managed policy (or of a
+// version of one): LimitExceeded past managedPolicySize.
+func (p iamParams) managedDocument() (string, *iamErr) {
+	doc, e := p.policyDocument("PolicyDocument")
+	if e != nil {
+		return "", e
+	}
+	n := 0
+	for _, r := range doc {
+		if !unicode.IsSpace(r) {
+			n++
+		}
+	}
+	if n > managedPolicySize {
+		return "", iamError(http.StatusConflict, "LimitExceeded", "Cannot exceed quota for PolicySize: %d", managedPolicySize)
+	}
+	return doc, nil
+}
+
 func (s *iamService) createPolicy(p iamParams) (*iamXML, *iamErr) {
 	name, e := p.policyName()
 	if e != nil {
 		return nil, e
 	}
-	doc, e := p.policyDocument("PolicyDocument")
+	doc, e := p.managedDocument()
 	if e != nil {
 		return nil, e
 	}
@@ -237,7 +263,7 @@ func (s *iamService) createPolicyVersion(p iamParams) (*iamXML, *iamErr) {
 	if e != nil {
 		return nil, e
 	}
-	doc, e := p.policyDocument("PolicyDocument")
+	doc, e := p.managedDocument()
 	if e != nil {
 		return nil, e
 	}

@@ -3,6 +3,7 @@ package emulator_test
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,10 +45,16 @@ func TestIAMManagedPolicyLifecycle(t *testing.T) {
 		{"bad-path2", "team", readAll, "ValidationError"},
 		{"bad name", "/", readAll, "ValidationError"},
 		{"bad-doc", "/", `["no"]`, "MalformedPolicyDocument"},
+		// 6,144 characters at most, white space not counted.
+		{"too-big", "/", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"` + strings.Repeat("x", 6144) + `"}]}`, "LimitExceeded"},
 	} {
 		if _, err := c.CreatePolicy(ctx, &iam.CreatePolicyInput{PolicyName: s(bad.name), Path: s(bad.path), PolicyDocument: s(bad.doc)}); errCode(err) != bad.code {
 			t.Errorf("CreatePolicy %s %s %s: %v, want %s", bad.name, bad.path, bad.doc, err, bad.code)
 		}
+	}
+	spaced := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"*"}]}` + strings.Repeat(" ", 7000)
+	if _, err := c.CreatePolicy(ctx, &iam.CreatePolicyInput{PolicyName: s("spaced"), PolicyDocument: s(spaced)}); err != nil {
+		t.Errorf("a policy under the size quota once white space is left out: %v", err)
 	}
 	got, err := c.GetPolicy(ctx, &iam.GetPolicyInput{PolicyArn: s(arn)})
 	if err != nil {

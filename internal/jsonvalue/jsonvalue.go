@@ -21,6 +21,10 @@ type Rules struct {
 	// object key absent on one side equals a null on the other; when nil,
 	// only nil is null and objects must have the same keys.
 	Null func(v any) bool
+	// NilOnly applies Null only against nil: two values neither of which
+	// is nil compare by what they are even when Null holds for them ([]
+	// equals nil, and [], but not {}).
+	NilOnly bool
 	// Scalar compares two values that are neither null, objects nor
 	// arrays; nil means Exact.
 	Scalar func(a, b any) bool
@@ -33,7 +37,7 @@ func Equal(a, b any) bool { return Rules{}.Equal(a, b) }
 
 // Equal compares a and b by r.
 func (r Rules) Equal(a, b any) bool {
-	if r.null(a) || r.null(b) {
+	if a == nil || b == nil || (!r.NilOnly && (r.null(a) || r.null(b))) {
 		return r.null(a) && r.null(b)
 	}
 	switch x := a.(type) {

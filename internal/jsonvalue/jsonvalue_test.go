@@ -7,6 +7,16 @@ import (
 	"github.com/iasql/iasql/internal/jsonvalue"
 )
 
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
 func TestRules(t *testing.T) {
 	empty := func(v any) bool { s, ok := v.(string); return ok && s == "" }
 	cases := []struct {
@@ -30,6 +40,10 @@ func TestRules(t *testing.T) {
 		{"scalar rule", jsonvalue.Rules{Scalar: func(a, b any) bool { return true }}, "x", "y", true},
 		{"scalar rule never sees containers", jsonvalue.Rules{Scalar: func(a, b any) bool { return true }}, "x", []any{}, false},
 		{"booleans", jsonvalue.Rules{}, true, false, false},
+		{"null rule: empty equals empty of another kind", jsonvalue.Rules{Null: isEmpty}, []any{}, map[string]any{}, true},
+		{"nil only: empty against nil", jsonvalue.Rules{Null: isEmpty, NilOnly: true}, []any{}, nil, true},
+		{"nil only: empty against empty of another kind", jsonvalue.Rules{Null: isEmpty, NilOnly: true}, []any{}, map[string]any{}, false},
+		{"nil only: an absent key against empty", jsonvalue.Rules{Null: isEmpty, NilOnly: true}, map[string]any{"a": []any{}}, map[string]any{}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

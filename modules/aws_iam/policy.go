@@ -116,8 +116,12 @@ func (m *policyMapper) Create(ctx context.Context, call module.Call, want module
 		Description: optional(want.String("description")), Tags: iamTags(want["tags"])})
 	if module.IsCode(err, "EntityAlreadyExists") {
 		arns, err := policyArns(ctx, cl)
-		if err != nil || arns[name] == "" {
-			return nil, terminal.Classify(err, "create policy %s: IAM has a policy of that name (in another case?)", name)
+		if err != nil {
+			return nil, fmt.Errorf("create policy %s: %w", name, err)
+		}
+		if arns[name] == "" {
+			// Names are unique regardless of case: another policy holds it.
+			return nil, &module.TerminalError{Err: fmt.Errorf("create policy %s: IAM has a policy of that name in another letter case (names are unique regardless of case): rename one of them", name)}
 		}
 		return m.get(ctx, module.Fresh{All: true}, cl, types.Policy{Arn: aws.String(arns[name])}, nil)
 	}
@@ -147,12 +151,22 @@ func (m *policyMapper) Update(ctx context.Context, call module.Call, want, have 
 }
 
 // Delete deletes the policy's versions but the default, then the policy
-// (DeletePolicy's order). One something still uses fails with
-// DeleteConflict, which is retried: detaching it is the role's business
-// (or, outside the table, someone else's).
+// (DeletePolicy's order). A policy something still uses (attached, or a
+// permissions boundary: GetPolicy's counts) is left whole, versions
+// included, with an error that is retried: detaching it is the role's
+// business (or, outside the table, someone else's); DeleteConflict from a
+// use made meanwhile is retried the same way.
 // https://docs.aws.amazon.com/IAM/latest/APIReference/API_DeletePolicy.html
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_Policy.html
 func (m *policyMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
 	arn, cl := have.String("arn"), m.client(call)
+	got, err := cl.GetPolicy(ctx, &iam.GetPolicyInput{PolicyArn: &arn})
+	if err != nil {
+		return terminal.Classify(module.Deleted(err, "NoSuchEntity"), "delete policy %s", arn)
+	}
+	if aws.ToInt32(got.Policy.AttachmentCount) > 0 || aws.ToInt32(got.Policy.PermissionsBoundaryUsageCount) > 0 {
+		return fmt.Errorf("delete policy %s: still attached to a user, group or role, or a permissions boundary (it is deleted once no longer used)", arn)
+	}
 	vs, err := versions(ctx, cl, arn)
 	if err != nil {
 		return module.Deleted(err, "NoSuchEntity")

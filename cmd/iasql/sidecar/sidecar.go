@@ -126,6 +126,11 @@ func Run(ctx context.Context, cfg Config) error {
 // says what it did, and stops. It does not install iasql again: a sidecar
 // started anew does. Anything it could not remove, 'iasql uninstall'
 // removes (and says so).
+//
+// It works in one transaction holding the install lock, and only while
+// iasql is still absent: a sidecar restarted meanwhile that installs iasql
+// again waits for it, or has installed it already, and then nothing is
+// dropped (its new publication and slot are its own).
 func finishRemoval(ctx context.Context, dsn, slot string, bound time.Duration, log *slog.Logger) error {
 	conn, err := logical.Connect(ctx, dsn, "iasql capture", bound)
 	if err != nil {
@@ -133,46 +138,81 @@ func finishRemoval(ctx context.Context, dsn, slot string, bound time.Duration, l
 	}
 	defer conn.Close(context.Background())
 	var did, left []string
-	if ok, err := iasqlsql.UnscheduleCron(ctx, conn); err != nil {
-		left = append(left, err.Error())
-	} else if ok {
-		did = append(did, "removed the pg_cron job iasql_cycle")
-	}
-	if ok, err := iasqlsql.DropPublication(ctx, conn); err != nil {
-		left = append(left, err.Error())
-	} else if ok {
-		did = append(did, "dropped the publication iasql")
-	}
-	// This sidecar's stream has ended; PostgreSQL lets the slot go once its
-	// walsender has (within the leader timeout). Another sidecar's leader
-	// may hold it still: that one finishes the removal itself.
-	deadline := time.Now().Add(bound)
-	for {
-		info, err := logical.ReadSlot(ctx, conn, slot)
+	again := false
+	// try runs one removal in a savepoint: what fails is reported, and the
+	// rest goes on.
+	try := func(tx pgx.Tx, fn func(pgx.Tx) (string, error)) {
+		err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+			what, err := fn(sp)
+			if what != "" {
+				did = append(did, what)
+			}
+			return err
+		})
 		if err != nil {
+			left = append(left, err.Error())
+		}
+	}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_catalog.set_config('lock_timeout', '5s', true)`); err != nil {
 			return err
 		}
-		if !info.Exists {
-			break
+		if err := iasqlsql.LockInstall(ctx, tx); err != nil {
+			return err
 		}
-		if !info.Active {
-			dropped, err := iasqlsql.DropSlots(ctx, conn, []string{slot})
-			if err != nil {
-				left = append(left, err.Error())
-			} else if len(dropped) > 0 {
-				did = append(did, "dropped the replication slot "+slot)
+		if in, err := iasqlsql.Detect(ctx, tx.Conn()); err != nil || in.Version != "" {
+			again = err == nil
+			return err
+		}
+		try(tx, func(tx pgx.Tx) (string, error) {
+			if ok, err := iasqlsql.UnscheduleCron(ctx, tx); !ok || err != nil {
+				return "", err
 			}
-			break
+			return "removed the pg_cron job iasql_cycle", nil
+		})
+		try(tx, func(tx pgx.Tx) (string, error) {
+			if ok, err := iasqlsql.DropPublication(ctx, tx); !ok || err != nil {
+				return "", err
+			}
+			return "dropped the publication iasql", nil
+		})
+		// This sidecar's stream has ended; PostgreSQL lets the slot go once
+		// its walsender has (within the leader timeout). Another sidecar's
+		// leader may hold it still: that one finishes the removal itself.
+		for deadline := time.Now().Add(bound); ; {
+			info, err := logical.ReadSlot(ctx, tx.Conn(), slot)
+			switch {
+			case err != nil:
+				return err
+			case !info.Exists:
+				return nil
+			case !info.Active:
+				try(tx, func(tx pgx.Tx) (string, error) {
+					if dropped, err := iasqlsql.DropSlots(ctx, tx, []string{slot}); len(dropped) == 0 || err != nil {
+						return "", err
+					}
+					return "dropped the replication slot " + slot, nil
+				})
+				return nil
+			case time.Now().After(deadline):
+				left = append(left, "the replication slot "+slot+": another process streams from it")
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		if time.Now().After(deadline) {
-			left = append(left, "the replication slot "+slot+": another process streams from it")
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(100 * time.Millisecond):
-		}
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil
+	case err != nil:
+		return fmt.Errorf("iasql was removed from the database; remove its publication and slot %s (or run iasql uninstall): %w", slot, err)
+	case again:
+		log.Warn("iasql was removed from the database and installed again since; this sidecar stops, and leaves the new install's publication and slot alone", "database", conn.Config().Database)
+		return nil
 	}
 	attrs := []any{"database", conn.Config().Database, "did", strings.Join(did, "; ")}
 	if len(left) > 0 {

@@ -165,8 +165,25 @@ func without(v any, path []string) any {
 // in order.
 func Same(a, b any) bool { return sameRules.Equal(a, b) }
 
-// sameRules: empty arrays and objects are null, numbers compare by value.
-var sameRules = jsonvalue.Rules{Null: isNullish}
+// sameRules: empty arrays and objects are null against nil (an absent
+// key), numbers compare by value whatever their Go type, strings and
+// booleans as they are, anything else never.
+var sameRules = jsonvalue.Rules{Null: isNullish, NilOnly: true, Scalar: sameScalar}
+
+func sameScalar(a, b any) bool {
+	if _, ok := jsonvalue.Number(a); ok {
+		return jsonvalue.Exact(a, b)
+	}
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	}
+	return false
+}
 
 func isNullish(v any) bool {
 	switch x := v.(type) {
