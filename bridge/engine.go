@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -48,9 +49,7 @@ type Engine struct {
 	rec       *reconcile.Reconciler
 	state     *reconcile.State
 	txTimeout time.Duration // idle owner: the iasql transaction is rolled back (requests.go)
-	// memoryReturned: when returnMemory last ran (the loop's).
-	memoryReturned time.Time
-	expiry         expiryRetry // a failed rollback of an expired transaction: when to try again (the loop's)
+	expiry    expiryRetry   // a failed rollback of an expired transaction: when to try again (the loop's)
 
 	requests chan request
 	previews chan request // previews: answered beside cycles (queueOf)
@@ -786,7 +785,6 @@ func (e *Engine) automatic(ctx context.Context, trigger reconcile.Trigger) time.
 	case err != nil && !errors.Is(err, errBusy):
 		e.log.Warn("cycle failed", "reason", trigger, "err", err)
 	}
-	e.returnMemory()
 	if out == nil {
 		return 0
 	}
@@ -795,23 +793,26 @@ func (e *Engine) automatic(ctx context.Context, trigger reconcile.Trigger) time.
 
 var errBusy = errors.New("another cycle is running")
 
-// returnMemory gives the memory a cycle held back to the system, at most
-// every memoryReturnEvery. A cycle over a large account holds every row
-// and cloud record it read (200 MB at 100,000 buckets) and frees them when
-// it ends; between cycles the engine keeps about a tenth of that, but the
-// Go runtime keeps the heap it grew to, so the sidecar's RSS would stay at
-// the peak (make bench: sidecar_rss_kb_per_resource_100k). Only the loop
-// goroutine calls it.
-func (e *Engine) returnMemory() {
-	if time.Since(e.memoryReturned) < memoryReturnEvery {
-		return
+// returnMemory gives the memory a cycle held back to the system when the
+// heap holds more than returnAbove. A cycle over a large account holds
+// every row and cloud record it read (200 MB at 100,000 buckets) and frees
+// them when it ends; between cycles the engine keeps about a tenth of
+// that, but the Go runtime keeps the heap it grew to, so the sidecar's RSS
+// would stay at the peak (make bench: sidecar_rss_kb_per_resource_100k).
+// Below returnAbove (any account of a few thousand resources) it costs a
+// look at the heap's size; above, a full collection per cycle, which such
+// a cycle's reads dwarf.
+func returnMemory() {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	if m.HeapSys-m.HeapReleased > returnAbove {
+		debug.FreeOSMemory()
 	}
-	e.memoryReturned = time.Now()
-	debug.FreeOSMemory()
 }
 
-// memoryReturnEvery bounds how often returnMemory runs a full collection.
-const memoryReturnEvery = 30 * time.Second
+// returnAbove is the heap held from the system past which returnMemory
+// gives the unused part back.
+const returnAbove = 128 << 20
 
 // workConn is the engine loop's connection for cycles, previews and lock
 // waits, kept between them (only the loop goroutine opens and closes it). A
@@ -919,6 +920,7 @@ func (e *Engine) runCycle(ctx context.Context, req reconcile.Request, wait bool)
 	}
 	defer e.releaseWork(conn)
 	out, err := e.rec.Reconcile(ctx, e.state, conn, &e.workMu, req)
+	returnMemory()
 	if err == nil {
 		e.setLow(out.Low)
 	}
