@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -357,27 +356,13 @@ func assign(dst reflect.Value, c any) error {
 			dst.SetBool(b)
 			return nil
 		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, err := strconv.ParseInt(numeral(c), 10, t.Bits())
-		if err != nil {
-			return fmt.Errorf("%v is not a %v", c, t)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		// encoding/json reads a numeral into any numeric type, in range.
+		if n := numeral(c); n != "" && json.Unmarshal([]byte(n), dst.Addr().Interface()) == nil {
+			return nil
 		}
-		dst.SetInt(n)
-		return nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, err := strconv.ParseUint(numeral(c), 10, t.Bits())
-		if err != nil {
-			return fmt.Errorf("%v is not a %v", c, t)
-		}
-		dst.SetUint(n)
-		return nil
-	case reflect.Float32, reflect.Float64:
-		n, err := strconv.ParseFloat(numeral(c), t.Bits())
-		if err != nil {
-			return fmt.Errorf("%v is not a %v", c, t)
-		}
-		dst.SetFloat(n)
-		return nil
+		return fmt.Errorf("%v is not a %v", c, t)
 	case reflect.Slice:
 		if list, ok := c.([]any); ok {
 			s := reflect.MakeSlice(t, len(list), len(list))
