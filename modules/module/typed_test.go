@@ -2,6 +2,7 @@ package module_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -259,4 +260,23 @@ func TestTypedDeclareRefuses(t *testing.T) {
 			tc.declare()
 		})
 	}
+}
+
+func ExampleDeclare() {
+	// Queue is a row of the queue table.
+	type Queue struct {
+		Name  string `iasql:"queue_name,id,notnull" comment:"Queue name."`
+		Delay int32  `iasql:"delay_seconds,notnull,default=0" comment:"Delay of each message, in seconds."`
+		ARN   string `iasql:"queue_arn,feedback" comment:"ARN of the queue (from the cloud; not written to it)."`
+	}
+	queues := module.Declare[Queue](module.Table{Name: "queue", Comment: "SQS queues."})
+	fmt.Println(queues.Table().CloudID, queues.Table().Declarative, queues.Table().Feedback)
+	rec, _ := queues.Record(Queue{Name: "jobs", Delay: 5})
+	fmt.Printf("%#v %#v %#v\n", rec["queue_name"], rec["delay_seconds"], rec["queue_arn"])
+	q, _ := queues.Value(module.Record{"id": json.Number("1"), "queue_name": "jobs", "delay_seconds": json.Number("10"), "queue_arn": nil})
+	fmt.Printf("%+v\n", q)
+	// Output:
+	// [queue_name] [queue_name delay_seconds] [queue_arn]
+	// "jobs" "5" ""
+	// {Name:jobs Delay:10 ARN:}
 }
