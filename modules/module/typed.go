@@ -20,6 +20,7 @@ import (
 //
 //	iasql:"<column>[,<option>...]" comment:"<the column's COMMENT ON COLUMN>"
 //
+// (a struct tag's values are Go strings: a " in a comment is written \").
 // The options are
 //
 //	id            the column is (part of) the resource's identity (Column.CloudID)
@@ -48,10 +49,12 @@ import (
 // interfaces and other slices jsonb.
 //
 // Values: a nil pointer, slice, map or interface, an empty json.Number and
-// a zero time.Time are NULL; a NULL (or absent) column leaves the field at its zero value. In
-// records, values take the canonical form of Table.Canonical (json.Number,
-// RFC 3339 in UTC, JSON-like values), so a record a T gives is what the
-// engine compares; a record T is read from may hold natural values too.
+// a zero time.Time are NULL; a NULL (or absent) column leaves the field at
+// its zero value (a column that may be NULL where "" or 0 means something
+// else wants a pointer). In records, values take the canonical form of
+// Table.Canonical (json.Number, RFC 3339 in UTC, JSON-like values), so a
+// record a T gives is what the engine compares; a record T is read from
+// may hold natural values too.
 type Typed[T any] struct {
 	table  Table
 	fields []typedField
