@@ -63,9 +63,15 @@ func (c *Clients[C]) RegionOr(s module.Scope, region string) string {
 // naming the ones that failed (a region the account has not enabled
 // answers AuthFailure or UnrecognizedClientException; see GatherRegions).
 func (c *Clients[C]) EachRegion(ctx context.Context, s module.Scope, read func(ctx context.Context, region string, cl C) ([]module.Record, error)) ([]module.Record, error) {
+	return Each(ctx, c, s, read)
+}
+
+// Each is EachRegion for any kind of result (a typed table's values,
+// module.Typed).
+func Each[C, R any](ctx context.Context, c *Clients[C], s module.Scope, read func(ctx context.Context, region string, cl C) ([]R, error)) ([]R, error) {
 	regions := c.Scope(s).Regions
 	return GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
-		func(ctx context.Context, i int) ([]module.Record, error) {
+		func(ctx context.Context, i int) ([]R, error) {
 			return read(ctx, regions[i], c.Region(regions[i]))
 		})
 }
@@ -79,16 +85,22 @@ func (c *Clients[C]) EachRegion(ctx context.Context, s module.Scope, read func(c
 // "<what> in <region>", classified by terminal (nil: none is terminal).
 func List[C any, PG Pager[P, O], P, O, T any](ctx context.Context, c *Clients[C], s module.Scope, terminal module.Terminal, what string,
 	pager func(cl C) PG, items func(page *P) []T, record func(region string, item T) module.Record) ([]module.Record, error) {
-	return c.EachRegion(ctx, s, func(ctx context.Context, region string, cl C) ([]module.Record, error) {
+	recs, err := ListOf(ctx, c, s, terminal, what, pager, items, record)
+	return slices.DeleteFunc(recs, func(r module.Record) bool { return r == nil }), err
+}
+
+// ListOf is List for a typed table (module.Typed): record renders every
+// item found in a region as the table's value R, none left out.
+func ListOf[C any, PG Pager[P, O], P, O, T, R any](ctx context.Context, c *Clients[C], s module.Scope, terminal module.Terminal, what string,
+	pager func(cl C) PG, items func(page *P) []T, record func(region string, item T) R) ([]R, error) {
+	return Each(ctx, c, s, func(ctx context.Context, region string, cl C) ([]R, error) {
 		found, err := Pages(ctx, pager(cl), items)
 		if err != nil {
 			return nil, terminal.Classify(err, "%s in %s", what, region)
 		}
-		out := make([]module.Record, 0, len(found))
-		for _, item := range found {
-			if r := record(region, item); r != nil {
-				out = append(out, r)
-			}
+		out := make([]R, len(found))
+		for i, item := range found {
+			out[i] = record(region, item)
 		}
 		return out, nil
 	})
