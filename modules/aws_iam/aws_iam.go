@@ -77,8 +77,9 @@ func Module() module.Module {
 // Mappers builds the iam_policy and iam_role mappers for a cloud
 // configuration.
 func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
+	pm := &policyMapper{iamClients: newClients(cfg), details: detail.NewCache[policyDetail](detailTTL())}
 	return map[string]module.Reader{
-		"iam_policy": &policyMapper{iamClients: newClients(cfg), details: detail.NewCache[policyDetail](detailTTL())},
+		"iam_policy": module.WithTemporary(policies.Mapper(pm), pm),
 		"iam_role":   newRoleMapper(cfg),
 	}, nil
 }
