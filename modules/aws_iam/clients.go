@@ -64,11 +64,3 @@ func optional(s string) *string {
 	}
 	return &s
 }
-
-// orNull is s as a record value: NULL when empty.
-func orNull(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}

@@ -119,35 +119,16 @@ func docText(v any) (string, error) {
 	}
 }
 
-// stringSet returns a text[] record value as a sorted set.
-func stringSet(v any) []string {
-	var out []string
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-	case []string:
-		out = slices.Clone(x)
-	}
+// stringSet is a list as a sorted set.
+func stringSet(v []string) []string {
+	out := slices.Clone(v)
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-// setRecord is a set in record form.
-func setRecord(s []string) []any {
-	out := make([]any, 0, len(s))
-	for _, e := range s {
-		out = append(out, e)
-	}
-	return out
-}
-
-// inlineMap returns an inline_policies record value: policy name ->
-// document (normalised).
-func inlineMap(v any) map[string]any {
+// inlineMap is an inline_policies value normalised: policy name ->
+// document.
+func inlineMap(v map[string]any) map[string]any {
 	out := map[string]any{}
 	m, ok := normDoc(v).(map[string]any)
 	if !ok {
@@ -161,6 +142,6 @@ func inlineMap(v any) map[string]any {
 
 // sameInline compares two inline_policies values: the same policy names,
 // each with the same document.
-func sameInline(a, b any) bool {
+func sameInline(a, b map[string]any) bool {
 	return jsonvalue.Equal(inlineMap(a), inlineMap(b))
 }

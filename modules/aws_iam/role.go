@@ -34,6 +34,57 @@ const listPage = 1000
 // concurrency bounds the per-role requests in flight during a Read.
 const concurrency = 8
 
+// Role is a row of iam_role: an IAM role under the path / with its
+// attached managed policies and inline policies (API Reference, Role:
+// https://docs.aws.amazon.com/IAM/latest/APIReference/API_Role.html). Its
+// fields declare the columns.
+type Role struct {
+	Name               string         `iasql:"role_name,id,notnull" comment:"Role name: 1 to 64 letters, digits and _+=,.@- characters, unique in the account regardless of case. Changing it replaces the role."`
+	Trust              any            `iasql:"assume_role_policy_document,notnull" comment:"Trust policy: who may assume the role, as a JSON policy document (an object). Compared by meaning: key order and whitespace do not matter, values do (a string and a list of one string differ)."`
+	Description        *string        `iasql:"description" comment:"Description of the role, up to 1000 characters; NULL and the empty string both mean none."`
+	MaxSessionDuration json.Number    `iasql:"max_session_duration,notnull,type=integer,default=3600" comment:"Maximum session duration in seconds for sessions that assume the role: 3600 (one hour, the default) to 43200 (12 hours)."`
+	AttachedPolicyARNs []string       `iasql:"attached_policy_arns,notnull,default='{}'" comment:"ARNs of the AWS managed policies attached to the role, e.g. arn:aws:iam::aws:policy/ReadOnlyAccess (the account's own policies are in policy_ids; an ARN of one of them here is attached too). A set: order and repetition do not matter."`
+	InlinePolicies     map[string]any `iasql:"inline_policies,notnull,default='{}'" comment:"Inline policies embedded in the role, as a JSON object from policy name (1 to 128 letters, digits and _+=,.@- characters) to policy document (an object). Documents are compared by meaning."`
+	ARN                string         `iasql:"arn,feedback" comment:"ARN of the role, arn:aws:iam::<account>:role/<name> (from the cloud; not written to it)."`
+	RoleID             string         `iasql:"role_id,feedback" comment:"Stable unique id IAM gave the role, beginning with AROA (from the cloud; not written to it)."`
+	CreatedAt          time.Time      `iasql:"created_at,feedback" comment:"When IAM created the role (from the cloud; not written to it)."`
+	PolicyIDs          []string       `iasql:"policy_ids,notnull,ref=iam_policy,default='{}'" comment:"The account's own managed policies (iam_policy.id) attached to the role, in any order; AWS managed policies are in attached_policy_arns."`
+}
+
+// roles is the iam_role table, declared by Role. IAM is global: the table
+// has no region.
+var roles = module.Declare[Role](module.Table{
+	Name: "iam_role",
+	Comment: "IAM roles of the account (IAM is global: one set of roles whatever the region). " +
+		"Only roles with the path / are managed here; roles under other paths (service-role/, aws-service-role/ and the like) are neither listed nor touched. " +
+		"Insert a row to create a role, update it to change its trust policy, description, maximum session, attached managed policies (policy_ids, attached_policy_arns) or inline policies, " +
+		"delete it to delete the role (its policies are detached and deleted first). Changing role_name replaces the role.",
+})
+
+// RoleTable is the iam_role table's declaration.
+func RoleTable() module.Table { return roles.Table() }
+
+// session is r's maximum session in seconds, 3600 when it names none: a
+// number, as records hold it (3600 and 3600.0 alike by module.Same).
+func (r Role) session() json.Number {
+	if r.MaxSessionDuration == "" {
+		return "3600"
+	}
+	return r.MaxSessionDuration
+}
+
+// maxSession is r's maximum session for IAM. Numbers written with a
+// fraction of zero (3600.0) are whole.
+func (r Role) maxSession() int32 {
+	if n, err := r.session().Int64(); err == nil {
+		return int32(n)
+	}
+	if f, err := r.session().Float64(); err == nil && f == math.Trunc(f) {
+		return int32(f)
+	}
+	return 0
+}
+
 // roleMapper maps the iam_role table.
 type roleMapper struct {
 	iamClients
@@ -69,32 +120,35 @@ func detailTTL() time.Duration {
 // Read lists the roles under / (ListRoles, paginated) and reads each one's
 // attached and inline policies, 8 roles at a time (reused from a recent
 // read when the call allows it).
-func (m *roleMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+func (m *roleMapper) Read(ctx context.Context, call module.Call) ([]Role, error) {
 	cl := m.client(call)
 	// found leaves out those under other paths.
-	roles, err := regional.Pages(ctx, iam.NewListRolesPaginator(cl, &iam.ListRolesInput{PathPrefix: aws.String(rolePath), MaxItems: aws.Int32(listPage)}),
+	listed, err := regional.Pages(ctx, iam.NewListRolesPaginator(cl, &iam.ListRolesInput{PathPrefix: aws.String(rolePath), MaxItems: aws.Int32(listPage)}),
 		func(page *iam.ListRolesOutput) []types.Role { return page.Roles })
 	if err != nil {
 		return nil, terminal.Classify(err, "list roles")
 	}
 	due := m.details.Due()
-	return regional.Records(ctx, concurrency, roles, func(ctx context.Context, r types.Role) (module.Record, error) {
-		return m.found(ctx, call.Fresh, cl, r, due)
+	return regional.Gather(ctx, concurrency, len(listed), func(ctx context.Context, i int) ([]Role, error) {
+		return m.found(ctx, call.Fresh, cl, listed[i], due)
 	})
 }
 
 // found completes a role IAM has just named (listed or got) into its
-// record, or nil when the role is gone meanwhile or lies outside the
-// table (a path other than /). Read and Get both make their records here.
-func (m *roleMapper) found(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
+// row, or none when the role is gone meanwhile or lies outside the table
+// (a path other than /). Read and Get both make their rows here.
+func (m *roleMapper) found(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) ([]Role, error) {
 	if aws.ToString(r.Path) != rolePath {
 		return nil, nil
 	}
-	rec, err := m.record(ctx, fresh, cl, r, due)
-	if module.IsCode(err, "NoSuchEntity") {
+	row, err := m.row(ctx, fresh, cl, r, due)
+	switch {
+	case module.IsCode(err, "NoSuchEntity"):
 		return nil, nil // deleted since IAM named it
+	case err != nil:
+		return nil, err
 	}
-	return rec, err
+	return []Role{row}, nil
 }
 
 // Get reads the named roles, fresh, as Read would: each by GetRole (its
@@ -107,9 +161,10 @@ func (m *roleMapper) found(ctx context.Context, fresh module.Fresh, cl *iam.Clie
 // (https://docs.aws.amazon.com/IAM/latest/APIReference/API_GetRole.html,
 // API_ListAttachedRolePolicies.html, API_ListRolePolicies.html,
 // API_GetRolePolicy.html).
-func (m *roleMapper) Get(ctx context.Context, call module.Call, names []string) ([]module.Record, error) {
+func (m *roleMapper) Get(ctx context.Context, call module.Call, names []string) ([]Role, error) {
 	cl := m.client(call)
-	return regional.Records(ctx, concurrency, names, func(ctx context.Context, name string) (module.Record, error) {
+	return regional.Gather(ctx, concurrency, len(names), func(ctx context.Context, i int) ([]Role, error) {
+		name := names[i]
 		out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 		if module.IsCode(err, "NoSuchEntity") {
 			return nil, nil
@@ -124,14 +179,14 @@ func (m *roleMapper) Get(ctx context.Context, call module.Call, names []string) 
 	})
 }
 
-// record completes a role with its policies.
-func (m *roleMapper) record(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) (module.Record, error) {
+// row completes a role with its policies.
+func (m *roleMapper) row(ctx context.Context, fresh module.Fresh, cl *iam.Client, r types.Role, due map[string]bool) (Role, error) {
 	id, name := aws.ToString(r.RoleId), aws.ToString(r.RoleName)
 	d, ok := m.details.Get(fresh, name, id, due)
 	if !ok {
 		var err error
 		if d, err = m.policies(ctx, cl, name); err != nil {
-			return nil, err
+			return Role{}, err
 		}
 		if id != "" {
 			m.details.Put(name, id, d)
@@ -153,17 +208,17 @@ func (m *roleMapper) record(ctx context.Context, fresh module.Fresh, cl *iam.Cli
 			own = append(own, policyName(arn))
 		}
 	}
-	return module.Record{
-		"role_name":                   aws.ToString(r.RoleName),
-		"assume_role_policy_document": parseDoc(aws.ToString(r.AssumeRolePolicyDocument)),
-		"description":                 orNull(aws.ToString(r.Description)),
-		"max_session_duration":        module.Number(maxSession),
-		"attached_policy_arns":        setRecord(managed),
-		"policy_ids":                  setRecord(own),
-		"inline_policies":             inline,
-		"arn":                         aws.ToString(r.Arn),
-		"role_id":                     id,
-		"created_at":                  module.Time(aws.ToTime(r.CreateDate)),
+	return Role{
+		Name:               aws.ToString(r.RoleName),
+		Trust:              parseDoc(aws.ToString(r.AssumeRolePolicyDocument)),
+		Description:        optional(aws.ToString(r.Description)),
+		MaxSessionDuration: module.Number(maxSession),
+		AttachedPolicyARNs: append([]string{}, managed...),
+		PolicyIDs:          append([]string{}, own...),
+		InlinePolicies:     inline,
+		ARN:                aws.ToString(r.Arn),
+		RoleID:             id,
+		CreatedAt:          aws.ToTime(r.CreateDate),
 	}, nil
 }
 
@@ -203,85 +258,60 @@ func (m *roleMapper) policies(ctx context.Context, cl *iam.Client, name string) 
 }
 
 // readOne reads one role back, fresh.
-func (m *roleMapper) readOne(ctx context.Context, call module.Call, name string) (module.Record, error) {
+func (m *roleMapper) readOne(ctx context.Context, call module.Call, name string) (Role, error) {
 	cl := m.client(call)
 	out, err := cl.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 	if err != nil {
-		return nil, terminal.Classify(err, "get role %s", name)
+		return Role{}, terminal.Classify(err, "get role %s", name)
 	}
 	if p := aws.ToString(out.Role.Path); p != rolePath {
-		return nil, &module.TerminalError{Err: fmt.Errorf("role %s exists with path %s; the iam_role table manages roles under %s only", name, p, rolePath)}
+		return Role{}, &module.TerminalError{Err: fmt.Errorf("role %s exists with path %s; the iam_role table manages roles under %s only", name, p, rolePath)}
 	}
-	return m.record(ctx, module.Fresh{All: true}, cl, *out.Role, nil)
+	return m.row(ctx, module.Fresh{All: true}, cl, *out.Role, nil)
 }
 
 // Create creates the role, attaches its managed policies, puts its inline
 // policies and reads it back. A role of that name that already exists is
 // read back as it is (the engine then updates it to the row).
-func (m *roleMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
-	name := want.String("role_name")
+func (m *roleMapper) Create(ctx context.Context, call module.Call, want Role) (Role, error) {
+	name := want.Name
 	if name == "" {
-		return nil, &module.TerminalError{Err: errors.New("create role: role_name is required")}
+		return Role{}, &module.TerminalError{Err: errors.New("create role: role_name is required")}
 	}
-	trust, err := docText(want["assume_role_policy_document"])
+	trust, err := docText(want.Trust)
 	if err != nil {
-		return nil, &module.TerminalError{Err: fmt.Errorf("create role %s: assume_role_policy_document: %w", name, err)}
+		return Role{}, &module.TerminalError{Err: fmt.Errorf("create role %s: assume_role_policy_document: %w", name, err)}
 	}
 	in := &iam.CreateRoleInput{
 		RoleName:                 aws.String(name),
 		Path:                     aws.String(rolePath),
 		AssumeRolePolicyDocument: aws.String(trust),
-		MaxSessionDuration:       aws.Int32(int32(maxSession(want))),
-	}
-	if d := want.String("description"); d != "" {
-		in.Description = aws.String(d)
+		MaxSessionDuration:       aws.Int32(want.maxSession()),
+		Description:              optional(aws.ToString(want.Description)),
 	}
 	cl := m.client(call)
-	arns, _, err := m.attachable(ctx, cl, want, nil)
+	arns, _, err := m.attachable(ctx, cl, want, Role{})
 	if err != nil {
-		return nil, fmt.Errorf("create role %s: %w", name, err)
+		return Role{}, fmt.Errorf("create role %s: %w", name, err)
 	}
 	_, err = cl.CreateRole(ctx, in)
 	switch {
 	case module.IsCode(err, "EntityAlreadyExists"):
 		return m.readOne(ctx, call, name)
 	case err != nil:
-		return nil, terminal.Classify(err, "create role %s", name)
+		return Role{}, terminal.Classify(err, "create role %s", name)
 	}
 	for _, arn := range arns {
 		if err := m.attach(ctx, cl, name, arn); err != nil {
-			return nil, err
+			return Role{}, err
 		}
 	}
-	for pn, doc := range inlineMap(want["inline_policies"]) {
+	for pn, doc := range inlineMap(want.InlinePolicies) {
 		if err := m.putInline(ctx, cl, name, pn, doc); err != nil {
-			return nil, err
+			return Role{}, err
 		}
 	}
 	return m.readOne(ctx, call, name)
-}
-
-// maxSession is a record's max_session_duration (3600 when NULL), for
-// IAM. Numbers written with a fraction of zero (3600.0) are whole.
-func maxSession(r module.Record) int64 {
-	switch v := sessionValue(r).(type) {
-	case json.Number:
-		if n, err := v.Int64(); err == nil {
-			return n
-		}
-		if f, err := v.Float64(); err == nil && f == math.Trunc(f) {
-			return int64(f)
-		}
-	}
-	return r.Int("max_session_duration")
-}
-
-// sessionValue is a record's max_session_duration, 3600 when NULL.
-func sessionValue(r module.Record) any {
-	if v := r["max_session_duration"]; v != nil {
-		return v
-	}
-	return module.Number(3600)
 }
 
 func (m *roleMapper) attach(ctx context.Context, cl *iam.Client, role, arn string) error {
@@ -314,64 +344,64 @@ func (m *roleMapper) deleteInline(ctx context.Context, cl *iam.Client, role, nam
 // the maximum session, UpdateAssumeRolePolicy for the trust policy, attach
 // and detach the difference of the managed policy sets, put changed and
 // delete removed inline policies. Another name needs a new role.
-func (m *roleMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	name := have.String("role_name")
-	if want.String("role_name") != name {
-		return nil, module.ErrReplace
+func (m *roleMapper) Update(ctx context.Context, call module.Call, want, have Role) (Role, error) {
+	name := have.Name
+	if want.Name != name {
+		return Role{}, module.ErrReplace
 	}
 	cl := m.client(call)
-	if !module.Same(want["description"], have["description"]) || maxSession(want) != maxSession(have) {
+	if aws.ToString(want.Description) != aws.ToString(have.Description) || want.maxSession() != have.maxSession() {
 		_, err := cl.UpdateRole(ctx, &iam.UpdateRoleInput{
 			RoleName:           aws.String(name),
-			Description:        aws.String(want.String("description")),
-			MaxSessionDuration: aws.Int32(int32(maxSession(want))),
+			Description:        aws.String(aws.ToString(want.Description)),
+			MaxSessionDuration: aws.Int32(want.maxSession()),
 		})
 		if err != nil {
-			return nil, terminal.Classify(err, "update role %s", name)
+			return Role{}, terminal.Classify(err, "update role %s", name)
 		}
 	}
-	if !sameDoc(want["assume_role_policy_document"], have["assume_role_policy_document"]) {
-		trust, err := docText(want["assume_role_policy_document"])
+	if !sameDoc(want.Trust, have.Trust) {
+		trust, err := docText(want.Trust)
 		if err != nil {
-			return nil, &module.TerminalError{Err: fmt.Errorf("update role %s: assume_role_policy_document: %w", name, err)}
+			return Role{}, &module.TerminalError{Err: fmt.Errorf("update role %s: assume_role_policy_document: %w", name, err)}
 		}
 		_, err = cl.UpdateAssumeRolePolicy(ctx, &iam.UpdateAssumeRolePolicyInput{RoleName: aws.String(name), PolicyDocument: aws.String(trust)})
 		if err != nil {
-			return nil, terminal.Classify(err, "update the trust policy of role %s", name)
+			return Role{}, terminal.Classify(err, "update the trust policy of role %s", name)
 		}
 	}
 	wantArns, haveArns, err := m.attachable(ctx, cl, want, have)
 	if err != nil {
-		return nil, fmt.Errorf("update role %s: %w", name, err)
+		return Role{}, fmt.Errorf("update role %s: %w", name, err)
 	}
 	// Detach first: a role near its quota of attached policies can then
 	// take the new ones.
 	for _, arn := range haveArns {
 		if _, keep := slices.BinarySearch(wantArns, arn); !keep {
 			if err := m.detach(ctx, cl, name, arn); err != nil {
-				return nil, err
+				return Role{}, err
 			}
 		}
 	}
 	for _, arn := range wantArns {
 		if _, had := slices.BinarySearch(haveArns, arn); !had {
 			if err := m.attach(ctx, cl, name, arn); err != nil {
-				return nil, err
+				return Role{}, err
 			}
 		}
 	}
-	wantInline, haveInline := inlineMap(want["inline_policies"]), inlineMap(have["inline_policies"])
+	wantInline, haveInline := inlineMap(want.InlinePolicies), inlineMap(have.InlinePolicies)
 	for pn := range haveInline {
 		if _, keep := wantInline[pn]; !keep {
 			if err := m.deleteInline(ctx, cl, name, pn); err != nil {
-				return nil, err
+				return Role{}, err
 			}
 		}
 	}
 	for pn, doc := range wantInline {
 		if old, ok := haveInline[pn]; !ok || !jsonvalue.Equal(old, doc) {
 			if err := m.putInline(ctx, cl, name, pn, doc); err != nil {
-				return nil, err
+				return Role{}, err
 			}
 		}
 	}
@@ -383,8 +413,8 @@ func (m *roleMapper) Update(ctx context.Context, call module.Call, want, have mo
 // gone is no error (NoSuchEntity, as DeleteRole, DetachRolePolicy and
 // DeleteRolePolicy answer for a role or policy that does not exist:
 // https://docs.aws.amazon.com/IAM/latest/APIReference/API_DeleteRole.html).
-func (m *roleMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
-	name := have.String("role_name")
+func (m *roleMapper) Delete(ctx context.Context, call module.Call, have Role) error {
+	name := have.Name
 	cl := m.client(call)
 	d, err := m.policies(ctx, cl, name)
 	if module.IsCode(err, "NoSuchEntity") {
@@ -417,13 +447,11 @@ func (m *roleMapper) Delete(ctx context.Context, call module.Call, have module.R
 // of the account's own policy in attached_policy_arns as its name in
 // policy_ids), policy documents (the trust policy and each inline one) by
 // meaning.
-func (m *roleMapper) Equal(db, cloud module.Record) bool {
-	return db.String("role_name") == cloud.String("role_name") &&
-		sameDoc(db["assume_role_policy_document"], cloud["assume_role_policy_document"]) &&
-		module.Same(db["description"], cloud["description"]) &&
-		module.Same(sessionValue(db), sessionValue(cloud)) &&
-		sameAttachments(db, cloud) &&
-		sameInline(db["inline_policies"], cloud["inline_policies"])
+func (m *roleMapper) Equal(db, cloud Role) bool {
+	return db.Name == cloud.Name && sameDoc(db.Trust, cloud.Trust) &&
+		aws.ToString(db.Description) == aws.ToString(cloud.Description) &&
+		module.Same(db.session(), cloud.session()) && sameAttachments(db, cloud) &&
+		sameInline(db.InlinePolicies, cloud.InlinePolicies)
 }
 
 // awsManaged reports whether a policy ARN is of one of AWS's own managed
@@ -437,21 +465,21 @@ func awsManaged(arn string) bool {
 // policyName is the name in a policy's ARN (what follows its path).
 func policyName(arn string) string { return arn[strings.LastIndexByte(arn, '/')+1:] }
 
-// attachments is what a role record attaches: the ARNs of AWS's managed
+// attachments is what a role attaches: the ARNs of AWS's managed
 // policies, and the names of the account's own (policy_ids, and those
 // attached_policy_arns names by ARN), each a sorted set.
-func attachments(r module.Record) (managed, own []string) {
-	for _, arn := range stringSet(r["attached_policy_arns"]) {
+func attachments(r Role) (managed, own []string) {
+	for _, arn := range stringSet(r.AttachedPolicyARNs) {
 		if awsManaged(arn) {
 			managed = append(managed, arn)
 		} else {
 			own = append(own, policyName(arn))
 		}
 	}
-	return managed, module.Strings(append(own, module.Strings(r["policy_ids"])...))
+	return managed, module.Strings(append(own, module.Strings(r.PolicyIDs)...))
 }
 
-func sameAttachments(a, b module.Record) bool {
+func sameAttachments(a, b Role) bool {
 	am, ao := attachments(a)
 	bm, bo := attachments(b)
 	return slices.Equal(am, bm) && slices.Equal(ao, bo)
@@ -461,16 +489,16 @@ func sameAttachments(a, b module.Record) bool {
 // sorted set): attached_policy_arns, and the ARNs of the account's policies
 // policy_ids names (ListPolicies, when it names any). A policy want names
 // that IAM does not have is an error; one have names is simply not there.
-func (m *roleMapper) attachable(ctx context.Context, cl *iam.Client, want, have module.Record) (wantArns, haveArns []string, err error) {
+func (m *roleMapper) attachable(ctx context.Context, cl *iam.Client, want, have Role) (wantArns, haveArns []string, err error) {
 	var byName map[string]string
-	if len(module.Strings(want["policy_ids"]))+len(module.Strings(have["policy_ids"])) > 0 {
+	if len(module.Strings(want.PolicyIDs))+len(module.Strings(have.PolicyIDs)) > 0 {
 		if byName, err = policyArns(ctx, cl); err != nil {
 			return nil, nil, err
 		}
 	}
-	arns := func(r module.Record, strict bool) ([]string, error) {
-		out := stringSet(r["attached_policy_arns"])
-		for _, name := range module.Strings(r["policy_ids"]) {
+	arns := func(r Role, strict bool) ([]string, error) {
+		out := stringSet(r.AttachedPolicyARNs)
+		for _, name := range module.Strings(r.PolicyIDs) {
 			switch arn, ok := byName[name]; {
 			case ok:
 				out = append(out, arn)
@@ -486,3 +514,9 @@ func (m *roleMapper) attachable(ctx context.Context, cl *iam.Client, want, have 
 	haveArns, _ = arns(have, false)
 	return wantArns, haveArns, nil
 }
+
+var (
+	_ module.MapperOf[Role]  = (*roleMapper)(nil)
+	_ module.GetterOf[Role]  = (*roleMapper)(nil)
+	_ module.EqualerOf[Role] = (*roleMapper)(nil)
+)
