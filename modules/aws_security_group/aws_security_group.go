@@ -31,34 +31,35 @@ var uninstallSQL string
 //go:embed upgrades
 var upgrades embed.FS
 
+// Group is a row of the security_group table: a security group (API
+// Reference, SecurityGroup:
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_SecurityGroup.html).
+// Its fields declare the table's columns (module.Typed).
+type Group struct {
+	Name        string `iasql:"group_name,id,notnull" comment:"Name, unique within the VPC: 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*, not starting with sg-."`
+	Description string `iasql:"description,createonly,notnull" comment:"Description, 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*. AWS fixes it at creation: changing it replaces the group."`
+	// Nullable for what introspects the schema (an ORM's model must be
+	// able to insert without it); the trigger security_group_default_vpc
+	// fills it, and security_group_vpc_id_set refuses a row left without one.
+	VPC    string         `iasql:"vpc_id,id,ref=vpc" comment:"The VPC (vpc.id); left out (or NULL) on INSERT, the region's default VPC."`
+	Region string         `iasql:"region,createonly,notnull,default=public.default_aws_region()" comment:"Region of the group: its VPC's (default: default_aws_region())."`
+	Tags   map[string]any `iasql:"tags,notnull,default='{}'" comment:"Tags as a JSON object of key to value."`
+	ID     string         `iasql:"group_id,feedback" comment:"The group's id (sg-…) from AWS (from the cloud; changes when the group is replaced)."`
+}
+
+// groupTable is the security_group table, declared by Group.
+var groupTable = module.Declare[Group](module.Table{
+	Name: "security_group",
+	Comment: `Security groups of the VPCs; every VPC's "default" group is imported (and cannot be deleted). Insert a row to create a group; group_id is filled in once AWS has created it. ` +
+		"A group is known by its name within its VPC. Changing description replaces the group while it keeps its name: a temporary group stands in while the old one is deleted, " +
+		"rules are recreated and groups that reference it move over; the row keeps its id and gets a new group_id.",
+	Region:      "region",
+	MadeByCloud: true, // a VPC's default group
+})
+
 // GroupTable is the security_group table's declaration. Other modules that
 // reference groups (aws_ec2's instances) render a group's identity by it.
-func GroupTable() module.Table {
-	return module.Table{
-		Name: "security_group",
-		Comment: `Security groups of the VPCs; every VPC's "default" group is imported (and cannot be deleted). Insert a row to create a group; group_id is filled in once AWS has created it. ` +
-			"A group is known by its name within its VPC. Changing description replaces the group while it keeps its name: a temporary group stands in while the old one is deleted, " +
-			"rules are recreated and groups that reference it move over; the row keeps its id and gets a new group_id.",
-		Columns: []module.Column{
-			{Name: "group_name", Type: "text", NotNull: true, CloudID: true,
-				Comment: "Name, unique within the VPC: 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*, not starting with sg-."},
-			{Name: "description", Type: "text", NotNull: true, CreateOnly: true,
-				Comment: "Description, 1 to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*. AWS fixes it at creation: changing it replaces the group."},
-			// Nullable for what introspects the schema (an ORM's model must be
-			// able to insert without it); the trigger security_group_default_vpc
-			// fills it, and security_group_vpc_id_set refuses a row left without one.
-			{Name: "vpc_id", Type: "integer", CloudID: true, Ref: "vpc",
-				Comment: "The VPC (vpc.id); left out (or NULL) on INSERT, the region's default VPC."},
-			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CreateOnly: true,
-				Comment: "Region of the group: its VPC's (default: default_aws_region())."},
-			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value."},
-			{Name: "group_id", Type: "text", Kind: module.Feedback,
-				Comment: "The group's id (sg-…) from AWS (from the cloud; changes when the group is replaced)."},
-		},
-		Region:      "region",
-		MadeByCloud: true, // a VPC's default group
-	}.Declare()
-}
+func GroupTable() module.Table { return groupTable.Table() }
 
 // RuleTable is the security_group_rule table's declaration. A rule is known
 // by what it allows (everything but its description).
@@ -103,7 +104,7 @@ func Module() module.Module {
 		Tables:    []module.Table{GroupTable(), RuleTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			g := &groups{c: ec2x.NewClients(cfg), t: GroupTable(), byID: map[string]groupRef{}, byCID: map[string]string{}}
-			return map[string]module.Reader{"security_group": &groupMapper{g: g}, "security_group_rule": &ruleMapper{g: g, t: RuleTable()}}, nil
+			return map[string]module.Reader{"security_group": module.WithTemporary(groupTable.Mapper(&groupMapper{g: g}), standIns{}), "security_group_rule": &ruleMapper{g: g, t: RuleTable()}}, nil
 		},
 	}
 }

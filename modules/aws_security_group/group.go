@@ -29,42 +29,45 @@ type groups struct {
 type groupRef struct{ cid, region string }
 
 // remember adds a group just created.
-func (g *groups) remember(r module.Record) {
+func (g *groups) remember(sg Group) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.add(r)
+	g.add(sg)
 }
 
 // reset makes the groups those of a read, but for the regions whose read
 // failed: their groups stay as last seen.
-func (g *groups) reset(recs []module.Record, failed map[string]error) {
+func (g *groups) reset(found []Group, failed map[string]error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	byID := g.byID
-	g.byID, g.byCID = make(map[string]groupRef, len(recs)), make(map[string]string, len(recs))
+	g.byID, g.byCID = make(map[string]groupRef, len(found)), make(map[string]string, len(found))
 	for id, ref := range byID {
 		if _, kept := failed[ref.region]; kept {
 			g.byID[id], g.byCID[ref.cid] = ref, id
 		}
 	}
-	for _, r := range recs {
-		g.add(r)
+	for _, sg := range found {
+		g.add(sg)
 	}
 }
 
 // add indexes a group; g.mu is held.
-func (g *groups) add(r module.Record) {
-	cid := module.CloudIDOf(g.t, r)
-	g.byID[r.String("group_id")] = groupRef{cid: cid, region: r.String("region")}
-	g.byCID[cid] = r.String("group_id")
+func (g *groups) add(sg Group) {
+	cid := g.cid(sg)
+	g.byID[sg.ID] = groupRef{cid: cid, region: sg.Region}
+	g.byCID[cid] = sg.ID
 }
 
-func (g *groups) forget(r module.Record) {
+func (g *groups) forget(sg Group) {
 	g.mu.Lock()
-	delete(g.byID, r.String("group_id"))
-	delete(g.byCID, module.CloudIDOf(g.t, r))
+	delete(g.byID, sg.ID)
+	delete(g.byCID, g.cid(sg))
 	g.mu.Unlock()
 }
+
+// cid is a group's identity.
+func (g *groups) cid(sg Group) string { return ec2x.GroupCloudID(g.t, sg.VPC, sg.Name) }
 
 // id returns the group id of a group identity.
 func (g *groups) id(cid string) (string, bool) {
@@ -84,86 +87,96 @@ func (g *groups) ref(id string) (groupRef, bool) {
 
 type groupMapper struct{ g *groups }
 
-func groupRecord(region string, sg types.SecurityGroup) module.Record {
-	return module.Record{
-		"group_id": aws.ToString(sg.GroupId), "group_name": aws.ToString(sg.GroupName),
-		"description": aws.ToString(sg.Description), "vpc_id": aws.ToString(sg.VpcId),
-		"region": region, "tags": ec2x.Tags(sg.Tags),
+// group is a security group found in a region as a row.
+func group(region string, sg types.SecurityGroup) Group {
+	return Group{
+		ID: aws.ToString(sg.GroupId), Name: aws.ToString(sg.GroupName),
+		Description: aws.ToString(sg.Description), VPC: aws.ToString(sg.VpcId),
+		Region: region, Tags: ec2x.Tags(sg.Tags),
 	}
 }
 
 // Read lists the security groups of every region in scope
 // (DescribeSecurityGroups, paginated), and remembers them for the rules.
-func (m *groupMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	recs, err := regional.List(ctx, m.g.c.Clients, call.Scope, ec2x.Terminal, "describe security groups",
+func (m *groupMapper) Read(ctx context.Context, call module.Call) ([]Group, error) {
+	found, err := regional.ListOf(ctx, m.g.c.Clients, call.Scope, ec2x.Terminal, "describe security groups",
 		func(cl *ec2.Client) *ec2.DescribeSecurityGroupsPaginator {
 			return ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{MaxResults: aws.Int32(ec2x.PageSize)})
 		},
-		func(page *ec2.DescribeSecurityGroupsOutput) []types.SecurityGroup { return page.SecurityGroups }, groupRecord)
+		func(page *ec2.DescribeSecurityGroupsOutput) []types.SecurityGroup { return page.SecurityGroups }, group)
 	failed, partial := module.FailedRegions(err)
 	if err != nil && !partial {
 		return nil, err
 	}
-	m.g.reset(recs, failed)
-	return recs, err
+	m.g.reset(found, failed)
+	return found, err
 }
 
 // Create creates the group. AWS gives a new group an egress rule allowing
 // everything; it shows up as a rule like any other.
-func (m *groupMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
-	region := want.String("region")
-	cl := m.g.c.Region(region)
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html
+func (m *groupMapper) Create(ctx context.Context, call module.Call, want Group) (Group, error) {
+	cl := m.g.c.Region(want.Region)
 	out, err := cl.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-		GroupName:         aws.String(want.String("group_name")),
-		Description:       aws.String(want.String("description")),
-		VpcId:             aws.String(want.String("vpc_id")),
-		TagSpecifications: ec2x.TagSpec(types.ResourceTypeSecurityGroup, want["tags"], ""), // no token: the name in its VPC makes a retried create find the group
+		GroupName:         aws.String(want.Name),
+		Description:       aws.String(want.Description),
+		VpcId:             aws.String(want.VPC),
+		TagSpecifications: ec2x.TagSpec(types.ResourceTypeSecurityGroup, want.Tags, ""), // no token: the name in its VPC makes a retried create find the group
 	})
 	if ec2x.Code(err) == "InvalidGroup.Duplicate" {
 		// Made by an earlier attempt whose answer was lost: read it back.
-		return m.find(ctx, region, want.String("vpc_id"), want.String("group_name"))
+		return m.find(ctx, want.Region, want.VPC, want.Name)
 	}
 	if err != nil {
-		return nil, ec2x.Terminal.Classify(err, "create security group %s in %s", want.String("group_name"), want.String("vpc_id"))
+		return Group{}, ec2x.Terminal.Classify(err, "create security group %s in %s", want.Name, want.VPC)
 	}
-	got := declared(m.g.t, want)
-	got["group_id"] = aws.ToString(out.GroupId)
-	m.g.remember(got)
-	return got, nil
+	want.ID = aws.ToString(out.GroupId)
+	m.g.remember(want)
+	return want, nil
 }
 
-func (m *groupMapper) find(ctx context.Context, region, vpc, name string) (module.Record, error) {
+func (m *groupMapper) find(ctx context.Context, region, vpc, name string) (Group, error) {
 	out, err := m.g.c.Region(region).DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 		{Name: aws.String("vpc-id"), Values: []string{vpc}}, {Name: aws.String("group-name"), Values: []string{name}}}})
 	if err != nil {
-		return nil, fmt.Errorf("find security group %s in %s: %w", name, vpc, err)
+		return Group{}, fmt.Errorf("find security group %s in %s: %w", name, vpc, err)
 	}
 	if len(out.SecurityGroups) != 1 {
-		return nil, fmt.Errorf("find security group %s in %s: %d found", name, vpc, len(out.SecurityGroups))
+		return Group{}, fmt.Errorf("find security group %s in %s: %d found", name, vpc, len(out.SecurityGroups))
 	}
-	got := groupRecord(region, out.SecurityGroups[0])
+	got := group(region, out.SecurityGroups[0])
 	m.g.remember(got)
 	return got, nil
 }
 
 // Update changes tags; a new description needs a new group.
-func (m *groupMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	return m.g.c.UpdateTags(ctx, m.g.t, "group_id", want, have)
+func (m *groupMapper) Update(ctx context.Context, call module.Call, want, have Group) (Group, error) {
+	if want.Name != have.Name || want.Description != have.Description || want.VPC != have.VPC || want.Region != have.Region {
+		return Group{}, module.ErrReplace
+	}
+	if err := ec2x.SyncTags(ctx, m.g.c.Region(have.Region), have.ID, want.Tags, have.Tags); err != nil {
+		return Group{}, err
+	}
+	have.Tags = want.Tags
+	return have, nil
 }
 
-// Temporary names the stand-in of a replacement: the name with a suffix
-// derived from the old group's identity, so a retry finds the same one.
-func (m *groupMapper) Temporary(want module.Record, oldCloudID string) module.Record {
+// standIns names the stand-in of a group's replacement: the name with a
+// suffix derived from the old group's identity, so a retry finds the same
+// one. On records: the typed layer does not type Temporary yet.
+type standIns struct{}
+
+func (standIns) Temporary(want module.Record, oldCloudID string) module.Record {
 	return module.StandIn(want, "group_name", oldCloudID, 255)
 }
 
-func (m *groupMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
-	_, err := m.g.c.Region(have.String("region")).DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(have.String("group_id"))})
+func (m *groupMapper) Delete(ctx context.Context, call module.Call, have Group) error {
+	_, err := m.g.c.Region(have.Region).DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(have.ID)})
 	if ec2x.Code(err) == "CannotDelete" {
-		return fmt.Errorf("security group %s (%s): %w", have.String("group_name"), have.String("group_id"), module.ErrKeep)
+		return fmt.Errorf("security group %s (%s): %w", have.Name, have.ID, module.ErrKeep)
 	}
 	if err := module.Deleted(err, "InvalidGroup.NotFound"); err != nil {
-		return fmt.Errorf("delete security group %s: %w", have.String("group_id"), err)
+		return fmt.Errorf("delete security group %s: %w", have.ID, err)
 	}
 	m.g.forget(have)
 	return nil
@@ -180,3 +193,5 @@ func declared(t module.Table, r module.Record) module.Record {
 	}
 	return out
 }
+
+var _ module.MapperOf[Group] = (*groupMapper)(nil)
