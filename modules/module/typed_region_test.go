@@ -72,7 +72,9 @@ func TestTypedRegionKeyMistakes(t *testing.T) {
 		name string
 		fn   func()
 	}{
-		{"no such field", func() { module.Declare[leaf](module.Table{Name: "l", Comment: "L.", Region: "region"}).WithRegionKey("Zone") }},
+		{"no such field", func() {
+			module.Declare[leaf](module.Table{Name: "l", Comment: "L.", Region: "region"}).WithRegionKey("Zone")
+		}},
 		{"no Region key", func() { module.Declare[leaf](module.Table{Name: "l", Comment: "L."}).WithRegionKey("Region") }},
 		{"a region column", func() {
 			module.Declare[withColumn](module.Table{Name: "l", Comment: "L.", Region: "region"}).WithRegionKey("Other")
