@@ -11,7 +11,7 @@ import (
 )
 
 // regionMapper reads the account's regions. The table is read-only: its
-// mapper is a module.Reader, never asked to write.
+// mapper is a module.ReaderOf, never asked to write.
 type regionMapper struct {
 	client *ec2.Client
 	home   string // the SDK configuration's region: the default on import
@@ -42,16 +42,18 @@ func newRegionMapper(cfg aws.Config) *regionMapper {
 // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html
 // Keeping the row (rather than the table listing enabled regions only)
 // keeps the region's resources in their tables while it is disabled.
-func (m *regionMapper) Read(ctx context.Context, _ module.Call) ([]module.Record, error) {
+func (m *regionMapper) Read(ctx context.Context, _ module.Call) ([]Region, error) {
 	out, err := m.client.DescribeRegions(ctx, &ec2.DescribeRegionsInput{AllRegions: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("describe regions: %w", err)
 	}
-	recs := make([]module.Record, 0, len(out.Regions))
+	found := make([]Region, 0, len(out.Regions))
 	for _, r := range out.Regions {
 		name := aws.ToString(r.RegionName)
 		enabled := aws.ToString(r.OptInStatus) != "not-opted-in"
-		recs = append(recs, module.Record{"region": name, "is_default": name == m.home && enabled, "is_enabled": enabled})
+		found = append(found, Region{Name: name, IsDefault: name == m.home && enabled, IsEnabled: enabled})
 	}
-	return recs, nil
+	return found, nil
 }
+
+var _ module.ReaderOf[Region] = (*regionMapper)(nil)

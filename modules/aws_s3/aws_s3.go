@@ -6,6 +6,7 @@ package aws_s3
 import (
 	"context"
 	"embed"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -25,51 +26,54 @@ var uninstallSQL string
 //go:embed upgrades
 var upgrades embed.FS
 
-// BucketTable is the bucket table's declaration.
-func BucketTable() module.Table {
-	return module.Table{
-		Name: "bucket",
-		Comment: "S3 general purpose buckets of the account, in every region. Insert a row to create a bucket, update versioning to turn versioning on or suspend it, " +
-			"delete the row to delete the bucket (after its objects). Changing name or region replaces the bucket.",
-		Columns: []module.Column{
-			{Name: "name", Type: "text", NotNull: true, CloudID: true,
-				Comment: "Bucket name, unique across all AWS accounts: 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit, " +
-					"no two adjacent dots, not an IP address, no reserved prefix (xn--, sthree-, amzn-s3-demo-) or suffix (-s3alias, --ol-s3, .mrap, --x-s3, --table-s3, -an). " +
-					"A check constraint per rule refuses a name S3 would."},
-			{Name: "region", Type: "text", NotNull: true, Default: "public.bucket_default_region()", CreateOnly: true,
-				Comment: "AWS region the bucket lives in, e.g. eu-west-1 (default: bucket_default_region(), the default region of aws_regions when aws_account is installed, else us-east-1; " +
-					"with aws_account, it must be enabled in aws_regions). Fixed at creation: changing it replaces the bucket."},
-			{Name: "versioning", Type: "boolean", NotNull: true, Default: "false",
-				Comment: "Whether object versioning is enabled. Setting it to false on a versioned bucket suspends versioning (S3 cannot turn it off)."},
-			{Name: "created_at", Type: "timestamp with time zone", Kind: module.Feedback,
-				Comment: "When S3 created the bucket (from the cloud; not written to it)."},
-		},
-		Region: "region",
-	}.Declare()
+// Bucket is a row of the bucket table: an S3 general purpose bucket (API
+// Reference, Bucket:
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_Bucket.html). Its
+// fields declare the table's columns (module.Typed).
+type Bucket struct {
+	Name       string    `iasql:"name,id,notnull" comment:"Bucket name, unique across all AWS accounts: 3 to 63 lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit, no two adjacent dots, not an IP address, no reserved prefix (xn--, sthree-, amzn-s3-demo-) or suffix (-s3alias, --ol-s3, .mrap, --x-s3, --table-s3, -an). A check constraint per rule refuses a name S3 would."`
+	Region     string    `iasql:"region,notnull,createonly,default=public.bucket_default_region()" comment:"AWS region the bucket lives in, e.g. eu-west-1 (default: bucket_default_region(), the default region of aws_regions when aws_account is installed, else us-east-1; with aws_account, it must be enabled in aws_regions). Fixed at creation: changing it replaces the bucket."`
+	Versioning bool      `iasql:"versioning,notnull,default=false" comment:"Whether object versioning is enabled. Setting it to false on a versioned bucket suspends versioning (S3 cannot turn it off)."`
+	CreatedAt  time.Time `iasql:"created_at,feedback" comment:"When S3 created the bucket (from the cloud; not written to it)."`
 }
 
-// ObjectTable is the bucket_object table's declaration.
-func ObjectTable() module.Table {
-	return module.Table{
-		Name: "bucket_object",
-		Comment: "Objects in S3 buckets, by key. The object body is not stored here: inserting a row creates an empty object with that key, deleting the row deletes the object, " +
-			"and objects written by other means (with any body) appear as rows.",
-		Columns: []module.Column{
-			{Name: "bucket_id", Type: "integer", NotNull: true, CloudID: true, Ref: "bucket",
-				Comment: "The bucket the object is in (bucket.id). Changing it replaces the object."},
-			{Name: "key", Type: "text", NotNull: true, CloudID: true,
-				Comment: "Object key, 1 to 1024 bytes of UTF-8. Changing it replaces the object."},
-			{Name: "size", Type: "bigint", Kind: module.Feedback,
-				Comment: "Size of the object body in bytes (from the cloud; not written to it)."},
-			{Name: "etag", Type: "text", Kind: module.Feedback,
-				Comment: "Entity tag of the object body, without quotes (from the cloud; not written to it)."},
-			{Name: "last_modified", Type: "timestamp with time zone", Kind: module.Feedback,
-				Comment: "When the object was last written (from the cloud; not written to it)."},
-		},
-		// Rows are in their bucket's region; cloud records say it.
-		Region: "region",
-	}.Declare()
+// buckets is the bucket table, declared by Bucket.
+var buckets = module.Declare[Bucket](module.Table{
+	Name: "bucket",
+	Comment: "S3 general purpose buckets of the account, in every region. Insert a row to create a bucket, update versioning to turn versioning on or suspend it, " +
+		"delete the row to delete the bucket (after its objects). Changing name or region replaces the bucket.",
+	Region: "region",
+})
+
+// BucketTable is the bucket table's declaration.
+func BucketTable() module.Table { return buckets.Table() }
+
+// Object is a row of the bucket_object table: the current version of an
+// object in a bucket, by key (API Reference, Object:
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html). Its
+// fields declare the table's columns (module.Typed); Region is not one.
+type Object struct {
+	Bucket       string    `iasql:"bucket_id,id,notnull,ref=bucket" comment:"The bucket the object is in (bucket.id). Changing it replaces the object."`
+	Key          string    `iasql:"key,id,notnull" comment:"Object key, 1 to 1024 bytes of UTF-8. Changing it replaces the object."`
+	Size         int64     `iasql:"size,feedback" comment:"Size of the object body in bytes (from the cloud; not written to it)."`
+	ETag         string    `iasql:"etag,feedback" comment:"Entity tag of the object body, without quotes (from the cloud; not written to it)."`
+	LastModified time.Time `iasql:"last_modified,feedback" comment:"When the object was last written (from the cloud; not written to it)."`
+	// Region is the bucket's: the table has no region column, its cloud
+	// records say it (module.Typed.WithRegionKey).
+	Region string `iasql:"-"`
 }
+
+// objects is the bucket_object table, declared by Object.
+var objects = module.Declare[Object](module.Table{
+	Name: "bucket_object",
+	Comment: "Objects in S3 buckets, by key. The object body is not stored here: inserting a row creates an empty object with that key, deleting the row deletes the object, " +
+		"and objects written by other means (with any body) appear as rows.",
+	// Rows are in their bucket's region; cloud records say it.
+	Region: "region",
+}).WithRegionKey("Region")
+
+// ObjectTable is the bucket_object table's declaration.
+func ObjectTable() module.Table { return objects.Table() }
 
 // Module returns the aws_s3 module.
 func Module() module.Module {
@@ -91,7 +95,7 @@ func Module() module.Module {
 func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 	c := newClients(cfg)
 	return map[string]module.Reader{
-		"bucket":        &bucketMapper{c: c, versioning: detail.NewCache[bool](detailTTL())},
-		"bucket_object": newObjectMapper(c),
+		"bucket":        buckets.Mapper(&bucketMapper{c: c, versioning: detail.NewCache[bool](detailTTL())}),
+		"bucket_object": objects.Mapper(newObjectMapper(c)),
 	}, nil
 }

@@ -49,7 +49,7 @@ func detailTTL() time.Duration {
 // versioning, concurrently, in the bucket's region. A listing that fails
 // fails the Read; a bucket whose versioning cannot be read leaves its
 // region's buckets out, with a *module.PartialError naming the region.
-func (m *bucketMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+func (m *bucketMapper) Read(ctx context.Context, call module.Call) ([]Bucket, error) {
 	infos, err := m.c.listBuckets(ctx, "")
 	if err != nil {
 		return nil, err
@@ -57,35 +57,30 @@ func (m *bucketMapper) Read(ctx context.Context, call module.Call) ([]module.Rec
 	infos = inScope(call.Scope, infos)
 	due := m.versioning.Due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
-		func(ctx context.Context, i int) ([]module.Record, error) {
-			rec, err := m.record(ctx, call.Fresh, infos[i], due)
+		func(ctx context.Context, i int) ([]Bucket, error) {
+			b, err := m.bucket(ctx, call.Fresh, infos[i], due)
 			if module.IsCode(err, "NoSuchBucket") {
 				return nil, nil // deleted since it was listed
 			} else if err != nil {
 				return nil, err
 			}
-			return []module.Record{rec}, nil
+			return []Bucket{b}, nil
 		})
 }
 
-// record completes a listed bucket with its versioning (reused from an
+// bucket completes a listed bucket with its versioning (reused from an
 // earlier read when fresh and due allow it; nil due: within the TTL).
-func (m *bucketMapper) record(ctx context.Context, fresh module.Fresh, b bucketInfo, due map[string]bool) (module.Record, error) {
+func (m *bucketMapper) bucket(ctx context.Context, fresh module.Fresh, b bucketInfo, due map[string]bool) (Bucket, error) {
 	versioning, ok := m.versioning.Get(fresh, b.name, createdVersion(b.created), due)
 	if !ok {
 		out, err := m.c.client(b.region).GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(b.name)})
 		if err != nil {
-			return nil, terminal.Classify(err, "get versioning of bucket %s", b.name)
+			return Bucket{}, terminal.Classify(err, "get versioning of bucket %s", b.name)
 		}
 		versioning = out.Status == types.BucketVersioningStatusEnabled
 		m.versioning.Put(b.name, createdVersion(b.created), versioning)
 	}
-	return module.Record{
-		"name":       b.name,
-		"region":     b.region,
-		"versioning": versioning,
-		"created_at": module.Time(b.created),
-	}, nil
+	return Bucket{Name: b.name, Region: b.region, Versioning: versioning, CreatedAt: b.created}, nil
 }
 
 // Get reads the named buckets, fresh, as Read would: each by a ListBuckets
@@ -96,8 +91,9 @@ func (m *bucketMapper) record(ctx context.Context, fresh module.Fresh, b bucketI
 // read sees it, and a create meanwhile answers BucketAlreadyOwnedByYou).
 // ListBuckets' Prefix and MaxBuckets:
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListBuckets.html
-func (m *bucketMapper) Get(ctx context.Context, call module.Call, names []string) ([]module.Record, error) {
-	return regional.Records(ctx, concurrency, names, func(ctx context.Context, name string) (module.Record, error) {
+func (m *bucketMapper) Get(ctx context.Context, call module.Call, names []string) ([]Bucket, error) {
+	return regional.Gather(ctx, concurrency, len(names), func(ctx context.Context, i int) ([]Bucket, error) {
+		name := names[i]
 		infos, err := m.c.listBuckets(ctx, name)
 		if err != nil {
 			return nil, err
@@ -106,41 +102,43 @@ func (m *bucketMapper) Get(ctx context.Context, call module.Call, names []string
 			if b.name != name {
 				continue
 			}
-			rec, err := m.record(ctx, module.Fresh{All: true}, b, nil)
+			got, err := m.bucket(ctx, module.Fresh{All: true}, b, nil)
 			if module.IsCode(err, "NoSuchBucket") {
 				return nil, nil // deleted since it was listed
+			} else if err != nil {
+				return nil, err
 			}
-			return rec, err
+			return []Bucket{got}, nil
 		}
 		return nil, nil
 	})
 }
 
 // readOne reads one bucket back.
-func (m *bucketMapper) readOne(ctx context.Context, name string) (module.Record, error) {
+func (m *bucketMapper) readOne(ctx context.Context, name string) (Bucket, error) {
 	infos, err := m.c.listBuckets(ctx, name)
 	if err != nil {
-		return nil, err
+		return Bucket{}, err
 	}
 	for _, b := range infos {
 		if b.name == name {
-			return m.record(ctx, module.Fresh{All: true}, b, nil)
+			return m.bucket(ctx, module.Fresh{All: true}, b, nil)
 		}
 	}
 	// Not listed yet: S3's listing may lag a create. The creation time
 	// comes with a later Read.
 	region, err := m.c.regionOf(ctx, name)
 	if err != nil {
-		return nil, err
+		return Bucket{}, err
 	}
-	return m.record(ctx, module.Fresh{All: true}, bucketInfo{name: name, region: region}, nil)
+	return m.bucket(ctx, module.Fresh{All: true}, bucketInfo{name: name, region: region}, nil)
 }
 
 // Create creates the bucket in its region, turns versioning on when
 // wanted, and reads it back. A bucket the account already owns is
 // adopted.
-func (m *bucketMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
-	name, region := want.String("name"), normRegion(want.String("region"))
+func (m *bucketMapper) Create(ctx context.Context, call module.Call, want Bucket) (Bucket, error) {
+	name, region := want.Name, normRegion(want.Region)
 	in := &s3.CreateBucketInput{Bucket: aws.String(name)}
 	if region != defaultRegion {
 		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(region)}
@@ -151,11 +149,11 @@ func (m *bucketMapper) Create(ctx context.Context, call module.Call, want module
 		m.c.rememberRegion(name, region)
 	case module.IsCode(err, "BucketAlreadyOwnedByYou"):
 	default:
-		return nil, terminal.Classify(err, "create bucket %s in %s", name, region)
+		return Bucket{}, terminal.Classify(err, "create bucket %s in %s", name, region)
 	}
-	if want.Bool("versioning") {
+	if want.Versioning {
 		if err := m.putVersioning(ctx, name, true); err != nil {
-			return nil, err
+			return Bucket{}, err
 		}
 	}
 	return m.readOne(ctx, name)
@@ -163,14 +161,14 @@ func (m *bucketMapper) Create(ctx context.Context, call module.Call, want module
 
 // Update changes versioning (Enabled or Suspended); another region needs
 // a new bucket.
-func (m *bucketMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	name := have.String("name")
-	if want.String("name") != name || normRegion(want.String("region")) != normRegion(have.String("region")) {
-		return nil, module.ErrReplace
+func (m *bucketMapper) Update(ctx context.Context, call module.Call, want, have Bucket) (Bucket, error) {
+	name := have.Name
+	if want.Name != name || normRegion(want.Region) != normRegion(have.Region) {
+		return Bucket{}, module.ErrReplace
 	}
-	if want.Bool("versioning") != have.Bool("versioning") {
-		if err := m.putVersioning(ctx, name, want.Bool("versioning")); err != nil {
-			return nil, err
+	if want.Versioning != have.Versioning {
+		if err := m.putVersioning(ctx, name, want.Versioning); err != nil {
+			return Bucket{}, err
 		}
 	}
 	return m.readOne(ctx, name)
@@ -197,9 +195,9 @@ func (m *bucketMapper) putVersioning(ctx context.Context, name string, enabled b
 // objects has them deleted first. A bucket already gone (NoSuchBucket) is
 // no error. (API Reference, DeleteBucket:
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteBucket.html)
-func (m *bucketMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
-	name := have.String("name")
-	if r := have.String("region"); r != "" {
+func (m *bucketMapper) Delete(ctx context.Context, call module.Call, have Bucket) error {
+	name := have.Name
+	if r := have.Region; r != "" {
 		m.c.rememberRegion(name, normRegion(r))
 	}
 	del := func(cl *s3.Client) error {
@@ -270,8 +268,12 @@ func purgeHistory(ctx context.Context, cl *s3.Client, name string) error {
 // Equal compares name, region (S3's "" and EU spellings normalised) and
 // versioning (NULL is off): by meaning, which module.Same per column would
 // not.
-func (m *bucketMapper) Equal(db, cloud module.Record) bool {
-	return module.Same(db["name"], cloud["name"]) &&
-		normRegion(db.String("region")) == normRegion(cloud.String("region")) &&
-		db.Bool("versioning") == cloud.Bool("versioning")
+func (m *bucketMapper) Equal(db, cloud Bucket) bool {
+	return db.Name == cloud.Name && normRegion(db.Region) == normRegion(cloud.Region) && db.Versioning == cloud.Versioning
 }
+
+var (
+	_ module.MapperOf[Bucket]  = (*bucketMapper)(nil)
+	_ module.GetterOf[Bucket]  = (*bucketMapper)(nil)
+	_ module.EqualerOf[Bucket] = (*bucketMapper)(nil)
+)

@@ -402,20 +402,21 @@ func TestObjects(t *testing.T) {
 	}
 	got := byKey(recs, "bucket_id", "key")
 	want := map[string]struct {
-		size int64
-		etag string
+		size   int64
+		etag   string
+		region string // the bucket's (the table's Region key: no column)
 	}{
-		"photos/cat.jpg":        {4, "4a4be40c96ac6314e91d93f38043a634"},
-		"photos/dir/dog.jpg":    {5, "dd1df414466b0d458e9dc859f0831853"},
-		"photos.tokyo/fuji.jpg": {0, "d41d8cd98f00b204e9800998ecf8427e"},
+		"photos/cat.jpg":        {4, "4a4be40c96ac6314e91d93f38043a634", "us-east-1"},
+		"photos/dir/dog.jpg":    {5, "dd1df414466b0d458e9dc859f0831853", "us-east-1"},
+		"photos.tokyo/fuji.jpg": {0, "d41d8cd98f00b204e9800998ecf8427e", "ap-northeast-1"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("records %v", recs)
 	}
 	for k, w := range want {
 		g := got[k]
-		if g.Int("size") != w.size || g["etag"] != w.etag {
-			t.Errorf("%s: size %v etag %v, want %d %s", k, g["size"], g["etag"], w.size, w.etag)
+		if g.Int("size") != w.size || g["etag"] != w.etag || g["region"] != w.region {
+			t.Errorf("%s: size %v etag %v region %v, want %d %s %s", k, g["size"], g["etag"], g["region"], w.size, w.etag, w.region)
 		}
 		checkTime(t, k+".last_modified", g["last_modified"])
 	}

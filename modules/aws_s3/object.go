@@ -17,23 +17,23 @@ import (
 )
 
 // objectMapper maps the bucket_object table: the current objects of every
-// bucket, by key. Records name the bucket in bucket_id.
+// bucket, by key. Objects name their bucket in Bucket.
 type objectMapper struct {
 	c *clients
 	// listings: each bucket's objects as last listed, by bucket name, of
 	// the bucket made at a creation time (createdVersion); reused within
 	// IASQL_S3_DETAIL_TTL.
-	listings *detail.Cache[[]module.Record]
+	listings *detail.Cache[[]Object]
 }
 
 func newObjectMapper(c *clients) *objectMapper {
-	return &objectMapper{c: c, listings: detail.NewCache[[]module.Record](detailTTL())}
+	return &objectMapper{c: c, listings: detail.NewCache[[]Object](detailTTL())}
 }
 
 // Read lists the objects of every bucket (ListObjectsV2, paginated),
 // buckets concurrently; a bucket listed within the TTL is not listed again
 // unless the read must be fresh for it.
-func (m *objectMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+func (m *objectMapper) Read(ctx context.Context, call module.Call) ([]Object, error) {
 	infos, err := m.c.listBuckets(ctx, "")
 	if err != nil {
 		return nil, err
@@ -41,58 +41,50 @@ func (m *objectMapper) Read(ctx context.Context, call module.Call) ([]module.Rec
 	infos = inScope(call.Scope, infos)
 	due := m.listings.Due()
 	return regional.GatherRegions(ctx, concurrency, len(infos), func(i int) string { return infos[i].region },
-		func(ctx context.Context, i int) ([]module.Record, error) {
-			if recs, ok := m.listings.Get(call.Fresh, infos[i].name, createdVersion(infos[i].created), due); ok {
-				return recs, nil
+		func(ctx context.Context, i int) ([]Object, error) {
+			if objs, ok := m.listings.Get(call.Fresh, infos[i].name, createdVersion(infos[i].created), due); ok {
+				return objs, nil
 			}
-			recs, err := m.list(ctx, infos[i])
+			objs, err := m.list(ctx, infos[i])
 			if module.IsCode(err, "NoSuchBucket") {
 				return nil, nil // deleted since it was listed
 			}
 			if err == nil {
-				m.listings.Put(infos[i].name, createdVersion(infos[i].created), recs)
+				m.listings.Put(infos[i].name, createdVersion(infos[i].created), objs)
 			}
-			return recs, err
+			return objs, err
 		})
 }
 
-func (m *objectMapper) list(ctx context.Context, b bucketInfo) ([]module.Record, error) {
+func (m *objectMapper) list(ctx context.Context, b bucketInfo) ([]Object, error) {
 	objs, err := regional.Pages(ctx, s3.NewListObjectsV2Paginator(m.c.client(b.region), &s3.ListObjectsV2Input{Bucket: aws.String(b.name)}),
 		func(page *s3.ListObjectsV2Output) []types.Object { return page.Contents })
 	if err != nil {
 		return nil, terminal.Classify(err, "list objects of bucket %s", b.name)
 	}
-	out := make([]module.Record, len(objs))
+	out := make([]Object, len(objs))
 	for i, o := range objs {
-		out[i] = objectRecord(b.name, aws.ToString(o.Key), aws.ToInt64(o.Size), aws.ToString(o.ETag), o.LastModified)
-		out[i]["region"] = b.region // the bucket's: the table has no region column (Table.Region)
+		out[i] = object(b.name, aws.ToString(o.Key), aws.ToInt64(o.Size), aws.ToString(o.ETag), aws.ToTime(o.LastModified))
+		out[i].Region = b.region // the bucket's: the table has no region column (Table.Region)
 	}
 	return out, nil
 }
 
-func objectRecord(bucket, key string, size int64, etag string, modified *time.Time) module.Record {
-	rec := module.Record{
-		"bucket_id":     bucket,
-		"key":           key,
-		"size":          module.Number(size),
-		"etag":          strings.Trim(etag, `"`),
-		"last_modified": nil,
-	}
-	if modified != nil {
-		rec["last_modified"] = module.Time(*modified)
-	}
-	return rec
+// object is an object S3 listed or described as a row: the entity tag
+// without the quotes S3 gives it.
+func object(bucket, key string, size int64, etag string, modified time.Time) Object {
+	return Object{Bucket: bucket, Key: key, Size: size, ETag: strings.Trim(etag, `"`), LastModified: modified}
 }
 
 // Create puts an empty object under the key and reads it back
 // (HeadObject).
-func (m *objectMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
-	bucket, key := want.String("bucket_id"), want.String("key")
+func (m *objectMapper) Create(ctx context.Context, call module.Call, want Object) (Object, error) {
+	bucket, key := want.Bucket, want.Key
 	defer m.listings.Forget(bucket) // this mapper changed its objects
 	if bucket == "" || key == "" {
-		return nil, &module.TerminalError{Err: errors.New("create object: bucket and key are required")}
+		return Object{}, &module.TerminalError{Err: errors.New("create object: bucket and key are required")}
 	}
-	var rec module.Record
+	var got Object
 	err := m.c.withBucket(ctx, bucket, func(cl *s3.Client) error {
 		_, err := cl.PutObject(ctx, &s3.PutObjectInput{
 			Bucket: aws.String(bucket), Key: aws.String(key),
@@ -105,18 +97,18 @@ func (m *objectMapper) Create(ctx context.Context, call module.Call, want module
 		if err != nil {
 			return err
 		}
-		rec = objectRecord(bucket, key, aws.ToInt64(head.ContentLength), aws.ToString(head.ETag), head.LastModified)
+		got = object(bucket, key, aws.ToInt64(head.ContentLength), aws.ToString(head.ETag), aws.ToTime(head.LastModified))
 		return nil
 	})
 	if err != nil {
-		return nil, terminal.Classify(err, "create object %s in bucket %s", key, bucket)
+		return Object{}, terminal.Classify(err, "create object %s in bucket %s", key, bucket)
 	}
-	return rec, nil
+	return got, nil
 }
 
 // Update cannot change anything: bucket and key are the object's identity.
-func (m *objectMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	return nil, module.ErrReplace
+func (m *objectMapper) Update(ctx context.Context, call module.Call, want, have Object) (Object, error) {
+	return Object{}, module.ErrReplace
 }
 
 // Delete deletes the object (its current version, in a versioned
@@ -124,8 +116,8 @@ func (m *objectMapper) Update(ctx context.Context, call module.Call, want, have 
 // key that does not exist succeeds (204), and a bucket that does not
 // exist answers NoSuchBucket. (API Reference, DeleteObject:
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html)
-func (m *objectMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
-	bucket, key := have.String("bucket_id"), have.String("key")
+func (m *objectMapper) Delete(ctx context.Context, call module.Call, have Object) error {
+	bucket, key := have.Bucket, have.Key
 	defer m.listings.Forget(bucket) // this mapper changed its objects
 	err := m.c.withBucket(ctx, bucket, func(cl *s3.Client) error {
 		_, err := cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
@@ -133,3 +125,5 @@ func (m *objectMapper) Delete(ctx context.Context, call module.Call, have module
 	})
 	return terminal.Classify(module.Deleted(err, "NoSuchBucket"), "delete object %s in bucket %s", key, bucket)
 }
+
+var _ module.MapperOf[Object] = (*objectMapper)(nil)
