@@ -185,7 +185,11 @@ func TestTypedValue(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []module.Record{{"nope": 1}, {"port": "eighty"}, {"port": json.Number("4294967296")}, {"on": "yes"},
+	// A key T does not declare is left out (a newer declaration's column).
+	if got, err := things.Value(module.Record{"name": "x", "nope": 1}); err != nil || got.Name != "x" {
+		t.Errorf("Value of a record with an undeclared key: %#v, %v; want the declared fields", got, err)
+	}
+	for _, bad := range []module.Record{{"port": "eighty"}, {"port": json.Number("4294967296")}, {"on": "yes"},
 		{"at": "yesterday"}, {"arns": "a"}, {"spec": []any{"x"}}} {
 		if _, err := things.Value(bad); err == nil || !strings.Contains(err.Error(), "thing") {
 			t.Errorf("Value(%v): %v, want an error naming the table", bad, err)
