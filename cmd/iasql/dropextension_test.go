@@ -45,7 +45,9 @@ func TestDropExtension(t *testing.T) {
 	testkit.WaitQuery(t, db, time.Minute, "iasql still installed and captured", `SELECT iasql_sidecar_connected() AND to_regclass('public.bucket') IS NOT NULL`)
 
 	mustExec(t, db, "DROP EXTENSION iasql CASCADE")
-	_ = run.WaitExit(time.Minute)
+	if err := run.WaitExit(time.Minute); err != nil {
+		t.Fatalf("the sidecar did not stop after DROP EXTENSION: %v; its log:\n%s", err, run.Log)
+	}
 	if code := run.ExitCode(); code != 0 || !run.Log.Contains("iasql was removed from the database") ||
 		!run.Log.Contains("dropped the publication iasql") || !run.Log.Contains("dropped the replication slot iasql_app") {
 		t.Errorf("the sidecar after DROP EXTENSION: exit %d; its log:\n%s", code, run.Log)

@@ -116,18 +116,12 @@ func Start(t testing.TB, endpoint string, env []string, args ...string) *Process
 	return p
 }
 
-// Exited is closed once the process has ended.
-func (p *Process) Exited() <-chan struct{} { return p.exited }
-
-// ExitCode is the process's exit code (-1 when a signal ended it), once
-// Exited is closed.
+// ExitCode is the process's exit code (-1 when a signal ended it), once it
+// has ended (WaitExit).
 func (p *Process) ExitCode() int {
 	<-p.exited
 	return p.Cmd.ProcessState.ExitCode()
 }
-
-// Signal sends sig to the process.
-func (p *Process) Signal(sig os.Signal) error { return p.Cmd.Process.Signal(sig) }
 
 // Kill ends the process with SIGKILL (it has no chance to answer anything)
 // and waits for it.

@@ -17,7 +17,6 @@ package diff
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -220,18 +219,6 @@ outer:
 		return false
 	}
 	return true
-}
-
-// String renders a value for messages.
-func String(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 // sortedAt returns v (copied where changed) with the arrays at path (object
