@@ -61,36 +61,42 @@ var groupTable = module.Declare[Group](module.Table{
 // reference groups (aws_ec2's instances) render a group's identity by it.
 func GroupTable() module.Table { return groupTable.Table() }
 
-// RuleTable is the security_group_rule table's declaration. A rule is known
-// by what it allows (everything but its description).
-func RuleTable() module.Table {
-	return module.Table{
-		Name: "security_group_rule",
-		Comment: "Rules of security groups, one row per target (CIDR, prefix list or source group). " +
-			"A rule is known by everything but its description: changing any other column replaces the rule; changing the description updates it.",
-		Columns: []module.Column{
-			{Name: "security_group_id", Type: "integer", NotNull: true, CloudID: true, Ref: "security_group",
-				Comment: "The group the rule belongs to (security_group.id)."},
-			{Name: "is_egress", Type: "boolean", NotNull: true, Default: "false", CloudID: true,
-				Comment: "false: inbound (ingress) rule; true: outbound (egress) rule."},
-			{Name: "ip_protocol", Type: "text", NotNull: true, CloudID: true,
-				Comment: "tcp, udp, icmp, icmpv6, a protocol number, or -1 for all. Written as AWS shows it: TCP, 6 and all become tcp, tcp and -1."},
-			{Name: "from_port", Type: "integer", CloudID: true, Comment: "First port (tcp/udp) or ICMP type; NULL for other protocols."},
-			{Name: "to_port", Type: "integer", CloudID: true, Comment: "Last port (tcp/udp) or ICMP code; NULL for other protocols."},
-			{Name: "cidr_ipv4", Type: "cidr", CloudID: true, Comment: "Target IPv4 range."},
-			{Name: "cidr_ipv6", Type: "cidr", CloudID: true, Comment: "Target IPv6 range."},
-			{Name: "prefix_list_id", Type: "text", CloudID: true, Comment: "Target managed prefix list (pl-…)."},
-			{Name: "source_security_group_id", Type: "integer", CloudID: true, Ref: "security_group",
-				Comment: "Target security group (security_group.id): traffic from (ingress) or to (egress) its members."},
-			{Name: "description", Type: "text", Comment: "Description of the rule; can change in place."},
-			{Name: "rule_id", Type: "text", Kind: module.Feedback, Comment: "The rule's id (sgr-…) from AWS (from the cloud)."},
-		},
-		// Rows are in their group's region; cloud records say it.
-		Region: "region",
-		// A new group's default egress rule, a new VPC's default group's rules.
-		MadeByCloud: true,
-	}.Declare()
+// Rule is a row of the security_group_rule table: a security group rule
+// (API Reference, SecurityGroupRule:
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_SecurityGroupRule.html).
+// Its fields declare the table's columns (module.Typed); a column that may
+// be NULL is a pointer.
+type Rule struct {
+	Group       string  `iasql:"security_group_id,id,notnull,ref=security_group" comment:"The group the rule belongs to (security_group.id)."`
+	Egress      bool    `iasql:"is_egress,id,notnull,default=false" comment:"false: inbound (ingress) rule; true: outbound (egress) rule."`
+	Protocol    string  `iasql:"ip_protocol,id,notnull" comment:"tcp, udp, icmp, icmpv6, a protocol number, or -1 for all. Written as AWS shows it: TCP, 6 and all become tcp, tcp and -1."`
+	FromPort    *int32  `iasql:"from_port,id" comment:"First port (tcp/udp) or ICMP type; NULL for other protocols."`
+	ToPort      *int32  `iasql:"to_port,id" comment:"Last port (tcp/udp) or ICMP code; NULL for other protocols."`
+	CidrIPv4    *string `iasql:"cidr_ipv4,id,type=cidr" comment:"Target IPv4 range."`
+	CidrIPv6    *string `iasql:"cidr_ipv6,id,type=cidr" comment:"Target IPv6 range."`
+	PrefixList  *string `iasql:"prefix_list_id,id" comment:"Target managed prefix list (pl-…)."`
+	Source      *string `iasql:"source_security_group_id,id,ref=security_group" comment:"Target security group (security_group.id): traffic from (ingress) or to (egress) its members."`
+	Description string  `iasql:"description" comment:"Description of the rule; can change in place."`
+	ID          string  `iasql:"rule_id,feedback" comment:"The rule's id (sgr-…) from AWS (from the cloud)."`
+	// Rows are in their group's region, which is no column; cloud
+	// records say it (module.Typed.WithRegionKey).
+	Region string `iasql:"-"`
 }
+
+// ruleTable is the security_group_rule table, declared by Rule. A rule is
+// known by what it allows (everything but its description).
+var ruleTable = module.Declare[Rule](module.Table{
+	Name: "security_group_rule",
+	Comment: "Rules of security groups, one row per target (CIDR, prefix list or source group). " +
+		"A rule is known by everything but its description: changing any other column replaces the rule; changing the description updates it.",
+	// Rows are in their group's region; cloud records say it.
+	Region: "region",
+	// A new group's default egress rule, a new VPC's default group's rules.
+	MadeByCloud: true,
+}).WithRegionKey("Region")
+
+// RuleTable is the security_group_rule table's declaration.
+func RuleTable() module.Table { return ruleTable.Table() }
 
 // Module returns the aws_security_group module.
 func Module() module.Module {
@@ -104,7 +110,7 @@ func Module() module.Module {
 		Tables:    []module.Table{GroupTable(), RuleTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			g := &groups{c: ec2x.NewClients(cfg), t: GroupTable(), byID: map[string]groupRef{}, byCID: map[string]string{}}
-			return map[string]module.Reader{"security_group": module.WithTemporary(groupTable.Mapper(&groupMapper{g: g}), standIns{}), "security_group_rule": &ruleMapper{g: g, t: RuleTable()}}, nil
+			return map[string]module.Reader{"security_group": module.WithTemporary(groupTable.Mapper(&groupMapper{g: g}), standIns{}), "security_group_rule": ruleTable.Mapper(&ruleMapper{g: g})}, nil
 		},
 	}
 }

@@ -182,16 +182,4 @@ func (m *groupMapper) Delete(ctx context.Context, call module.Call, have Group) 
 	return nil
 }
 
-// declared is r with only the columns t declares: a record the engine gave
-// (which carries the row's id too) made into one a mapper may answer.
-func declared(t module.Table, r module.Record) module.Record {
-	out := make(module.Record, len(t.Columns))
-	for _, c := range t.Columns {
-		if v, ok := r[c.Name]; ok {
-			out[c.Name] = v
-		}
-	}
-	return out
-}
-
 var _ module.MapperOf[Group] = (*groupMapper)(nil)
