@@ -64,45 +64,38 @@ func LoadBalancerTable() module.Table {
 	}.Declare()
 }
 
-// TargetGroupTable is the target_group table's declaration.
-func TargetGroupTable() module.Table {
-	return module.Table{
-		Name: "target_group",
-		Comment: "Target groups of instances for application load balancers (protocol HTTP or HTTPS), in the enabled regions. Insert a row (name, port, vpc_id) to create one. " +
-			"Changing name, protocol, port, vpc_id or region replaces the group (its listeners and targets move to the new one); health check settings and tags change in place.",
-		Columns: []module.Column{
-			{Name: "name", Type: "text", NotNull: true, CloudID: true, CreateOnly: true,
-				Comment: "Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen. Fixed at creation."},
-			{Name: "protocol", Type: "text", NotNull: true, Default: "'HTTP'", CreateOnly: true,
-				Comment: "Protocol to the targets: HTTP or HTTPS. Fixed at creation."},
-			{Name: "port", Type: "integer", NotNull: true, CreateOnly: true,
-				Comment: "Port the targets receive traffic on (1 to 65535), unless a target says otherwise. Fixed at creation."},
-			{Name: "vpc_id", Type: "integer", NotNull: true, CreateOnly: true, Ref: "vpc",
-				Comment: "The VPC (vpc.id) of the group's instances. Fixed at creation."},
-			{Name: "health_check_protocol", Type: "text", NotNull: true, Default: "'HTTP'",
-				Comment: "Protocol of the health checks: HTTP or HTTPS."},
-			{Name: "health_check_port", Type: "text", NotNull: true, Default: "'traffic-port'",
-				Comment: "Port of the health checks: traffic-port (each target's own) or a port number."},
-			{Name: "health_check_path", Type: "text", NotNull: true, Default: "'/'",
-				Comment: "Path the health checks request, beginning with /."},
-			{Name: "health_check_interval_seconds", Type: "integer", NotNull: true, Default: "30",
-				Comment: "Seconds between health checks of a target, 5 to 300."},
-			{Name: "health_check_timeout_seconds", Type: "integer", NotNull: true, Default: "5",
-				Comment: "Seconds without an answer that fail a health check, 2 to 120, less than the interval."},
-			{Name: "healthy_threshold_count", Type: "integer", NotNull: true, Default: "5",
-				Comment: "Consecutive successful checks that make an unhealthy target healthy, 2 to 10."},
-			{Name: "unhealthy_threshold_count", Type: "integer", NotNull: true, Default: "2",
-				Comment: "Consecutive failed checks that make a target unhealthy, 2 to 10."},
-			{Name: "matcher", Type: "text", NotNull: true, Default: "'200'",
-				Comment: "HTTP codes of a successful check: a code, a list (200,202) or a range (200-299)."},
-			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CloudID: true, CreateOnly: true,
-				Comment: "Region of the target group: its VPC's (default: default_aws_region()). Fixed at creation."},
-			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value."},
-			{Name: "target_group_arn", Type: "text", Kind: module.Feedback, Comment: "The target group's ARN (from the cloud)."},
-		},
-		Region: "region",
-	}.Declare()
+// TargetGroup is a row of the target_group table: a target group of
+// instances (API Reference, TargetGroup:
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_TargetGroup.html).
+// Its fields declare the table's columns (module.Typed).
+type TargetGroup struct {
+	Name                       string         `iasql:"name,id,createonly,notnull" comment:"Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen. Fixed at creation."`
+	Protocol                   string         `iasql:"protocol,createonly,notnull,default='HTTP'" comment:"Protocol to the targets: HTTP or HTTPS. Fixed at creation."`
+	Port                       int32          `iasql:"port,createonly,notnull" comment:"Port the targets receive traffic on (1 to 65535), unless a target says otherwise. Fixed at creation."`
+	VpcID                      string         `iasql:"vpc_id,createonly,notnull,ref=vpc" comment:"The VPC (vpc.id) of the group's instances. Fixed at creation."`
+	HealthCheckProtocol        string         `iasql:"health_check_protocol,notnull,default='HTTP'" comment:"Protocol of the health checks: HTTP or HTTPS."`
+	HealthCheckPort            string         `iasql:"health_check_port,notnull,default='traffic-port'" comment:"Port of the health checks: traffic-port (each target's own) or a port number."`
+	HealthCheckPath            string         `iasql:"health_check_path,notnull,default='/'" comment:"Path the health checks request, beginning with /."`
+	HealthCheckIntervalSeconds int32          `iasql:"health_check_interval_seconds,notnull,default=30" comment:"Seconds between health checks of a target, 5 to 300."`
+	HealthCheckTimeoutSeconds  int32          `iasql:"health_check_timeout_seconds,notnull,default=5" comment:"Seconds without an answer that fail a health check, 2 to 120, less than the interval."`
+	HealthyThresholdCount      int32          `iasql:"healthy_threshold_count,notnull,default=5" comment:"Consecutive successful checks that make an unhealthy target healthy, 2 to 10."`
+	UnhealthyThresholdCount    int32          `iasql:"unhealthy_threshold_count,notnull,default=2" comment:"Consecutive failed checks that make a target unhealthy, 2 to 10."`
+	Matcher                    string         `iasql:"matcher,notnull,default='200'" comment:"HTTP codes of a successful check: a code, a list (200,202) or a range (200-299)."`
+	Region                     string         `iasql:"region,id,createonly,notnull,default=public.default_aws_region()" comment:"Region of the target group: its VPC's (default: default_aws_region()). Fixed at creation."`
+	Tags                       map[string]any `iasql:"tags,notnull,default='{}'" comment:"Tags as a JSON object of key to value."`
+	ARN                        string         `iasql:"target_group_arn,feedback" comment:"The target group's ARN (from the cloud)."`
 }
+
+// targetGroupsTable is the target_group table, declared by TargetGroup.
+var targetGroupsTable = module.Declare[TargetGroup](module.Table{
+	Name: "target_group",
+	Comment: "Target groups of instances for application load balancers (protocol HTTP or HTTPS), in the enabled regions. Insert a row (name, port, vpc_id) to create one. " +
+		"Changing name, protocol, port, vpc_id or region replaces the group (its listeners and targets move to the new one); health check settings and tags change in place.",
+	Region: "region",
+})
+
+// TargetGroupTable is the target_group table's declaration.
+func TargetGroupTable() module.Table { return targetGroupsTable.Table() }
 
 // TargetTable is the target table's declaration.
 func TargetTable() module.Table {
