@@ -97,26 +97,31 @@ var targetGroupsTable = module.Declare[TargetGroup](module.Table{
 // TargetGroupTable is the target_group table's declaration.
 func TargetGroupTable() module.Table { return targetGroupsTable.Table() }
 
-// TargetTable is the target table's declaration.
-func TargetTable() module.Table {
-	return module.Table{
-		Name: "target",
-		Comment: "Instances registered with target groups. Insert a row (target_group_id, instance_id) to register an instance; delete it to deregister the instance " +
-			"(it drains first while a load balancer uses the group). A target is known by its group, instance and port: changing any of them deregisters it and registers the new one.",
-		Columns: []module.Column{
-			{Name: "target_group_id", Type: "integer", NotNull: true, CloudID: true, Ref: "target_group",
-				Comment: "The target group (target_group.id)."},
-			{Name: "instance_id", Type: "integer", NotNull: true, CloudID: true, Ref: "instance",
-				Comment: "The instance (instance.id), in the target group's VPC and region."},
-			{Name: "port", Type: "integer", CloudID: true,
-				Comment: "Port the instance receives traffic on; left NULL, the target group's port is filled in."},
-			{Name: "health_state", Type: "text", Kind: module.Feedback,
-				Comment: "initial, healthy, unhealthy, unused, draining or unavailable, as AWS last reported it (from the cloud)."},
-		},
-		// Rows are in their group's region; cloud records say it.
-		Region: "region",
-	}.Declare()
+// Target is a row of the target table: an instance registered with a
+// target group (API Reference, TargetDescription and TargetHealth:
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_TargetDescription.html
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_TargetHealth.html).
+// Its fields declare the table's columns (module.Typed); Region, no
+// column, is the region key its cloud records say (Typed.WithRegionKey).
+type Target struct {
+	TargetGroupID string `iasql:"target_group_id,id,notnull,ref=target_group" comment:"The target group (target_group.id)."`
+	InstanceID    string `iasql:"instance_id,id,notnull,ref=instance" comment:"The instance (instance.id), in the target group's VPC and region."`
+	Port          *int32 `iasql:"port,id" comment:"Port the instance receives traffic on; left NULL, the target group's port is filled in."`
+	HealthState   string `iasql:"health_state,feedback" comment:"initial, healthy, unhealthy, unused, draining or unavailable, as AWS last reported it (from the cloud)."`
+	Region        string `iasql:"-"`
 }
+
+// targetsTable is the target table, declared by Target.
+var targetsTable = module.Declare[Target](module.Table{
+	Name: "target",
+	Comment: "Instances registered with target groups. Insert a row (target_group_id, instance_id) to register an instance; delete it to deregister the instance " +
+		"(it drains first while a load balancer uses the group). A target is known by its group, instance and port: changing any of them deregisters it and registers the new one.",
+	// Rows are in their group's region; cloud records say it.
+	Region: "region",
+}).WithRegionKey("Region")
+
+// TargetTable is the target table's declaration.
+func TargetTable() module.Table { return targetsTable.Table() }
 
 // ListenerTable is the listener table's declaration.
 func ListenerTable() module.Table {

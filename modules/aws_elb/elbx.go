@@ -32,7 +32,7 @@ func Mappers(cfg aws.Config, o Options) map[string]module.Reader {
 	return map[string]module.Reader{
 		"load_balancer": &lbMapper{c: c, t: LoadBalancerTable(), pollAfter: o.PollAfter},
 		"target_group":  module.WithTemporary(targetGroupsTable.Mapper(&tgMapper{c: c}), tgTemporary{}),
-		"target":        &targetMapper{c: c},
+		"target":        targetsTable.Mapper(&targetMapper{c: c}),
 		"listener":      &listenerMapper{c: c},
 	}
 }
