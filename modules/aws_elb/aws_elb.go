@@ -123,29 +123,34 @@ var targetsTable = module.Declare[Target](module.Table{
 // TargetTable is the target table's declaration.
 func TargetTable() module.Table { return targetsTable.Table() }
 
-// ListenerTable is the listener table's declaration.
-func ListenerTable() module.Table {
-	return module.Table{
-		Name: "listener",
-		Comment: "Listeners of the load balancers, each forwarding to a target group by default. Insert a row (load_balancer_id, port, target_group_id) to create one; listener_arn is filled in once AWS has created it. " +
-			"Protocol, port, certificate and target group change in place; moving a listener to another load balancer replaces it.",
-		Columns: []module.Column{
-			{Name: "load_balancer_id", Type: "integer", NotNull: true, CreateOnly: true, Ref: "load_balancer",
-				Comment: "The load balancer (load_balancer.id). Fixed at creation: changing it replaces the listener."},
-			{Name: "protocol", Type: "text", NotNull: true, Default: "'HTTP'",
-				Comment: "HTTP or HTTPS (which needs certificate_arn)."},
-			{Name: "port", Type: "integer", NotNull: true, Comment: "Port the load balancer listens on, 1 to 65535, one listener per port."},
-			{Name: "certificate_arn", Type: "text",
-				Comment: "ARN of the server certificate of an HTTPS listener; NULL for HTTP."},
-			{Name: "target_group_id", Type: "integer", NotNull: true, Ref: "target_group",
-				Comment: "The target group (target_group.id) the default action forwards to, in the load balancer's VPC."},
-			{Name: "listener_arn", Type: "text", Kind: module.Feedback, CloudID: true,
-				Comment: "The listener's ARN, given by AWS at creation (from the cloud)."},
-		},
-		// Rows are in their load balancer's region; cloud records say it.
-		Region: "region",
-	}.Declare()
+// Listener is a row of the listener table: a listener whose default
+// action forwards to one target group (API Reference, Listener:
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_Listener.html).
+// Its fields declare the table's columns (module.Typed); Token is the
+// client token a create tags it with (Find), Region, no column, the region
+// key its cloud records say (Typed.WithRegionKey).
+type Listener struct {
+	LoadBalancerID string  `iasql:"load_balancer_id,createonly,notnull,ref=load_balancer" comment:"The load balancer (load_balancer.id). Fixed at creation: changing it replaces the listener."`
+	Protocol       string  `iasql:"protocol,notnull,default='HTTP'" comment:"HTTP or HTTPS (which needs certificate_arn)."`
+	Port           int32   `iasql:"port,notnull" comment:"Port the load balancer listens on, 1 to 65535, one listener per port."`
+	CertificateARN *string `iasql:"certificate_arn" comment:"ARN of the server certificate of an HTTPS listener; NULL for HTTP."`
+	TargetGroupID  string  `iasql:"target_group_id,notnull,ref=target_group" comment:"The target group (target_group.id) the default action forwards to, in the load balancer's VPC."`
+	ARN            string  `iasql:"listener_arn,feedback,id" comment:"The listener's ARN, given by AWS at creation (from the cloud)."`
+	Token          string  `iasql:",token"`
+	Region         string  `iasql:"-"`
 }
+
+// listenersTable is the listener table, declared by Listener.
+var listenersTable = module.Declare[Listener](module.Table{
+	Name: "listener",
+	Comment: "Listeners of the load balancers, each forwarding to a target group by default. Insert a row (load_balancer_id, port, target_group_id) to create one; listener_arn is filled in once AWS has created it. " +
+		"Protocol, port, certificate and target group change in place; moving a listener to another load balancer replaces it.",
+	// Rows are in their load balancer's region; cloud records say it.
+	Region: "region",
+}).WithRegionKey("Region")
+
+// ListenerTable is the listener table's declaration.
+func ListenerTable() module.Table { return listenersTable.Table() }
 
 // Module returns the aws_elb module.
 func Module() module.Module { return ModuleWith(Options{}) }
