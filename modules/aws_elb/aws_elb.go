@@ -38,31 +38,32 @@ var uninstallSQL string
 //go:embed upgrades
 var upgrades embed.FS
 
-// LoadBalancerTable is the load_balancer table's declaration.
-func LoadBalancerTable() module.Table {
-	return module.Table{
-		Name: "load_balancer",
-		Comment: "Application load balancers of the enabled regions. Insert a row (name, subnets, and usually security_groups) to create one; it is provisioning for a while, then active. " +
-			"Changing name, scheme or region replaces the load balancer (and AWS deletes its listeners with the old one); subnets, security groups and tags change in place. Delete the row to delete it.",
-		Columns: []module.Column{
-			{Name: "name", Type: "text", NotNull: true, CloudID: true, CreateOnly: true,
-				Comment: "Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen nor beginning with internal-. Fixed at creation."},
-			{Name: "scheme", Type: "text", NotNull: true, Default: "'internet-facing'", CreateOnly: true,
-				Comment: "internet-facing (public addresses) or internal. Fixed at creation: changing it replaces the load balancer."},
-			{Name: "subnets", Type: "bigint[]", NotNull: true, Ref: "subnet",
-				Comment: "Subnets (subnet.id) of one VPC, at least two in two availability zones, one per zone, in any order. Changed in place (SetSubnets)."},
-			{Name: "security_groups", Type: "bigint[]", NotNull: true, Default: "'{}'", Ref: "security_group",
-				Comment: "Security groups (security_group.id) of the subnets' VPC, in any order; empty: the VPC's default group, AWS's choice at creation, whose row the engine writes here once the load balancer exists. Changed in place (SetSecurityGroups)."},
-			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CloudID: true, CreateOnly: true,
-				Comment: "Region of the load balancer: its subnets' (default: default_aws_region()). Fixed at creation."},
-			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value."},
-			{Name: "load_balancer_arn", Type: "text", Kind: module.Feedback, Comment: "The load balancer's ARN (from the cloud)."},
-			{Name: "dns_name", Type: "text", Kind: module.Feedback, Comment: "The load balancer's DNS name (from the cloud)."},
-			{Name: "state", Type: "text", Kind: module.Feedback, Comment: "provisioning, active, active_impaired or failed (from the cloud)."},
-		},
-		Region: "region",
-	}.Declare()
+// LoadBalancer is a row of the load_balancer table: an application load
+// balancer (API Reference, LoadBalancer:
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_LoadBalancer.html).
+// Its fields declare the table's columns (module.Typed).
+type LoadBalancer struct {
+	Name           string         `iasql:"name,id,createonly,notnull" comment:"Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen nor beginning with internal-. Fixed at creation."`
+	Scheme         string         `iasql:"scheme,createonly,notnull,default='internet-facing'" comment:"internet-facing (public addresses) or internal. Fixed at creation: changing it replaces the load balancer."`
+	Subnets        []string       `iasql:"subnets,notnull,ref=subnet" comment:"Subnets (subnet.id) of one VPC, at least two in two availability zones, one per zone, in any order. Changed in place (SetSubnets)."`
+	SecurityGroups []string       `iasql:"security_groups,notnull,ref=security_group,default='{}'" comment:"Security groups (security_group.id) of the subnets' VPC, in any order; empty: the VPC's default group, AWS's choice at creation, whose row the engine writes here once the load balancer exists. Changed in place (SetSecurityGroups)."`
+	Region         string         `iasql:"region,id,createonly,notnull,default=public.default_aws_region()" comment:"Region of the load balancer: its subnets' (default: default_aws_region()). Fixed at creation."`
+	Tags           map[string]any `iasql:"tags,notnull,default='{}'" comment:"Tags as a JSON object of key to value."`
+	ARN            string         `iasql:"load_balancer_arn,feedback" comment:"The load balancer's ARN (from the cloud)."`
+	DNSName        string         `iasql:"dns_name,feedback" comment:"The load balancer's DNS name (from the cloud)."`
+	State          string         `iasql:"state,feedback" comment:"provisioning, active, active_impaired or failed (from the cloud)."`
 }
+
+// loadBalancersTable is the load_balancer table, declared by LoadBalancer.
+var loadBalancersTable = module.Declare[LoadBalancer](module.Table{
+	Name: "load_balancer",
+	Comment: "Application load balancers of the enabled regions. Insert a row (name, subnets, and usually security_groups) to create one; it is provisioning for a while, then active. " +
+		"Changing name, scheme or region replaces the load balancer (and AWS deletes its listeners with the old one); subnets, security groups and tags change in place. Delete the row to delete it.",
+	Region: "region",
+})
+
+// LoadBalancerTable is the load_balancer table's declaration.
+func LoadBalancerTable() module.Table { return loadBalancersTable.Table() }
 
 // TargetGroup is a row of the target_group table: a target group of
 // instances (API Reference, TargetGroup:

@@ -30,7 +30,7 @@ func Mappers(cfg aws.Config, o Options) map[string]module.Reader {
 		return elb.NewFromConfig(cfg, func(o *elb.Options) { o.Region = region })
 	})}
 	return map[string]module.Reader{
-		"load_balancer": &lbMapper{c: c, t: LoadBalancerTable(), pollAfter: o.PollAfter},
+		"load_balancer": newLBReader(&lbMapper{c: c, t: LoadBalancerTable(), pollAfter: o.PollAfter}),
 		"target_group":  module.WithTemporary(targetGroupsTable.Mapper(&tgMapper{c: c}), tgTemporary{}),
 		"target":        targetsTable.Mapper(&targetMapper{c: c}),
 		"listener":      listenerReader(c),
