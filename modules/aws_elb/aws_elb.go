@@ -38,116 +38,120 @@ var uninstallSQL string
 //go:embed upgrades
 var upgrades embed.FS
 
-// LoadBalancerTable is the load_balancer table's declaration.
-func LoadBalancerTable() module.Table {
-	return module.Table{
-		Name: "load_balancer",
-		Comment: "Application load balancers of the enabled regions. Insert a row (name, subnets, and usually security_groups) to create one; it is provisioning for a while, then active. " +
-			"Changing name, scheme or region replaces the load balancer (and AWS deletes its listeners with the old one); subnets, security groups and tags change in place. Delete the row to delete it.",
-		Columns: []module.Column{
-			{Name: "name", Type: "text", NotNull: true, CloudID: true, CreateOnly: true,
-				Comment: "Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen nor beginning with internal-. Fixed at creation."},
-			{Name: "scheme", Type: "text", NotNull: true, Default: "'internet-facing'", CreateOnly: true,
-				Comment: "internet-facing (public addresses) or internal. Fixed at creation: changing it replaces the load balancer."},
-			{Name: "subnets", Type: "bigint[]", NotNull: true, Ref: "subnet",
-				Comment: "Subnets (subnet.id) of one VPC, at least two in two availability zones, one per zone, in any order. Changed in place (SetSubnets)."},
-			{Name: "security_groups", Type: "bigint[]", NotNull: true, Default: "'{}'", Ref: "security_group",
-				Comment: "Security groups (security_group.id) of the subnets' VPC, in any order; empty: the VPC's default group, AWS's choice at creation, whose row the engine writes here once the load balancer exists. Changed in place (SetSecurityGroups)."},
-			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CloudID: true, CreateOnly: true,
-				Comment: "Region of the load balancer: its subnets' (default: default_aws_region()). Fixed at creation."},
-			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value."},
-			{Name: "load_balancer_arn", Type: "text", Kind: module.Feedback, Comment: "The load balancer's ARN (from the cloud)."},
-			{Name: "dns_name", Type: "text", Kind: module.Feedback, Comment: "The load balancer's DNS name (from the cloud)."},
-			{Name: "state", Type: "text", Kind: module.Feedback, Comment: "provisioning, active, active_impaired or failed (from the cloud)."},
-		},
-		Region: "region",
-	}.Declare()
+// LoadBalancer is a row of the load_balancer table: an application load
+// balancer (API Reference, LoadBalancer:
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_LoadBalancer.html).
+// Its fields declare the table's columns (module.Typed).
+type LoadBalancer struct {
+	Name           string         `iasql:"name,id,createonly,notnull" comment:"Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen nor beginning with internal-. Fixed at creation."`
+	Scheme         string         `iasql:"scheme,createonly,notnull,default='internet-facing'" comment:"internet-facing (public addresses) or internal. Fixed at creation: changing it replaces the load balancer."`
+	Subnets        []string       `iasql:"subnets,notnull,ref=subnet" comment:"Subnets (subnet.id) of one VPC, at least two in two availability zones, one per zone, in any order. Changed in place (SetSubnets)."`
+	SecurityGroups []string       `iasql:"security_groups,notnull,ref=security_group,default='{}'" comment:"Security groups (security_group.id) of the subnets' VPC, in any order; empty: the VPC's default group, AWS's choice at creation, whose row the engine writes here once the load balancer exists. Changed in place (SetSecurityGroups)."`
+	Region         string         `iasql:"region,id,createonly,notnull,default=public.default_aws_region()" comment:"Region of the load balancer: its subnets' (default: default_aws_region()). Fixed at creation."`
+	Tags           map[string]any `iasql:"tags,notnull,default='{}'" comment:"Tags as a JSON object of key to value."`
+	ARN            string         `iasql:"load_balancer_arn,feedback" comment:"The load balancer's ARN (from the cloud)."`
+	DNSName        string         `iasql:"dns_name,feedback" comment:"The load balancer's DNS name (from the cloud)."`
+	State          string         `iasql:"state,feedback" comment:"provisioning, active, active_impaired or failed (from the cloud)."`
 }
+
+// loadBalancersTable is the load_balancer table, declared by LoadBalancer.
+var loadBalancersTable = module.Declare[LoadBalancer](module.Table{
+	Name: "load_balancer",
+	Comment: "Application load balancers of the enabled regions. Insert a row (name, subnets, and usually security_groups) to create one; it is provisioning for a while, then active. " +
+		"Changing name, scheme or region replaces the load balancer (and AWS deletes its listeners with the old one); subnets, security groups and tags change in place. Delete the row to delete it.",
+	Region: "region",
+})
+
+// LoadBalancerTable is the load_balancer table's declaration.
+func LoadBalancerTable() module.Table { return loadBalancersTable.Table() }
+
+// TargetGroup is a row of the target_group table: a target group of
+// instances (API Reference, TargetGroup:
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_TargetGroup.html).
+// Its fields declare the table's columns (module.Typed).
+type TargetGroup struct {
+	Name                       string         `iasql:"name,id,createonly,notnull" comment:"Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen. Fixed at creation."`
+	Protocol                   string         `iasql:"protocol,createonly,notnull,default='HTTP'" comment:"Protocol to the targets: HTTP or HTTPS. Fixed at creation."`
+	Port                       int32          `iasql:"port,createonly,notnull" comment:"Port the targets receive traffic on (1 to 65535), unless a target says otherwise. Fixed at creation."`
+	VpcID                      string         `iasql:"vpc_id,createonly,notnull,ref=vpc" comment:"The VPC (vpc.id) of the group's instances. Fixed at creation."`
+	HealthCheckProtocol        string         `iasql:"health_check_protocol,notnull,default='HTTP'" comment:"Protocol of the health checks: HTTP or HTTPS."`
+	HealthCheckPort            string         `iasql:"health_check_port,notnull,default='traffic-port'" comment:"Port of the health checks: traffic-port (each target's own) or a port number."`
+	HealthCheckPath            string         `iasql:"health_check_path,notnull,default='/'" comment:"Path the health checks request, beginning with /."`
+	HealthCheckIntervalSeconds int32          `iasql:"health_check_interval_seconds,notnull,default=30" comment:"Seconds between health checks of a target, 5 to 300."`
+	HealthCheckTimeoutSeconds  int32          `iasql:"health_check_timeout_seconds,notnull,default=5" comment:"Seconds without an answer that fail a health check, 2 to 120, less than the interval."`
+	HealthyThresholdCount      int32          `iasql:"healthy_threshold_count,notnull,default=5" comment:"Consecutive successful checks that make an unhealthy target healthy, 2 to 10."`
+	UnhealthyThresholdCount    int32          `iasql:"unhealthy_threshold_count,notnull,default=2" comment:"Consecutive failed checks that make a target unhealthy, 2 to 10."`
+	Matcher                    string         `iasql:"matcher,notnull,default='200'" comment:"HTTP codes of a successful check: a code, a list (200,202) or a range (200-299)."`
+	Region                     string         `iasql:"region,id,createonly,notnull,default=public.default_aws_region()" comment:"Region of the target group: its VPC's (default: default_aws_region()). Fixed at creation."`
+	Tags                       map[string]any `iasql:"tags,notnull,default='{}'" comment:"Tags as a JSON object of key to value."`
+	ARN                        string         `iasql:"target_group_arn,feedback" comment:"The target group's ARN (from the cloud)."`
+}
+
+// targetGroupsTable is the target_group table, declared by TargetGroup.
+var targetGroupsTable = module.Declare[TargetGroup](module.Table{
+	Name: "target_group",
+	Comment: "Target groups of instances for application load balancers (protocol HTTP or HTTPS), in the enabled regions. Insert a row (name, port, vpc_id) to create one. " +
+		"Changing name, protocol, port, vpc_id or region replaces the group (its listeners and targets move to the new one); health check settings and tags change in place.",
+	Region: "region",
+})
 
 // TargetGroupTable is the target_group table's declaration.
-func TargetGroupTable() module.Table {
-	return module.Table{
-		Name: "target_group",
-		Comment: "Target groups of instances for application load balancers (protocol HTTP or HTTPS), in the enabled regions. Insert a row (name, port, vpc_id) to create one. " +
-			"Changing name, protocol, port, vpc_id or region replaces the group (its listeners and targets move to the new one); health check settings and tags change in place.",
-		Columns: []module.Column{
-			{Name: "name", Type: "text", NotNull: true, CloudID: true, CreateOnly: true,
-				Comment: "Name, unique per region: 1 to 32 letters, digits or hyphens, not beginning or ending with a hyphen. Fixed at creation."},
-			{Name: "protocol", Type: "text", NotNull: true, Default: "'HTTP'", CreateOnly: true,
-				Comment: "Protocol to the targets: HTTP or HTTPS. Fixed at creation."},
-			{Name: "port", Type: "integer", NotNull: true, CreateOnly: true,
-				Comment: "Port the targets receive traffic on (1 to 65535), unless a target says otherwise. Fixed at creation."},
-			{Name: "vpc_id", Type: "integer", NotNull: true, CreateOnly: true, Ref: "vpc",
-				Comment: "The VPC (vpc.id) of the group's instances. Fixed at creation."},
-			{Name: "health_check_protocol", Type: "text", NotNull: true, Default: "'HTTP'",
-				Comment: "Protocol of the health checks: HTTP or HTTPS."},
-			{Name: "health_check_port", Type: "text", NotNull: true, Default: "'traffic-port'",
-				Comment: "Port of the health checks: traffic-port (each target's own) or a port number."},
-			{Name: "health_check_path", Type: "text", NotNull: true, Default: "'/'",
-				Comment: "Path the health checks request, beginning with /."},
-			{Name: "health_check_interval_seconds", Type: "integer", NotNull: true, Default: "30",
-				Comment: "Seconds between health checks of a target, 5 to 300."},
-			{Name: "health_check_timeout_seconds", Type: "integer", NotNull: true, Default: "5",
-				Comment: "Seconds without an answer that fail a health check, 2 to 120, less than the interval."},
-			{Name: "healthy_threshold_count", Type: "integer", NotNull: true, Default: "5",
-				Comment: "Consecutive successful checks that make an unhealthy target healthy, 2 to 10."},
-			{Name: "unhealthy_threshold_count", Type: "integer", NotNull: true, Default: "2",
-				Comment: "Consecutive failed checks that make a target unhealthy, 2 to 10."},
-			{Name: "matcher", Type: "text", NotNull: true, Default: "'200'",
-				Comment: "HTTP codes of a successful check: a code, a list (200,202) or a range (200-299)."},
-			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CloudID: true, CreateOnly: true,
-				Comment: "Region of the target group: its VPC's (default: default_aws_region()). Fixed at creation."},
-			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value."},
-			{Name: "target_group_arn", Type: "text", Kind: module.Feedback, Comment: "The target group's ARN (from the cloud)."},
-		},
-		Region: "region",
-	}.Declare()
+func TargetGroupTable() module.Table { return targetGroupsTable.Table() }
+
+// Target is a row of the target table: an instance registered with a
+// target group (API Reference, TargetDescription and TargetHealth:
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_TargetDescription.html
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_TargetHealth.html).
+// Its fields declare the table's columns (module.Typed); Region, no
+// column, is the region key its cloud records say (Typed.WithRegionKey).
+type Target struct {
+	TargetGroupID string `iasql:"target_group_id,id,notnull,ref=target_group" comment:"The target group (target_group.id)."`
+	InstanceID    string `iasql:"instance_id,id,notnull,ref=instance" comment:"The instance (instance.id), in the target group's VPC and region."`
+	Port          *int32 `iasql:"port,id" comment:"Port the instance receives traffic on; left NULL, the target group's port is filled in."`
+	HealthState   string `iasql:"health_state,feedback" comment:"initial, healthy, unhealthy, unused, draining or unavailable, as AWS last reported it (from the cloud)."`
+	Region        string `iasql:"-"`
 }
+
+// targetsTable is the target table, declared by Target.
+var targetsTable = module.Declare[Target](module.Table{
+	Name: "target",
+	Comment: "Instances registered with target groups. Insert a row (target_group_id, instance_id) to register an instance; delete it to deregister the instance " +
+		"(it drains first while a load balancer uses the group). A target is known by its group, instance and port: changing any of them deregisters it and registers the new one.",
+	// Rows are in their group's region; cloud records say it.
+	Region: "region",
+}).WithRegionKey("Region")
 
 // TargetTable is the target table's declaration.
-func TargetTable() module.Table {
-	return module.Table{
-		Name: "target",
-		Comment: "Instances registered with target groups. Insert a row (target_group_id, instance_id) to register an instance; delete it to deregister the instance " +
-			"(it drains first while a load balancer uses the group). A target is known by its group, instance and port: changing any of them deregisters it and registers the new one.",
-		Columns: []module.Column{
-			{Name: "target_group_id", Type: "integer", NotNull: true, CloudID: true, Ref: "target_group",
-				Comment: "The target group (target_group.id)."},
-			{Name: "instance_id", Type: "integer", NotNull: true, CloudID: true, Ref: "instance",
-				Comment: "The instance (instance.id), in the target group's VPC and region."},
-			{Name: "port", Type: "integer", CloudID: true,
-				Comment: "Port the instance receives traffic on; left NULL, the target group's port is filled in."},
-			{Name: "health_state", Type: "text", Kind: module.Feedback,
-				Comment: "initial, healthy, unhealthy, unused, draining or unavailable, as AWS last reported it (from the cloud)."},
-		},
-		// Rows are in their group's region; cloud records say it.
-		Region: "region",
-	}.Declare()
+func TargetTable() module.Table { return targetsTable.Table() }
+
+// Listener is a row of the listener table: a listener whose default
+// action forwards to one target group (API Reference, Listener:
+// https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_Listener.html).
+// Its fields declare the table's columns (module.Typed); Token is the
+// client token a create tags it with (Find), Region, no column, the region
+// key its cloud records say (Typed.WithRegionKey).
+type Listener struct {
+	LoadBalancerID string  `iasql:"load_balancer_id,createonly,notnull,ref=load_balancer" comment:"The load balancer (load_balancer.id). Fixed at creation: changing it replaces the listener."`
+	Protocol       string  `iasql:"protocol,notnull,default='HTTP'" comment:"HTTP or HTTPS (which needs certificate_arn)."`
+	Port           int32   `iasql:"port,notnull" comment:"Port the load balancer listens on, 1 to 65535, one listener per port."`
+	CertificateARN *string `iasql:"certificate_arn" comment:"ARN of the server certificate of an HTTPS listener; NULL for HTTP."`
+	TargetGroupID  string  `iasql:"target_group_id,notnull,ref=target_group" comment:"The target group (target_group.id) the default action forwards to, in the load balancer's VPC."`
+	ARN            string  `iasql:"listener_arn,feedback,id" comment:"The listener's ARN, given by AWS at creation (from the cloud)."`
+	Token          string  `iasql:",token"`
+	Region         string  `iasql:"-"`
 }
 
+// listenersTable is the listener table, declared by Listener.
+var listenersTable = module.Declare[Listener](module.Table{
+	Name: "listener",
+	Comment: "Listeners of the load balancers, each forwarding to a target group by default. Insert a row (load_balancer_id, port, target_group_id) to create one; listener_arn is filled in once AWS has created it. " +
+		"Protocol, port, certificate and target group change in place; moving a listener to another load balancer replaces it.",
+	// Rows are in their load balancer's region; cloud records say it.
+	Region: "region",
+}).WithRegionKey("Region")
+
 // ListenerTable is the listener table's declaration.
-func ListenerTable() module.Table {
-	return module.Table{
-		Name: "listener",
-		Comment: "Listeners of the load balancers, each forwarding to a target group by default. Insert a row (load_balancer_id, port, target_group_id) to create one; listener_arn is filled in once AWS has created it. " +
-			"Protocol, port, certificate and target group change in place; moving a listener to another load balancer replaces it.",
-		Columns: []module.Column{
-			{Name: "load_balancer_id", Type: "integer", NotNull: true, CreateOnly: true, Ref: "load_balancer",
-				Comment: "The load balancer (load_balancer.id). Fixed at creation: changing it replaces the listener."},
-			{Name: "protocol", Type: "text", NotNull: true, Default: "'HTTP'",
-				Comment: "HTTP or HTTPS (which needs certificate_arn)."},
-			{Name: "port", Type: "integer", NotNull: true, Comment: "Port the load balancer listens on, 1 to 65535, one listener per port."},
-			{Name: "certificate_arn", Type: "text",
-				Comment: "ARN of the server certificate of an HTTPS listener; NULL for HTTP."},
-			{Name: "target_group_id", Type: "integer", NotNull: true, Ref: "target_group",
-				Comment: "The target group (target_group.id) the default action forwards to, in the load balancer's VPC."},
-			{Name: "listener_arn", Type: "text", Kind: module.Feedback, CloudID: true,
-				Comment: "The listener's ARN, given by AWS at creation (from the cloud)."},
-		},
-		// Rows are in their load balancer's region; cloud records say it.
-		Region: "region",
-	}.Declare()
-}
+func ListenerTable() module.Table { return listenersTable.Table() }
 
 // Module returns the aws_elb module.
 func Module() module.Module { return ModuleWith(Options{}) }

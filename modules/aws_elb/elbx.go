@@ -30,10 +30,10 @@ func Mappers(cfg aws.Config, o Options) map[string]module.Reader {
 		return elb.NewFromConfig(cfg, func(o *elb.Options) { o.Region = region })
 	})}
 	return map[string]module.Reader{
-		"load_balancer": &lbMapper{c: c, t: LoadBalancerTable(), pollAfter: o.PollAfter},
-		"target_group":  &tgMapper{c: c, t: TargetGroupTable()},
-		"target":        &targetMapper{c: c},
-		"listener":      &listenerMapper{c: c},
+		"load_balancer": newLBReader(&lbMapper{c: c, t: LoadBalancerTable(), pollAfter: o.PollAfter}),
+		"target_group":  module.WithTemporary(targetGroupsTable.Mapper(&tgMapper{c: c}), tgTemporary{}),
+		"target":        targetsTable.Mapper(&targetMapper{c: c}),
+		"listener":      listenerReader(c),
 	}
 }
 
@@ -189,11 +189,4 @@ func syncTags(ctx context.Context, cl *elb.Client, arn string, want, have any) e
 		}
 	}
 	return nil
-}
-
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }

@@ -34,12 +34,12 @@ import (
 
 type listenerMapper struct{ c *clients }
 
-// listenerRecord is a listener in cloud form, or nil for one the table
+// listenerValue is a listener in cloud form; ok false for one the table
 // does not hold. lbs and tgs name load balancers and target groups by ARN.
-func listenerRecord(region string, l types.Listener, lbs, tgs map[string]string, tags []types.Tag) module.Record {
+func listenerValue(region string, l types.Listener, lbs, tgs map[string]string, tags []types.Tag) (v Listener, ok bool) {
 	lb, ok := lbs[aws.ToString(l.LoadBalancerArn)]
 	if !ok || len(l.DefaultActions) != 1 || l.DefaultActions[0].Type != types.ActionTypeEnumForward {
-		return nil
+		return Listener{}, false
 	}
 	a := l.DefaultActions[0]
 	tgArn := aws.ToString(a.TargetGroupArn)
@@ -48,24 +48,19 @@ func listenerRecord(region string, l types.Listener, lbs, tgs map[string]string,
 	}
 	tg, ok := tgs[tgArn]
 	if !ok {
-		return nil
+		return Listener{}, false
 	}
-	var cert string
-	if len(l.Certificates) > 0 {
-		cert = aws.ToString(l.Certificates[0].CertificateArn)
+	v = Listener{
+		LoadBalancerID: named(LoadBalancerTable(), lb, region), Protocol: string(l.Protocol), Port: aws.ToInt32(l.Port),
+		TargetGroupID: named(TargetGroupTable(), tg, region), ARN: aws.ToString(l.ListenerArn), Token: tokenOf(tags), Region: region,
 	}
-	r := module.Record{
-		"load_balancer_id": named(LoadBalancerTable(), lb, region), "protocol": string(l.Protocol), "port": l.Port,
-		"certificate_arn": nilIfEmpty(cert), "target_group_id": named(TargetGroupTable(), tg, region),
-		"listener_arn": aws.ToString(l.ListenerArn), "region": region,
+	if len(l.Certificates) > 0 && aws.ToString(l.Certificates[0].CertificateArn) != "" {
+		v.CertificateARN = l.Certificates[0].CertificateArn
 	}
-	if tok := tokenOf(tags); tok != "" {
-		r[module.TokenTag] = tok
-	}
-	return r
+	return v, true
 }
 
-// regionState is what listener records of a region need: the names of its
+// regionState is what listener values of a region need: the names of its
 // load balancers and target groups by ARN.
 func regionState(ctx context.Context, cl *elb.Client) (lbs, tgs map[string]string, err error) {
 	lbList, err := loadBalancers(ctx, cl, &elb.DescribeLoadBalancersInput{})
@@ -86,9 +81,9 @@ func regionState(ctx context.Context, cl *elb.Client) (lbs, tgs map[string]strin
 	return lbs, tgs, nil
 }
 
-// listeners lists the listeners of a load balancer as records (all pages),
-// with their tags (for the token).
-func listeners(ctx context.Context, cl *elb.Client, region, lbArn string, lbs, tgs map[string]string) ([]module.Record, error) {
+// listeners lists the listeners of a load balancer (all pages), with their
+// tags (for the token).
+func listeners(ctx context.Context, cl *elb.Client, region, lbArn string, lbs, tgs map[string]string) ([]Listener, error) {
 	ls, err := regional.Pages(ctx, elb.NewDescribeListenersPaginator(cl, &elb.DescribeListenersInput{LoadBalancerArn: aws.String(lbArn), PageSize: aws.Int32(400)}),
 		func(page *elb.DescribeListenersOutput) []types.Listener { return page.Listeners })
 	if err != nil {
@@ -102,43 +97,43 @@ func listeners(ctx context.Context, cl *elb.Client, region, lbArn string, lbs, t
 	if err != nil {
 		return nil, err
 	}
-	var out []module.Record
+	var out []Listener
 	for _, l := range ls {
-		if r := listenerRecord(region, l, lbs, tgs, tagged[aws.ToString(l.ListenerArn)]); r != nil {
-			out = append(out, r)
+		if v, ok := listenerValue(region, l, lbs, tgs, tagged[aws.ToString(l.ListenerArn)]); ok {
+			out = append(out, v)
 		}
 	}
 	return out, nil
 }
 
-func (m *listenerMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+func (m *listenerMapper) Read(ctx context.Context, call module.Call) ([]Listener, error) {
+	return regional.Each(ctx, m.c.elb, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]Listener, error) {
 		lbs, tgs, err := regionState(ctx, cl)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
 		}
-		var out []module.Record
+		var out []Listener
 		for arn := range lbs {
-			recs, err := listeners(ctx, cl, region, arn, lbs, tgs)
+			vs, err := listeners(ctx, cl, region, arn, lbs, tgs)
 			if module.IsCode(err, "LoadBalancerNotFound") {
 				continue // deleted since it was listed
 			} else if err != nil {
 				return nil, err
 			}
-			out = append(out, recs...)
+			out = append(out, vs...)
 		}
 		return out, nil
 	})
 }
 
-// resolve finds the ARNs of a record's load balancer and target group in
+// resolve finds the ARNs of a listener's load balancer and target group in
 // their region (the load balancer's identity names it).
-func (m *listenerMapper) resolve(ctx context.Context, r module.Record) (region string, cl *elb.Client, lbArn, tgArn string, err error) {
-	lbName, region, err := splitNamed(LoadBalancerTable(), r.String("load_balancer_id"))
+func (m *listenerMapper) resolve(ctx context.Context, v Listener) (region string, cl *elb.Client, lbArn, tgArn string, err error) {
+	lbName, region, err := splitNamed(LoadBalancerTable(), v.LoadBalancerID)
 	if err != nil {
 		return "", nil, "", "", err
 	}
-	tgName, tgRegion, err := splitNamed(TargetGroupTable(), r.String("target_group_id"))
+	tgName, tgRegion, err := splitNamed(TargetGroupTable(), v.TargetGroupID)
 	if err != nil {
 		return "", nil, "", "", err
 	}
@@ -161,8 +156,8 @@ func (m *listenerMapper) resolve(ctx context.Context, r module.Record) (region s
 	return region, cl, lbArn, tgArn, nil
 }
 
-func certificates(r module.Record) []types.Certificate {
-	if c := r.String("certificate_arn"); c != "" {
+func certificates(v Listener) []types.Certificate {
+	if c := aws.ToString(v.CertificateARN); c != "" {
 		return []types.Certificate{{CertificateArn: aws.String(c)}}
 	}
 	return nil
@@ -173,45 +168,45 @@ func forwardTo(tgArn string) []types.Action {
 }
 
 // one renders the listener a call answered.
-func one(region string, ls []types.Listener, lbArn, lbName, tgArn, tgName, token string) (module.Record, error) {
+func one(region string, ls []types.Listener, lbArn, lbName, tgArn, tgName, token string) (Listener, error) {
 	if len(ls) != 1 {
-		return nil, fmt.Errorf("AWS answered %d listeners", len(ls))
+		return Listener{}, fmt.Errorf("AWS answered %d listeners", len(ls))
 	}
-	r := listenerRecord(region, ls[0], map[string]string{lbArn: lbName}, map[string]string{tgArn: tgName}, toTags(nil, token))
-	if r == nil {
-		return nil, fmt.Errorf("listener %s does not forward to %s", aws.ToString(ls[0].ListenerArn), tgArn)
+	v, ok := listenerValue(region, ls[0], map[string]string{lbArn: lbName}, map[string]string{tgArn: tgName}, toTags(nil, token))
+	if !ok {
+		return Listener{}, fmt.Errorf("listener %s does not forward to %s", aws.ToString(ls[0].ListenerArn), tgArn)
 	}
-	return r, nil
+	return v, nil
 }
 
 // Create creates the listener, tagged with the create's client token.
-func (m *listenerMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+func (m *listenerMapper) Create(ctx context.Context, call module.Call, want Listener) (Listener, error) {
 	region, cl, lbArn, tgArn, err := m.resolve(ctx, want)
 	if err != nil {
-		return nil, err
+		return Listener{}, err
 	}
 	token := call.Token
 	out, err := cl.CreateListener(ctx, &elb.CreateListenerInput{
 		LoadBalancerArn: aws.String(lbArn),
-		Protocol:        types.ProtocolEnum(want.String("protocol")),
-		Port:            aws.Int32(int32(want.Int("port"))),
+		Protocol:        types.ProtocolEnum(want.Protocol),
+		Port:            aws.Int32(want.Port),
 		Certificates:    certificates(want),
 		DefaultActions:  forwardTo(tgArn),
 		Tags:            toTags(nil, token),
 	})
 	if err != nil {
-		return nil, terminal.Classify(err, "create a listener on port %d of %s", want.Int("port"), lbArn)
+		return Listener{}, terminal.Classify(err, "create a listener on port %d of %s", want.Port, lbArn)
 	}
-	lbName, _, _ := splitNamed(LoadBalancerTable(), want.String("load_balancer_id"))
-	tgName, _, _ := splitNamed(TargetGroupTable(), want.String("target_group_id"))
+	lbName, _, _ := splitNamed(LoadBalancerTable(), want.LoadBalancerID)
+	tgName, _, _ := splitNamed(TargetGroupTable(), want.TargetGroupID)
 	return one(region, out.Listeners, lbArn, lbName, tgArn, tgName, token)
 }
 
 // Find returns the listener of want's load balancer that a create with
 // this client token made (nil when none did).
-func (m *listenerMapper) Find(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+func (m *listenerMapper) Find(ctx context.Context, call module.Call, want Listener) (*Listener, error) {
 	token := call.Token
-	lbName, region, err := splitNamed(LoadBalancerTable(), want.String("load_balancer_id"))
+	lbName, region, err := splitNamed(LoadBalancerTable(), want.LoadBalancerID)
 	if err != nil {
 		return nil, err
 	}
@@ -224,13 +219,13 @@ func (m *listenerMapper) Find(ctx context.Context, call module.Call, want module
 		if name != lbName {
 			continue
 		}
-		recs, err := listeners(ctx, cl, region, arn, lbs, tgs)
+		vs, err := listeners(ctx, cl, region, arn, lbs, tgs)
 		if err != nil {
 			return nil, fmt.Errorf("find the listener of client token %s: %w", token, err)
 		}
-		for _, r := range recs {
-			if r.String(module.TokenTag) == token {
-				return r, nil
+		for _, v := range vs {
+			if v.Token == token {
+				return &v, nil
 			}
 		}
 	}
@@ -240,24 +235,24 @@ func (m *listenerMapper) Find(ctx context.Context, call module.Call, want module
 // Update changes protocol, port, certificate and target group in place
 // (one ModifyListener with what differs); another load balancer needs a
 // new listener (module.ErrReplace).
-func (m *listenerMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	if !module.Same(want["load_balancer_id"], have["load_balancer_id"]) {
-		return nil, module.ErrReplace
+func (m *listenerMapper) Update(ctx context.Context, call module.Call, want, have Listener) (Listener, error) {
+	if want.LoadBalancerID != have.LoadBalancerID {
+		return Listener{}, module.ErrReplace
 	}
-	arn := have.String("listener_arn")
+	arn := have.ARN
 	in := &elb.ModifyListenerInput{ListenerArn: aws.String(arn)}
 	changed := false
-	if !module.Same(want["port"], have["port"]) {
-		in.Port, changed = aws.Int32(int32(want.Int("port"))), true
+	if want.Port != have.Port {
+		in.Port, changed = aws.Int32(want.Port), true
 	}
-	if !module.Same(want["protocol"], have["protocol"]) || !module.Same(want["certificate_arn"], have["certificate_arn"]) {
-		in.Protocol, in.Certificates, changed = types.ProtocolEnum(want.String("protocol")), certificates(want), true
+	if want.Protocol != have.Protocol || aws.ToString(want.CertificateARN) != aws.ToString(have.CertificateARN) {
+		in.Protocol, in.Certificates, changed = types.ProtocolEnum(want.Protocol), certificates(want), true
 	}
 	region, cl, lbArn, tgArn, err := m.resolve(ctx, want)
 	if err != nil {
-		return nil, err
+		return Listener{}, err
 	}
-	if !module.Same(want["target_group_id"], have["target_group_id"]) {
+	if want.TargetGroupID != have.TargetGroupID {
 		in.DefaultActions, changed = forwardTo(tgArn), true
 	}
 	if !changed {
@@ -265,19 +260,19 @@ func (m *listenerMapper) Update(ctx context.Context, call module.Call, want, hav
 	}
 	out, err := cl.ModifyListener(ctx, in)
 	if err != nil {
-		return nil, terminal.Classify(err, "modify listener %s", arn)
+		return Listener{}, terminal.Classify(err, "modify listener %s", arn)
 	}
-	lbName, _, _ := splitNamed(LoadBalancerTable(), want.String("load_balancer_id"))
-	tgName, _, _ := splitNamed(TargetGroupTable(), want.String("target_group_id"))
-	return one(region, out.Listeners, lbArn, lbName, tgArn, tgName, have.String(module.TokenTag))
+	lbName, _, _ := splitNamed(LoadBalancerTable(), want.LoadBalancerID)
+	tgName, _, _ := splitNamed(TargetGroupTable(), want.TargetGroupID)
+	return one(region, out.Listeners, lbArn, lbName, tgArn, tgName, have.Token)
 }
 
 // Delete deletes the listener (one AWS no longer knows is deleted).
-func (m *listenerMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
-	arn := have.String("listener_arn")
-	region := have.String("region")
+func (m *listenerMapper) Delete(ctx context.Context, call module.Call, have Listener) error {
+	arn := have.ARN
+	region := have.Region
 	if region == "" {
-		_, region, _ = splitNamed(LoadBalancerTable(), have.String("load_balancer_id"))
+		_, region, _ = splitNamed(LoadBalancerTable(), have.LoadBalancerID)
 	}
 	_, err := m.c.elb.Region(region).DeleteListener(ctx, &elb.DeleteListenerInput{ListenerArn: aws.String(arn)})
 	if err := module.Deleted(err, "ListenerNotFound"); err != nil {
@@ -286,14 +281,29 @@ func (m *listenerMapper) Delete(ctx context.Context, call module.Call, have modu
 	return nil
 }
 
+// listenerDeleteFirst is the listener table's mapper (Typed.Mapper of a
+// listenerMapper) that says its listeners are deleted first: the typed
+// adapter answers only the engine's Mapper, Equaler and Finder.
+type listenerDeleteFirst struct {
+	module.Mapper
+	module.Equaler
+	module.Finder
+}
+
 // DeleteBeforeCreate: a listener moved to another load balancer is
 // deleted first, then created: nothing references a listener, and while
 // the old one exists its target group serves its load balancer, which AWS
 // lets no second load balancer share (TargetGroupAssociationLimit).
-func (m *listenerMapper) DeleteBeforeCreate() bool { return true }
+func (listenerDeleteFirst) DeleteBeforeCreate() bool { return true }
+
+// listenerReader is the listener table's mapper for the engine.
+func listenerReader(c *clients) module.Reader {
+	r := listenersTable.Mapper(&listenerMapper{c: c})
+	return listenerDeleteFirst{Mapper: r.(module.Mapper), Equaler: r.(module.Equaler), Finder: r.(module.Finder)}
+}
 
 var (
-	_ module.Mapper      = (*listenerMapper)(nil)
-	_ module.DeleteFirst = (*listenerMapper)(nil)
-	_ module.Finder      = (*listenerMapper)(nil)
+	_ module.MapperOf[Listener] = (*listenerMapper)(nil)
+	_ module.FinderOf[Listener] = (*listenerMapper)(nil)
+	_ module.DeleteFirst        = listenerDeleteFirst{}
 )

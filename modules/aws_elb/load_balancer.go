@@ -3,7 +3,7 @@ package aws_elb
 import (
 	"context"
 	"fmt"
-	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 
 	"github.com/iasql/iasql/modules/aws_security_group"
 	"github.com/iasql/iasql/modules/internal/ec2x"
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -41,34 +42,31 @@ type lbMapper struct {
 	pollAfter time.Duration
 }
 
-// lbRecord is a load balancer in cloud form; groups maps its group ids to
+// lbValue is a load balancer in cloud form; groups maps its group ids to
 // their identities.
-func lbRecord(region string, lb types.LoadBalancer, tags []types.Tag, groups map[string]string) module.Record {
-	var subnets, sgs []string
+func lbValue(region string, lb types.LoadBalancer, tags []types.Tag, groups map[string]string) LoadBalancer {
+	v := LoadBalancer{
+		Name: aws.ToString(lb.LoadBalancerName), Scheme: string(lb.Scheme), Region: region, Tags: tagRecord(tags),
+		ARN: aws.ToString(lb.LoadBalancerArn), DNSName: aws.ToString(lb.DNSName),
+	}
 	for _, az := range lb.AvailabilityZones {
-		subnets = append(subnets, aws.ToString(az.SubnetId))
+		v.Subnets = append(v.Subnets, aws.ToString(az.SubnetId))
 	}
 	for _, g := range lb.SecurityGroups {
 		if cid, ok := groups[g]; ok {
-			sgs = append(sgs, cid)
+			v.SecurityGroups = append(v.SecurityGroups, cid)
 		} else {
-			sgs = append(sgs, g) // a group EC2 did not list: shown as is, never equal to a row's
+			v.SecurityGroups = append(v.SecurityGroups, g) // a group EC2 did not list: shown as is, never equal to a row's
 		}
 	}
-	var state string
 	if lb.State != nil {
-		state = string(lb.State.Code)
+		v.State = string(lb.State.Code)
 	}
-	return module.Record{
-		"name": aws.ToString(lb.LoadBalancerName), "scheme": string(lb.Scheme),
-		"subnets": module.Strings(subnets), "security_groups": module.Strings(sgs),
-		"region": region, "tags": tagRecord(tags),
-		"load_balancer_arn": aws.ToString(lb.LoadBalancerArn), "dns_name": aws.ToString(lb.DNSName), "state": state,
-	}
+	return v
 }
 
-// records renders load balancers of a region with their tags and groups.
-func (m *lbMapper) records(ctx context.Context, region string, cl *elb.Client, lbs []types.LoadBalancer) ([]module.Record, error) {
+// values renders load balancers of a region with their tags and groups.
+func (m *lbMapper) values(ctx context.Context, region string, cl *elb.Client, lbs []types.LoadBalancer) ([]LoadBalancer, error) {
 	var arns, gids []string
 	for _, lb := range lbs {
 		arns = append(arns, aws.ToString(lb.LoadBalancerArn))
@@ -82,20 +80,20 @@ func (m *lbMapper) records(ctx context.Context, region string, cl *elb.Client, l
 	if err != nil {
 		return nil, err
 	}
-	out := make([]module.Record, 0, len(lbs))
+	out := make([]LoadBalancer, 0, len(lbs))
 	for _, lb := range lbs {
-		out = append(out, lbRecord(region, lb, tags[aws.ToString(lb.LoadBalancerArn)], groups))
+		out = append(out, lbValue(region, lb, tags[aws.ToString(lb.LoadBalancerArn)], groups))
 	}
 	return out, nil
 }
 
-func (m *lbMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+func (m *lbMapper) Read(ctx context.Context, call module.Call) ([]LoadBalancer, error) {
+	return regional.Each(ctx, m.c.elb, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]LoadBalancer, error) {
 		lbs, err := loadBalancers(ctx, cl, &elb.DescribeLoadBalancersInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
 		}
-		return m.records(ctx, region, cl, lbs)
+		return m.values(ctx, region, cl, lbs)
 	})
 }
 
@@ -105,20 +103,20 @@ func (m *lbMapper) Read(ctx context.Context, call module.Call) ([]module.Record,
 // the row's by identity, adopted (the engine then updates what differs). A
 // provisioning load balancer answers a *module.Pending that Poll carries on
 // until it is active.
-func (m *lbMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
-	region, name := want.String("region"), want.String("name")
+func (m *lbMapper) Create(ctx context.Context, call module.Call, want LoadBalancer) (LoadBalancer, error) {
+	region, name := want.Region, want.Name
 	cl := m.c.elb.Region(region)
-	groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), module.Strings(want["security_groups"]))
+	groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), want.SecurityGroups)
 	if err != nil {
-		return nil, err
+		return LoadBalancer{}, err
 	}
 	in := &elb.CreateLoadBalancerInput{
 		Name:           aws.String(name),
 		Type:           types.LoadBalancerTypeEnumApplication,
-		Scheme:         types.LoadBalancerSchemeEnum(want.String("scheme")),
-		Subnets:        module.Strings(want["subnets"]),
+		Scheme:         types.LoadBalancerSchemeEnum(want.Scheme),
+		Subnets:        want.Subnets,
 		SecurityGroups: groups,
-		Tags:           toTags(want["tags"], ""),
+		Tags:           toTags(want.Tags, ""),
 	}
 	var lb types.LoadBalancer
 	out, err := cl.CreateLoadBalancer(ctx, in)
@@ -126,13 +124,13 @@ func (m *lbMapper) Create(ctx context.Context, call module.Call, want module.Rec
 	case module.IsCode(err, "DuplicateLoadBalancerName"):
 		lbs, derr := loadBalancers(ctx, cl, &elb.DescribeLoadBalancersInput{Names: []string{name}})
 		if derr != nil || len(lbs) == 0 {
-			return nil, terminal.Classify(err, "create load balancer %s in %s", name, region)
+			return LoadBalancer{}, terminal.Classify(err, "create load balancer %s in %s", name, region)
 		}
 		lb = lbs[0]
 	case err != nil:
-		return nil, terminal.Classify(err, "create load balancer %s in %s", name, region)
+		return LoadBalancer{}, terminal.Classify(err, "create load balancer %s in %s", name, region)
 	case len(out.LoadBalancers) != 1:
-		return nil, fmt.Errorf("create load balancer %s in %s: AWS answered %d load balancers", name, region, len(out.LoadBalancers))
+		return LoadBalancer{}, fmt.Errorf("create load balancer %s in %s: AWS answered %d load balancers", name, region, len(out.LoadBalancers))
 	default:
 		lb = out.LoadBalancers[0]
 	}
@@ -140,27 +138,33 @@ func (m *lbMapper) Create(ctx context.Context, call module.Call, want module.Rec
 }
 
 // settled answers a load balancer as Read would once it is active, a
-// *module.Pending while it provisions, a terminal error when it failed.
-func (m *lbMapper) settled(ctx context.Context, region string, cl *elb.Client, lb types.LoadBalancer) (module.Record, error) {
-	recs, err := m.records(ctx, region, cl, []types.LoadBalancer{lb})
+// *module.Pending (holding it as a record) while it provisions, a terminal
+// error when it failed.
+func (m *lbMapper) settled(ctx context.Context, region string, cl *elb.Client, lb types.LoadBalancer) (LoadBalancer, error) {
+	vs, err := m.values(ctx, region, cl, []types.LoadBalancer{lb})
 	if err != nil {
-		return nil, err
+		return LoadBalancer{}, err
 	}
-	rec := recs[0]
-	switch rec.String("state") {
+	v := vs[0]
+	switch v.State {
 	case string(types.LoadBalancerStateEnumProvisioning):
-		return nil, &module.Pending{Handle: region + " " + aws.ToString(lb.LoadBalancerArn), RetryAfter: m.pollAfter, Record: rec}
+		rec, err := loadBalancersTable.Record(v)
+		if err != nil {
+			return LoadBalancer{}, err
+		}
+		return LoadBalancer{}, &module.Pending{Handle: region + " " + aws.ToString(lb.LoadBalancerArn), RetryAfter: m.pollAfter, Record: rec}
 	case string(types.LoadBalancerStateEnumFailed):
 		reason := "no reason given"
 		if lb.State != nil && lb.State.Reason != nil {
 			reason = aws.ToString(lb.State.Reason)
 		}
-		return nil, &module.TerminalError{Err: fmt.Errorf("load balancer %s failed: %s", aws.ToString(lb.LoadBalancerName), reason)}
+		return LoadBalancer{}, &module.TerminalError{Err: fmt.Errorf("load balancer %s failed: %s", aws.ToString(lb.LoadBalancerName), reason)}
 	}
-	return rec, nil
+	return v, nil
 }
 
 // Poll asks about a provisioning load balancer (handle: region and ARN).
+// It answers a record: the typed layer has no typed Poller yet.
 func (m *lbMapper) Poll(ctx context.Context, call module.Call, handle string) (module.Record, error) {
 	region, arn, ok := strings.Cut(handle, " ")
 	if !ok || !strings.Contains(arn, ":loadbalancer/") {
@@ -173,48 +177,60 @@ func (m *lbMapper) Poll(ctx context.Context, call module.Call, handle string) (m
 	} else if err != nil {
 		return nil, err
 	}
-	return m.settled(ctx, region, cl, lbs[0])
+	v, err := m.settled(ctx, region, cl, lbs[0])
+	if err != nil {
+		return nil, err
+	}
+	return loadBalancersTable.Record(v)
 }
 
 // Update changes subnets (SetSubnets), security groups (SetSecurityGroups)
 // and tags in place, each only when it differs; name, scheme and region
 // need a new load balancer (module.ErrReplace).
-func (m *lbMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	if len(m.Differing(m.t.CreateOnly, want, have)) > 0 {
-		return nil, module.ErrReplace
+func (m *lbMapper) Update(ctx context.Context, call module.Call, want, have LoadBalancer) (LoadBalancer, error) {
+	if want.Name != have.Name || want.Scheme != have.Scheme || want.Region != have.Region {
+		return LoadBalancer{}, module.ErrReplace
 	}
-	region, arn := have.String("region"), have.String("load_balancer_arn")
+	region, arn := have.Region, have.ARN
 	cl := m.c.elb.Region(region)
-	got := maps.Clone(have)
-	if len(m.Differing([]string{"subnets"}, want, have)) > 0 {
-		if _, err := cl.SetSubnets(ctx, &elb.SetSubnetsInput{LoadBalancerArn: aws.String(arn), Subnets: module.Strings(want["subnets"])}); err != nil {
-			return nil, terminal.Classify(err, "set the subnets of %s", arn)
+	got := have
+	if !slices.Equal(module.Strings(want.Subnets), module.Strings(have.Subnets)) {
+		if _, err := cl.SetSubnets(ctx, &elb.SetSubnetsInput{LoadBalancerArn: aws.String(arn), Subnets: want.Subnets}); err != nil {
+			return LoadBalancer{}, terminal.Classify(err, "set the subnets of %s", arn)
 		}
-		got["subnets"] = want["subnets"]
+		got.Subnets = want.Subnets
 	}
-	if len(m.Differing([]string{"security_groups"}, want, have)) > 0 {
-		groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), module.Strings(want["security_groups"]))
+	if !sameGroups(want.SecurityGroups, have.SecurityGroups) {
+		groups, err := ec2x.GroupIDs(ctx, m.c.ec2.Region(region), aws_security_group.GroupTable(), want.SecurityGroups)
 		if err != nil {
-			return nil, err
+			return LoadBalancer{}, err
 		}
 		if _, err := cl.SetSecurityGroups(ctx, &elb.SetSecurityGroupsInput{LoadBalancerArn: aws.String(arn), SecurityGroups: groups}); err != nil {
-			return nil, terminal.Classify(err, "set the security groups of %s", arn)
+			return LoadBalancer{}, terminal.Classify(err, "set the security groups of %s", arn)
 		}
-		got["security_groups"] = want["security_groups"]
+		got.SecurityGroups = want.SecurityGroups
 	}
-	if !module.Same(want["tags"], have["tags"]) {
-		if err := syncTags(ctx, cl, arn, want["tags"], have["tags"]); err != nil {
-			return nil, err
+	if !module.Same(want.Tags, have.Tags) {
+		if err := syncTags(ctx, cl, arn, want.Tags, have.Tags); err != nil {
+			return LoadBalancer{}, err
 		}
-		got["tags"] = want["tags"]
+		got.Tags = want.Tags
 	}
 	return got, nil
 }
 
+// sameGroups: the row's security groups (db) and the cloud's are the same
+// set, or the row names none (AWS's choice at creation, which any groups
+// satisfy).
+func sameGroups(db, cloud []string) bool {
+	d := module.Strings(db)
+	return len(d) == 0 || slices.Equal(d, module.Strings(cloud))
+}
+
 // Delete deletes the load balancer (and, as AWS does, its listeners).
-func (m *lbMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
-	arn := have.String("load_balancer_arn")
-	_, err := m.c.elb.Region(have.String("region")).DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)})
+func (m *lbMapper) Delete(ctx context.Context, call module.Call, have LoadBalancer) error {
+	arn := have.ARN
+	_, err := m.c.elb.Region(have.Region).DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)})
 	if err := module.Deleted(err, "LoadBalancerNotFound"); err != nil {
 		return terminal.Classify(err, "delete load balancer %s", arn)
 	}
@@ -223,7 +239,8 @@ func (m *lbMapper) Delete(ctx context.Context, call module.Call, have module.Rec
 
 // Differing compares as the engine does (subnets and security groups are
 // many-valued references: sets), except that no security groups in the
-// row is AWS's choice at creation, which any groups satisfy.
+// row is AWS's choice at creation, which any groups satisfy. It compares
+// records: the typed layer has no typed Comparer yet.
 func (m *lbMapper) Differing(cols []string, db, cloud module.Record) []string {
 	var out []string
 	for _, c := range m.t.Differing(cols, db, cloud) {
@@ -235,8 +252,38 @@ func (m *lbMapper) Differing(cols []string, db, cloud module.Record) []string {
 	return out
 }
 
+// lbReader is the load balancer table's mapper for the engine: the typed
+// adapter's Mapper, with Poll and Differing on records (no Equaler, so
+// the engine compares by Differing, module.Equal).
+type lbReader struct {
+	module.Mapper
+	*lbMapper
+}
+
+// Read, Create, Update and Delete are the adapter's (on records).
+func (r lbReader) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	return r.Mapper.Read(ctx, call)
+}
+
+func (r lbReader) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+	return r.Mapper.Create(ctx, call, want)
+}
+
+func (r lbReader) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
+	return r.Mapper.Update(ctx, call, want, have)
+}
+
+func (r lbReader) Delete(ctx context.Context, call module.Call, have module.Record) error {
+	return r.Mapper.Delete(ctx, call, have)
+}
+
+func newLBReader(m *lbMapper) module.Reader {
+	return lbReader{Mapper: loadBalancersTable.Mapper(m).(module.Mapper), lbMapper: m}
+}
+
 var (
-	_ module.Mapper   = (*lbMapper)(nil)
-	_ module.Poller   = (*lbMapper)(nil)
-	_ module.Comparer = (*lbMapper)(nil)
+	_ module.MapperOf[LoadBalancer] = (*lbMapper)(nil)
+	_ module.Mapper                 = lbReader{}
+	_ module.Poller                 = lbReader{}
+	_ module.Comparer               = lbReader{}
 )

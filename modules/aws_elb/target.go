@@ -8,6 +8,7 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -29,61 +30,60 @@ import (
 
 type targetMapper struct{ c *clients }
 
-func targetRecord(region, group string, d types.TargetHealthDescription) module.Record {
-	var state string
+func targetValue(region, group string, d types.TargetHealthDescription) Target {
+	v := Target{TargetGroupID: group, Region: region}
 	if d.TargetHealth != nil {
-		state = string(d.TargetHealth.State)
+		v.HealthState = string(d.TargetHealth.State)
 	}
-	r := module.Record{"target_group_id": group, "region": region, "health_state": state}
 	if d.Target != nil {
-		r["instance_id"], r["port"] = aws.ToString(d.Target.Id), d.Target.Port
+		v.InstanceID, v.Port = aws.ToString(d.Target.Id), d.Target.Port
 	}
-	return r
+	return v
 }
 
-// health lists a group's targets but draining ones, as records.
-func health(ctx context.Context, cl *elb.Client, region, group, arn string, only []types.TargetDescription) ([]module.Record, error) {
+// health lists a group's targets but draining ones.
+func health(ctx context.Context, cl *elb.Client, region, group, arn string, only []types.TargetDescription) ([]Target, error) {
 	out, err := cl.DescribeTargetHealth(ctx, &elb.DescribeTargetHealthInput{TargetGroupArn: aws.String(arn), Targets: only})
 	if err != nil {
 		return nil, fmt.Errorf("describe the targets of %s: %w", arn, err)
 	}
-	var recs []module.Record
+	var vs []Target
 	for _, d := range out.TargetHealthDescriptions {
 		if d.TargetHealth != nil && (d.TargetHealth.State == types.TargetHealthStateEnumDraining ||
 			d.TargetHealth.State == types.TargetHealthStateEnumUnhealthyDraining ||
 			d.TargetHealth.Reason == types.TargetHealthReasonEnumNotRegistered) {
 			continue
 		}
-		recs = append(recs, targetRecord(region, group, d))
+		vs = append(vs, targetValue(region, group, d))
 	}
-	return recs, nil
+	return vs, nil
 }
 
-func (m *targetMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+func (m *targetMapper) Read(ctx context.Context, call module.Call) ([]Target, error) {
 	t := TargetGroupTable()
-	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+	return regional.Each(ctx, m.c.elb, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]Target, error) {
 		tgs, err := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
 		}
-		var out []module.Record
+		var out []Target
 		for _, tg := range tgs {
-			recs, err := health(ctx, cl, region, named(t, aws.ToString(tg.TargetGroupName), region), aws.ToString(tg.TargetGroupArn), nil)
+			vs, err := health(ctx, cl, region, named(t, aws.ToString(tg.TargetGroupName), region), aws.ToString(tg.TargetGroupArn), nil)
 			if module.IsCode(err, "TargetGroupNotFound") {
 				continue // deleted since it was listed
 			} else if err != nil {
 				return nil, err
 			}
-			out = append(out, recs...)
+			out = append(out, vs...)
 		}
 		return out, nil
 	})
 }
 
-// group resolves a record's target group identity to its region, client
-// and ARN ("" when the group does not exist).
-func (m *targetMapper) group(ctx context.Context, r module.Record) (region string, cl *elb.Client, arn string, err error) {
-	name, region, err := splitNamed(TargetGroupTable(), r.String("target_group_id"))
+// group resolves a target's group identity to its region, client and ARN
+// ("" when the group does not exist).
+func (m *targetMapper) group(ctx context.Context, v Target) (region string, cl *elb.Client, arn string, err error) {
+	name, region, err := splitNamed(TargetGroupTable(), v.TargetGroupID)
 	if err != nil {
 		return "", nil, "", err
 	}
@@ -92,57 +92,53 @@ func (m *targetMapper) group(ctx context.Context, r module.Record) (region strin
 	return region, cl, arn, err
 }
 
-func description(r module.Record) types.TargetDescription {
-	d := types.TargetDescription{Id: aws.String(r.String("instance_id"))}
-	if r["port"] != nil {
-		d.Port = aws.Int32(int32(r.Int("port")))
-	}
-	return d
+func description(v Target) types.TargetDescription {
+	return types.TargetDescription{Id: aws.String(v.InstanceID), Port: v.Port}
 }
 
 // Create registers the instance with the group (RegisterTargets of a
 // registered target changes nothing, so a retry is harmless) and answers
 // its health.
-func (m *targetMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+func (m *targetMapper) Create(ctx context.Context, call module.Call, want Target) (Target, error) {
 	region, cl, arn, err := m.group(ctx, want)
 	if err != nil {
-		return nil, err
+		return Target{}, err
 	}
 	if arn == "" {
-		return nil, fmt.Errorf("register %s: target group %s does not exist (yet)", want.String("instance_id"), want.String("target_group_id"))
+		return Target{}, fmt.Errorf("register %s: target group %s does not exist (yet)", want.InstanceID, want.TargetGroupID)
 	}
 	d := description(want)
 	if _, err := cl.RegisterTargets(ctx, &elb.RegisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: []types.TargetDescription{d}}); err != nil {
-		return nil, terminal.Classify(err, "register %s with %s", want.String("instance_id"), arn)
+		return Target{}, terminal.Classify(err, "register %s with %s", want.InstanceID, arn)
 	}
-	recs, err := health(ctx, cl, region, want.String("target_group_id"), arn, []types.TargetDescription{d})
+	vs, err := health(ctx, cl, region, want.TargetGroupID, arn, []types.TargetDescription{d})
 	if err != nil {
-		return nil, err
+		return Target{}, err
 	}
-	if len(recs) != 1 {
-		return nil, fmt.Errorf("register %s with %s: AWS does not show the target", want.String("instance_id"), arn)
+	if len(vs) != 1 {
+		return Target{}, fmt.Errorf("register %s with %s: AWS does not show the target", want.InstanceID, arn)
 	}
-	return recs[0], nil
+	return vs[0], nil
 }
 
 // Update: a target's columns are all its identity; another value is
 // another target (the engine deregisters the old and registers the new).
-func (m *targetMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	return nil, module.ErrReplace
+func (m *targetMapper) Update(ctx context.Context, call module.Call, want, have Target) (Target, error) {
+	return Target{}, module.ErrReplace
 }
 
 // Delete deregisters the target. A group that is gone, or an instance that
 // is neither registered nor exists (terminated), leaves nothing to do.
-func (m *targetMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
+func (m *targetMapper) Delete(ctx context.Context, call module.Call, have Target) error {
 	_, cl, arn, err := m.group(ctx, have)
 	if err != nil || arn == "" {
 		return err
 	}
 	_, err = cl.DeregisterTargets(ctx, &elb.DeregisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: []types.TargetDescription{description(have)}})
 	if err := module.Deleted(err, "TargetGroupNotFound", "InvalidTarget"); err != nil {
-		return terminal.Classify(err, "deregister %s from %s", have.String("instance_id"), arn)
+		return terminal.Classify(err, "deregister %s from %s", have.InstanceID, arn)
 	}
 	return nil
 }
 
-var _ module.Mapper = (*targetMapper)(nil)
+var _ module.MapperOf[Target] = (*targetMapper)(nil)

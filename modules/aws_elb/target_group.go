@@ -11,6 +11,7 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
+	"github.com/iasql/iasql/modules/internal/regional"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -34,29 +35,24 @@ import (
 
 type tgMapper struct {
 	c *clients
-	t module.Table
 }
 
-// healthColumns are the health check settings, changed in place.
-var healthColumns = []string{"health_check_protocol", "health_check_port", "health_check_path", "health_check_interval_seconds",
-	"health_check_timeout_seconds", "healthy_threshold_count", "unhealthy_threshold_count", "matcher"}
-
-func tgRecord(region string, tg types.TargetGroup, tags []types.Tag) module.Record {
+func tgValue(region string, tg types.TargetGroup, tags []types.Tag) TargetGroup {
 	var matcher string
 	if tg.Matcher != nil {
 		matcher = aws.ToString(tg.Matcher.HttpCode)
 	}
-	return module.Record{
-		"name": aws.ToString(tg.TargetGroupName), "protocol": string(tg.Protocol), "port": tg.Port,
-		"vpc_id": aws.ToString(tg.VpcId), "health_check_protocol": string(tg.HealthCheckProtocol),
-		"health_check_port": aws.ToString(tg.HealthCheckPort), "health_check_path": aws.ToString(tg.HealthCheckPath),
-		"health_check_interval_seconds": tg.HealthCheckIntervalSeconds, "health_check_timeout_seconds": tg.HealthCheckTimeoutSeconds,
-		"healthy_threshold_count": tg.HealthyThresholdCount, "unhealthy_threshold_count": tg.UnhealthyThresholdCount,
-		"matcher": matcher, "region": region, "tags": tagRecord(tags), "target_group_arn": aws.ToString(tg.TargetGroupArn),
+	return TargetGroup{
+		Name: aws.ToString(tg.TargetGroupName), Protocol: string(tg.Protocol), Port: aws.ToInt32(tg.Port),
+		VpcID: aws.ToString(tg.VpcId), HealthCheckProtocol: string(tg.HealthCheckProtocol),
+		HealthCheckPort: aws.ToString(tg.HealthCheckPort), HealthCheckPath: aws.ToString(tg.HealthCheckPath),
+		HealthCheckIntervalSeconds: aws.ToInt32(tg.HealthCheckIntervalSeconds), HealthCheckTimeoutSeconds: aws.ToInt32(tg.HealthCheckTimeoutSeconds),
+		HealthyThresholdCount: aws.ToInt32(tg.HealthyThresholdCount), UnhealthyThresholdCount: aws.ToInt32(tg.UnhealthyThresholdCount),
+		Matcher: matcher, Region: region, Tags: tagRecord(tags), ARN: aws.ToString(tg.TargetGroupArn),
 	}
 }
 
-func (m *tgMapper) records(ctx context.Context, region string, cl *elb.Client, tgs []types.TargetGroup) ([]module.Record, error) {
+func (m *tgMapper) values(ctx context.Context, region string, cl *elb.Client, tgs []types.TargetGroup) ([]TargetGroup, error) {
 	var arns []string
 	for _, tg := range tgs {
 		arns = append(arns, aws.ToString(tg.TargetGroupArn))
@@ -65,112 +61,131 @@ func (m *tgMapper) records(ctx context.Context, region string, cl *elb.Client, t
 	if err != nil {
 		return nil, err
 	}
-	out := make([]module.Record, 0, len(tgs))
+	out := make([]TargetGroup, 0, len(tgs))
 	for _, tg := range tgs {
-		out = append(out, tgRecord(region, tg, tags[aws.ToString(tg.TargetGroupArn)]))
+		out = append(out, tgValue(region, tg, tags[aws.ToString(tg.TargetGroupArn)]))
 	}
 	return out, nil
 }
 
-func (m *tgMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	return m.c.elb.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]module.Record, error) {
+func (m *tgMapper) Read(ctx context.Context, call module.Call) ([]TargetGroup, error) {
+	return regional.Each(ctx, m.c.elb, call.Scope, func(ctx context.Context, region string, cl *elb.Client) ([]TargetGroup, error) {
 		tgs, err := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", region, err)
 		}
-		return m.records(ctx, region, cl, tgs)
+		return m.values(ctx, region, cl, tgs)
 	})
 }
 
-func int32Of(r module.Record, col string) *int32 { return aws.Int32(int32(r.Int(col))) }
+// healthSettings is want's health check settings, as CreateTargetGroup and
+// ModifyTargetGroup take them.
+type healthSettings struct {
+	protocol                                      types.ProtocolEnum
+	port, path                                    *string
+	interval, timeout, healthyCount, unhealthyCnt *int32
+	matcher                                       *types.Matcher
+}
+
+func healthOf(tg TargetGroup) healthSettings {
+	return healthSettings{
+		protocol: types.ProtocolEnum(tg.HealthCheckProtocol), port: aws.String(tg.HealthCheckPort), path: aws.String(tg.HealthCheckPath),
+		interval: aws.Int32(tg.HealthCheckIntervalSeconds), timeout: aws.Int32(tg.HealthCheckTimeoutSeconds),
+		healthyCount: aws.Int32(tg.HealthyThresholdCount), unhealthyCnt: aws.Int32(tg.UnhealthyThresholdCount),
+		matcher: &types.Matcher{HttpCode: aws.String(tg.Matcher)},
+	}
+}
+
+// sameHealth: a and b have the same health check settings.
+func sameHealth(a, b TargetGroup) bool {
+	return a.HealthCheckProtocol == b.HealthCheckProtocol && a.HealthCheckPort == b.HealthCheckPort && a.HealthCheckPath == b.HealthCheckPath &&
+		a.HealthCheckIntervalSeconds == b.HealthCheckIntervalSeconds && a.HealthCheckTimeoutSeconds == b.HealthCheckTimeoutSeconds &&
+		a.HealthyThresholdCount == b.HealthyThresholdCount && a.UnhealthyThresholdCount == b.UnhealthyThresholdCount && a.Matcher == b.Matcher
+}
 
 // Create creates the target group of instances with every health check
 // setting given (so AWS's defaults, which vary by protocol, never differ
 // from the row's). A retried create finds the name; a group of the name
 // made otherwise is the row's by identity, adopted.
-func (m *tgMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
-	region, name := want.String("region"), want.String("name")
+func (m *tgMapper) Create(ctx context.Context, call module.Call, want TargetGroup) (TargetGroup, error) {
+	region, name := want.Region, want.Name
 	cl := m.c.elb.Region(region)
+	h := healthOf(want)
 	out, err := cl.CreateTargetGroup(ctx, &elb.CreateTargetGroupInput{
 		Name:                       aws.String(name),
-		Protocol:                   types.ProtocolEnum(want.String("protocol")),
-		Port:                       int32Of(want, "port"),
-		VpcId:                      aws.String(want.String("vpc_id")),
+		Protocol:                   types.ProtocolEnum(want.Protocol),
+		Port:                       aws.Int32(want.Port),
+		VpcId:                      aws.String(want.VpcID),
 		TargetType:                 types.TargetTypeEnumInstance,
-		HealthCheckProtocol:        types.ProtocolEnum(want.String("health_check_protocol")),
-		HealthCheckPort:            aws.String(want.String("health_check_port")),
-		HealthCheckPath:            aws.String(want.String("health_check_path")),
-		HealthCheckIntervalSeconds: int32Of(want, "health_check_interval_seconds"),
-		HealthCheckTimeoutSeconds:  int32Of(want, "health_check_timeout_seconds"),
-		HealthyThresholdCount:      int32Of(want, "healthy_threshold_count"),
-		UnhealthyThresholdCount:    int32Of(want, "unhealthy_threshold_count"),
-		Matcher:                    &types.Matcher{HttpCode: aws.String(want.String("matcher"))},
-		Tags:                       toTags(want["tags"], ""),
+		HealthCheckProtocol:        h.protocol,
+		HealthCheckPort:            h.port,
+		HealthCheckPath:            h.path,
+		HealthCheckIntervalSeconds: h.interval,
+		HealthCheckTimeoutSeconds:  h.timeout,
+		HealthyThresholdCount:      h.healthyCount,
+		UnhealthyThresholdCount:    h.unhealthyCnt,
+		Matcher:                    h.matcher,
+		Tags:                       toTags(want.Tags, ""),
 	})
 	var tg types.TargetGroup
 	switch {
 	case module.IsCode(err, "DuplicateTargetGroupName"):
 		tgs, derr := targetGroups(ctx, cl, &elb.DescribeTargetGroupsInput{Names: []string{name}})
 		if derr != nil || len(tgs) == 0 {
-			return nil, terminal.Classify(err, "create target group %s in %s", name, region)
+			return TargetGroup{}, terminal.Classify(err, "create target group %s in %s", name, region)
 		}
 		tg = tgs[0]
 	case err != nil:
-		return nil, terminal.Classify(err, "create target group %s in %s", name, region)
+		return TargetGroup{}, terminal.Classify(err, "create target group %s in %s", name, region)
 	case len(out.TargetGroups) != 1:
-		return nil, fmt.Errorf("create target group %s in %s: AWS answered %d groups", name, region, len(out.TargetGroups))
+		return TargetGroup{}, fmt.Errorf("create target group %s in %s: AWS answered %d groups", name, region, len(out.TargetGroups))
 	default:
 		tg = out.TargetGroups[0]
 	}
-	recs, err := m.records(ctx, region, cl, []types.TargetGroup{tg})
+	vs, err := m.values(ctx, region, cl, []types.TargetGroup{tg})
 	if err != nil {
-		return nil, err
+		return TargetGroup{}, err
 	}
-	return recs[0], nil
+	return vs[0], nil
 }
 
 // Update changes the health check settings (ModifyTargetGroup, all of
 // them in one call) and tags in place, each only when it differs; the
 // rest needs a new group (module.ErrReplace).
-func (m *tgMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	for _, c := range m.t.CreateOnly {
-		if !module.Same(want[c], have[c]) {
-			return nil, module.ErrReplace
-		}
+func (m *tgMapper) Update(ctx context.Context, call module.Call, want, have TargetGroup) (TargetGroup, error) {
+	if want.Name != have.Name || want.Protocol != have.Protocol || want.Port != have.Port || want.VpcID != have.VpcID || want.Region != have.Region {
+		return TargetGroup{}, module.ErrReplace
 	}
-	region, arn := have.String("region"), have.String("target_group_arn")
+	region, arn := have.Region, have.ARN
 	cl := m.c.elb.Region(region)
-	got := maps.Clone(have)
-	for _, c := range healthColumns {
-		if module.Same(want[c], have[c]) {
-			continue
-		}
+	got := have
+	if !sameHealth(want, have) {
+		h := healthOf(want)
 		out, err := cl.ModifyTargetGroup(ctx, &elb.ModifyTargetGroupInput{
 			TargetGroupArn:             aws.String(arn),
-			HealthCheckProtocol:        types.ProtocolEnum(want.String("health_check_protocol")),
-			HealthCheckPort:            aws.String(want.String("health_check_port")),
-			HealthCheckPath:            aws.String(want.String("health_check_path")),
-			HealthCheckIntervalSeconds: int32Of(want, "health_check_interval_seconds"),
-			HealthCheckTimeoutSeconds:  int32Of(want, "health_check_timeout_seconds"),
-			HealthyThresholdCount:      int32Of(want, "healthy_threshold_count"),
-			UnhealthyThresholdCount:    int32Of(want, "unhealthy_threshold_count"),
-			Matcher:                    &types.Matcher{HttpCode: aws.String(want.String("matcher"))},
+			HealthCheckProtocol:        h.protocol,
+			HealthCheckPort:            h.port,
+			HealthCheckPath:            h.path,
+			HealthCheckIntervalSeconds: h.interval,
+			HealthCheckTimeoutSeconds:  h.timeout,
+			HealthyThresholdCount:      h.healthyCount,
+			UnhealthyThresholdCount:    h.unhealthyCnt,
+			Matcher:                    h.matcher,
 		})
 		if err != nil {
-			return nil, terminal.Classify(err, "modify target group %s", arn)
+			return TargetGroup{}, terminal.Classify(err, "modify target group %s", arn)
 		}
 		if len(out.TargetGroups) == 1 {
-			tags := got["tags"]
-			got = tgRecord(region, out.TargetGroups[0], nil)
-			got["tags"] = tags
+			tags := got.Tags
+			got = tgValue(region, out.TargetGroups[0], nil)
+			got.Tags = tags
 		}
-		break
 	}
-	if !module.Same(want["tags"], have["tags"]) {
-		if err := syncTags(ctx, cl, arn, want["tags"], have["tags"]); err != nil {
-			return nil, err
+	if !module.Same(want.Tags, have.Tags) {
+		if err := syncTags(ctx, cl, arn, want.Tags, have.Tags); err != nil {
+			return TargetGroup{}, err
 		}
-		got["tags"] = want["tags"]
+		got.Tags = want.Tags
 	}
 	return got, nil
 }
@@ -178,19 +193,23 @@ func (m *tgMapper) Update(ctx context.Context, call module.Call, want, have modu
 // Delete deletes the target group. ResourceInUse (a listener still
 // forwards to it) is retried: the listener's delete or change may come
 // first in the same cycle.
-func (m *tgMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
-	arn := have.String("target_group_arn")
-	_, err := m.c.elb.Region(have.String("region")).DeleteTargetGroup(ctx, &elb.DeleteTargetGroupInput{TargetGroupArn: aws.String(arn)})
+func (m *tgMapper) Delete(ctx context.Context, call module.Call, have TargetGroup) error {
+	arn := have.ARN
+	_, err := m.c.elb.Region(have.Region).DeleteTargetGroup(ctx, &elb.DeleteTargetGroupInput{TargetGroupArn: aws.String(arn)})
 	if err := module.Deleted(err, "TargetGroupNotFound"); err != nil {
 		return terminal.Classify(err, "delete target group %s", arn)
 	}
 	return nil
 }
 
+// tgTemporary is the target group's stand-in while it is replaced, on
+// records: the typed layer has no typed Temporary yet (module.WithTemporary).
+type tgTemporary struct{}
+
 // Temporary is want under a stand-in's name, the same for the same old
 // identity (a retried create finds it): iasql-, then 24 hex digits of a
 // hash of the old identity (32 characters at most, as names are).
-func (m *tgMapper) Temporary(want module.Record, oldCloudID string) module.Record {
+func (tgTemporary) Temporary(want module.Record, oldCloudID string) module.Record {
 	sum := sha256.Sum256([]byte(oldCloudID))
 	out := maps.Clone(want)
 	out["name"] = "iasql-" + hex.EncodeToString(sum[:])[:24]
@@ -198,6 +217,6 @@ func (m *tgMapper) Temporary(want module.Record, oldCloudID string) module.Recor
 }
 
 var (
-	_ module.Mapper    = (*tgMapper)(nil)
-	_ module.Temporary = (*tgMapper)(nil)
+	_ module.MapperOf[TargetGroup] = (*tgMapper)(nil)
+	_ module.Temporary             = tgTemporary{}
 )
