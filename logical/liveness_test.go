@@ -270,18 +270,21 @@ func TestClaimSlot(t *testing.T) {
 	cfg.RuntimeParams["replication"] = "database"
 	cfg.RuntimeParams["application_name"] = "iasql capture"
 	cfg.RuntimeParams["wal_sender_timeout"] = "0"
+	slot := logical.SlotName(cfg.Database)
+	mon := pgtest.Connect(t, admin)
+	// The first capture's walsender lets the slot go a moment after the
+	// capture has stopped.
+	testkit.WaitQuery(t, mon, 10*time.Second, "the first capture's slot let go", `SELECT NOT active FROM pg_replication_slots WHERE slot_name = $1`, slot)
 	stale, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stale.Close(ctx)
-	slot := logical.SlotName(cfg.Database)
 	if err := pglogrepl.StartReplication(ctx, stale, slot, 0, pglogrepl.StartReplicationOptions{
 		PluginArgs: []string{"proto_version '1'", "publication_names '" + logical.Publication + "'"},
 	}); err != nil {
 		t.Fatalf("start the stale stream: %v", err)
 	}
-	mon := pgtest.Connect(t, admin)
 	active := `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid = $2`
 	if n := count(t, mon, active, slot, int32(stale.PID())); n != 1 {
 		t.Fatal("the stale stream does not hold the slot")
