@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/iasql/iasql/bridge/execute"
 	"github.com/iasql/iasql/bridge/reconcile"
+	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/logical"
 	"github.com/iasql/iasql/modules/module"
@@ -360,7 +360,7 @@ func (e *Engine) finish(ctx context.Context, r request, result any, failure erro
 	}
 	status, msg := "done", ""
 	if failure != nil {
-		status, msg = "failed", oneLine(failure.Error())
+		status, msg = "failed", snapshot.OneLine(failure.Error())
 		if ctx.Err() != nil {
 			msg = stoppedBeforeAnswering + " (" + msg + ")"
 		}
@@ -414,8 +414,6 @@ func (e *Engine) failOrphans(ctx context.Context, svc *pgx.Conn) error {
 		}
 	}
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // deprecatedCalls counts calls of deprecated functions between two writes
 // (takeRequests writes them with the refusals): Message must not block.

@@ -67,7 +67,7 @@ func retryAfter(attempts int) time.Duration {
 // endOp records that a's cloud work failed, or waits for another record.
 func (c *cycle) endOp(ctx context.Context, a *plan.Action, state, why string) {
 	o := opRow(a, state)
-	o.LastError = oneLine(why)
+	o.LastError = snapshot.OneLine(why)
 	if state == snapshot.OpFailed {
 		o.NextRetry = time.Now().Add(retryAfter(a.Attempts))
 	}

@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +36,7 @@ import (
 
 	"github.com/iasql/iasql/bridge/execute"
 	"github.com/iasql/iasql/bridge/plan"
+	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/iasql/iasql/bridge/store"
 	"github.com/iasql/iasql/modules/module"
 )
@@ -207,7 +207,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, st *State, conn *pgx.Conn, d
 		end["actions"] = done
 	}
 	if runErr != nil {
-		end["error"] = oneLine(runErr.Error())
+		end["error"] = snapshot.OneLine(runErr.Error())
 	}
 	if err := c.record(context.WithoutCancel(ctx), "CYCLE_END", end); err != nil && ctx.Err() == nil {
 		r.Log.Warn("cannot record the end of a cycle", "err", err)
@@ -265,9 +265,6 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-// oneLine folds s onto one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // locked runs fn holding mu.
 func locked(mu *sync.Mutex, fn func() error) error {

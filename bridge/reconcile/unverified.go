@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/iasql/iasql/bridge/store"
 )
 
@@ -54,7 +55,7 @@ func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []str
 			installed = append(installed, ts.Spec.Name)
 		}
 		for _, region := range slices.Sorted(maps.Keys(ts.Unverified)) {
-			parts = append(parts, store.Unverified{Table: ts.Spec.Name, Region: region, Error: oneLine(ts.Unverified[region].Error())})
+			parts = append(parts, store.Unverified{Table: ts.Spec.Name, Region: region, Error: snapshot.OneLine(ts.Unverified[region].Error())})
 		}
 	}
 	// One statement (iasql_unverified is not captured: no engine marker),

@@ -176,7 +176,7 @@ func (s *Snapshot) UnverifiedLines() []string {
 	var out []string
 	for _, ts := range s.Tables {
 		for _, region := range slices.Sorted(maps.Keys(ts.Unverified)) {
-			out = append(out, unverifiedPart(ts.Spec.Name, region)+": "+oneLine(ts.Unverified[region].Error()))
+			out = append(out, unverifiedPart(ts.Spec.Name, region)+": "+OneLine(ts.Unverified[region].Error()))
 		}
 	}
 	return out
@@ -232,7 +232,7 @@ func (s *Snapshot) Held() []string {
 			if cid != "" {
 				what += " (" + cid + ")"
 			}
-			out = append(out, fmt.Sprintf("%s: not synced: %s could not be read, so nothing is done there: %s", what, where, oneLine(err.Error())))
+			out = append(out, fmt.Sprintf("%s: not synced: %s could not be read, so nothing is done there: %s", what, where, OneLine(err.Error())))
 		}
 	}
 	return out
@@ -250,5 +250,6 @@ func sortedRefTables(spec module.Table) []string {
 	return out
 }
 
-// oneLine folds an error message onto one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// OneLine folds an error message onto one line, as the engine's tables and
+// answers hold them.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -64,12 +64,11 @@ iasql, or a superuser; dropping the slot needs REPLICATION, --roles needs CREATE
 
 // uninstall removes iasql from the database in tx and says what it did.
 func uninstall(ctx context.Context, tx pgx.Tx, db string, moduleTables, roles bool) ([]string, error) {
-	// A first install starting meanwhile waits for this transaction (it
-	// takes the same lock before iasql's lock table exists). A sidecar
-	// already running is refused below (noSidecar); one that starts during
-	// the uninstall is not held back by this lock.
-	if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock($1)`, iasqlsql.InstallLockKey); err != nil {
-		return nil, fmt.Errorf("lock for uninstall: %w", err)
+	// The install lock (sql.LockInstall): an install or upgrade starting
+	// meanwhile waits for this transaction. A sidecar already running is
+	// refused below (noSidecar).
+	if err := iasqlsql.LockInstall(ctx, tx); err != nil {
+		return nil, err
 	}
 	if err := noSidecar(ctx, tx, db); err != nil {
 		return nil, err
