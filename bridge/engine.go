@@ -966,7 +966,7 @@ func (e *Engine) installedTables(ctx context.Context) ([]reconcile.Table, error)
 			if mp == nil {
 				return nil, fmt.Errorf("module %s has no mapper for table %s", m.Name, t.Name)
 			}
-			if _, writes := mp.(module.Mapper); !writes && !t.ReadOnly {
+			if module.PartsOf(mp).Mapper == nil && !t.ReadOnly {
 				return nil, fmt.Errorf("module %s's mapper for table %s cannot write, and the table is not read-only", m.Name, t.Name)
 			}
 			out = append(out, reconcile.Table{Spec: t, Mapper: mp, Module: &m})

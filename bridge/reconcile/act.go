@@ -169,7 +169,7 @@ func (c *cycle) create(ctx context.Context, a *plan.Action, want module.Record) 
 	// A long create (module.Poller) is asked again with its token: the
 	// cloud answers for the resource the first call made, still on its way
 	// or not; Find would take it as done.
-	if _, polls := a.Tab.Mapper.(module.Poller); a.Retried && !polls {
+	if a.Retried && module.PartsOf(a.Tab.Mapper).Poller == nil {
 		got, err := a.Tab.Find(ctx, call, want)
 		if err != nil {
 			return nil, fmt.Errorf("look for what an earlier attempt made: %w", err)

@@ -159,7 +159,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 	now := time.Now()
 	ended := false
 	for _, ts := range c.snap.Tables {
-		_, ok := ts.Mapper.(module.Poller)
+		ok := module.PartsOf(ts.Mapper).Poller != nil
 		for key, o := range ts.Ops {
 			if o.Handle == "" || o.PollAfter.After(now) {
 				continue

@@ -43,7 +43,7 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 				below[name] = true
 			}
 		}
-		_, gets := t.Mapper.(module.Getter)
+		gets := module.PartsOf(t.Mapper).Getter != nil
 		byRecord := gets && !snapshot.Generated(t.Spec) && !c.st.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
 		if t.Spec.ReadOnly || modes.Drifty(name) || acting.Truncated[name] || acting.NoRow[name] || acting.Replacing[name] || acting.Unverified[name] ||
 			below[name] || (len(acting.IDs[name]) > 0 && !byRecord) {
@@ -68,8 +68,8 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 // than getting n records one by one: a mapper that lists in pages
 // (module.Paged), for a table whose size the last whole read told.
 func (s *State) listsCheaper(t Table, n int) bool {
-	p, ok := t.Mapper.(module.Paged)
-	if !ok || p.PageSize() <= 0 {
+	p := module.PartsOf(t.Mapper).Paged
+	if p == nil || p.PageSize() <= 0 {
 		return false
 	}
 	s.mu.Lock()

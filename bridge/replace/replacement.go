@@ -67,7 +67,7 @@ const (
 // A mapper that says its resources are deleted first (module.DeleteFirst)
 // is obeyed.
 func StrategyFor(mapper module.Reader, generated bool) Strategy {
-	if d, ok := mapper.(module.DeleteFirst); ok && d.DeleteBeforeCreate() {
+	if d := module.PartsOf(mapper).DeleteFirst; d != nil && d.DeleteBeforeCreate() {
 		return DeleteFirst
 	}
 	switch {
@@ -80,8 +80,7 @@ func StrategyFor(mapper module.Reader, generated bool) Strategy {
 }
 
 func implementsTemporary(m module.Reader) bool {
-	_, ok := m.(module.Temporary)
-	return ok
+	return module.PartsOf(m).Temporary != nil
 }
 
 // Replacement is a row of iasql_replacements: the replacement of one
@@ -102,7 +101,7 @@ type Replacement struct {
 // without its identity, which the cloud generates).
 func Start(spec module.Table, mapper module.Reader, record, oldCID string, want module.Record) (*Replacement, module.Record) {
 	rp := &Replacement{Table: spec.Name, Record: record, Old: oldCID, Phase: PhaseFinal}
-	if tm, ok := mapper.(module.Temporary); ok {
+	if tm := module.PartsOf(mapper).Temporary; tm != nil {
 		stand := tm.Temporary(want, oldCID)
 		rp.Temp, rp.Phase = module.CloudIDOf(spec, stand), PhaseTemporary
 		return rp, stand

@@ -15,8 +15,8 @@ import (
 // writer is the table's mapper as a module.Mapper; a read-only table's
 // mapper is never asked to write (Table.ReadOnly).
 func (ts *Table) writer() (module.Mapper, error) {
-	w, ok := ts.Mapper.(module.Mapper)
-	if !ok {
+	w := module.PartsOf(ts.Mapper).Mapper
+	if w == nil {
 		return nil, fmt.Errorf("table %s is read-only: its mapper cannot change the cloud", ts.Spec.Name)
 	}
 	return w, nil
@@ -82,8 +82,8 @@ func (ts *Table) Delete(ctx context.Context, call module.Call, have module.Recor
 // Find asks a module.Finder for the resource a create with call.Token
 // made (nil when none did, or when the mapper cannot look tokens up).
 func (ts *Table) Find(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
-	f, ok := ts.Mapper.(module.Finder)
-	if !ok {
+	f := module.PartsOf(ts.Mapper).Finder
+	if f == nil {
 		return nil, nil
 	}
 	return ts.canonical(f.Find(ctx, call, want))
@@ -91,8 +91,8 @@ func (ts *Table) Find(ctx context.Context, call module.Call, want module.Record)
 
 // Poll asks a module.Poller about an operation in progress.
 func (ts *Table) Poll(ctx context.Context, call module.Call, handle string) (module.Record, error) {
-	p, ok := ts.Mapper.(module.Poller)
-	if !ok {
+	p := module.PartsOf(ts.Mapper).Poller
+	if p == nil {
 		return nil, fmt.Errorf("table %s's mapper cannot poll operations", ts.Spec.Name)
 	}
 	return ts.canonical(p.Poll(ctx, call, handle))

@@ -231,8 +231,7 @@ func (ts *Table) CreateCutShort(id string, leaderSince time.Time) bool {
 	if !ok || o.Action != "create" || o.State != OpInProgress || o.Handle != "" || o.Token == "" || !o.Updated.Before(leaderSince) {
 		return false
 	}
-	_, polls := ts.Mapper.(module.Poller)
-	return polls
+	return module.PartsOf(ts.Mapper).Poller != nil
 }
 
 // NextPoll is the earliest time an operation in flight is to be asked
@@ -269,7 +268,7 @@ func (ts *Table) CreateUnsettled() bool {
 	if !Generated(ts.Spec) {
 		return false
 	}
-	if _, finds := ts.Mapper.(module.Finder); finds {
+	if module.PartsOf(ts.Mapper).Finder != nil {
 		return false
 	}
 	for id, o := range ts.Ops {

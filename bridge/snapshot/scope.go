@@ -98,7 +98,7 @@ func (ts *Table) GetCloud(ctx context.Context, call module.Call, s *Scope, fresh
 	if len(ids) == 0 {
 		return nil
 	}
-	recs, err := ts.Mapper.(module.Getter).Get(ctx, call.AllFresh(), ids)
+	recs, err := module.PartsOf(ts.Mapper).Getter.Get(ctx, call.AllFresh(), ids)
 	if err != nil {
 		if recs, err = ts.readFailed(ctx, nil, err); err != nil {
 			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)

@@ -52,11 +52,11 @@ func TestRepositoryGet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := c.repo.(module.Getter).Get(ctx, c.call, tc.ids)
+			recs, err := c.repo.Getter.Get(ctx, c.call, tc.ids)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := enginetest.CheckGot(t, c.repo.(module.Equaler), recs, read, func(r module.Record) string {
+			got := enginetest.CheckGot(t, c.repo.Equaler, recs, read, func(r module.Record) string {
 				return r.String("region") + "/" + r.String("repository_name")
 			})
 			if !slices.Equal(got, tc.want) {
@@ -90,7 +90,7 @@ func TestRepositoryGetCalls(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c.em.Reset()
-			recs, err := c.repo.(module.Getter).Get(ctx, c.call, tc.ids)
+			recs, err := c.repo.Getter.Get(ctx, c.call, tc.ids)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,7 @@ import (
 type cloud struct {
 	em   *emulator.Emulator
 	ecr  func(region string) *ecr.Client // out of band, as another tool would use
-	repo module.Mapper
+	repo module.Parts
 	call module.Call // in the tests' scope
 }
 
@@ -36,7 +36,7 @@ func newCloud(t *testing.T) (*cloud, context.Context) {
 	cfg := cl.AWS
 	cfg.RetryMaxAttempts = 1
 	ms := testkit.Mappers(t, aws_ecr.Module(), cfg)
-	return &cloud{em: cl.Emu, ecr: testkit.Clients(cl.AWS, ecr.NewFromConfig), repo: ms["repository"].(module.Mapper), call: module.Call{Scope: scope}}, t.Context()
+	return &cloud{em: cl.Emu, ecr: testkit.Clients(cl.AWS, ecr.NewFromConfig), repo: module.PartsOf(ms["repository"]), call: module.Call{Scope: scope}}, t.Context()
 }
 
 func (c *cloud) mkRepo(t *testing.T, region, name string) {
@@ -81,16 +81,16 @@ func checkFeedback(t *testing.T, rec module.Record) {
 func TestRepositoryLifecycle(t *testing.T) {
 	c, ctx := newCloud(t)
 	want := module.Record{"repository_name": "team/web", "region": "eu-west-1", "image_tag_mutability": "IMMUTABLE", "scan_on_push": true}
-	got, err := c.repo.Create(ctx, c.call, want)
+	got, err := c.repo.Mapper.Create(ctx, c.call, want)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkFeedback(t, got)
-	if !c.repo.(module.Equaler).Equal(want, got) {
+	if !c.repo.Equaler.Equal(want, got) {
 		t.Errorf("created %v, want %v", got, want)
 	}
 	read := c.read(t, c.call)
-	if len(read) != 1 || !c.repo.(module.Equaler).Equal(want, read["eu-west-1/team/web"]) || !module.Same(read["eu-west-1/team/web"]["created_at"], got["created_at"]) {
+	if len(read) != 1 || !c.repo.Equaler.Equal(want, read["eu-west-1/team/web"]) || !module.Same(read["eu-west-1/team/web"]["created_at"], got["created_at"]) {
 		t.Fatalf("read %v", read)
 	}
 	steps := []struct {
@@ -105,15 +105,15 @@ func TestRepositoryLifecycle(t *testing.T) {
 	for _, s := range steps {
 		next := maps.Clone(want)
 		maps.Copy(next, s.set)
-		if c.repo.(module.Equaler).Equal(next, have) {
+		if c.repo.Equaler.Equal(next, have) {
 			t.Fatalf("%s: Equal before the update", s.name)
 		}
 		c.em.Reset()
-		up, err := c.repo.Update(ctx, c.call, next, have)
+		up, err := c.repo.Mapper.Update(ctx, c.call, next, have)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if !c.repo.(module.Equaler).Equal(next, up) || !c.repo.(module.Equaler).Equal(next, c.read(t, c.call)["eu-west-1/team/web"]) {
+		if !c.repo.Equaler.Equal(next, up) || !c.repo.Equaler.Equal(next, c.read(t, c.call)["eu-west-1/team/web"]) {
 			t.Errorf("%s: updated to %v, want %v", s.name, up, next)
 		}
 		if up.String("created_at") != got.String("created_at") {
@@ -124,17 +124,17 @@ func TestRepositoryLifecycle(t *testing.T) {
 	for col, v := range map[string]string{"repository_name": "team/api", "region": "us-east-1"} {
 		moved := maps.Clone(want)
 		moved[col] = v
-		if _, err := c.repo.Update(ctx, c.call, moved, have); !errors.Is(err, module.ErrReplace) {
+		if _, err := c.repo.Mapper.Update(ctx, c.call, moved, have); !errors.Is(err, module.ErrReplace) {
 			t.Errorf("change of %s: %v, want ErrReplace", col, err)
 		}
 	}
-	if err := c.repo.Delete(ctx, c.call, have); err != nil {
+	if err := c.repo.Mapper.Delete(ctx, c.call, have); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.read(t, c.call)) != 0 {
 		t.Error("the repository is still there")
 	}
-	if err := c.repo.Delete(ctx, c.call, have); err != nil {
+	if err := c.repo.Mapper.Delete(ctx, c.call, have); err != nil {
 		t.Errorf("deleting a deleted repository: %v", err)
 	}
 }
@@ -143,14 +143,14 @@ func TestRepositoryLifecycle(t *testing.T) {
 // needs, and reads the repository back once.
 func TestRepositoryUpdateCalls(t *testing.T) {
 	c, ctx := newCloud(t)
-	have, err := c.repo.Create(ctx, c.call, module.Record{"repository_name": "calls", "region": "us-east-1"})
+	have, err := c.repo.Mapper.Create(ctx, c.call, module.Record{"repository_name": "calls", "region": "us-east-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.em.Reset()
 	want := maps.Clone(have)
 	want["scan_on_push"] = true
-	if _, err := c.repo.Update(ctx, c.call, want, have); err != nil {
+	if _, err := c.repo.Mapper.Update(ctx, c.call, want, have); err != nil {
 		t.Fatal(err)
 	}
 	if got, w := c.em.Calls(), map[string]int{"ecr:PutImageScanningConfiguration": 1, "ecr:DescribeRepositories": 1}; !maps.Equal(got, w) {
@@ -167,7 +167,7 @@ func TestRepositoryCreateExisting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.repo.Create(ctx, c.call, module.Record{"repository_name": "there", "region": "ap-southeast-2"})
+	got, err := c.repo.Mapper.Create(ctx, c.call, module.Record{"repository_name": "there", "region": "ap-southeast-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestRepositoryCreateExisting(t *testing.T) {
 func TestRepositoryErrors(t *testing.T) {
 	c, ctx := newCloud(t)
 	var te *module.TerminalError
-	if _, err := c.repo.Create(ctx, c.call, module.Record{"repository_name": "Bad_Name", "region": "us-east-1"}); !errors.As(err, &te) {
+	if _, err := c.repo.Mapper.Create(ctx, c.call, module.Record{"repository_name": "Bad_Name", "region": "us-east-1"}); !errors.As(err, &te) {
 		t.Errorf("bad name: %v, want a terminal error", err)
 	}
 	c.em.Inject(emulator.Fault{Op: "ecr:DescribeRepositories", Kind: emulator.Throttle, Times: 1})
@@ -208,7 +208,7 @@ func TestRepositoryRegions(t *testing.T) {
 	if got := c.read(t, module.Call{}); len(got) != 1 || got["us-east-1/app"] == nil {
 		t.Errorf("read without a scope %v, want us-east-1 only", got)
 	}
-	rec, err := c.repo.Create(t.Context(), module.Call{Scope: module.Scope{Regions: []string{"eu-west-1"}, Default: "eu-west-1"}},
+	rec, err := c.repo.Mapper.Create(t.Context(), module.Call{Scope: module.Scope{Regions: []string{"eu-west-1"}, Default: "eu-west-1"}},
 		module.Record{"repository_name": "defaulted"})
 	if err != nil {
 		t.Fatal(err)
@@ -286,10 +286,10 @@ func TestRepositoryEqual(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := c.repo.(module.Equaler).Equal(tc.db, tc.cloud); got != tc.equal {
+			if got := c.repo.Equaler.Equal(tc.db, tc.cloud); got != tc.equal {
 				t.Errorf("Equal = %v, want %v", got, tc.equal)
 			}
-			if got := c.repo.(module.Equaler).Equal(tc.cloud, tc.db); got != tc.equal {
+			if got := c.repo.Equaler.Equal(tc.cloud, tc.db); got != tc.equal {
 				t.Errorf("Equal (swapped) = %v, want %v", got, tc.equal)
 			}
 		})

@@ -30,10 +30,10 @@ func Mappers(cfg aws.Config, o Options) map[string]module.Reader {
 		return elb.NewFromConfig(cfg, func(o *elb.Options) { o.Region = region })
 	})}
 	return map[string]module.Reader{
-		"load_balancer": newLBReader(&lbMapper{c: c, t: LoadBalancerTable(), pollAfter: o.PollAfter}),
-		"target_group":  module.WithTemporary(targetGroupsTable.Mapper(&tgMapper{c: c}), tgTemporary{}),
+		"load_balancer": loadBalancersTable.Mapper(&lbMapper{c: c, pollAfter: o.PollAfter}),
+		"target_group":  targetGroupsTable.Mapper(&tgMapper{c: c}),
 		"target":        targetsTable.Mapper(&targetMapper{c: c}),
-		"listener":      listenerReader(c),
+		"listener":      listenersTable.Mapper(&listenerMapper{c: c}),
 	}
 }
 

@@ -281,29 +281,14 @@ func (m *listenerMapper) Delete(ctx context.Context, call module.Call, have List
 	return nil
 }
 
-// listenerDeleteFirst is the listener table's mapper (Typed.Mapper of a
-// listenerMapper) that says its listeners are deleted first: the typed
-// adapter answers only the engine's Mapper, Equaler and Finder.
-type listenerDeleteFirst struct {
-	module.Mapper
-	module.Equaler
-	module.Finder
-}
-
 // DeleteBeforeCreate: a listener moved to another load balancer is
 // deleted first, then created: nothing references a listener, and while
 // the old one exists its target group serves its load balancer, which AWS
 // lets no second load balancer share (TargetGroupAssociationLimit).
-func (listenerDeleteFirst) DeleteBeforeCreate() bool { return true }
-
-// listenerReader is the listener table's mapper for the engine.
-func listenerReader(c *clients) module.Reader {
-	r := listenersTable.Mapper(&listenerMapper{c: c})
-	return listenerDeleteFirst{Mapper: r.(module.Mapper), Equaler: r.(module.Equaler), Finder: r.(module.Finder)}
-}
+func (*listenerMapper) DeleteBeforeCreate() bool { return true }
 
 var (
 	_ module.MapperOf[Listener] = (*listenerMapper)(nil)
 	_ module.FinderOf[Listener] = (*listenerMapper)(nil)
-	_ module.DeleteFirst        = listenerDeleteFirst{}
+	_ module.DeleteFirst        = (*listenerMapper)(nil)
 )

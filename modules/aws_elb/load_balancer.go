@@ -38,7 +38,6 @@ import (
 
 type lbMapper struct {
 	c         *clients
-	t         module.Table
 	pollAfter time.Duration
 }
 
@@ -148,11 +147,7 @@ func (m *lbMapper) settled(ctx context.Context, region string, cl *elb.Client, l
 	v := vs[0]
 	switch v.State {
 	case string(types.LoadBalancerStateEnumProvisioning):
-		rec, err := loadBalancersTable.Record(v)
-		if err != nil {
-			return LoadBalancer{}, err
-		}
-		return LoadBalancer{}, &module.Pending{Handle: region + " " + aws.ToString(lb.LoadBalancerArn), RetryAfter: m.pollAfter, Record: rec}
+		return LoadBalancer{}, loadBalancersTable.Pending(region+" "+aws.ToString(lb.LoadBalancerArn), m.pollAfter, &v)
 	case string(types.LoadBalancerStateEnumFailed):
 		reason := "no reason given"
 		if lb.State != nil && lb.State.Reason != nil {
@@ -164,8 +159,7 @@ func (m *lbMapper) settled(ctx context.Context, region string, cl *elb.Client, l
 }
 
 // Poll asks about a provisioning load balancer (handle: region and ARN).
-// It answers a record: the typed layer has no typed Poller yet.
-func (m *lbMapper) Poll(ctx context.Context, call module.Call, handle string) (module.Record, error) {
+func (m *lbMapper) Poll(ctx context.Context, call module.Call, handle string) (*LoadBalancer, error) {
 	region, arn, ok := strings.Cut(handle, " ")
 	if !ok || !strings.Contains(arn, ":loadbalancer/") {
 		return nil, &module.TerminalError{Err: fmt.Errorf("not a load balancer operation handle: %q", handle)}
@@ -181,7 +175,7 @@ func (m *lbMapper) Poll(ctx context.Context, call module.Call, handle string) (m
 	if err != nil {
 		return nil, err
 	}
-	return loadBalancersTable.Record(v)
+	return &v, nil
 }
 
 // Update changes subnets (SetSubnets), security groups (SetSecurityGroups)
@@ -239,51 +233,15 @@ func (m *lbMapper) Delete(ctx context.Context, call module.Call, have LoadBalanc
 
 // Differing compares as the engine does (subnets and security groups are
 // many-valued references: sets), except that no security groups in the
-// row is AWS's choice at creation, which any groups satisfy. It compares
-// records: the typed layer has no typed Comparer yet.
-func (m *lbMapper) Differing(cols []string, db, cloud module.Record) []string {
-	var out []string
-	for _, c := range m.t.Differing(cols, db, cloud) {
-		if c == "security_groups" && len(module.Strings(db[c])) == 0 {
-			continue
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// lbReader is the load balancer table's mapper for the engine: the typed
-// adapter's Mapper, with Poll and Differing on records (no Equaler, so
-// the engine compares by Differing, module.Equal).
-type lbReader struct {
-	module.Mapper
-	*lbMapper
-}
-
-// Read, Create, Update and Delete are the adapter's (on records).
-func (r lbReader) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
-	return r.Mapper.Read(ctx, call)
-}
-
-func (r lbReader) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
-	return r.Mapper.Create(ctx, call, want)
-}
-
-func (r lbReader) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	return r.Mapper.Update(ctx, call, want, have)
-}
-
-func (r lbReader) Delete(ctx context.Context, call module.Call, have module.Record) error {
-	return r.Mapper.Delete(ctx, call, have)
-}
-
-func newLBReader(m *lbMapper) module.Reader {
-	return lbReader{Mapper: loadBalancersTable.Mapper(m).(module.Mapper), lbMapper: m}
+// row is AWS's choice at creation, which any groups satisfy.
+func (m *lbMapper) Differing(cols []string, db, cloud LoadBalancer) []string {
+	return slices.DeleteFunc(loadBalancersTable.Differing(cols, db, cloud), func(c string) bool {
+		return c == "security_groups" && len(module.Strings(db.SecurityGroups)) == 0
+	})
 }
 
 var (
-	_ module.MapperOf[LoadBalancer] = (*lbMapper)(nil)
-	_ module.Mapper                 = lbReader{}
-	_ module.Poller                 = lbReader{}
-	_ module.Comparer               = lbReader{}
+	_ module.MapperOf[LoadBalancer]   = (*lbMapper)(nil)
+	_ module.PollerOf[LoadBalancer]   = (*lbMapper)(nil)
+	_ module.ComparerOf[LoadBalancer] = (*lbMapper)(nil)
 )

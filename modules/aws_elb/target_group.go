@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
@@ -202,21 +201,17 @@ func (m *tgMapper) Delete(ctx context.Context, call module.Call, have TargetGrou
 	return nil
 }
 
-// tgTemporary is the target group's stand-in while it is replaced, on
-// records: the typed layer has no typed Temporary yet (module.WithTemporary).
-type tgTemporary struct{}
-
-// Temporary is want under a stand-in's name, the same for the same old
-// identity (a retried create finds it): iasql-, then 24 hex digits of a
-// hash of the old identity (32 characters at most, as names are).
-func (tgTemporary) Temporary(want module.Record, oldCloudID string) module.Record {
+// Temporary is want under a stand-in's name while the target group is
+// replaced, the same for the same old identity (a retried create finds
+// it): iasql-, then 24 hex digits of a hash of the old identity (32
+// characters at most, as names are).
+func (m *tgMapper) Temporary(want TargetGroup, oldCloudID string) TargetGroup {
 	sum := sha256.Sum256([]byte(oldCloudID))
-	out := maps.Clone(want)
-	out["name"] = "iasql-" + hex.EncodeToString(sum[:])[:24]
-	return out
+	want.Name = "iasql-" + hex.EncodeToString(sum[:])[:24]
+	return want
 }
 
 var (
-	_ module.MapperOf[TargetGroup] = (*tgMapper)(nil)
-	_ module.Temporary             = tgTemporary{}
+	_ module.MapperOf[TargetGroup]    = (*tgMapper)(nil)
+	_ module.TemporaryOf[TargetGroup] = (*tgMapper)(nil)
 )

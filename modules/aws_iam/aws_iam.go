@@ -42,7 +42,7 @@ func Module() module.Module {
 func Mappers(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 	pm := &policyMapper{iamClients: newClients(cfg), details: detail.NewCache[policyDetail](detailTTL())}
 	return map[string]module.Reader{
-		"iam_policy": module.WithTemporary(policies.Mapper(pm), pm),
+		"iam_policy": policies.Mapper(pm),
 		"iam_role":   roles.Mapper(newRoleMapper(cfg)),
 	}, nil
 }

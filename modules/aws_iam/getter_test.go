@@ -24,11 +24,11 @@ func TestRoleGet(t *testing.T) {
 	ctx := t.Context()
 	call := module.Call{Scope: module.Scope{Regions: []string{"eu-west-1", "us-east-2"}, Default: "eu-west-1"}}
 	s := aws.String
-	if _, err := c.role.Create(ctx, call, row(t, "app", module.Record{"description": "The app's role",
+	if _, err := c.role.Mapper.Create(ctx, call, row(t, "app", module.Record{"description": "The app's role",
 		"attached_policy_arns": []any{readOnly, ecsExec}, "inline_policies": map[string]any{"read-logs": doc(t, readLogs)}})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.role.Create(ctx, call, row(t, "bare", nil)); err != nil {
+	if _, err := c.role.Mapper.Create(ctx, call, row(t, "bare", nil)); err != nil {
 		t.Fatal(err)
 	}
 	for name, path := range map[string]string{"svc": "/service-role/", "linked": "/aws-service-role/ecs.amazonaws.com/"} {
@@ -52,11 +52,11 @@ func TestRoleGet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := c.role.(module.Getter).Get(ctx, call, tc.ids)
+			recs, err := c.role.Getter.Get(ctx, call, tc.ids)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := enginetest.CheckGot(t, c.role.(module.Equaler), recs, read, func(r module.Record) string { return r.String("role_name") })
+			got := enginetest.CheckGot(t, c.role.Equaler, recs, read, func(r module.Record) string { return r.String("role_name") })
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
@@ -70,7 +70,7 @@ func TestRoleGet(t *testing.T) {
 func TestRoleGetFresh(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
-	if _, err := c.role.Create(ctx, module.Call{}, row(t, "app", nil)); err != nil {
+	if _, err := c.role.Mapper.Create(ctx, module.Call{}, row(t, "app", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.role.Read(ctx, module.Call{}); err != nil { // remembers app's policies
@@ -80,7 +80,7 @@ func TestRoleGetFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.em.Reset()
-	recs, err := c.role.(module.Getter).Get(ctx, module.Call{}, []string{"app"})
+	recs, err := c.role.Getter.Get(ctx, module.Call{}, []string{"app"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 // IAM client.
 type cloud struct {
 	em   *emulator.Emulator
-	role module.Mapper
+	role module.Parts
 	iam  *iam.Client
 }
 
@@ -35,7 +35,7 @@ func newCloud(t *testing.T) *cloud {
 	cfg := cl.AWS
 	cfg.RetryMaxAttempts = 1
 	ms := testkit.Mappers(t, aws_iam.Module(), cfg)
-	return &cloud{em: cl.Emu, role: ms["iam_role"].(module.Mapper), iam: testkit.Clients(cl.AWS, iam.NewFromConfig)("us-east-1")}
+	return &cloud{em: cl.Emu, role: module.PartsOf(ms["iam_role"]), iam: testkit.Clients(cl.AWS, iam.NewFromConfig)("us-east-1")}
 }
 
 // doc is a JSON value as the engine reads it from a jsonb column.
@@ -111,23 +111,23 @@ func TestRoleLifecycle(t *testing.T) {
 		"attached_policy_arns": []any{readOnly, ecsExec},
 		"inline_policies":      map[string]any{"read-logs": doc(t, readLogs)},
 	})
-	got, err := c.role.Create(ctx, module.Call{}, want)
+	got, err := c.role.Mapper.Create(ctx, module.Call{}, want)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkFeedback(t, got)
-	if !c.role.(module.Equaler).Equal(want, got) {
+	if !c.role.Equaler.Equal(want, got) {
 		t.Errorf("created %v, want %v", got, want)
 	}
 	read := c.read(t)
-	if len(read) != 1 || !c.role.(module.Equaler).Equal(want, read["app"]) {
+	if len(read) != 1 || !c.role.Equaler.Equal(want, read["app"]) {
 		t.Fatalf("read %v", read)
 	}
 	for col, v := range got {
 		if col == "created_at" {
 			continue // second precision from ListRoles and GetRole alike, but compare as instants
 		}
-		if !module.Same(v, read["app"][col]) && !c.role.(module.Equaler).Equal(module.Record{col: v}, module.Record{col: read["app"][col]}) {
+		if !module.Same(v, read["app"][col]) && !c.role.Equaler.Equal(module.Record{col: v}, module.Record{col: read["app"][col]}) {
 			t.Errorf("%s: created %v, read %v", col, v, read["app"][col])
 		}
 	}
@@ -153,17 +153,17 @@ func TestRoleLifecycle(t *testing.T) {
 	for _, s := range steps {
 		next := maps.Clone(want)
 		maps.Copy(next, s.set)
-		if c.role.(module.Equaler).Equal(next, have) {
+		if c.role.Equaler.Equal(next, have) {
 			t.Fatalf("%s: Equal before the update", s.name)
 		}
-		up, err := c.role.Update(ctx, module.Call{}, next, have)
+		up, err := c.role.Mapper.Update(ctx, module.Call{}, next, have)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if !c.role.(module.Equaler).Equal(next, up) {
+		if !c.role.Equaler.Equal(next, up) {
 			t.Errorf("%s: updated to %v, want %v", s.name, up, next)
 		}
-		if r := c.read(t)["app"]; !c.role.(module.Equaler).Equal(next, r) {
+		if r := c.read(t)["app"]; !c.role.Equaler.Equal(next, r) {
 			t.Errorf("%s: read back %v", s.name, r)
 		}
 		if up.String("role_id") != got.String("role_id") {
@@ -173,18 +173,18 @@ func TestRoleLifecycle(t *testing.T) {
 	}
 	renamed := maps.Clone(want)
 	renamed["role_name"] = "app2"
-	if _, err := c.role.Update(ctx, module.Call{}, renamed, have); !errors.Is(err, module.ErrReplace) {
+	if _, err := c.role.Mapper.Update(ctx, module.Call{}, renamed, have); !errors.Is(err, module.ErrReplace) {
 		t.Errorf("rename: %v, want ErrReplace", err)
 	}
 
 	// Delete removes the remaining inline policy first; again is no error.
-	if err := c.role.Delete(ctx, module.Call{}, have); err != nil {
+	if err := c.role.Mapper.Delete(ctx, module.Call{}, have); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.read(t)) != 0 {
 		t.Error("the role is still there")
 	}
-	if err := c.role.Delete(ctx, module.Call{}, have); err != nil {
+	if err := c.role.Mapper.Delete(ctx, module.Call{}, have); err != nil {
 		t.Errorf("deleting a deleted role: %v", err)
 	}
 }
@@ -194,7 +194,7 @@ func TestRoleLifecycle(t *testing.T) {
 func TestRoleDeleteDetaches(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
-	have, err := c.role.Create(ctx, module.Call{}, row(t, "full", module.Record{"attached_policy_arns": []any{readOnly}}))
+	have, err := c.role.Mapper.Create(ctx, module.Call{}, row(t, "full", module.Record{"attached_policy_arns": []any{readOnly}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestRoleDeleteDetaches(t *testing.T) {
 	if _, err := c.iam.PutRolePolicy(ctx, &iam.PutRolePolicyInput{RoleName: aws.String("full"), PolicyName: aws.String("oob"), PolicyDocument: aws.String(readLogs)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.role.Delete(ctx, module.Call{}, have); err != nil {
+	if err := c.role.Mapper.Delete(ctx, module.Call{}, have); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.iam.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String("full")}); err == nil {
@@ -221,12 +221,12 @@ func TestRoleCreateExisting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.role.Create(ctx, module.Call{}, row(t, "there", nil))
+	got, err := c.role.Mapper.Create(ctx, module.Call{}, row(t, "there", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkFeedback(t, got)
-	if got["description"] != "made elsewhere" || !c.role.(module.Equaler).Equal(row(t, "there", module.Record{"description": "made elsewhere", "assume_role_policy_document": doc(t, lambdaTrust)}), got) {
+	if got["description"] != "made elsewhere" || !c.role.Equaler.Equal(row(t, "there", module.Record{"description": "made elsewhere", "assume_role_policy_document": doc(t, lambdaTrust)}), got) {
 		t.Errorf("read back %v", got)
 	}
 	// Under another path, it cannot be managed here.
@@ -235,7 +235,7 @@ func TestRoleCreateExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	var te *module.TerminalError
-	if _, err := c.role.Create(ctx, module.Call{}, row(t, "svc", nil)); !errors.As(err, &te) {
+	if _, err := c.role.Mapper.Create(ctx, module.Call{}, row(t, "svc", nil)); !errors.As(err, &te) {
 		t.Errorf("create over a role with another path: %v, want a terminal error", err)
 	}
 }
@@ -244,27 +244,27 @@ func TestRoleCreateErrors(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
 	var te *module.TerminalError
-	if _, err := c.role.Create(ctx, module.Call{}, row(t, "short", module.Record{"max_session_duration": json.Number("60")})); !errors.As(err, &te) {
+	if _, err := c.role.Mapper.Create(ctx, module.Call{}, row(t, "short", module.Record{"max_session_duration": json.Number("60")})); !errors.As(err, &te) {
 		t.Errorf("max_session_duration 60: %v, want a terminal error", err)
 	}
-	if _, err := c.role.Create(ctx, module.Call{}, row(t, "bad-doc", module.Record{"assume_role_policy_document": "not json"})); !errors.As(err, &te) {
+	if _, err := c.role.Mapper.Create(ctx, module.Call{}, row(t, "bad-doc", module.Record{"assume_role_policy_document": "not json"})); !errors.As(err, &te) {
 		t.Errorf("a trust policy that is not JSON: %v, want a terminal error", err)
 	}
 	// An unknown managed policy fails the create after the role is made;
 	// the retry finds the role and the engine's update reports the policy
 	// again.
 	want := row(t, "unknown-policy", module.Record{"attached_policy_arns": []any{"arn:aws:iam::aws:policy/NoSuchPolicy"}})
-	if _, err := c.role.Create(ctx, module.Call{}, want); err == nil || !strings.Contains(err.Error(), "NoSuchPolicy") {
+	if _, err := c.role.Mapper.Create(ctx, module.Call{}, want); err == nil || !strings.Contains(err.Error(), "NoSuchPolicy") {
 		t.Errorf("unknown policy: %v", err)
 	}
-	have, err := c.role.Create(ctx, module.Call{}, want)
+	have, err := c.role.Mapper.Create(ctx, module.Call{}, want)
 	if err != nil {
 		t.Fatalf("retried create: %v", err)
 	}
-	if c.role.(module.Equaler).Equal(want, have) {
+	if c.role.Equaler.Equal(want, have) {
 		t.Error("the role read back has a policy that does not exist")
 	}
-	if _, err := c.role.Update(ctx, module.Call{}, want, have); err == nil {
+	if _, err := c.role.Mapper.Update(ctx, module.Call{}, want, have); err == nil {
 		t.Error("update attaching an unknown policy succeeded")
 	}
 }
@@ -273,7 +273,7 @@ func TestRoleCreateErrors(t *testing.T) {
 func TestRoleOutOfBand(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
-	created, err := c.role.Create(ctx, module.Call{}, row(t, "oob", nil))
+	created, err := c.role.Mapper.Create(ctx, module.Call{}, row(t, "oob", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestRoleOutOfBand(t *testing.T) {
 			_, err := c.iam.UpdateAssumeRolePolicy(ctx, &iam.UpdateAssumeRolePolicyInput{RoleName: aws.String("oob"), PolicyDocument: aws.String(lambdaTrust)})
 			return err
 		}, func(r module.Record) bool {
-			return c.role.(module.Equaler).Equal(row(t, "oob", module.Record{"assume_role_policy_document": doc(t, lambdaTrust)}),
+			return c.role.Equaler.Equal(row(t, "oob", module.Record{"assume_role_policy_document": doc(t, lambdaTrust)}),
 				module.Record{"role_name": "oob", "assume_role_policy_document": r["assume_role_policy_document"]})
 		}},
 		{"attached policy", func() error {
@@ -387,7 +387,7 @@ func TestRoleDetailReuse(t *testing.T) {
 	c := newCloud(t)
 	ctx := t.Context()
 	for _, n := range []string{"a", "b", "c"} {
-		if _, err := c.role.Create(ctx, module.Call{}, row(t, n, nil)); err != nil {
+		if _, err := c.role.Mapper.Create(ctx, module.Call{}, row(t, n, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -465,10 +465,10 @@ func TestRoleEqual(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := m.(module.Equaler).Equal(tc.db, tc.cloud); got != tc.equal {
+			if got := m.Equaler.Equal(tc.db, tc.cloud); got != tc.equal {
 				t.Errorf("Equal = %v, want %v", got, tc.equal)
 			}
-			if got := m.(module.Equaler).Equal(tc.cloud, tc.db); got != tc.equal {
+			if got := m.Equaler.Equal(tc.cloud, tc.db); got != tc.equal {
 				t.Errorf("Equal (swapped) = %v, want %v", got, tc.equal)
 			}
 		})
@@ -492,7 +492,7 @@ func TestRoleDocumentText(t *testing.T) {
 		t.Fatalf("the emulator returned %q", aws.ToString(raw.Role.AssumeRolePolicyDocument))
 	}
 	r := c.read(t)["ext"]
-	if !c.role.(module.Equaler).Equal(row(t, "ext", module.Record{"assume_role_policy_document": doc(t, text)}), r) {
+	if !c.role.Equaler.Equal(row(t, "ext", module.Record{"assume_role_policy_document": doc(t, text)}), r) {
 		t.Errorf("read %v", r["assume_role_policy_document"])
 	}
 }

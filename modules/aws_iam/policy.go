@@ -187,14 +187,15 @@ func (m *policyMapper) Equal(db, cloud Policy) bool {
 		sameDoc(db.Document, cloud.Document) && module.Same(db.Tags, cloud.Tags)
 }
 
-// Temporary names the stand-in of a policy replaced under its name (names
-// are unique in the account), on records: see module.WithTemporary.
-func (m *policyMapper) Temporary(want module.Record, oldCloudID string) module.Record {
-	return module.StandIn(want, "policy_name", oldCloudID, 128)
+// Temporary is want under its stand-in's name while the policy is
+// replaced under its name (names are unique in the account).
+func (m *policyMapper) Temporary(want Policy, oldCloudID string) Policy {
+	want.Name = module.StandInName(want.Name, oldCloudID, 128)
+	return want
 }
 
 var (
-	_ module.MapperOf[Policy]  = (*policyMapper)(nil)
-	_ module.EqualerOf[Policy] = (*policyMapper)(nil)
-	_ module.Temporary         = (*policyMapper)(nil)
+	_ module.MapperOf[Policy]    = (*policyMapper)(nil)
+	_ module.EqualerOf[Policy]   = (*policyMapper)(nil)
+	_ module.TemporaryOf[Policy] = (*policyMapper)(nil)
 )

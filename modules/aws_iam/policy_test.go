@@ -120,7 +120,7 @@ func TestPolicyEqual(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := ms["iam_policy"].(module.Equaler)
+	m := module.PartsOf(ms["iam_policy"]).Equaler
 	base := func() module.Record {
 		return module.Record{"policy_name": "read", "path": "/", "description": nil,
 			"document": doc(t, readLogs), "tags": map[string]any{"team": "data"}}

@@ -25,8 +25,8 @@ import (
 type cloud struct {
 	em      *emulator.Emulator
 	url     string
-	bucket  module.Mapper
-	object  module.Mapper
+	bucket  module.Parts
+	object  module.Parts
 	clients map[string]*s3.Client
 	tables  map[module.Reader]module.Table // each mapper's table
 }
@@ -54,7 +54,7 @@ func newCloud(t *testing.T, opts emulator.Options) *cloud {
 	for _, tbl := range mod.Tables {
 		tables[ms[tbl.Name]] = tbl
 	}
-	return &cloud{em: cl.Emu, url: cl.URL, bucket: ms["bucket"].(module.Mapper), object: ms["bucket_object"].(module.Mapper), clients: map[string]*s3.Client{}, tables: tables}
+	return &cloud{em: cl.Emu, url: cl.URL, bucket: module.PartsOf(ms["bucket"]), object: module.PartsOf(ms["bucket_object"]), clients: map[string]*s3.Client{}, tables: tables}
 }
 
 // s3 is an out-of-band client, as another tool would use.
@@ -244,7 +244,7 @@ func TestBucketCreate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := c.bucket.Create(t.Context(), module.Call{}, tc.want)
+			got, err := c.bucket.Mapper.Create(t.Context(), module.Call{}, tc.want)
 			if tc.wantErr != "" {
 				var te *module.TerminalError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.As(err, &te) != tc.terminal {
@@ -258,7 +258,7 @@ func TestBucketCreate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !c.bucket.(module.Equaler).Equal(tc.want, got) {
+			if !c.bucket.Equaler.Equal(tc.want, got) {
 				t.Errorf("created %v, not equal to %v", got, tc.want)
 			}
 			checkTime(t, "created_at", got["created_at"])
@@ -279,7 +279,7 @@ func TestBucketCreate(t *testing.T) {
 func TestBucketUpdate(t *testing.T) {
 	c := newCloud(t, emulator.Options{})
 	ctx := t.Context()
-	have, err := c.bucket.Create(ctx, module.Call{}, module.Record{"name": "toggle", "region": "sa-east-1", "versioning": false})
+	have, err := c.bucket.Mapper.Create(ctx, module.Call{}, module.Record{"name": "toggle", "region": "sa-east-1", "versioning": false})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,11 +294,11 @@ func TestBucketUpdate(t *testing.T) {
 	for _, s := range steps {
 		want := maps.Clone(have)
 		want["versioning"] = s.versioning
-		got, err := c.bucket.Update(ctx, module.Call{}, want, have)
+		got, err := c.bucket.Mapper.Update(ctx, module.Call{}, want, have)
 		if err != nil {
 			t.Fatalf("update versioning to %v: %v", s.versioning, err)
 		}
-		if got["versioning"] != s.versioning || got["created_at"] != have["created_at"] || !c.bucket.(module.Equaler).Equal(want, got) {
+		if got["versioning"] != s.versioning || got["created_at"] != have["created_at"] || !c.bucket.Equaler.Equal(want, got) {
 			t.Errorf("update to %v returned %v", s.versioning, got)
 		}
 		if v := c.versioning(t, "toggle", "sa-east-1"); v != s.cloud {
@@ -310,7 +310,7 @@ func TestBucketUpdate(t *testing.T) {
 	want := maps.Clone(have)
 	want["region"] = "eu-west-2"
 	c.em.Reset()
-	if _, err := c.bucket.Update(ctx, module.Call{}, want, have); !errors.Is(err, module.ErrReplace) {
+	if _, err := c.bucket.Mapper.Update(ctx, module.Call{}, want, have); !errors.Is(err, module.ErrReplace) {
 		t.Errorf("region change: %v, want ErrReplace", err)
 	}
 	if calls := c.em.Calls(); len(calls) != 0 {
@@ -348,7 +348,7 @@ func TestBucketDelete(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.bucket.Delete(ctx, module.Call{}, tc.have)
+			err := c.bucket.Mapper.Delete(ctx, module.Call{}, tc.have)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -370,11 +370,11 @@ func TestBucketDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if err := c.object.Delete(ctx, module.Call{}, o); err != nil {
+		if err := c.object.Mapper.Delete(ctx, module.Call{}, o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.bucket.Delete(ctx, module.Call{}, have["full"]); err != nil {
+	if err := c.bucket.Mapper.Delete(ctx, module.Call{}, have["full"]); err != nil {
 		t.Fatalf("delete emptied bucket: %v", err)
 	}
 	if names := c.bucketNames(t); len(names) != 0 {
@@ -435,7 +435,7 @@ func TestObjects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run("create "+tc.name, func(t *testing.T) {
-			got, err := c.object.Create(ctx, module.Call{}, tc.want)
+			got, err := c.object.Mapper.Create(ctx, module.Call{}, tc.want)
 			if tc.wantErr != "" {
 				var te *module.TerminalError
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.As(err, &te) != tc.terminal {
@@ -453,7 +453,7 @@ func TestObjects(t *testing.T) {
 		})
 	}
 
-	if _, err := c.object.Update(ctx, module.Call{}, module.Record{"bucket_id": "photos", "key": "b"}, module.Record{"bucket_id": "photos", "key": "a"}); !errors.Is(err, module.ErrReplace) {
+	if _, err := c.object.Mapper.Update(ctx, module.Call{}, module.Record{"bucket_id": "photos", "key": "b"}, module.Record{"bucket_id": "photos", "key": "a"}); !errors.Is(err, module.ErrReplace) {
 		t.Errorf("update: %v, want ErrReplace", err)
 	}
 
@@ -463,7 +463,7 @@ func TestObjects(t *testing.T) {
 		{"bucket_id": "photos", "key": "never-existed"},
 		{"bucket_id": "no-such-bucket", "key": "k"},
 	} {
-		if err := c.object.Delete(ctx, module.Call{}, k); err != nil {
+		if err := c.object.Mapper.Delete(ctx, module.Call{}, k); err != nil {
 			t.Errorf("delete %v: %v", k, err)
 		}
 	}
@@ -487,7 +487,7 @@ func TestNoChangeReadCalls(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		table string
-		m     module.Mapper
+		m     module.Parts
 		want  map[string]int
 	}{
 		{"bucket", c.bucket, map[string]int{"s3:ListBuckets": 1, "s3:GetBucketVersioning": n}},
@@ -515,7 +515,7 @@ func TestEqual(t *testing.T) {
 	c := newCloud(t, emulator.Options{})
 	cases := []struct {
 		name      string
-		m         module.Mapper
+		m         module.Parts
 		db, cloud module.Record
 		want      bool
 	}{
@@ -556,30 +556,30 @@ func TestWriteCalls(t *testing.T) {
 		want map[string]int
 	}{
 		{"create bucket", func() (err error) {
-			bucket, err = c.bucket.Create(ctx, module.Call{}, module.Record{"name": "counted", "region": "eu-west-1", "versioning": false})
+			bucket, err = c.bucket.Mapper.Create(ctx, module.Call{}, module.Record{"name": "counted", "region": "eu-west-1", "versioning": false})
 			return err
 		}, map[string]int{"s3:CreateBucket": 1, "s3:ListBuckets": 1, "s3:GetBucketVersioning": 1}},
 		{"create versioned bucket", func() error {
-			_, err := c.bucket.Create(ctx, module.Call{}, module.Record{"name": "counted-v", "region": "us-east-1", "versioning": true})
+			_, err := c.bucket.Mapper.Create(ctx, module.Call{}, module.Record{"name": "counted-v", "region": "us-east-1", "versioning": true})
 			return err
 		}, map[string]int{"s3:CreateBucket": 1, "s3:PutBucketVersioning": 1, "s3:ListBuckets": 1, "s3:GetBucketVersioning": 1}},
 		{"update versioning", func() (err error) {
 			want := maps.Clone(bucket)
 			want["versioning"] = true
-			bucket, err = c.bucket.Update(ctx, module.Call{}, want, bucket)
+			bucket, err = c.bucket.Mapper.Update(ctx, module.Call{}, want, bucket)
 			return err
 		}, map[string]int{"s3:PutBucketVersioning": 1, "s3:ListBuckets": 1, "s3:GetBucketVersioning": 1}},
 		{"create object", func() error {
-			_, err := c.object.Create(ctx, module.Call{}, module.Record{"bucket_id": "counted", "key": "k"})
+			_, err := c.object.Mapper.Create(ctx, module.Call{}, module.Record{"bucket_id": "counted", "key": "k"})
 			return err
 		}, map[string]int{"s3:PutObject": 1, "s3:HeadObject": 1}},
 		{"delete object", func() error {
-			return c.object.Delete(ctx, module.Call{}, module.Record{"bucket_id": "counted", "key": "k"})
+			return c.object.Mapper.Delete(ctx, module.Call{}, module.Record{"bucket_id": "counted", "key": "k"})
 		}, map[string]int{"s3:DeleteObject": 1}},
-		{"delete bucket (versioned: its history goes first)", func() error { return c.bucket.Delete(ctx, module.Call{}, bucket) },
+		{"delete bucket (versioned: its history goes first)", func() error { return c.bucket.Mapper.Delete(ctx, module.Call{}, bucket) },
 			map[string]int{"s3:DeleteBucket": 2, "s3:ListObjectsV2": 1, "s3:ListObjectVersions": 1, "s3:DeleteObjects": 1}},
 		{"delete empty bucket", func() error {
-			return c.bucket.Delete(ctx, module.Call{}, module.Record{"name": "counted-v", "region": "us-east-1", "versioning": true})
+			return c.bucket.Mapper.Delete(ctx, module.Call{}, module.Record{"name": "counted-v", "region": "us-east-1", "versioning": true})
 		}, map[string]int{"s3:DeleteBucket": 1}},
 	}
 	for _, s := range steps {
@@ -606,7 +606,7 @@ func TestBucketMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.mkBucket(t, "nomad", "ca-central-1", false)
-	got, err := c.object.Create(ctx, module.Call{}, module.Record{"bucket_id": "nomad", "key": "k"})
+	got, err := c.object.Mapper.Create(ctx, module.Call{}, module.Record{"bucket_id": "nomad", "key": "k"})
 	if err != nil {
 		t.Fatalf("create object in moved bucket: %v", err)
 	}

@@ -110,7 +110,7 @@ func Module() module.Module {
 		Tables:    []module.Table{GroupTable(), RuleTable()},
 		Mappers: func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
 			g := &groups{c: ec2x.NewClients(cfg), t: GroupTable(), byID: map[string]groupRef{}, byCID: map[string]string{}}
-			return map[string]module.Reader{"security_group": module.WithTemporary(groupTable.Mapper(&groupMapper{g: g}), standIns{}), "security_group_rule": ruleTable.Mapper(&ruleMapper{g: g})}, nil
+			return map[string]module.Reader{"security_group": groupTable.Mapper(&groupMapper{g: g}), "security_group_rule": ruleTable.Mapper(&ruleMapper{g: g})}, nil
 		},
 	}
 }

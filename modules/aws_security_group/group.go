@@ -161,13 +161,12 @@ func (m *groupMapper) Update(ctx context.Context, call module.Call, want, have G
 	return have, nil
 }
 
-// standIns names the stand-in of a group's replacement: the name with a
-// suffix derived from the old group's identity, so a retry finds the same
-// one. On records: the typed layer does not type Temporary yet.
-type standIns struct{}
-
-func (standIns) Temporary(want module.Record, oldCloudID string) module.Record {
-	return module.StandIn(want, "group_name", oldCloudID, 255)
+// Temporary is want under its stand-in's name while the group is
+// replaced (names are unique in a VPC): the name with a suffix derived
+// from the old group's identity, so a retry finds the same one.
+func (m *groupMapper) Temporary(want Group, oldCloudID string) Group {
+	want.Name = module.StandInName(want.Name, oldCloudID, 255)
+	return want
 }
 
 func (m *groupMapper) Delete(ctx context.Context, call module.Call, have Group) error {

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -232,20 +231,17 @@ type Temporary interface {
 	Temporary(want Record, oldCloudID string) Record
 }
 
-// StandIn is what a Temporary of a resource known by name returns: want
-// with the name in col given a suffix derived from the old resource's
-// cloud id (so that a retried create finds the same stand-in), cut to at
-// most max characters.
-func StandIn(want Record, col, oldCloudID string, max int) Record {
+// StandInName is the name of a stand-in (what a Temporary of a resource
+// known by name returns under): name given a suffix derived from the old
+// resource's cloud id (so that a retried create finds the same stand-in),
+// cut to at most max characters.
+func StandInName(name, oldCloudID string, max int) string {
 	sum := sha256.Sum256([]byte(oldCloudID))
 	suffix := "-iasql-" + hex.EncodeToString(sum[:4])
-	name := want.String(col)
 	if len(name)+len(suffix) > max {
 		name = name[:max-len(suffix)]
 	}
-	out := maps.Clone(want)
-	out[col] = name + suffix
-	return out
+	return name + suffix
 }
 
 // DeleteFirst is implemented by the mapper of a resource whose

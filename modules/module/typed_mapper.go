@@ -3,6 +3,7 @@ package module
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // ReaderOf is a Reader of a typed table (Typed): Read returns T values,
@@ -39,79 +40,109 @@ type EqualerOf[T any] interface {
 	Equal(db, cloud T) bool
 }
 
-// Mapper makes m, a table's typed mapper (a MapperOf[T], or for a
-// read-only table a ReaderOf[T]), the Reader the engine calls: a Mapper
-// when m is a MapperOf[T], a Getter when it is a GetterOf[T], a Finder
-// when a FinderOf[T] (and a MapperOf[T]: a Finder only serves creates).
-// It is always an Equaler: by m's Equal when m is an EqualerOf[T], else
-// exactly as module.Equal compares for a mapper that says nothing (every
-// declarative column by Table.Differing). Records in are read into T
-// (Value); one that does not fit is a TerminalError (a row of the table
-// always fits). Values out become records in canonical form (Record); a
-// Read's values come with its error (a *PartialError's regions that
-// worked).
-func (d *Typed[T]) Mapper(m ReaderOf[T]) Reader {
-	r := readerPart[T]{d, m}
-	w, writes := m.(MapperOf[T])
-	g, gets := m.(GetterOf[T])
-	f, finds := m.(FinderOf[T])
-	e, _ := m.(EqualerOf[T])
-	eq := equalerPart[T]{d, e}
-	switch {
-	case finds && !writes:
-		panic(fmt.Sprintf("module table %s: a mapper that finds by token must write (MapperOf)", d.table.Name))
-	case !writes && !gets:
-		return struct {
-			readerPart[T]
-			equalerPart[T]
-		}{r, eq}
-	case !writes:
-		return struct {
-			readerPart[T]
-			equalerPart[T]
-			getterPart[T]
-		}{r, eq, getterPart[T]{d, g}}
-	case !gets && !finds:
-		return struct {
-			readerPart[T]
-			equalerPart[T]
-			writerPart[T]
-		}{r, eq, writerPart[T]{d, w}}
-	case !finds:
-		return struct {
-			readerPart[T]
-			equalerPart[T]
-			writerPart[T]
-			getterPart[T]
-		}{r, eq, writerPart[T]{d, w}, getterPart[T]{d, g}}
-	case !gets:
-		return struct {
-			readerPart[T]
-			equalerPart[T]
-			writerPart[T]
-			finderPart[T]
-		}{r, eq, writerPart[T]{d, w}, finderPart[T]{d, f}}
-	}
-	return struct {
-		readerPart[T]
-		equalerPart[T]
-		writerPart[T]
-		getterPart[T]
-		finderPart[T]
-	}{r, eq, writerPart[T]{d, w}, getterPart[T]{d, g}, finderPart[T]{d, f}}
+// PollerOf is a Poller of a typed table: nil once a delete is done.
+// A *Pending it answers says its Record in the table's form: see
+// Typed.Pending.
+type PollerOf[T any] interface {
+	Poll(ctx context.Context, call Call, handle string) (*T, error)
 }
 
-// The parts of an adapted mapper, one per interface of the engine's, so
-// that the adapter answers exactly the questions m answers (a Getter or a
-// Finder changes what the engine does).
+// ComparerOf is a Comparer of a typed table.
+type ComparerOf[T any] interface {
+	Differing(cols []string, db, cloud T) []string
+}
+
+// TemporaryOf is a Temporary of a typed table (StandInName makes the
+// name of a stand-in).
+type TemporaryOf[T any] interface {
+	Temporary(want T, oldCloudID string) T
+}
+
+// Mapper makes m, a table's typed mapper (a MapperOf[T], or for a
+// read-only table a ReaderOf[T]), the Reader the engine calls: the Parts
+// of a Mapper when m is a MapperOf[T], of a Getter when it is a
+// GetterOf[T], and so on for FinderOf, PollerOf, ComparerOf, EqualerOf
+// and TemporaryOf; Paged and DeleteFirst, which say nothing of T, are
+// m's own. Records in are read into T (Value); one that does not fit is a
+// TerminalError (a row of the table always fits). Values out become
+// records in canonical form (Record); a Read's values come with its error
+// (a *PartialError's regions that worked). A FinderOf, PollerOf or
+// TemporaryOf that does not write is refused (they only serve writes).
+func (d *Typed[T]) Mapper(m ReaderOf[T]) Reader {
+	p := Parts{Reader: readerPart[T]{d, m}}
+	w, writes := m.(MapperOf[T])
+	if writes {
+		p.Mapper = writerPart[T]{readerPart[T]{d, m}, w}
+	}
+	if g, ok := m.(GetterOf[T]); ok {
+		p.Getter = getterPart[T]{d, g}
+	}
+	if e, ok := m.(EqualerOf[T]); ok {
+		p.Equaler = equalerPart[T]{d, e}
+	}
+	if c, ok := m.(ComparerOf[T]); ok {
+		p.Comparer = comparerPart[T]{d, c}
+	}
+	p.Paged, _ = m.(Paged)
+	f, finds := m.(FinderOf[T])
+	o, polls := m.(PollerOf[T])
+	t, stands := m.(TemporaryOf[T])
+	p.DeleteFirst, _ = m.(DeleteFirst)
+	if (finds || polls || stands || p.DeleteFirst != nil) && !writes {
+		panic(fmt.Sprintf("module table %s: a mapper that finds, polls, stands in or deletes first must write (MapperOf)", d.table.Name))
+	}
+	if finds {
+		p.Finder = finderPart[T]{d, f}
+	}
+	if polls {
+		p.Poller = pollerPart[T]{d, o}
+	}
+	if stands {
+		p.Temporary = temporaryPart[T]{d, t}
+	}
+	return p
+}
+
+// Differing names the columns of cols in which a and b differ as the
+// engine compares a table whose mapper says nothing of its own
+// (Table.Differing): what a ComparerOf that makes one exception defers
+// to. Values that make no record differ in every column.
+func (d *Typed[T]) Differing(cols []string, a, b T) []string {
+	ra, err := d.Record(a)
+	if err != nil {
+		return cols
+	}
+	rb, err := d.Record(b)
+	if err != nil {
+		return cols
+	}
+	return d.table.Differing(cols, ra, rb)
+}
+
+// Pending is the *Pending a typed mapper answers for an operation the
+// cloud carries on (handle, the cloud's advice after): v, when known, is
+// what the cloud has of the resource already, as a record of the table.
+func (d *Typed[T]) Pending(handle string, after time.Duration, v *T) error {
+	p := &Pending{Handle: handle, RetryAfter: after}
+	if v != nil {
+		rec, err := d.Record(*v)
+		if err != nil {
+			return err
+		}
+		p.Record = rec
+	}
+	return p
+}
+
+// The parts of an adapted mapper, one per interface of the engine's.
 type (
 	readerPart[T any] struct {
 		d *Typed[T]
 		m ReaderOf[T]
 	}
 	writerPart[T any] struct {
-		d *Typed[T]
-		m MapperOf[T]
+		readerPart[T]
+		w MapperOf[T]
 	}
 	getterPart[T any] struct {
 		d *Typed[T]
@@ -123,7 +154,19 @@ type (
 	}
 	equalerPart[T any] struct {
 		d *Typed[T]
-		m EqualerOf[T] // nil: by Table.Differing
+		m EqualerOf[T]
+	}
+	comparerPart[T any] struct {
+		d *Typed[T]
+		m ComparerOf[T]
+	}
+	pollerPart[T any] struct {
+		d *Typed[T]
+		m PollerOf[T]
+	}
+	temporaryPart[T any] struct {
+		d *Typed[T]
+		m TemporaryOf[T]
 	}
 )
 
@@ -141,7 +184,7 @@ func (p writerPart[T]) Create(ctx context.Context, call Call, want Record) (Reco
 	if err != nil {
 		return nil, err
 	}
-	return p.d.out(p.m.Create(ctx, call, w))
+	return p.d.out(p.w.Create(ctx, call, w))
 }
 
 func (p writerPart[T]) Update(ctx context.Context, call Call, want, have Record) (Record, error) {
@@ -153,7 +196,7 @@ func (p writerPart[T]) Update(ctx context.Context, call Call, want, have Record)
 	if err != nil {
 		return nil, err
 	}
-	return p.d.out(p.m.Update(ctx, call, w, h))
+	return p.d.out(p.w.Update(ctx, call, w, h))
 }
 
 func (p writerPart[T]) Delete(ctx context.Context, call Call, have Record) error {
@@ -161,7 +204,7 @@ func (p writerPart[T]) Delete(ctx context.Context, call Call, have Record) error
 	if err != nil {
 		return err
 	}
-	return p.m.Delete(ctx, call, h)
+	return p.w.Delete(ctx, call, h)
 }
 
 func (p getterPart[T]) Get(ctx context.Context, call Call, ids []string) ([]Record, error) {
@@ -184,19 +227,53 @@ func (p finderPart[T]) Find(ctx context.Context, call Call, want Record) (Record
 	return p.d.Record(*found)
 }
 
-// Equal compares by the typed mapper's Equal, else every declarative
-// column by Table.Differing, as module.Equal does for a mapper that is no
-// Equaler or Comparer. A record that does not fit T equals nothing.
+// Equal compares by the typed mapper's Equal. A record that does not fit
+// T equals nothing.
 func (p equalerPart[T]) Equal(db, cloud Record) bool {
-	if p.m == nil {
-		return len(p.d.table.Differing(p.d.table.Declarative, db, cloud)) == 0
-	}
 	a, err := p.d.Value(db)
 	if err != nil {
 		return false
 	}
 	b, err := p.d.Value(cloud)
 	return err == nil && p.m.Equal(a, b)
+}
+
+// Differing names the columns the typed mapper's Differing names; a
+// record that does not fit T differs in every column of cols.
+func (p comparerPart[T]) Differing(cols []string, db, cloud Record) []string {
+	a, err := p.d.Value(db)
+	if err != nil {
+		return cols
+	}
+	b, err := p.d.Value(cloud)
+	if err != nil {
+		return cols
+	}
+	return p.m.Differing(cols, a, b)
+}
+
+func (p pollerPart[T]) Poll(ctx context.Context, call Call, handle string) (Record, error) {
+	v, err := p.m.Poll(ctx, call, handle)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return p.d.Record(*v)
+}
+
+// Temporary is the typed mapper's stand-in for want. A record that does
+// not fit T (a row of the table always fits) is its own stand-in: the
+// create then fails on the identity the old resource holds, which the
+// engine reports, rather than the replacement going on without one.
+func (p temporaryPart[T]) Temporary(want Record, oldCloudID string) Record {
+	w, err := p.d.Value(want)
+	if err != nil {
+		return want
+	}
+	rec, err := p.d.Record(p.m.Temporary(w, oldCloudID))
+	if err != nil {
+		return want
+	}
+	return rec
 }
 
 // in is a record the engine gives a mapper as T: one that does not fit is

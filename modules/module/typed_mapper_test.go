@@ -32,11 +32,16 @@ type shelf struct {
 }
 
 type (
-	reads   struct{ s *shelf }
-	writes  struct{ s *shelf }
-	gets    struct{ s *shelf }
-	finds   struct{ s *shelf }
-	equates struct{}
+	reads    struct{ s *shelf }
+	writes   struct{ s *shelf }
+	gets     struct{ s *shelf }
+	finds    struct{ s *shelf }
+	polls    struct{ s *shelf }
+	equates  struct{}
+	compares struct{}
+	stands   struct{}
+	first    struct{}
+	paged    struct{}
 )
 
 func (r reads) Read(ctx context.Context, call module.Call) ([]item, error) {
@@ -91,72 +96,133 @@ func (f finds) Find(ctx context.Context, call module.Call, want item) (*item, er
 	return nil, nil
 }
 
+// Poll answers the item named by the handle, nil when it is gone.
+func (p polls) Poll(ctx context.Context, call module.Call, handle string) (*item, error) {
+	if it, ok := p.s.byName[handle]; ok {
+		return &it, nil
+	}
+	return nil, nil
+}
+
 // Equal compares names and sizes: labels are free text.
 func (equates) Equal(db, cloud item) bool { return db.Name == cloud.Name && db.Size == cloud.Size }
 
+// Differing is the engine's comparison except that no label in the
+// database is any label.
+func (compares) Differing(cols []string, db, cloud item) []string {
+	return slices.DeleteFunc(items.Differing(cols, db, cloud), func(c string) bool { return c == "label" && db.Label == nil })
+}
+
+func (stands) Temporary(want item, old string) item {
+	want.Name = module.StandInName(want.Name, old, 64)
+	return want
+}
+
+func (first) DeleteBeforeCreate() bool { return true }
+func (paged) PageSize() int            { return 7 }
+
+// answers is which of the engine's questions an adapted mapper answers,
+// as the engine asks them (module.PartsOf).
+func answers(r module.Reader) []string {
+	p := module.PartsOf(r)
+	var out []string
+	for _, q := range []struct {
+		name string
+		ok   bool
+	}{{"Mapper", p.Mapper != nil}, {"Getter", p.Getter != nil}, {"Paged", p.Paged != nil}, {"Finder", p.Finder != nil},
+		{"Poller", p.Poller != nil}, {"Equaler", p.Equaler != nil}, {"Comparer", p.Comparer != nil},
+		{"Temporary", p.Temporary != nil}, {"DeleteFirst", p.DeleteFirst != nil}} {
+		if q.ok {
+			out = append(out, q.name)
+		}
+	}
+	return out
+}
+
 // TestTypedMapperAnswers: the adapter answers exactly the engine's
-// questions the typed mapper answers (a Getter or a Finder changes what
-// the engine does), and is always an Equaler.
+// questions the typed mapper answers (a Getter, a Finder or a Poller
+// changes what the engine does), whatever their combination.
 func TestTypedMapperAnswers(t *testing.T) {
 	s := &shelf{byName: map[string]item{}}
-	r, w, g, f := reads{s}, writes{s}, gets{s}, finds{s}
+	r, w, g, f, p := reads{s}, writes{s}, gets{s}, finds{s}, polls{s}
 	cases := []struct {
-		name                string
-		m                   module.ReaderOf[item]
-		writes, gets, finds bool
+		name string
+		m    module.ReaderOf[item]
+		want []string
 	}{
-		{"reader", struct{ reads }{r}, false, false, false},
-		{"reader, getter", struct {
+		{"reader", struct{ reads }{r}, nil},
+		{"reader, getter, paged", struct {
 			reads
 			gets
-		}{r, g}, false, true, false},
+			paged
+		}{r, g, paged{}}, []string{"Getter", "Paged"}},
 		{"reader, equaler", struct {
 			reads
 			equates
-		}{r, equates{}}, false, false, false},
+		}{r, equates{}}, []string{"Equaler"}},
 		{"mapper", struct {
 			reads
 			writes
-		}{r, w}, true, false, false},
+		}{r, w}, []string{"Mapper"}},
 		{"mapper, getter", struct {
 			reads
 			writes
 			gets
-		}{r, w, g}, true, true, false},
-		{"mapper, finder", struct {
+		}{r, w, g}, []string{"Mapper", "Getter"}},
+		{"mapper, finder, delete first", struct {
 			reads
 			writes
 			finds
-		}{r, w, f}, true, false, true},
-		{"mapper, getter, finder, equaler", struct {
+			first
+		}{r, w, f, first{}}, []string{"Mapper", "Finder", "DeleteFirst"}},
+		{"mapper, poller, comparer", struct {
+			reads
+			writes
+			polls
+			compares
+		}{r, w, p, compares{}}, []string{"Mapper", "Poller", "Comparer"}},
+		{"mapper, getter, finder, equaler, temporary", struct {
 			reads
 			writes
 			gets
 			finds
 			equates
-		}{r, w, g, f, equates{}}, true, true, true},
+			stands
+		}{r, w, g, f, equates{}, stands{}}, []string{"Mapper", "Getter", "Finder", "Equaler", "Temporary"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := items.Mapper(tc.m)
-			_, isMapper := a.(module.Mapper)
-			_, isGetter := a.(module.Getter)
-			_, isFinder := a.(module.Finder)
-			_, isEqualer := a.(module.Equaler)
-			if isMapper != tc.writes || isGetter != tc.gets || isFinder != tc.finds || !isEqualer {
-				t.Errorf("Mapper %v, Getter %v, Finder %v, Equaler %v; want %v, %v, %v, true", isMapper, isGetter, isFinder, isEqualer, tc.writes, tc.gets, tc.finds)
+			if got := answers(items.Mapper(tc.m)); !slices.Equal(got, tc.want) {
+				t.Errorf("answers %v, want %v", got, tc.want)
 			}
 		})
 	}
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(r.(string), "must write") {
-			t.Errorf("a finder that cannot write: %v, want a panic", r)
-		}
-	}()
-	items.Mapper(struct {
-		reads
-		finds
-	}{r, f})
+	for _, tc := range []struct {
+		name string
+		m    module.ReaderOf[item]
+	}{
+		{"finder", struct {
+			reads
+			finds
+		}{r, f}},
+		{"poller", struct {
+			reads
+			polls
+		}{r, p}},
+		{"temporary", struct {
+			reads
+			stands
+		}{r, stands{}}},
+	} {
+		t.Run("a "+tc.name+" that cannot write", func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(r.(string), "must write") {
+					t.Errorf("%v, want a panic", r)
+				}
+			}()
+			items.Mapper(tc.m)
+		})
+	}
 }
 
 // TestTypedMapper: records the engine gives become values, values the
@@ -164,14 +230,16 @@ func TestTypedMapperAnswers(t *testing.T) {
 func TestTypedMapper(t *testing.T) {
 	ctx := t.Context()
 	s := &shelf{byName: map[string]item{}}
-	a := items.Mapper(struct {
+	a := module.PartsOf(items.Mapper(struct {
 		reads
 		writes
 		gets
 		finds
+		polls
 		equates
-	}{reads{s}, writes{s}, gets{s}, finds{s}, equates{}})
-	m := a.(module.Mapper)
+		stands
+	}{reads{s}, writes{s}, gets{s}, finds{s}, polls{s}, equates{}, stands{}}))
+	m := a.Mapper
 
 	// Create: the row's id is no field; the token comes back under TokenTag.
 	got, err := m.Create(ctx, module.Call{Token: "t1"}, module.Record{"id": json.Number("3"), "name": "a", "size": json.Number("2"), "label": nil})
@@ -214,14 +282,33 @@ func TestTypedMapper(t *testing.T) {
 
 	// Get by identity; Find by token, nil when none.
 	ids := []string{module.CloudIDOf(items.Table(), module.Record{"name": "b"}), "missing"}
-	if recs, err := a.(module.Getter).Get(ctx, module.Call{}, ids); err != nil || len(recs) != 1 || recs[0]["name"] != "b" {
+	if recs, err := a.Getter.Get(ctx, module.Call{}, ids); err != nil || len(recs) != 1 || recs[0]["name"] != "b" {
 		t.Errorf("Get = %v, %v", recs, err)
 	}
-	if rec, err := a.(module.Finder).Find(ctx, module.Call{Token: "t1"}, module.Record{"name": "a"}); err != nil || rec["name"] != "a" {
+	if rec, err := a.Finder.Find(ctx, module.Call{Token: "t1"}, module.Record{"name": "a"}); err != nil || rec["name"] != "a" {
 		t.Errorf("Find = %v, %v", rec, err)
 	}
-	if rec, err := a.(module.Finder).Find(ctx, module.Call{Token: "none"}, module.Record{"name": "a"}); err != nil || rec != nil {
+	if rec, err := a.Finder.Find(ctx, module.Call{Token: "none"}, module.Record{"name": "a"}); err != nil || rec != nil {
 		t.Errorf("Find of a token no item has = %#v, %v; want nil, nil", rec, err)
+	}
+
+	// Poll answers a record, nil once gone; Temporary a record under the
+	// stand-in's name.
+	if rec, err := a.Poller.Poll(ctx, module.Call{}, "a"); err != nil || rec["name"] != "a" || rec["size"] != json.Number("5") {
+		t.Errorf("Poll = %#v, %v", rec, err)
+	}
+	if rec, err := a.Poller.Poll(ctx, module.Call{}, "gone"); err != nil || rec != nil {
+		t.Errorf("Poll of a deleted item = %#v, %v; want nil, nil", rec, err)
+	}
+	if stand := a.Temporary.Temporary(up, "old-a"); stand["name"] != module.StandInName("a", "old-a", 64) || stand["size"] != json.Number("5") || up["name"] != "a" {
+		t.Errorf("Temporary = %#v of %#v", stand, up)
+	}
+
+	// A Pending of a typed mapper holds the value as a record.
+	v := item{Name: "p", Size: 1}
+	var pending *module.Pending
+	if err := items.Pending("h", 0, &v); !errors.As(err, &pending) || pending.Handle != "h" || pending.Record["name"] != "p" || pending.Record["size"] != json.Number("1") {
+		t.Errorf("Pending = %#v", err)
 	}
 
 	// Delete.
@@ -230,42 +317,54 @@ func TestTypedMapper(t *testing.T) {
 	}
 }
 
-// TestTypedMapperEqual: by the typed Equal when the mapper has one, else
-// as module.Equal compares a mapper that says nothing; a record that does
-// not fit equals nothing.
+// TestTypedMapperEqual: the engine compares (module.Equal, DifferingBy)
+// by the typed Equal when the mapper has one, by the typed Differing when
+// it has that, else as for a mapper that says nothing; a record that does
+// not fit equals nothing a typed comparison sees.
 func TestTypedMapperEqual(t *testing.T) {
 	s := &shelf{byName: map[string]item{}}
 	typed := items.Mapper(struct {
 		reads
 		writes
 		equates
-	}{reads{s}, writes{s}, equates{}}).(module.Equaler)
+	}{reads{s}, writes{s}, equates{}})
+	compared := items.Mapper(struct {
+		reads
+		writes
+		compares
+	}{reads{s}, writes{s}, compares{}})
 	plain := items.Mapper(struct {
 		reads
 		writes
-	}{reads{s}, writes{s}}).(module.Equaler)
+	}{reads{s}, writes{s}})
 	base := module.Record{"name": "a", "size": json.Number("2"), "label": "x", "arn": "arn:a"}
+	unlabelled := module.Record{"name": "a", "size": json.Number("2"), "label": nil}
 	cases := []struct {
-		name         string
-		db, cloud    module.Record
-		typed, plain bool
+		name                   string
+		db, cloud              module.Record
+		typed, compared, plain bool
 	}{
-		{"same", base, base, true, true},
-		{"feedback differs", base, module.Record{"name": "a", "size": json.Number("2"), "label": "x"}, true, true},
-		{"label differs", base, module.Record{"name": "a", "size": json.Number("2"), "label": "y"}, true, false},
-		{"size differs", base, module.Record{"name": "a", "size": json.Number("3"), "label": "x"}, false, false},
-		{"does not fit", base, module.Record{"name": "a", "size": "two", "label": "x"}, false, false},
+		{"same", base, base, true, true, true},
+		{"feedback differs", base, module.Record{"name": "a", "size": json.Number("2"), "label": "x"}, true, true, true},
+		{"label differs", base, module.Record{"name": "a", "size": json.Number("2"), "label": "y"}, true, false, false},
+		{"no label in the database", unlabelled, base, true, true, false},
+		{"size differs", base, module.Record{"name": "a", "size": json.Number("3"), "label": "x"}, false, false, false},
+		{"does not fit", base, module.Record{"name": "a", "size": "two", "label": "x"}, false, false, false},
 	}
+	spec := items.Table()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := typed.Equal(tc.db, tc.cloud); got != tc.typed {
-				t.Errorf("typed Equal = %v, want %v", got, tc.typed)
+			if got := module.Equal(spec, typed, tc.db, tc.cloud); got != tc.typed {
+				t.Errorf("by a typed Equal = %v, want %v", got, tc.typed)
 			}
-			if got := plain.Equal(tc.db, tc.cloud); got != tc.plain {
-				t.Errorf("Equal without a typed one = %v, want %v", got, tc.plain)
+			if got := module.Equal(spec, compared, tc.db, tc.cloud); got != tc.compared {
+				t.Errorf("by a typed Differing = %v, want %v", got, tc.compared)
 			}
-			if got, engine := plain.Equal(tc.db, tc.cloud), module.Equal(items.Table(), struct{ module.Reader }{}, tc.db, tc.cloud); got != engine {
-				t.Errorf("Equal without a typed one = %v, module.Equal of a mapper that says nothing %v", got, engine)
+			if got := module.Equal(spec, plain, tc.db, tc.cloud); got != tc.plain {
+				t.Errorf("by neither = %v, want %v", got, tc.plain)
+			}
+			if got, engine := module.Equal(spec, plain, tc.db, tc.cloud), module.Equal(spec, struct{ module.Reader }{}, tc.db, tc.cloud); got != engine {
+				t.Errorf("by neither = %v, module.Equal of a mapper that says nothing %v", got, engine)
 			}
 		})
 	}

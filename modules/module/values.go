@@ -140,7 +140,7 @@ func (t Table) Differing(cols []string, db, cloud Record) []string {
 // cloud record differ as the engine compares them: by the mapper's
 // Comparer when it has one, else by t.Differing.
 func DifferingBy(t Table, m Reader, cols []string, db, cloud Record) []string {
-	if cmp, ok := m.(Comparer); ok {
+	if cmp := PartsOf(m).Comparer; cmp != nil {
 		return cmp.Differing(cols, db, cloud)
 	}
 	return t.Differing(cols, db, cloud)
@@ -150,7 +150,7 @@ func DifferingBy(t Table, m Reader, cols []string, db, cloud Record) []string {
 // engine compares them: by the mapper's Equaler when it has one, else on
 // every declarative column (DifferingBy).
 func Equal(t Table, m Reader, db, cloud Record) bool {
-	if eq, ok := m.(Equaler); ok {
+	if eq := PartsOf(m).Equaler; eq != nil {
 		return eq.Equal(db, cloud)
 	}
 	return len(DifferingBy(t, m, t.Declarative, db, cloud)) == 0

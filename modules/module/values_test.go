@@ -40,19 +40,17 @@ func TestSame(t *testing.T) {
 	}
 }
 
-// TestStandIn: a stand-in's name is the name with a suffix derived from
-// the old cloud id (the same for the same one), cut to fit.
-func TestStandIn(t *testing.T) {
-	want := module.Record{"name": "web", "other": "x"}
-	a, b := module.StandIn(want, "name", "sg-1", 255), module.StandIn(want, "name", "sg-1", 255)
-	if a.String("name") != b.String("name") || !strings.HasPrefix(a.String("name"), "web-iasql-") || a.String("other") != "x" || want.String("name") != "web" {
-		t.Errorf("stand-ins %v %v of %v", a, b, want)
+// TestStandInName: a stand-in's name is the name with a suffix derived
+// from the old cloud id (the same for the same one), cut to fit.
+func TestStandInName(t *testing.T) {
+	a, b := module.StandInName("web", "sg-1", 255), module.StandInName("web", "sg-1", 255)
+	if a != b || !strings.HasPrefix(a, "web-iasql-") {
+		t.Errorf("stand-ins %q %q of web", a, b)
 	}
-	if c := module.StandIn(want, "name", "sg-2", 255); c.String("name") == a.String("name") {
-		t.Errorf("two old resources, one stand-in name %s", c.String("name"))
+	if c := module.StandInName("web", "sg-2", 255); c == a {
+		t.Errorf("two old resources, one stand-in name %s", c)
 	}
-	long := module.Record{"name": strings.Repeat("n", 128)}
-	if n := module.StandIn(long, "name", "p", 128).String("name"); len(n) != 128 || !strings.HasPrefix(n, "nnn") {
+	if n := module.StandInName(strings.Repeat("n", 128), "p", 128); len(n) != 128 || !strings.HasPrefix(n, "nnn") {
 		t.Errorf("stand-in of a 128-character name: %q", n)
 	}
 }
