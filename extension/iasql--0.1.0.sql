@@ -1749,6 +1749,9 @@ BEGIN
   EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA iasql_private TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT SELECT ON iasql_private.iasql_engine_key TO %I', sidecar);
+  -- A restored database's adoption (iasql_adopt_restore) moves where iasql
+  -- counts as installed to this server's position.
+  EXECUTE pg_catalog.format('GRANT UPDATE (installed_lsn) ON iasql_private.iasql_engine_key TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_engine_mark(text) TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT SELECT, UPDATE ON iasql_private.iasql_locks TO %I', sidecar);
   -- To tell when an iasql transaction's session is idle (it then expires).
@@ -1967,6 +1970,12 @@ BEGIN
   END LOOP;
 
   DELETE FROM public.iasql_capture_progress p WHERE p.lsn_origin <> here;
+  -- Where iasql was installed is a position of the source's WAL too: here
+  -- it is now (the slot capture makes next starts after it). Left as it
+  -- was, it could lie in this server's future, and a restart before
+  -- capture records progress would take the new slot for one left by an
+  -- earlier install and drop it, with the changes made meanwhile.
+  UPDATE iasql_private.iasql_engine_key SET installed_lsn = pg_catalog.pg_current_wal_insert_lsn();
   UPDATE public.iasql_requests r
      SET status = 'failed', finished_at = pg_catalog.clock_timestamp(),
          error = 'the database was restored from a dump before the iasql sidecar answered; make the request again'
@@ -1987,7 +1996,7 @@ BEGIN
   RETURN said;
 END $$;
 COMMENT ON FUNCTION public.iasql_adopt_restore() IS
-  'Called by the capturing sidecar before it prepares its slot. When iasql_capture_progress holds another LSN origin than this database''s (it was restored from a dump), renumbers every recorded LSN in its order below this server''s positions, gives the audit trail''s rows this transaction''s id, records module rows that differ from the trail (changes not captured before the dump) as pending user changes, removes the old slots'' progress, fails unanswered requests and closes the open iasql transaction; returns what it did, or NULL when there was nothing to adopt.';
+  'Called by the capturing sidecar before it prepares its slot. When iasql_capture_progress holds another LSN origin than this database''s (it was restored from a dump), renumbers every recorded LSN in its order below this server''s positions, gives the audit trail''s rows this transaction''s id, records module rows that differ from the trail (changes not captured before the dump) as pending user changes, removes the old slots'' progress and counts iasql as installed at this server''s position (iasql_engine_key.installed_lsn), fails unanswered requests and closes the open iasql transaction; returns what it did, or NULL when there was nothing to adopt.';
 
 -- extension_only.sql
 -- Only in the extension script: pg_dump keeps the rows of these tables (and

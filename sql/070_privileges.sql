@@ -162,6 +162,9 @@ BEGIN
   EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE public.iasql_mode_id_seq TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA iasql_private TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT SELECT ON iasql_private.iasql_engine_key TO %I', sidecar);
+  -- A restored database's adoption (iasql_adopt_restore) moves where iasql
+  -- counts as installed to this server's position.
+  EXECUTE pg_catalog.format('GRANT UPDATE (installed_lsn) ON iasql_private.iasql_engine_key TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_engine_mark(text) TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT SELECT, UPDATE ON iasql_private.iasql_locks TO %I', sidecar);
   -- To tell when an iasql transaction's session is idle (it then expires).

@@ -156,6 +156,12 @@ BEGIN
   END LOOP;
 
   DELETE FROM public.iasql_capture_progress p WHERE p.lsn_origin <> here;
+  -- Where iasql was installed is a position of the source's WAL too: here
+  -- it is now (the slot capture makes next starts after it). Left as it
+  -- was, it could lie in this server's future, and a restart before
+  -- capture records progress would take the new slot for one left by an
+  -- earlier install and drop it, with the changes made meanwhile.
+  UPDATE iasql_private.iasql_engine_key SET installed_lsn = pg_catalog.pg_current_wal_insert_lsn();
   UPDATE public.iasql_requests r
      SET status = 'failed', finished_at = pg_catalog.clock_timestamp(),
          error = 'the database was restored from a dump before the iasql sidecar answered; make the request again'
@@ -176,4 +182,4 @@ BEGIN
   RETURN said;
 END $$;
 COMMENT ON FUNCTION public.iasql_adopt_restore() IS
-  'Called by the capturing sidecar before it prepares its slot. When iasql_capture_progress holds another LSN origin than this database''s (it was restored from a dump), renumbers every recorded LSN in its order below this server''s positions, gives the audit trail''s rows this transaction''s id, records module rows that differ from the trail (changes not captured before the dump) as pending user changes, removes the old slots'' progress, fails unanswered requests and closes the open iasql transaction; returns what it did, or NULL when there was nothing to adopt.';
+  'Called by the capturing sidecar before it prepares its slot. When iasql_capture_progress holds another LSN origin than this database''s (it was restored from a dump), renumbers every recorded LSN in its order below this server''s positions, gives the audit trail''s rows this transaction''s id, records module rows that differ from the trail (changes not captured before the dump) as pending user changes, removes the old slots'' progress and counts iasql as installed at this server''s position (iasql_engine_key.installed_lsn), fails unanswered requests and closes the open iasql transaction; returns what it did, or NULL when there was nothing to adopt.';

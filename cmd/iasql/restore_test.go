@@ -193,6 +193,11 @@ func TestBackupAndRestore(t *testing.T) {
 				{"capture at a new slot, progress of this origin only", `SELECT count(*) = 1 AND bool_and(lsn_origin = iasql_lsn_origin()) FROM iasql_capture_progress`},
 				{"the open transaction of the old sidecar closed", `SELECT count(*) = 0 FROM iasql_transaction`},
 				{"mode captured", `SELECT relreplident = 'f' FROM pg_class WHERE oid = 'iasql_mode'::regclass`},
+				// Where iasql counts as installed is this server's position at
+				// the adoption, not the source's: the slot made since starts
+				// after it, and a restart before it records progress does not
+				// take it for an earlier install's and drop it.
+				{"installed as of the adoption", `SELECT k.installed_lsn <= s.confirmed_flush_lsn FROM iasql_private.iasql_engine_key k, pg_replication_slots s WHERE s.slot_name = 'iasql_app_restored'`},
 			}
 			for _, c := range checks {
 				var ok bool
