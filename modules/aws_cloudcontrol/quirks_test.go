@@ -35,7 +35,7 @@ func synthetic(t *testing.T, files ...string) []string {
 
 // TestByIDEndToEnd: a type without a list handler (as AWS::EC2::Instance,
 // AWS::IAM::RolePolicy) installs as a table that manages what is created
-// from SQL: rows created, updated and deleted reach the cloud; each row is
+// from SQL: rows created, updated, replaced and deleted reach the cloud; each row is
 // read back by its identifier (a change made elsewhere comes back, a
 // resource deleted elsewhere deletes its row); a resource made elsewhere
 // is never imported.
@@ -72,6 +72,19 @@ func TestByIDEndToEnd(t *testing.T) {
 	}
 	if m := e.Mutations(); m["cloudcontrolapi:UpdateResource"] != 1 || len(m) != 1 {
 		t.Errorf("the update made %v", m)
+	}
+
+	// A create-only change replaces: the new resource made, the old one
+	// (no row names it now) still read, and deleted.
+	e.Exec(`UPDATE aws_test_widget SET widget_name = 'w1b' WHERE widget_name = 'w1'`)
+	e.Commit()
+	if c.get(typ, "w1b") == nil || c.get(typ, "w1") != nil {
+		t.Errorf("after the replacement: w1b %v, w1 %v; want w1b only", c.get(typ, "w1b"), c.get(typ, "w1"))
+	}
+	e.Exec(`UPDATE aws_test_widget SET widget_name = 'w1' WHERE widget_name = 'w1b'`)
+	e.Refresh()
+	if c.get(typ, "w1") == nil || c.get(typ, "w1b") != nil {
+		t.Errorf("after the replacement by a whole read: w1 %v, w1b %v; want w1 only", c.get(typ, "w1"), c.get(typ, "w1b"))
 	}
 
 	// Changed elsewhere: read back by its identifier.
