@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/ccmapper"
@@ -40,7 +42,7 @@ func synthetic(t *testing.T, files ...string) *env {
 func TestReadByID(t *testing.T) {
 	const typ = "AWS::Test::Widget"
 	e := synthetic(t, "by-id.json")
-	if _, err := e.cc.ListResources(t.Context(), &cloudcontrol.ListResourcesInput{TypeName: &[]string{typ}[0]}); !module.IsCode(err, "UnsupportedActionException") {
+	if _, err := e.cc.ListResources(t.Context(), &cloudcontrol.ListResourcesInput{TypeName: aws.String(typ)}); !module.IsCode(err, "UnsupportedActionException") {
 		t.Fatalf("ListResources of a type without a list handler: %v; want UnsupportedActionException, as AWS answers", err)
 	}
 	var given []module.Record
