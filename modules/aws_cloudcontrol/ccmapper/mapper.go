@@ -189,8 +189,10 @@ func (m *Mapper) readByID(ctx context.Context, call module.Call) ([]module.Recor
 		return nil, fmt.Errorf("read %s: identities: %w", m.t.TypeName, err)
 	}
 	var ids []string
+	seen := map[string]bool{}
 	for _, r := range recs {
-		if id := m.t.IdentifierOf(r); id != "" && !contains(ids, id) {
+		if id := m.t.IdentifierOf(r); id != "" && !seen[id] {
+			seen[id] = true
 			ids = append(ids, id)
 		}
 	}
