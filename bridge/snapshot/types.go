@@ -181,7 +181,11 @@ func FreshNames(snap *Snapshot) map[string]bool {
 // what each module's Prepare hook derives from the module's tables as read
 // (aws_account's regions in scope). A hook sees the rows as read and, for
 // a read-only table, the cloud's resources the database lacks (they are
-// restored by this cycle).
+// restored by this cycle); for another table, also the identities
+// (module.IdentityOf) of the resources the engine still knows that no row
+// holds: a deleted row's, a replaced one's. A mapper that reads what its
+// rows name (a Cloud Control type without a list handler, one listed per
+// parent) then still reads those, so their delete is seen and done.
 func (s *Snapshot) Prepare() {
 	rows := map[string][]module.Record{}
 	for _, ts := range s.Tables {
@@ -199,6 +203,20 @@ func (s *Snapshot) Prepare() {
 				if !have[cid] {
 					recs = append(recs, c)
 				}
+			}
+		} else {
+			known := func(cid string) {
+				if r, ok := module.IdentityOf(ts.Spec, cid); ok && cid != "" && !have[cid] {
+					have[cid] = true
+					recs = append(recs, r)
+				}
+			}
+			for _, rec := range ts.Records {
+				known(rec.CloudID)
+			}
+			for _, rp := range ts.Repl {
+				known(rp.Old)
+				known(rp.Temp)
 			}
 		}
 		rows[ts.Spec.Name] = recs

@@ -13,7 +13,10 @@
 // type whose list needs a parent (handlers.list.handlerSchema.required, as
 // AWS::Logs::SubscriptionFilter needs a log group) is listed under the
 // parents its own rows name, so one made in the cloud under a parent no row
-// names is not imported.
+// names is not imported. A type without a list handler (AWS::EC2::Instance,
+// AWS::IAM::RolePolicy) holds only what is created from its table: the
+// resources its rows name are read one by one (GetResource), and nothing
+// is imported.
 package aws_cloudcontrol
 
 import (
@@ -22,6 +25,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"slices"
@@ -46,6 +50,7 @@ var typeName = regexp.MustCompile(`^[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}::[A-Za-
 // catalog is the module.Catalog of Cloud Control resource types.
 type catalog struct {
 	lim *ratelimit.Limiter
+	log *slog.Logger
 }
 
 // Catalog returns a catalog with a rate limit of its own (IASQL_CC_RATE
@@ -55,25 +60,35 @@ func Catalog() module.Catalog {
 	if v, err := strconv.ParseFloat(os.Getenv("IASQL_CC_RATE"), 64); err == nil && v > 0 {
 		rate = v
 	}
-	return &catalog{lim: ratelimit.New(rate, 0)}
+	return &catalog{lim: ratelimit.New(rate, 0), log: slog.Default()}
 }
 
 // Offers reports whether name is a resource type name.
 func (c *catalog) Offers(name string) bool { return typeName.MatchString(name) }
 
 // Describe fetches the type's schema, refusing in one line a type that is
-// unknown or that Cloud Control cannot provision.
+// unknown or that Cloud Control cannot provision, and warns once of each
+// path the schema lists that names no property (ignored). It returns the
+// schema in the form it is stored in (schema.ToStored: jsonb holds no
+// NUL), which Module reads back.
 func (c *catalog) Describe(ctx context.Context, cfg aws.Config, name string) ([]byte, error) {
 	t, err := schema.Describe(ctx, cloudformation.NewFromConfig(cfg), name)
 	if err != nil {
 		return nil, err
 	}
-	return t.Raw, nil
+	for _, p := range t.Ignored {
+		c.log.Warn("the resource schema lists a path that names no property; ignored", "type", t.TypeName, "list", p.List, "path", p.Path)
+	}
+	return schema.ToStored(t.Raw)
 }
 
 // Module is the type's module: one table, made from the schema.
 func (c *catalog) Module(name string, definition []byte) (module.Module, error) {
-	t, err := schema.Parse(definition)
+	doc, err := schema.FromStored(definition)
+	if err != nil {
+		return module.Module{}, fmt.Errorf("%s: %w", name, err)
+	}
+	t, err := schema.Parse(doc)
 	if err != nil {
 		return module.Module{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -96,7 +111,24 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		Tables: []module.Table{spec},
 	}
 	var opts ccmapper.Options
-	if len(t.ListParents) > 0 {
+	switch {
+	case !t.Listable:
+		// No list handler: the resources to read are those the rows name
+		// (and those the engine still knows by a record whose row is
+		// gone, so a delete is seen), passed in call.Parents, the channel
+		// modules have for what they derive from their rows.
+		opts.Identities = func(call module.Call) ([]module.Record, error) {
+			ps := call.Parents[spec.Name]
+			out := make([]module.Record, len(ps))
+			for i, p := range ps {
+				out[i] = p
+			}
+			return out, nil
+		}
+		m.Prepare = func(rows map[string][]module.Record, call *module.Call) {
+			call.SetParents(spec.Name, identitiesOf(t, rows[spec.Name]))
+		}
+	case len(t.ListParents) > 0:
 		opts.Parents = func(call module.Call) ([]map[string]any, error) {
 			return call.Parents[spec.Name], nil
 		}
@@ -152,6 +184,26 @@ func parentsOf(t *schema.Type, rows []module.Record) []map[string]any {
 			seen = append(seen, key)
 			out = append(out, p)
 		}
+	}
+	return out
+}
+
+// identitiesOf are the distinct identities the rows hold: each row's
+// identifier columns, for the rows that have an identifier.
+func identitiesOf(t *schema.Type, rows []module.Record) []map[string]any {
+	var out []map[string]any
+	seen := map[string]bool{}
+	for _, r := range rows {
+		id := t.IdentifierOf(r)
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		p := map[string]any{}
+		for _, col := range t.IdentifierColumns() {
+			p[col] = r[col]
+		}
+		out = append(out, p)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 // Package ccmapper is the mapper of one Cloud Control resource type's
 // table: it reads the type with ListResources (all pages) and, where a
-// list item is partial, GetResource; it creates, updates (with an RFC 6902
+// list item is partial, GetResource (a type without a list handler: the
+// resources its rows name, one GetResource each); it creates, updates (with an RFC 6902
 // patch) and deletes with Cloud Control's asynchronous requests, answering
 // *module.Pending while a request runs and settling it in Poll
 // (GetResourceRequestStatus). Every call waits on one shared rate limiter.
@@ -51,6 +52,12 @@ type Options struct {
 	Parents func(call module.Call) ([]map[string]any, error)
 	// Concurrency bounds the GetResource calls of one Read; 8 when 0.
 	Concurrency int
+	// Identities returns, for a type without a list handler
+	// (schema.Type.Listable false), the resources to read: records holding
+	// at least the identifier's columns (the engine's integration gives
+	// those of the type's rows and of the resources it still knows them
+	// by, from call.Parents). Read fails for such a type without it.
+	Identities func(call module.Call) ([]module.Record, error)
 }
 
 // Mapper is the module.Mapper, module.Getter and module.Poller of one
@@ -106,8 +113,15 @@ func (m *Mapper) wait(ctx context.Context) error { return m.lim.Wait(ctx) }
 func (m *Mapper) DeleteBeforeCreate() bool { return m.t.ReplacementStrategy == "delete_then_create" }
 
 // PageSize is how many resources a ListResources page holds: AWS answers
-// pages of 25 whatever MaxResults asks.
-func (m *Mapper) PageSize() int { return 25 }
+// pages of 25 whatever MaxResults asks. A type without a list handler has
+// no pages (0): its Read costs a GetResource per row, never less than
+// getting the records a cycle acts on.
+func (m *Mapper) PageSize() int {
+	if !m.t.Listable {
+		return 0
+	}
+	return 25
+}
 
 // Differing names the columns of cols in which db and cloud differ by the
 // schema's rules (package diff: defaults, sets, JSON documents); read-only
@@ -134,6 +148,9 @@ func (m *Mapper) Equal(db, cloud module.Record) bool { return diff.Equal(m.t, db
 // answers pages of its own size whatever MaxResults says, so none is
 // asked), and GetResource for each item whose list model is partial.
 func (m *Mapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	if !m.t.Listable {
+		return m.readByID(ctx, call)
+	}
 	models := []map[string]any{nil}
 	if len(m.t.ListParents) > 0 {
 		if m.opts.Parents == nil {
@@ -154,6 +171,32 @@ func (m *Mapper) Read(ctx context.Context, call module.Call) ([]module.Record, e
 		items = append(items, got...)
 	}
 	return m.complete(ctx, call.Fresh, items)
+}
+
+// readByID reads a type without a list handler: the resources
+// Options.Identities names, one GetResource each (those gone are absent),
+// so nothing the rows do not name is read, and none is imported.
+// AWS: a type without a list handler answers ListResources with
+// UnsupportedActionException; GetResource reads one resource by its
+// identifier (https://docs.aws.amazon.com/cloudcontrolapi/latest/userguide/resource-operations-read.html,
+// https://docs.aws.amazon.com/cloudcontrolapi/latest/userguide/resource-operations-list.html).
+func (m *Mapper) readByID(ctx context.Context, call module.Call) ([]module.Record, error) {
+	if m.opts.Identities == nil {
+		return nil, fmt.Errorf("read %s: it has no list handler, and no identities to read were given", m.t.TypeName)
+	}
+	recs, err := m.opts.Identities(call)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: identities: %w", m.t.TypeName, err)
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if id := m.t.IdentifierOf(r); id != "" && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return regional.Records(ctx, m.opts.Concurrency, ids, m.get)
 }
 
 // list reads every page of ListResources (under parent's properties).
@@ -311,6 +354,12 @@ func (m *Mapper) Get(ctx context.Context, call module.Call, ids []string) ([]mod
 	return regional.Records(ctx, 1, ids, func(ctx context.Context, id string) (module.Record, error) {
 		ident, ok := m.t.CloudIDToIdentifier(id)
 		if !ok {
+			// No resource has it; but the identity of a type whose
+			// identifier is below a property cannot be read back (its
+			// column holds an object): that says nothing of the resource.
+			if m.t.NestedIdentifier() {
+				return nil, fmt.Errorf("read %s by identity: its identifier is below a property, which an identity does not name alone; read the table whole", m.t.TypeName)
+			}
 			return nil, nil
 		}
 		return m.get(ctx, ident)

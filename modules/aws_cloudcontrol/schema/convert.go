@@ -125,15 +125,21 @@ func (c *Column) ToProperty(v any) any {
 }
 
 // IdentifierOf is the primary identifier of a record as Cloud Control takes
-// it: the identifier columns' values in primaryIdentifier order, joined
-// with "|" (https://docs.aws.amazon.com/cloudcontrolapi/latest/userguide/resource-identifier.html);
-// "" when one is missing.
+// it: the identifier's values in primaryIdentifier order, joined with "|"
+// (https://docs.aws.amazon.com/cloudcontrolapi/latest/userguide/resource-identifier.html),
+// each read from within its column's object where the identifier is
+// below a top-level property; "" when one is missing.
 func (t *Type) IdentifierOf(r module.Record) string {
 	parts := make([]string, len(t.Identifier))
 	for i, p := range t.Identifier {
 		c, _ := t.Column(p)
-		s := r.String(c.Name)
-		if s == "" {
+		v := r[c.Name]
+		for _, k := range t.IdentifierSub[i] {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		s := module.Record{"v": v}.String("v")
+		if _, ok := v.(map[string]any); ok || s == "" {
 			return ""
 		}
 		parts[i] = s
@@ -142,8 +148,9 @@ func (t *Type) IdentifierOf(r module.Record) string {
 }
 
 // IdentityRecord is the record of only the identity an identifier names
-// (its "|"-separated values under the identifier columns), nil when the
-// identifier has not as many parts.
+// (its "|"-separated values under the identifier columns, within the
+// column's object where the identifier is below a top-level property),
+// nil when the identifier has not as many parts.
 func (t *Type) IdentityRecord(identifier string) module.Record {
 	parts := []string{identifier}
 	if len(t.Identifier) > 1 {
@@ -155,14 +162,37 @@ func (t *Type) IdentityRecord(identifier string) module.Record {
 	r := module.Record{}
 	for i, p := range t.Identifier {
 		c, _ := t.Column(p)
-		r[c.Name] = c.toColumn(parts[i])
+		sub := t.IdentifierSub[i]
+		if len(sub) == 0 {
+			r[c.Name] = c.toColumn(parts[i])
+			continue
+		}
+		m, _ := r[c.Name].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+			r[c.Name] = m
+		}
+		for _, k := range sub[:len(sub)-1] {
+			next, _ := m[k].(map[string]any)
+			if next == nil {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+		m[sub[len(sub)-1]] = parts[i]
 	}
 	return r
 }
 
 // CloudIDToIdentifier converts an identity as module.CloudIDOf renders it
-// into Cloud Control's identifier; false when it is none.
+// into Cloud Control's identifier; false when it is none (and for a type
+// whose identifier is below a top-level property, whose identity column
+// holds an object CloudIDOf does not render as JSON).
 func (t *Type) CloudIDToIdentifier(id string) (string, bool) {
+	if t.NestedIdentifier() {
+		return "", false
+	}
 	parts, ok := module.SplitCloudID(id, len(t.Identifier))
 	if !ok {
 		return "", false
@@ -173,4 +203,15 @@ func (t *Type) CloudIDToIdentifier(id string) (string, bool) {
 		}
 	}
 	return strings.Join(parts, "|"), true
+}
+
+// NestedIdentifier reports whether a part of the primary identifier is
+// below a top-level property (its column holds an object).
+func (t *Type) NestedIdentifier() bool {
+	for _, sub := range t.IdentifierSub {
+		if len(sub) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -36,21 +36,38 @@ func (t *Type) declare() module.Table {
 }
 
 // SQL is what the type's table needs beyond its columns, run after the
-// table's DDL (module.Module.SQL): the UNIQUE constraint on the identity,
-// and the comments of the constraint and of the id column (which names
-// the identity).
+// table's DDL (module.Module.SQL): the UNIQUE constraint on the identity
+// (a unique index on the values within the objects where the identifier
+// is below a top-level property: the object is not the identity), and the
+// comments of the constraint and of the id column (which names the
+// identity).
 func (t *Type) SQL() string {
 	tbl := "public." + quoteIdent(t.Table)
 	ids := t.IdentifierColumns()
-	q := make([]string, len(ids))
-	for i, c := range ids {
-		q[i] = quoteIdent(c)
-	}
 	constraint := fit(t.Table+"_identity", t.TypeName+" identity")
 	var b strings.Builder
-	fmt.Fprintf(&b, "ALTER TABLE %s ADD CONSTRAINT %s UNIQUE (%s);\n", tbl, quoteIdent(constraint), strings.Join(q, ", "))
-	fmt.Fprintf(&b, "COMMENT ON CONSTRAINT %s ON %s IS %s;\n", quoteIdent(constraint), tbl,
-		quoteLiteral("A resource appears once: its identity ("+strings.Join(ids, ", ")+") is unique."))
+	if t.NestedIdentifier() {
+		keys, names := make([]string, len(t.Identifier)), make([]string, len(t.Identifier))
+		for i, p := range t.Identifier {
+			c, _ := t.Column(p)
+			keys[i], names[i] = quoteIdent(c.Name), c.Name
+			if sub := t.IdentifierSub[i]; len(sub) > 0 {
+				keys[i] = fmt.Sprintf("(%s #>> %s)", quoteIdent(c.Name), quoteLiteral("{"+strings.Join(sub, ",")+"}"))
+				names[i] = c.Name + "." + strings.Join(sub, ".")
+			}
+		}
+		fmt.Fprintf(&b, "CREATE UNIQUE INDEX %s ON %s (%s);\n", quoteIdent(constraint), tbl, strings.Join(keys, ", "))
+		fmt.Fprintf(&b, "COMMENT ON INDEX public.%s IS %s;\n", quoteIdent(constraint),
+			quoteLiteral("A resource appears once: its identity ("+strings.Join(names, ", ")+") is unique."))
+	} else {
+		q := make([]string, len(ids))
+		for i, c := range ids {
+			q[i] = quoteIdent(c)
+		}
+		fmt.Fprintf(&b, "ALTER TABLE %s ADD CONSTRAINT %s UNIQUE (%s);\n", tbl, quoteIdent(constraint), strings.Join(q, ", "))
+		fmt.Fprintf(&b, "COMMENT ON CONSTRAINT %s ON %s IS %s;\n", quoteIdent(constraint), tbl,
+			quoteLiteral("A resource appears once: its identity ("+strings.Join(ids, ", ")+") is unique."))
+	}
 	fmt.Fprintf(&b, "COMMENT ON COLUMN %s.%s IS %s;\n", tbl, quoteIdent(IDColumn),
 		quoteLiteral("Database identifier of the row; the cloud knows the resource by "+strings.Join(ids, ", ")+"."))
 	return b.String()
@@ -68,10 +85,13 @@ func (t *Type) checkDDL() error {
 
 func (t *Type) tableComment() string {
 	s := fmt.Sprintf("%s resources (Cloud Control API). ", t.TypeName)
-	if d := strings.TrimSpace(t.Description); d != "" {
+	if d := commentText(t.Description); d != "" {
 		s += sentence(d) + " "
 	}
 	s += "Insert a row to create one, update it to change it, delete it to delete it."
+	if !t.Listable {
+		s += " The type has no list handler: the table holds only what is created from it, each row read back by its identifier (GetResource); nothing made elsewhere is imported, and a row whose resource is deleted elsewhere is deleted like any other."
+	}
 	if len(t.ListParents) > 0 {
 		s += fmt.Sprintf(" Listed per parent (%s) of the rows in this table.", strings.Join(t.ListParents, ", "))
 	}
@@ -108,7 +128,7 @@ func (t *Type) columnComment(c Column) string {
 	if c.Default != nil {
 		notes = append(notes, fmt.Sprintf("absent means %v", c.Default))
 	}
-	s := sentence(strings.TrimSpace(c.Description))
+	s := sentence(commentText(c.Description))
 	if len(notes) > 0 {
 		if s != "" {
 			s += " "
@@ -119,6 +139,13 @@ func (t *Type) columnComment(c Column) string {
 		s = "Property " + c.Property + "."
 	}
 	return s
+}
+
+// commentText is a schema's description as a comment holds it: trimmed,
+// without NUL characters (a schema may hold \u0000; PostgreSQL's text
+// cannot).
+func commentText(s string) string {
+	return strings.TrimSpace(strings.ReplaceAll(s, "\x00", ""))
 }
 
 // sentence ends s with a full stop.

@@ -82,10 +82,24 @@ type Type struct {
 	Description string
 	Table       string // aws_logs_log_group
 	Columns     []Column
-	// Identifier is the primaryIdentifier's properties, in order (a
-	// composite identifier has several; Cloud Control joins their values
-	// with "|").
+	// Identifier is the primaryIdentifier's top-level properties, in
+	// order (a composite identifier has several; Cloud Control joins their
+	// values with "|").
 	Identifier []string
+	// IdentifierSub is, per Identifier entry, the keys below its
+	// top-level property where the value is (nil: the property itself):
+	// AWS::QuickSight::RefreshSchedule's /properties/Schedule/ScheduleId
+	// is {"ScheduleId"} below Schedule.
+	IdentifierSub [][]string
+	// Listable: the type has a list handler. Without one its table holds
+	// only what is created from it: each row is read back by GetResource
+	// (by its identifier) and nothing is imported.
+	Listable bool
+	// Ignored are the readOnlyProperties, writeOnlyProperties and
+	// createOnlyProperties paths that name no property (real schemas
+	// keep some after a property is removed): left out, with a warning at
+	// install.
+	Ignored []IgnoredPath
 	// ListParents are the properties the list handler needs
 	// (handlers.list.handlerSchema.required): the type is listed per
 	// parent, with those properties in ListResources' ResourceModel.
@@ -102,6 +116,12 @@ type Type struct {
 	byProp map[string]int
 	byCol  map[string]int
 	table  module.Table // declared (ModuleTable)
+}
+
+// IgnoredPath is a path of one of a schema's lists (readOnlyProperties,
+// writeOnlyProperties, createOnlyProperties) that names no property.
+type IgnoredPath struct {
+	List, Path string
 }
 
 // ErrNotProvisionable is wrapped by Parse and CheckProvisioning for a type
@@ -198,10 +218,11 @@ func topProp(pointer string) (string, string, bool) {
 }
 
 // Parse reads a resource schema. It refuses a type without create, read
-// and delete handlers (not provisionable: the DescribeType rule) or
-// without a list handler (a table is read by listing), a schema without
-// typeName, properties or primaryIdentifier, and property names whose
-// columns would collide.
+// and delete handlers (not provisionable: the DescribeType rule), a schema
+// without typeName, properties or primaryIdentifier, and property names
+// whose columns would collide. A type without a list handler is not
+// Listable; paths of readOnlyProperties, writeOnlyProperties and
+// createOnlyProperties that name no property are Ignored.
 func Parse(doc []byte) (*Type, error) {
 	var s rawSchema
 	dec := json.NewDecoder(strings.NewReader(string(doc)))
@@ -216,9 +237,6 @@ func Parse(doc []byte) (*Type, error) {
 		if _, ok := s.Handlers[h]; !ok {
 			return nil, fmt.Errorf("%s: %w (no %s handler)", s.TypeName, ErrNotProvisionable, h)
 		}
-	}
-	if _, ok := s.Handlers["list"]; !ok {
-		return nil, fmt.Errorf("%s: no list handler, so its resources cannot be read as a table", s.TypeName)
 	}
 	if len(s.Properties) == 0 {
 		return nil, fmt.Errorf("%s: the schema has no properties", s.TypeName)
@@ -235,6 +253,7 @@ func Parse(doc []byte) (*Type, error) {
 		t.ReplacementStrategy = "create_then_delete"
 	}
 	_, t.Updatable = s.Handlers["update"]
+	_, t.Listable = s.Handlers["list"]
 	if ls := s.Handlers["list"].HandlerSchema; ls != nil {
 		t.ListParents = slices.Clone(ls.Required)
 	}
@@ -257,16 +276,29 @@ func Parse(doc []byte) (*Type, error) {
 	})
 	// The identifier's properties first, then the others by name: a
 	// predictable column order.
+	// An identifier below a top-level property
+	// (/properties/Schedule/ScheduleId) is read from within it: the
+	// property's column is the identity column.
 	var ident []string
 	for _, p := range s.PrimaryIdentifier {
 		name, sub, ok := topProp(p)
-		if !ok || sub != "" || s.Properties[name] == nil {
-			return nil, fmt.Errorf("%s: primaryIdentifier %s is not a top-level property", s.TypeName, p)
+		if !ok || s.Properties[name] == nil {
+			return nil, fmt.Errorf("%s: primaryIdentifier %s names no property", s.TypeName, p)
+		}
+		var keys []string
+		if sub != "" {
+			keys = strings.Split(sub, "/")
 		}
 		ident = append(ident, name)
+		t.IdentifierSub = append(t.IdentifierSub, keys)
 	}
 	t.Identifier = ident
-	order := slices.Clone(ident)
+	var order []string
+	for _, n := range ident {
+		if !slices.Contains(order, n) {
+			order = append(order, n)
+		}
+	}
 	for _, n := range names {
 		if !slices.Contains(ident, n) {
 			order = append(order, n)
@@ -330,7 +362,12 @@ func Parse(doc []byte) (*Type, error) {
 			}
 			i, ok := t.byProp[name]
 			if !ok {
-				return fmt.Errorf("%s: %s path %q names no property", s.TypeName, what, path)
+				// The schema names a property it does not define (AWS's
+				// schemas keep some after a property is removed: EC2
+				// Instance's /properties/LicenseSpecification): nothing
+				// to mark.
+				t.Ignored = append(t.Ignored, IgnoredPath{what, path})
+				continue
 			}
 			set(&t.Columns[i], sub, path)
 		}
@@ -410,12 +447,15 @@ func (t *Type) ColumnNamed(name string) (*Column, bool) {
 	return &t.Columns[i], true
 }
 
-// IdentifierColumns are the columns of the primary identifier, in order.
+// IdentifierColumns are the columns of the primary identifier, in order,
+// each once (two identifier paths below one property make one column).
 func (t *Type) IdentifierColumns() []string {
-	out := make([]string, len(t.Identifier))
-	for i, p := range t.Identifier {
+	var out []string
+	for _, p := range t.Identifier {
 		c, _ := t.Column(p)
-		out[i] = c.Name
+		if !slices.Contains(out, c.Name) {
+			out = append(out, c.Name)
+		}
 	}
 	return out
 }

@@ -304,11 +304,10 @@ func TestParseRefuses(t *testing.T) {
 	}{
 		{"no create handler", base(`"read": {}, "delete": {}, "list": {}`, `"Name": {"type": "string"}`), "no create handler", true},
 		{"no delete handler", base(`"create": {}, "read": {}, "list": {}`, `"Name": {"type": "string"}`), "no delete handler", true},
-		{"no list handler", base(`"create": {}, "read": {}, "delete": {}`, `"Name": {"type": "string"}`), "no list handler", false},
 		{"colliding columns", base(all, `"Name": {"type": "string"}, "NAME": {"type": "string"}`), "both make column", false},
 		{"the engine's id", base(all, `"Name": {"type": "string"}, "ID": {"type": "string"}, "AwsId": {"type": "string"}`), "both make column", false},
 		{"a table name not starting with a letter", `{"typeName": "1Abc::T::T", "properties": {"Name": {"type": "string"}}, "primaryIdentifier": ["/properties/Name"], "handlers": {` + all + `}}`, "does not start with a letter", false},
-		{"identifier not a property", `{"typeName": "AWS::T::T", "properties": {"A": {"type": "string"}}, "primaryIdentifier": ["/properties/B"], "handlers": {` + all + `}}`, "not a top-level property", false},
+		{"identifier not a property", `{"typeName": "AWS::T::T", "properties": {"A": {"type": "string"}}, "primaryIdentifier": ["/properties/B"], "handlers": {` + all + `}}`, "names no property", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
