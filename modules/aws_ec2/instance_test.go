@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -509,5 +510,42 @@ func TestReadReusesUserData(t *testing.T) {
 	e.read()
 	if calls := e.em.Calls(); !maps.Equal(calls, map[string]int{"ec2:DescribeInstances": 1, "ec2:DescribeInstanceAttribute": 3}) {
 		t.Errorf("a fresh read called %v, want the user data of each instance", calls)
+	}
+}
+
+// TestReadRecord pins what Read and a create answer, in the engine's form
+// (Table.Canonical), to what the record mapper gave before the table was
+// declared by a type: every column, a NULL as nil (no key pair, no user
+// data, no public address in a subnet that gives none), the groups
+// sorted, the launch time in RFC 3339 UTC, and the client token under
+// module.TokenTag.
+func TestReadRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	got := e.create(e.want(func(r module.Record) {
+		r["security_group_ids"] = anys(e.groups[2], e.groups[0])
+		r["user_data"] = nil
+	}), "token-r")
+	table := aws_ec2.InstanceTable()
+	id := got.String("instance_id")
+	read, err := table.Canonical(e.readOne(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	launched, err := time.Parse(time.RFC3339Nano, read.String("launch_time"))
+	if err != nil || !strings.HasSuffix(read.String("launch_time"), "Z") || time.Since(launched) > time.Minute {
+		t.Errorf("launch_time = %q (%v), want a recent RFC 3339 UTC time", read.String("launch_time"), err)
+	}
+	want := module.Record{
+		"ami": ami, "instance_type": "t3.micro", "subnet_id": e.subnet, "security_group_ids": anys(e.groups[0], e.groups[2]),
+		"key_name": nil, "user_data": nil, "tags": map[string]any{"Name": "web-1"}, "state": "running", "region": "us-east-1",
+		"instance_id": id, "private_ip_address": "10.1.1.4", "public_ip_address": nil, "launch_time": read["launch_time"],
+		"observed_state": "running", module.TokenTag: "token-r",
+	}
+	if !strings.HasPrefix(id, "i-") || !reflect.DeepEqual(read, want) {
+		t.Errorf("Read's record\n%#v\nwant\n%#v", read, want)
+	}
+	if created, err := table.Canonical(got); err != nil || !reflect.DeepEqual(created, want) {
+		t.Errorf("the create answered\n%#v (%v)\nwant\n%#v", created, err, want)
 	}
 }
