@@ -36,46 +36,42 @@ var uninstallSQL string
 //go:embed upgrades
 var upgrades embed.FS
 
-// InstanceTable is the instance table's declaration.
-func InstanceTable() module.Table {
-	return module.Table{
-		Name: "instance",
-		Comment: "EC2 instances of the enabled regions (terminated ones are left out). Insert a row (ami, instance_type, and usually subnet_id and security_group_ids) to launch an instance; " +
-			"instance_id is filled in once AWS has launched it. Changing ami, subnet_id, key_name or region replaces the instance; changing instance_type or user_data stops it, " +
-			"modifies it and starts it again (when state is running); security groups and tags change in place; state stops or starts it. Delete the row to terminate the instance.",
-		Columns: []module.Column{
-			{Name: "ami", Type: "text", NotNull: true, CreateOnly: true,
-				Comment: "Image (AMI) id the instance is launched from, ami- and 8 or 17 hex digits. Fixed at launch: changing it replaces the instance."},
-			{Name: "instance_type", Type: "text", NotNull: true,
-				Comment: "Instance type, e.g. t3.micro. Changing it stops the instance, modifies it and starts it again."},
-			{Name: "subnet_id", Type: "bigint", CreateOnly: true, Ref: "subnet",
-				Comment: "The subnet (subnet.id) the instance is launched in; NULL: a default subnet of AWS's choice, whose row the engine writes here once the instance is launched. Fixed at launch: changing it replaces the instance."},
-			{Name: "security_group_ids", Type: "bigint[]", NotNull: true, Default: "'{}'", Ref: "security_group",
-				Comment: "Security groups (security_group.id) of the instance, in any order; empty: the VPC's default group, AWS's choice at launch, whose row the engine writes here once the instance is launched. Changed in place."},
-			{Name: "key_name", Type: "text", CreateOnly: true,
-				Comment: "Name of the key pair for SSH; NULL for none. Fixed at launch: changing it replaces the instance."},
-			{Name: "user_data", Type: "text",
-				Comment: "User data (the text, not base64), at most 16 KB. Changing it stops the instance, modifies it and starts it again; by default cloud-init runs it only at the first boot."},
-			{Name: "tags", Type: "jsonb", NotNull: true, Default: "'{}'", Comment: "Tags as a JSON object of key to value (AWS's own aws:* tags are left out)."},
-			{Name: "state", Type: "text", NotNull: true, Default: "'running'",
-				Comment: "Desired state: running or stopped. A pending instance counts as running and a stopping one as stopped."},
-			{Name: "region", Type: "text", NotNull: true, Default: "public.default_aws_region()", CreateOnly: true,
-				Comment: "Region of the instance: its subnet's (default: default_aws_region()). Fixed at launch: changing it replaces the instance."},
-			{Name: "instance_id", Type: "text", Kind: module.Feedback, CloudID: true,
-				Comment: "The instance's id (i-…), given by AWS at launch (from the cloud; changes when the instance is replaced)."},
-			{Name: "private_ip_address", Type: "inet", Kind: module.Feedback, Comment: "Primary private IPv4 address (from the cloud)."},
-			{Name: "public_ip_address", Type: "inet", Kind: module.Feedback,
-				Comment: "Public IPv4 address, if any (from the cloud; changes when the instance is stopped and started)."},
-			{Name: "launch_time", Type: "timestamp with time zone", Kind: module.Feedback,
-				Comment: "When the instance was last launched or started (from the cloud)."},
-			{Name: "observed_state", Type: "text", Kind: module.Feedback,
-				Comment: "The state AWS reports: pending, running, stopping or stopped (from the cloud)."},
-		},
-		Region: "region",
-		// Of two instances one launch's token made, the first launched is kept.
-		Created: "launch_time",
-	}.Declare()
+// Instance is a row of the instance table: an EC2 instance (API
+// Reference, Instance:
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Instance.html).
+// Its fields declare the table's columns (module.Typed); a column AWS may
+// leave empty is a pointer (NULL, not "").
+type Instance struct {
+	AMI            string         `iasql:"ami,createonly,notnull" comment:"Image (AMI) id the instance is launched from, ami- and 8 or 17 hex digits. Fixed at launch: changing it replaces the instance."`
+	Type           string         `iasql:"instance_type,notnull" comment:"Instance type, e.g. t3.micro. Changing it stops the instance, modifies it and starts it again."`
+	Subnet         *string        `iasql:"subnet_id,createonly,ref=subnet,type=bigint" comment:"The subnet (subnet.id) the instance is launched in; NULL: a default subnet of AWS's choice, whose row the engine writes here once the instance is launched. Fixed at launch: changing it replaces the instance."`
+	SecurityGroups []string       `iasql:"security_group_ids,notnull,ref=security_group,default='{}'" comment:"Security groups (security_group.id) of the instance, in any order; empty: the VPC's default group, AWS's choice at launch, whose row the engine writes here once the instance is launched. Changed in place."`
+	KeyName        *string        `iasql:"key_name,createonly" comment:"Name of the key pair for SSH; NULL for none. Fixed at launch: changing it replaces the instance."`
+	UserData       *string        `iasql:"user_data" comment:"User data (the text, not base64), at most 16 KB. Changing it stops the instance, modifies it and starts it again; by default cloud-init runs it only at the first boot."`
+	Tags           map[string]any `iasql:"tags,notnull,default='{}'" comment:"Tags as a JSON object of key to value (AWS's own aws:* tags are left out)."`
+	State          string         `iasql:"state,notnull,default='running'" comment:"Desired state: running or stopped. A pending instance counts as running and a stopping one as stopped."`
+	Region         string         `iasql:"region,createonly,notnull,default=public.default_aws_region()" comment:"Region of the instance: its subnet's (default: default_aws_region()). Fixed at launch: changing it replaces the instance."`
+	ID             string         `iasql:"instance_id,id,feedback" comment:"The instance's id (i-…), given by AWS at launch (from the cloud; changes when the instance is replaced)."`
+	PrivateIP      *string        `iasql:"private_ip_address,feedback,type=inet" comment:"Primary private IPv4 address (from the cloud)."`
+	PublicIP       *string        `iasql:"public_ip_address,feedback,type=inet" comment:"Public IPv4 address, if any (from the cloud; changes when the instance is stopped and started)."`
+	LaunchTime     time.Time      `iasql:"launch_time,feedback" comment:"When the instance was last launched or started (from the cloud)."`
+	ObservedState  string         `iasql:"observed_state,feedback" comment:"The state AWS reports: pending, running, stopping or stopped (from the cloud)."`
+	Token          string         `iasql:",token"`
 }
+
+// instances is the instance table, declared by Instance.
+var instances = module.Declare[Instance](module.Table{
+	Name: "instance",
+	Comment: "EC2 instances of the enabled regions (terminated ones are left out). Insert a row (ami, instance_type, and usually subnet_id and security_group_ids) to launch an instance; " +
+		"instance_id is filled in once AWS has launched it. Changing ami, subnet_id, key_name or region replaces the instance; changing instance_type or user_data stops it, " +
+		"modifies it and starts it again (when state is running); security groups and tags change in place; state stops or starts it. Delete the row to terminate the instance.",
+	Region: "region",
+	// Of two instances one launch's token made, the first launched is kept.
+	Created: "launch_time",
+})
+
+// InstanceTable is the instance table's declaration.
+func InstanceTable() module.Table { return instances.Table() }
 
 // Module returns the aws_ec2 module.
 func Module() module.Module {
@@ -105,15 +101,16 @@ type Options struct {
 	UserDataTTL time.Duration
 }
 
-// NewMapper returns the instance mapper for cfg.
-func NewMapper(cfg aws.Config, o Options) module.Mapper {
+// NewMapper returns the instance mapper for cfg, as the engine calls it
+// (module.PartsOf says what it answers).
+func NewMapper(cfg aws.Config, o Options) module.Reader {
 	ttl := o.UserDataTTL
 	if ttl == 0 {
 		ttl = detailTTL()
 	} else if ttl < 0 {
 		ttl = 0
 	}
-	return &instanceMapper{c: ec2x.NewClients(cfg), t: InstanceTable(), groups: aws_security_group.GroupTable(), pollAfter: o.PollAfter, userData: detail.NewCache[string](ttl)}
+	return instances.Mapper(&instanceMapper{c: ec2x.NewClients(cfg), groups: aws_security_group.GroupTable(), pollAfter: o.PollAfter, userData: detail.NewCache[string](ttl)})
 }
 
 // detailTTL is IASQL_EC2_DETAIL_TTL (a duration; 0 turns reuse off),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -44,7 +43,6 @@ import (
 
 type instanceMapper struct {
 	c         *ec2x.Clients
-	t         module.Table // instance's declaration
 	groups    module.Table // security_group's: how the engine names groups
 	pollAfter time.Duration
 	userData  *detail.Cache[string] // by instance id: the decoded user data
@@ -73,42 +71,26 @@ func stateOf(in types.Instance) types.InstanceStateName {
 	return in.State.Name
 }
 
-// record is an instance in cloud form (subnet and groups by their cloud
-// ids), with userData its decoded user data.
-func (m *instanceMapper) record(region string, in types.Instance, userData string) module.Record {
-	var groups []string
+// instance is an instance found in region as a row (subnet and groups by
+// their cloud ids, the groups sorted), with userData its decoded user data.
+func (m *instanceMapper) instance(region string, in types.Instance, userData string) Instance {
+	v := Instance{
+		AMI: aws.ToString(in.ImageId), Type: string(in.InstanceType), Subnet: nonEmpty(in.SubnetId), SecurityGroups: []string{},
+		KeyName: nonEmpty(in.KeyName), UserData: nonEmpty(&userData), Tags: ec2x.Tags(in.Tags), // without aws:* and the token tag
+		State: desired(stateOf(in)), Region: region, ID: aws.ToString(in.InstanceId),
+		PrivateIP: nonEmpty(in.PrivateIpAddress), PublicIP: nonEmpty(in.PublicIpAddress), LaunchTime: aws.ToTime(in.LaunchTime),
+		ObservedState: string(stateOf(in)), Token: ec2x.TokenOf(in.Tags),
+	}
 	for _, g := range in.SecurityGroups {
-		groups = append(groups, ec2x.GroupCloudID(m.groups, aws.ToString(in.VpcId), aws.ToString(g.GroupName)))
+		v.SecurityGroups = append(v.SecurityGroups, ec2x.GroupCloudID(m.groups, aws.ToString(in.VpcId), aws.ToString(g.GroupName)))
 	}
-	slices.Sort(groups)
-	sg := make([]any, len(groups))
-	for i, g := range groups {
-		sg[i] = g
-	}
-	r := module.Record{
-		"instance_id":        aws.ToString(in.InstanceId),
-		"ami":                aws.ToString(in.ImageId),
-		"instance_type":      string(in.InstanceType),
-		"subnet_id":          nilIfEmpty(aws.ToString(in.SubnetId)),
-		"security_group_ids": sg,
-		"key_name":           nilIfEmpty(aws.ToString(in.KeyName)),
-		"user_data":          nilIfEmpty(userData),
-		"tags":               ec2x.Tags(in.Tags), // without aws:* and the token tag
-		"state":              desired(stateOf(in)),
-		"region":             region,
-		"private_ip_address": nilIfEmpty(aws.ToString(in.PrivateIpAddress)),
-		"public_ip_address":  nilIfEmpty(aws.ToString(in.PublicIpAddress)),
-		"launch_time":        module.Time(aws.ToTime(in.LaunchTime)),
-		"observed_state":     string(stateOf(in)),
-	}
-	if tok := ec2x.TokenOf(in.Tags); tok != "" {
-		r[module.TokenTag] = tok
-	}
-	return r
+	slices.Sort(v.SecurityGroups)
+	return v
 }
 
-func nilIfEmpty(s string) any {
-	if s == "" {
+// nonEmpty is s, nil when AWS leaves it out or empty: NULL in the row.
+func nonEmpty(s *string) *string {
+	if aws.ToString(s) == "" {
 		return nil
 	}
 	return s
@@ -119,9 +101,9 @@ func nilIfEmpty(s string) any {
 // state), each with its user data (DescribeInstanceAttribute, which
 // DescribeInstances does not carry; reused from an earlier read within the
 // TTL unless the call asks for it fresh).
-func (m *instanceMapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+func (m *instanceMapper) Read(ctx context.Context, call module.Call) ([]Instance, error) {
 	due := m.userData.Due()
-	return m.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
+	return regional.Each(ctx, m.c.Clients, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]Instance, error) {
 		return m.describe(ctx, call.Fresh, region, cl, &ec2.DescribeInstancesInput{
 			MaxResults: aws.Int32(ec2x.PageSize),
 			Filters:    []types.Filter{{Name: aws.String("instance-state-name"), Values: liveStates}},
@@ -129,8 +111,8 @@ func (m *instanceMapper) Read(ctx context.Context, call module.Call) ([]module.R
 	})
 }
 
-// describe lists the instances in matches (all pages) as records.
-func (m *instanceMapper) describe(ctx context.Context, fresh module.Fresh, region string, cl *ec2.Client, in *ec2.DescribeInstancesInput, due map[string]bool) ([]module.Record, error) {
+// describe lists the instances in matches (all pages) as rows.
+func (m *instanceMapper) describe(ctx context.Context, fresh module.Fresh, region string, cl *ec2.Client, in *ec2.DescribeInstancesInput, due map[string]bool) ([]Instance, error) {
 	insts, err := regional.Pages(ctx, ec2.NewDescribeInstancesPaginator(cl, in), func(page *ec2.DescribeInstancesOutput) []types.Instance {
 		var out []types.Instance
 		for _, res := range page.Reservations {
@@ -141,7 +123,7 @@ func (m *instanceMapper) describe(ctx context.Context, fresh module.Fresh, regio
 	if err != nil {
 		return nil, fmt.Errorf("describe instances in %s: %w", region, err)
 	}
-	var out []module.Record
+	var out []Instance
 	for _, inst := range insts {
 		if desired(stateOf(inst)) == "" {
 			continue
@@ -152,7 +134,7 @@ func (m *instanceMapper) describe(ctx context.Context, fresh module.Fresh, regio
 		} else if err != nil {
 			return nil, err
 		}
-		out = append(out, m.record(region, inst, ud))
+		out = append(out, m.instance(region, inst, ud))
 	}
 	return out, nil
 }
@@ -184,14 +166,14 @@ func (m *instanceMapper) readUserData(ctx context.Context, fresh module.Fresh, c
 // Get reads the instances of ids (instance ids), fresh, as Read would: by an
 // instance-id filter in each region of the scope (a filter, unlike
 // InstanceIds, answers a missing id with nothing instead of an error).
-func (m *instanceMapper) Get(ctx context.Context, call module.Call, ids []string) ([]module.Record, error) {
+func (m *instanceMapper) Get(ctx context.Context, call module.Call, ids []string) ([]Instance, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return m.c.EachRegion(ctx, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]module.Record, error) {
-		var out []module.Record
+	return regional.Each(ctx, m.c.Clients, call.Scope, func(ctx context.Context, region string, cl *ec2.Client) ([]Instance, error) {
+		var out []Instance
 		for chunk := range slices.Chunk(ids, 200) {
-			recs, err := m.describe(ctx, module.Fresh{All: true}, region, cl, &ec2.DescribeInstancesInput{
+			vs, err := m.describe(ctx, module.Fresh{All: true}, region, cl, &ec2.DescribeInstancesInput{
 				MaxResults: aws.Int32(ec2x.PageSize),
 				Filters: []types.Filter{
 					{Name: aws.String("instance-id"), Values: chunk},
@@ -201,7 +183,7 @@ func (m *instanceMapper) Get(ctx context.Context, call module.Call, ids []string
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, recs...)
+			out = append(out, vs...)
 		}
 		return out, nil
 	})
@@ -211,20 +193,20 @@ func (m *instanceMapper) Get(ctx context.Context, call module.Call, ids []string
 // region (nil when none did), by its token tag. RunInstances' own
 // ClientToken already makes a repeated create answer the same instance;
 // this lets the engine adopt it without calling RunInstances again.
-func (m *instanceMapper) Find(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
+func (m *instanceMapper) Find(ctx context.Context, call module.Call, want Instance) (*Instance, error) {
 	token := call.Token
-	region := m.c.RegionOr(call.Scope, want.String("region"))
-	recs, err := m.describe(ctx, module.Fresh{All: true}, region, m.c.Region(region), &ec2.DescribeInstancesInput{
+	region := m.c.RegionOr(call.Scope, want.Region)
+	vs, err := m.describe(ctx, module.Fresh{All: true}, region, m.c.Region(region), &ec2.DescribeInstancesInput{
 		Filters: append(ec2x.TokenFilter(token),
 			types.Filter{Name: aws.String("instance-state-name"), Values: liveStates}),
 	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("find the instance of client token %s in %s: %w", token, region, err)
 	}
-	if len(recs) == 0 {
+	if len(vs) == 0 {
 		return nil, nil
 	}
-	return recs[0], nil
+	return &vs[0], nil
 }
 
 // terminal are the errors retrying cannot fix: bad input the database
@@ -245,49 +227,45 @@ var terminal = ec2x.Terminal.With("InvalidAMIID.Malformed", "InvalidAMIID.NotFou
 // pending: Create answers a *module.Pending whose Record is the instance
 // (its instance_id) and whose Poll waits for running, then stops it when
 // the row wants it stopped (a pending instance cannot be stopped).
-func (m *instanceMapper) Create(ctx context.Context, call module.Call, want module.Record) (module.Record, error) {
-	region := m.c.RegionOr(call.Scope, want.String("region"))
+func (m *instanceMapper) Create(ctx context.Context, call module.Call, want Instance) (Instance, error) {
+	region := m.c.RegionOr(call.Scope, want.Region)
 	token := call.Token
+	groups, err := ec2x.GroupIDs(ctx, m.c.Region(region), m.groups, module.Strings(want.SecurityGroups))
+	if err != nil {
+		return Instance{}, err
+	}
 	in := &ec2.RunInstancesInput{
-		ImageId:           aws.String(want.String("ami")),
-		InstanceType:      types.InstanceType(want.String("instance_type")),
+		ImageId:           aws.String(want.AMI),
+		InstanceType:      types.InstanceType(want.Type),
 		MinCount:          aws.Int32(1),
 		MaxCount:          aws.Int32(1),
-		TagSpecifications: ec2x.TagSpec(types.ResourceTypeInstance, want["tags"], token),
+		TagSpecifications: ec2x.TagSpec(types.ResourceTypeInstance, want.Tags, token),
+		SecurityGroupIds:  groups,
+		SubnetId:          nonEmpty(want.Subnet),
+		KeyName:           nonEmpty(want.KeyName),
 	}
-	groups, err := ec2x.GroupIDs(ctx, m.c.Region(region), m.groups, module.Strings(want["security_group_ids"]))
-	if err != nil {
-		return nil, err
-	}
-	in.SecurityGroupIds = groups
 	if token != "" {
 		in.ClientToken = aws.String(token) // else the SDK makes one per call, kept across its retries
 	}
-	if s := want.String("subnet_id"); s != "" {
-		in.SubnetId = aws.String(s)
-	}
-	if k := want.String("key_name"); k != "" {
-		in.KeyName = aws.String(k)
-	}
-	ud := want.String("user_data")
+	ud := aws.ToString(want.UserData)
 	if ud != "" {
 		in.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(ud)))
 	}
 	out, err := m.c.Region(region).RunInstances(ctx, in)
 	if err != nil {
-		return nil, terminal.Classify(err, "launch an instance of %s in %s", want.String("ami"), region)
+		return Instance{}, terminal.Classify(err, "launch an instance of %s in %s", want.AMI, region)
 	}
 	if len(out.Instances) != 1 {
-		return nil, fmt.Errorf("launch an instance of %s in %s: AWS answered %d instances", want.String("ami"), region, len(out.Instances))
+		return Instance{}, fmt.Errorf("launch an instance of %s in %s: AWS answered %d instances", want.AMI, region, len(out.Instances))
 	}
 	inst := out.Instances[0]
 	id := aws.ToString(inst.InstanceId)
 	m.userData.Put(id, id, ud)
 	steps := []string{stepStart}
-	if want.String("state") == "stopped" {
+	if want.State == "stopped" {
 		steps = append(steps, stepStop)
 	}
-	return m.advance(ctx, call.Fresh, region, id, steps, &inst)
+	return m.settle(ctx, call.Fresh, region, id, steps, &inst)
 }
 
 // The steps of an operation a Pending's handle carries, done in order by
@@ -317,7 +295,7 @@ func parseHandle(h string) (region, id string, steps []string, err error) {
 }
 
 // Poll carries on with the operation a handle names (see advance).
-func (m *instanceMapper) Poll(ctx context.Context, call module.Call, h string) (module.Record, error) {
+func (m *instanceMapper) Poll(ctx context.Context, call module.Call, h string) (*Instance, error) {
 	region, id, steps, err := parseHandle(h)
 	if err != nil {
 		return nil, err
@@ -351,7 +329,7 @@ func (m *instanceMapper) describeOne(ctx context.Context, cl *ec2.Client, id str
 // the handle of what is left. With every step done it answers the instance
 // as Read would (nil after stepGone). known is the instance as a call just
 // answered it (nil: describe it).
-func (m *instanceMapper) advance(ctx context.Context, fresh module.Fresh, region, id string, steps []string, known *types.Instance) (module.Record, error) {
+func (m *instanceMapper) advance(ctx context.Context, fresh module.Fresh, region, id string, steps []string, known *types.Instance) (*Instance, error) {
 	cl := m.c.Region(region)
 	inst := known
 	for {
@@ -376,7 +354,8 @@ func (m *instanceMapper) advance(ctx context.Context, fresh module.Fresh, region
 			if err != nil {
 				return nil, err
 			}
-			return m.record(region, *inst, ud), nil
+			v := m.instance(region, *inst, ud)
+			return &v, nil
 		}
 		step := steps[0]
 		if step == stepGone {
@@ -463,16 +442,25 @@ func (m *instanceMapper) advance(ctx context.Context, fresh module.Fresh, region
 	}
 }
 
+// settle is advance for a create or an update, which end with the
+// instance (only stepGone ends with none).
+func (m *instanceMapper) settle(ctx context.Context, fresh module.Fresh, region, id string, steps []string, known *types.Instance) (Instance, error) {
+	v, err := m.advance(ctx, fresh, region, id, steps, known)
+	if err != nil {
+		return Instance{}, err
+	}
+	return *v, nil
+}
+
 // pending answers a step that waits: the handle of the steps left, and what
-// is known of the instance.
+// is known of the instance (its id and region at least).
 func (m *instanceMapper) pending(region, id string, steps []string, inst *types.Instance) error {
-	p := &module.Pending{Handle: handle(region, id, steps), RetryAfter: m.pollAfter,
-		Record: module.Record{"instance_id": id, "region": region}}
+	v := Instance{ID: id, Region: region}
 	if inst != nil {
 		ud, _ := m.userData.Get(module.Fresh{}, id, id, nil)
-		p.Record = m.record(region, *inst, ud)
+		v = m.instance(region, *inst, ud)
 	}
-	return p
+	return instances.Pending(handle(region, id, steps), m.pollAfter, &v)
 }
 
 // Update makes the instance have want's declarative columns: ami, subnet,
@@ -491,52 +479,48 @@ func (m *instanceMapper) pending(region, id string, steps []string, inst *types.
 // rather than a replacement (the instance and its disks stay); cloud-init
 // runs user data at the first boot only, which the column's comment says.
 // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html
-func (m *instanceMapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
-	if len(m.Differing(m.t.CreateOnly, want, have)) > 0 {
-		return nil, module.ErrReplace
+func (m *instanceMapper) Update(ctx context.Context, call module.Call, want, have Instance) (Instance, error) {
+	if len(m.Differing(instances.Table().CreateOnly, want, have)) > 0 {
+		return Instance{}, module.ErrReplace
 	}
-	region := have.String("region")
-	id := have.String("instance_id")
+	region, id := have.Region, have.ID
 	cl := m.c.Region(region)
-	got := maps.Clone(have)
-	if !tags.Same(want["tags"], have["tags"]) {
-		if err := ec2x.SyncTags(ctx, cl, id, want["tags"], have["tags"]); err != nil {
-			return nil, err
+	got := have
+	if !tags.Same(want.Tags, have.Tags) {
+		if err := ec2x.SyncTags(ctx, cl, id, want.Tags, have.Tags); err != nil {
+			return Instance{}, err
 		}
-		got["tags"] = want["tags"]
+		got.Tags = want.Tags
 	}
 	// No groups wanted is AWS's choice at launch (see Differing), not
 	// "none": an instance in a VPC has at least one group.
 	if len(m.Differing([]string{"security_group_ids"}, want, have)) > 0 {
-		groups, err := ec2x.GroupIDs(ctx, cl, m.groups, module.Strings(want["security_group_ids"]))
+		groups, err := ec2x.GroupIDs(ctx, cl, m.groups, module.Strings(want.SecurityGroups))
 		if err != nil {
-			return nil, err
+			return Instance{}, err
 		}
 		if _, err := cl.ModifyInstanceAttribute(ctx, &ec2.ModifyInstanceAttributeInput{
 			InstanceId: aws.String(id), Groups: groups,
 		}); err != nil {
-			return nil, terminal.Classify(err, "change the security groups of %s", id)
+			return Instance{}, terminal.Classify(err, "change the security groups of %s", id)
 		}
-		got["security_group_ids"] = want["security_group_ids"]
+		got.SecurityGroups = want.SecurityGroups
 	}
 	var steps []string
-	if !module.Same(want["instance_type"], have["instance_type"]) {
-		steps = append(steps, stepType+want.String("instance_type"))
+	if want.Type != have.Type {
+		steps = append(steps, stepType+want.Type)
 	}
-	if !module.Same(want["user_data"], have["user_data"]) {
-		steps = append(steps, stepUserData+base64.StdEncoding.EncodeToString([]byte(want.String("user_data"))))
+	if ud := aws.ToString(want.UserData); ud != aws.ToString(have.UserData) {
+		steps = append(steps, stepUserData+base64.StdEncoding.EncodeToString([]byte(ud)))
 	}
-	wantState := want.String("state")
-	if wantState == "" {
-		wantState = "running"
-	}
+	wantState := orRunning(want.State)
 	switch {
 	case len(steps) > 0:
 		steps = append([]string{stepStop}, steps...)
 		if wantState == "running" {
 			steps = append(steps, stepStart)
 		}
-	case wantState != orRunning(have.String("state")):
+	case wantState != orRunning(have.State):
 		if wantState == "running" {
 			steps = []string{stepStart}
 		} else {
@@ -546,14 +530,14 @@ func (m *instanceMapper) Update(ctx context.Context, call module.Call, want, hav
 	if len(steps) == 0 {
 		return got, nil
 	}
-	return m.advance(ctx, call.Fresh, region, id, steps, nil)
+	return m.settle(ctx, call.Fresh, region, id, steps, nil)
 }
 
 // Delete terminates the instance (TerminateInstances is idempotent; an
 // instance AWS no longer knows is done) and answers a *module.Pending
 // until it is terminated.
-func (m *instanceMapper) Delete(ctx context.Context, call module.Call, have module.Record) error {
-	_, err := m.advance(ctx, call.Fresh, m.c.RegionOr(call.Scope, have.String("region")), have.String("instance_id"), []string{stepGone}, nil)
+func (m *instanceMapper) Delete(ctx context.Context, call module.Call, have Instance) error {
+	_, err := m.advance(ctx, call.Fresh, m.c.RegionOr(call.Scope, have.Region), have.ID, []string{stepGone}, nil)
 	return err
 }
 
@@ -566,25 +550,20 @@ func (m *instanceMapper) Delete(ctx context.Context, call module.Call, have modu
 // launch" (the default subnet, the VPC's default group), which any cloud
 // value satisfies. (The engine then writes the references to the rows of
 // what AWS chose into the row: snapshot.TakeChoices.)
-func (m *instanceMapper) Differing(cols []string, db, cloud module.Record) []string {
-	var out []string
-	for _, c := range m.t.Differing(cols, db, cloud) {
-		var same bool
+func (m *instanceMapper) Differing(cols []string, db, cloud Instance) []string {
+	return slices.DeleteFunc(instances.Differing(cols, db, cloud), func(c string) bool {
 		switch c {
 		case "security_group_ids":
-			same = len(module.Strings(db[c])) == 0
+			return len(module.Strings(db.SecurityGroups)) == 0
 		case "subnet_id":
-			same = db.String(c) == ""
+			return aws.ToString(db.Subnet) == ""
 		case "tags":
-			same = tags.Same(db[c], cloud[c])
+			return tags.Same(db.Tags, cloud.Tags)
 		case "state":
-			same = orRunning(db.String(c)) == orRunning(cloud.String(c))
+			return orRunning(db.State) == orRunning(cloud.State)
 		}
-		if !same {
-			out = append(out, c)
-		}
-	}
-	return out
+		return false
+	})
 }
 
 func orRunning(s string) string {
@@ -595,8 +574,9 @@ func orRunning(s string) string {
 }
 
 var (
-	_ module.Poller   = (*instanceMapper)(nil)
-	_ module.Getter   = (*instanceMapper)(nil)
-	_ module.Finder   = (*instanceMapper)(nil)
-	_ module.Comparer = (*instanceMapper)(nil)
+	_ module.MapperOf[Instance]   = (*instanceMapper)(nil)
+	_ module.PollerOf[Instance]   = (*instanceMapper)(nil)
+	_ module.GetterOf[Instance]   = (*instanceMapper)(nil)
+	_ module.FinderOf[Instance]   = (*instanceMapper)(nil)
+	_ module.ComparerOf[Instance] = (*instanceMapper)(nil)
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ type env struct {
 	t      *testing.T
 	em     *emulator.Emulator
 	ec2    *ec2.Client
-	m      module.Mapper
+	m      module.Parts // the mapper, as the engine asks it
 	subnet string
 	groups []string // sorted
 }
@@ -37,7 +38,7 @@ func newEnv(t *testing.T) *env {
 	cl := testkit.StartCloud(t, emulator.Options{InstanceStartDelay: 30 * time.Millisecond, InstanceStopDelay: 30 * time.Millisecond})
 	cfg := cl.AWS
 	e := &env{t: t, em: cl.Emu, ec2: ec2.NewFromConfig(cfg),
-		m: aws_ec2.NewMapper(cfg, aws_ec2.Options{PollAfter: time.Millisecond, UserDataTTL: time.Hour})}
+		m: module.PartsOf(aws_ec2.NewMapper(cfg, aws_ec2.Options{PollAfter: time.Millisecond, UserDataTTL: time.Hour}))}
 	ctx := t.Context()
 	vpc, err := e.ec2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.1.0.0/16")})
 	if err != nil {
@@ -91,7 +92,7 @@ func (e *env) settle(p *module.Pending) (module.Record, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		time.Sleep(p.RetryAfter)
-		rec, err := e.m.(module.Poller).Poll(e.t.Context(), module.Call{}, p.Handle)
+		rec, err := e.m.Poller.Poll(e.t.Context(), module.Call{}, p.Handle)
 		var again *module.Pending
 		if !errors.As(err, &again) {
 			return rec, err
@@ -119,7 +120,7 @@ func (e *env) done(rec module.Record, err error) module.Record {
 // create launches want with token and waits until it is as wanted.
 func (e *env) create(want module.Record, token string) module.Record {
 	e.t.Helper()
-	rec, err := e.m.Create(e.t.Context(), module.Call{Token: token}, want)
+	rec, err := e.m.Mapper.Create(e.t.Context(), module.Call{Token: token}, want)
 	var p *module.Pending
 	if !errors.As(err, &p) {
 		// Only an instance already as wanted (a repeated create) is done at once.
@@ -198,14 +199,14 @@ func TestCreateThenPollUntilRunning(t *testing.T) {
 	if !module.Equal(aws_ec2.InstanceTable(), e.m, want, read) {
 		t.Errorf("read %v, want %v", read, want)
 	}
-	found, err := e.m.(module.Finder).Find(t.Context(), module.Call{Token: "token-1"}, want)
+	found, err := e.m.Finder.Find(t.Context(), module.Call{Token: "token-1"}, want)
 	if err != nil || found.String("instance_id") != got.String("instance_id") {
 		t.Errorf("Find(token-1) = %v, %v; want %s", found, err, got.String("instance_id"))
 	}
-	if none, err := e.m.(module.Finder).Find(t.Context(), module.Call{Token: "token-2"}, want); err != nil || none != nil {
+	if none, err := e.m.Finder.Find(t.Context(), module.Call{Token: "token-2"}, want); err != nil || none != nil {
 		t.Errorf("Find(token-2) = %v, %v; want nothing", none, err)
 	}
-	gets, err := e.m.(module.Getter).Get(t.Context(), module.Call{}, []string{got.String("instance_id"), "i-0000000000000dead"})
+	gets, err := e.m.Getter.Get(t.Context(), module.Call{}, []string{got.String("instance_id"), "i-0000000000000dead"})
 	if err != nil || len(gets) != 1 || !maps.EqualFunc(gets[0], read, module.Same) {
 		t.Errorf("Get = %v, %v; want [%v]", gets, err, read)
 	}
@@ -268,7 +269,7 @@ func TestStopModifyStart(t *testing.T) {
 			e.em.Reset()
 			want = maps.Clone(want)
 			tc.change(want)
-			rec, err := e.m.Update(t.Context(), module.Call{}, want, have)
+			rec, err := e.m.Mapper.Update(t.Context(), module.Call{}, want, have)
 			var p *module.Pending
 			if waits := tc.calls["ec2:StopInstances"]+tc.calls["ec2:StartInstances"] > 0; waits != errors.As(err, &p) {
 				t.Fatalf("update: got %v, %v; a *module.Pending: %v", rec, err, waits)
@@ -296,7 +297,7 @@ func TestSecurityGroupsChangeInPlace(t *testing.T) {
 	want = maps.Clone(want)
 	want["security_group_ids"] = anys(e.groups[2], e.groups[1])
 	want["tags"] = map[string]any{"Name": "web-2", "team": "a"}
-	got, err := e.m.Update(t.Context(), module.Call{}, want, have)
+	got, err := e.m.Mapper.Update(t.Context(), module.Call{}, want, have)
 	if err != nil {
 		t.Fatalf("update: %v (groups and tags change without waiting)", err)
 	}
@@ -320,7 +321,7 @@ func TestStateChanges(t *testing.T) {
 	for _, state := range []string{"stopped", "running", "stopped"} {
 		want = maps.Clone(want)
 		want["state"] = state
-		got := e.done(e.m.Update(t.Context(), module.Call{}, want, have))
+		got := e.done(e.m.Mapper.Update(t.Context(), module.Call{}, want, have))
 		if got.String("observed_state") != state || !module.Equal(aws_ec2.InstanceTable(), e.m, want, got) {
 			t.Fatalf("after asking %s: %v", state, got)
 		}
@@ -333,7 +334,7 @@ func TestDeleteTerminatesAndReadLeavesItOut(t *testing.T) {
 	e := newEnv(t)
 	keep := e.create(e.want(nil), "keep")
 	gone := e.create(e.want(nil), "gone")
-	err := e.m.Delete(t.Context(), module.Call{}, gone)
+	err := e.m.Mapper.Delete(t.Context(), module.Call{}, gone)
 	var p *module.Pending
 	if !errors.As(err, &p) {
 		t.Fatalf("delete: %v, want a *module.Pending", err)
@@ -349,15 +350,15 @@ func TestDeleteTerminatesAndReadLeavesItOut(t *testing.T) {
 	if len(recs) != 1 || recs[0].String("instance_id") != keep.String("instance_id") {
 		t.Errorf("Read lists %v, want only %s", recs, keep.String("instance_id"))
 	}
-	if got, _ := e.m.(module.Getter).Get(t.Context(), module.Call{}, []string{gone.String("instance_id")}); len(got) != 0 {
+	if got, _ := e.m.Getter.Get(t.Context(), module.Call{}, []string{gone.String("instance_id")}); len(got) != 0 {
 		t.Errorf("Get lists the terminated instance: %v", got)
 	}
 	// Deleting again (a retried delete) is done at once.
-	if err := e.m.Delete(t.Context(), module.Call{}, gone); err != nil {
+	if err := e.m.Mapper.Delete(t.Context(), module.Call{}, gone); err != nil {
 		t.Errorf("delete of a terminated instance: %v", err)
 	}
 	// An instance AWS no longer knows is done too.
-	if err := e.m.Delete(t.Context(), module.Call{}, module.Record{"instance_id": "i-0000000000000dead", "region": "us-east-1"}); err != nil {
+	if err := e.m.Mapper.Delete(t.Context(), module.Call{}, module.Record{"instance_id": "i-0000000000000dead", "region": "us-east-1"}); err != nil {
 		t.Errorf("delete of an unknown instance: %v", err)
 	}
 	// One terminated out of band (shutting-down, then terminated) is left out.
@@ -386,7 +387,7 @@ func TestNoOpUpdateMakesNoCall(t *testing.T) {
 		if !module.Equal(aws_ec2.InstanceTable(), e.m, w, have) {
 			t.Errorf("Equal(%v, %v) = false", w, have)
 		}
-		if _, err := e.m.Update(t.Context(), module.Call{}, w, have); err != nil {
+		if _, err := e.m.Mapper.Update(t.Context(), module.Call{}, w, have); err != nil {
 			t.Errorf("no-op update: %v", err)
 		}
 	}
@@ -404,10 +405,10 @@ func TestCreateOnlyChangesReplace(t *testing.T) {
 		"key_name": "ops", "region": "us-west-2"} {
 		want := maps.Clone(have)
 		want[col] = v
-		if _, err := e.m.Update(t.Context(), module.Call{}, want, have); !errors.Is(err, module.ErrReplace) {
+		if _, err := e.m.Mapper.Update(t.Context(), module.Call{}, want, have); !errors.Is(err, module.ErrReplace) {
 			t.Errorf("%s change: %v, want ErrReplace", col, err)
 		}
-		if d := e.m.(module.Comparer).Differing(aws_ec2.InstanceTable().CreateOnly, want, have); !slices.Equal(d, []string{col}) {
+		if d := e.m.Comparer.Differing(aws_ec2.InstanceTable().CreateOnly, want, have); !slices.Equal(d, []string{col}) {
 			t.Errorf("%s change: Differing = %v", col, d)
 		}
 	}
@@ -464,7 +465,7 @@ func TestBadInputIsTerminal(t *testing.T) {
 	}
 	e.create(e.want(nil), "reused")
 	for name, mod := range cases {
-		_, err := e.m.Create(t.Context(), module.Call{Token: "reused"}, e.want(mod))
+		_, err := e.m.Mapper.Create(t.Context(), module.Call{Token: "reused"}, e.want(mod))
 		var te *module.TerminalError
 		if !errors.As(err, &te) {
 			t.Errorf("%s: %v, want a TerminalError", name, err)
@@ -478,7 +479,7 @@ func TestPollRefusesForeignHandles(t *testing.T) {
 	t.Parallel()
 	m := aws_ec2.NewMapper(aws.Config{Region: "us-east-1"}, aws_ec2.Options{})
 	var te *module.TerminalError
-	if _, err := m.(module.Poller).Poll(context.Background(), module.Call{}, "req-123"); !errors.As(err, &te) {
+	if _, err := module.PartsOf(m).Poller.Poll(context.Background(), module.Call{}, "req-123"); !errors.As(err, &te) {
 		t.Errorf("Poll(req-123) = %v, want a TerminalError", err)
 	}
 }
@@ -509,5 +510,42 @@ func TestReadReusesUserData(t *testing.T) {
 	e.read()
 	if calls := e.em.Calls(); !maps.Equal(calls, map[string]int{"ec2:DescribeInstances": 1, "ec2:DescribeInstanceAttribute": 3}) {
 		t.Errorf("a fresh read called %v, want the user data of each instance", calls)
+	}
+}
+
+// TestReadRecord pins what Read and a create answer, in the engine's form
+// (Table.Canonical), to what the record mapper gave before the table was
+// declared by a type: every column, a NULL as nil (no key pair, no user
+// data, no public address in a subnet that gives none), the groups
+// sorted, the launch time in RFC 3339 UTC, and the client token under
+// module.TokenTag.
+func TestReadRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	got := e.create(e.want(func(r module.Record) {
+		r["security_group_ids"] = anys(e.groups[2], e.groups[0])
+		r["user_data"] = nil
+	}), "token-r")
+	table := aws_ec2.InstanceTable()
+	id := got.String("instance_id")
+	read, err := table.Canonical(e.readOne(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	launched, err := time.Parse(time.RFC3339Nano, read.String("launch_time"))
+	if err != nil || !strings.HasSuffix(read.String("launch_time"), "Z") || time.Since(launched) > time.Minute {
+		t.Errorf("launch_time = %q (%v), want a recent RFC 3339 UTC time", read.String("launch_time"), err)
+	}
+	want := module.Record{
+		"ami": ami, "instance_type": "t3.micro", "subnet_id": e.subnet, "security_group_ids": anys(e.groups[0], e.groups[2]),
+		"key_name": nil, "user_data": nil, "tags": map[string]any{"Name": "web-1"}, "state": "running", "region": "us-east-1",
+		"instance_id": id, "private_ip_address": "10.1.1.4", "public_ip_address": nil, "launch_time": read["launch_time"],
+		"observed_state": "running", module.TokenTag: "token-r",
+	}
+	if !strings.HasPrefix(id, "i-") || !reflect.DeepEqual(read, want) {
+		t.Errorf("Read's record\n%#v\nwant\n%#v", read, want)
+	}
+	if created, err := table.Canonical(got); err != nil || !reflect.DeepEqual(created, want) {
+		t.Errorf("the create answered\n%#v (%v)\nwant\n%#v", created, err, want)
 	}
 }

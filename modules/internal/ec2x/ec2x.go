@@ -7,7 +7,6 @@ package ec2x
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -107,21 +106,3 @@ func Code(err error) string { return module.ErrorCode(err) }
 // could not catch, missing permissions (a module adds its own: With).
 var Terminal = module.TerminalCodes("InvalidParameterValue", "InvalidParameterCombination", "InvalidVpc.Range", "InvalidSubnet.Range",
 	"InvalidSubnet.Conflict", "UnauthorizedOperation", "InvalidPermission.Malformed")
-
-// UpdateTags is the Update of a resource whose tags are all that can
-// change in place: any other difference among t's declarative columns
-// needs a replacement (module.ErrReplace); otherwise the tags of the resource whose id is in
-// column idCol are made want's, and have with want's tags is returned.
-func (c *Clients) UpdateTags(ctx context.Context, t module.Table, idCol string, want, have module.Record) (module.Record, error) {
-	for _, col := range t.Declarative {
-		if col != "tags" && !module.Same(want[col], have[col]) {
-			return nil, module.ErrReplace
-		}
-	}
-	if err := SyncTags(ctx, c.Region(have.String("region")), have.String(idCol), want["tags"], have["tags"]); err != nil {
-		return nil, err
-	}
-	got := maps.Clone(have)
-	got["tags"] = want["tags"]
-	return got, nil
-}

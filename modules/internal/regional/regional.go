@@ -56,18 +56,13 @@ func (c *Clients[C]) RegionOr(s module.Scope, region string) string {
 	return c.Scope(s).Default
 }
 
-// EachRegion runs read for every region of the scope s (Scope)
-// concurrently, with each region's client, and returns the records in
-// region order. A region whose read fails does not stop the others: the
-// records of the regions that worked come with a *module.PartialError
-// naming the ones that failed (a region the account has not enabled
-// answers AuthFailure or UnrecognizedClientException; see GatherRegions).
-func (c *Clients[C]) EachRegion(ctx context.Context, s module.Scope, read func(ctx context.Context, region string, cl C) ([]module.Record, error)) ([]module.Record, error) {
-	return Each(ctx, c, s, read)
-}
-
-// Each is EachRegion for any kind of result (a typed table's values,
-// module.Typed).
+// Each runs read for every region of the scope s (Scope) concurrently,
+// with each region's client, and returns the results in region order (a
+// typed table's values, module.Typed). A region whose read fails does not
+// stop the others: the results of the regions that worked come with a
+// *module.PartialError naming the ones that failed (a region the account
+// has not enabled answers AuthFailure or UnrecognizedClientException; see
+// GatherRegions).
 func Each[C, R any](ctx context.Context, c *Clients[C], s module.Scope, read func(ctx context.Context, region string, cl C) ([]R, error)) ([]R, error) {
 	regions := c.Scope(s).Regions
 	return GatherRegions(ctx, 0, len(regions), func(i int) string { return regions[i] },
@@ -76,7 +71,7 @@ func Each[C, R any](ctx context.Context, c *Clients[C], s module.Scope, read fun
 		})
 }
 
-// List lists a resource type in every region of the scope s (EachRegion:
+// List lists a resource type in every region of the scope s (Each:
 // concurrently, a region whose read fails leaving the others), each
 // region page by page: pager makes a region's paginator from its client
 // (ec2.NewDescribeVpcsPaginator with the input), items takes a page's
