@@ -141,6 +141,7 @@ func (c *cycle) read(ctx context.Context) error {
 				return err
 			}
 		}
+		ts.Link(snap)
 		if err := ts.CloudForms(snap); err != nil {
 			return err
 		}
@@ -155,6 +156,7 @@ func (c *cycle) read(ctx context.Context) error {
 			if err := ts.GetCloud(ctx, snap.Call, reading, c.fresh[ts.Spec.Name]); err != nil {
 				return err
 			}
+			ts.Link(snap)
 		}
 		ts.MarkStrays()
 		ts.TakeChoices(snap)

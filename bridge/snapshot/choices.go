@@ -63,8 +63,10 @@ func WithChosen(row, cloud module.Record, cols []string) module.Record {
 // whose resources the read found (Chosen), and marks those the engine
 // writes into the rows (Row.Fill): every chosen column but a reference to
 // a resource that has no row yet (one being imported in this pass), which
-// is filled in a later pass, once its row exists. Parents' rows must be in
-// cloud form already (the read goes in dependency order).
+// is filled in a later pass, once its row exists; and the naming columns
+// of named references the cloud has as the row's references say
+// (fillNames). Parents' rows must be in cloud form already (the read goes
+// in dependency order).
 func (ts *Table) TakeChoices(snap *Snapshot) {
 	if len(ts.Spec.Refs)+len(ts.Spec.RefsMany)+len(ts.Spec.CreateOnly) == 0 {
 		return // no column the cloud can choose (Chosen)
@@ -78,6 +80,7 @@ func (ts *Table) TakeChoices(snap *Snapshot) {
 		if !ok {
 			continue
 		}
+		ts.fillNames(r, c)
 		cols := ts.Chosen(r.Cloud, c)
 		if len(cols) == 0 {
 			continue

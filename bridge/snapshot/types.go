@@ -360,7 +360,8 @@ func (snap *Snapshot) Parent(spec module.Table, ref module.Ref) (*Table, error) 
 
 // ToCloud translates a row's refs from ids to the referenced resources'
 // cloud ids (a many-valued reference: a []any of them, in the order of the
-// ids).
+// ids); a named reference (module.Naming) also fills its naming column
+// with the referenced resources' names.
 func ToCloud(spec module.Table, r module.Record, snap *Snapshot) (module.Record, error) {
 	out := maps.Clone(r)
 	for _, ref := range module.RefsOf(spec) {
@@ -371,7 +372,7 @@ func ToCloud(spec module.Table, r module.Record, snap *Snapshot) (module.Record,
 		if err != nil {
 			return nil, err
 		}
-		var cids []any
+		var cids, names []any
 		for _, v := range ref.Values(r) {
 			pr := p.Rows[v]
 			if pr == nil || pr.CloudID == "" {
@@ -379,15 +380,30 @@ func ToCloud(spec module.Table, r module.Record, snap *Snapshot) (module.Record,
 				return nil, fmt.Errorf("%s.%s = %s: %w in %s", spec.Name, ref.Column, v, ErrNoParent, ref.Table)
 			}
 			cids = append(cids, pr.CloudID)
+			if ref.Named.Column != "" {
+				name := p.nameOf(pr, ref.Named.By)
+				if name == nil {
+					// Its name is the cloud's, not known yet (an ARN
+					// before the create's write-back).
+					return nil, fmt.Errorf("%s.%s = %s: %w in %s (its %s is not known yet)", spec.Name, ref.Column, v, ErrNoParent, ref.Table, ref.Named.By)
+				}
+				names = append(names, name)
+			}
 		}
 		if !ref.Many {
 			out[ref.Column] = cids[0]
+			if ref.Named.Column != "" {
+				out[ref.Named.Column] = names[0]
+			}
 			continue
 		}
 		if cids == nil {
-			cids = []any{}
+			cids, names = []any{}, []any{}
 		}
 		out[ref.Column] = cids
+		if ref.Named.Column != "" {
+			out[ref.Named.Column] = names
+		}
 	}
 	return out, nil
 }
@@ -410,10 +426,20 @@ func ToDB(spec module.Table, c module.Record, snap *Snapshot) (module.Record, er
 		var ids []any
 		for _, v := range ref.Values(c) {
 			pr := p.ByCloud[v]
+			if pr == nil && ref.Named.Column != "" {
+				// A named resource no row holds yet: the reference stays
+				// NULL, the naming column says which it is.
+				ids = nil
+				break
+			}
 			if pr == nil {
 				return nil, fmt.Errorf("%s %s: %w (%s %s)", spec.Name, module.CloudIDOf(spec, c), ErrNoParent, ref.Table, v)
 			}
 			ids = append(ids, json.Number(pr.ID))
+		}
+		if ids == nil && ref.Named.Column != "" {
+			out[ref.Column] = nil
+			continue
 		}
 		if !ref.Many {
 			out[ref.Column] = ids[0]

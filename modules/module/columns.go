@@ -44,6 +44,16 @@ type Column struct {
 	// is an array (bigint[]). The foreign key itself is the module SQL's (a
 	// single reference's FOREIGN KEY, a trigger for an array).
 	Ref string
+	// Names, for a reference, is the column of this table in which the
+	// resource names the referenced one as the cloud writes it (a Cloud
+	// Control property: a role's ARN, an API's id), and NamedBy the
+	// referenced table's column whose value that is ("" for its cloud
+	// identity). The reference is then the database's way to set that
+	// column: the engine fills it from the referenced row (ToCloud) and
+	// finds the reference from it in what the cloud reads, leaving the
+	// reference NULL for a name no row of the referenced table holds
+	// (a resource the database does not manage); a user may set either.
+	Names, NamedBy string
 	// Comment is the column's COMMENT ON COLUMN.
 	Comment string
 }
@@ -80,10 +90,10 @@ func (t Table) Declare() Table {
 	if t.declared {
 		// Derived before: derive again, from the columns as they are now
 		// (a declaration extended by a copy, as a module's next version does).
-		t.CloudID, t.Declarative, t.Feedback, t.CreateOnly, t.Refs, t.RefsMany, t.Initial = nil, nil, nil, nil, nil, nil, nil
+		t.CloudID, t.Declarative, t.Feedback, t.CreateOnly, t.Refs, t.RefsMany, t.Named, t.Initial = nil, nil, nil, nil, nil, nil, nil, nil
 	}
 	t.declared = true
-	if len(t.CloudID)+len(t.Declarative)+len(t.Feedback)+len(t.CreateOnly)+len(t.Refs)+len(t.RefsMany)+len(t.Initial) > 0 {
+	if len(t.CloudID)+len(t.Declarative)+len(t.Feedback)+len(t.CreateOnly)+len(t.Refs)+len(t.RefsMany)+len(t.Named)+len(t.Initial) > 0 {
 		panic(fmt.Sprintf("module table %s declares Columns and also sets the fields derived from them", t.Name))
 	}
 	if !sqlName.MatchString(t.Name) {
@@ -104,6 +114,17 @@ func (t Table) Declare() Table {
 			panic(fmt.Sprintf("%s.%s: only a declarative column can be create-only", t.Name, c.Name))
 		case c.Ref != "" && c.Kind != Declarative:
 			panic(fmt.Sprintf("%s.%s: only a declarative column can reference another table", t.Name, c.Name))
+		case (c.Names != "" || c.NamedBy != "") && c.Ref == "":
+			panic(fmt.Sprintf("%s.%s: only a reference names its resource in another column (Names)", t.Name, c.Name))
+		}
+		if c.Names != "" {
+			if n, ok := t.Column(c.Names); !ok || n.Kind != Declarative || n.Ref != "" || n.CloudID {
+				panic(fmt.Sprintf("%s.%s: Names %q is no declarative column of the table that is neither a reference nor the identity", t.Name, c.Name, c.Names))
+			}
+			if t.Named == nil {
+				t.Named = map[string]Naming{}
+			}
+			t.Named[c.Name] = Naming{Column: c.Names, By: c.NamedBy}
 		}
 		seen[c.Name] = true
 		if c.CloudID {

@@ -101,6 +101,12 @@ type Table struct {
 	// order (compared as a set). The engine orders, replaces and repoints
 	// through it as through Refs.
 	RefsMany map[string]string
+	// Named maps a reference column (of Refs or RefsMany) whose resource
+	// names the referenced one in a column of its own (a Cloud Control
+	// property holding a role's ARN, an API's id) to that naming: the
+	// engine fills the naming column from the referenced rows, and finds
+	// the reference from it in what the cloud reads (Column.Names).
+	Named map[string]Naming
 	// Initial columns are the database's own (not the cloud's, not
 	// compared), given a value from the cloud record when a resource is
 	// imported and left to the user afterwards: aws_regions.is_default.
@@ -381,6 +387,18 @@ type Poller interface {
 type Ref struct {
 	Column, Table string
 	Many          bool
+	// Named: the resource names the referenced one in a column of its own
+	// (Table.Named); zero for a reference whose cloud form is the
+	// referenced identity alone.
+	Named Naming
+}
+
+// Naming is how a resource names the one a reference column points at:
+// Column is the referencing table's column that holds the name as the
+// cloud writes it, By the referenced table's column whose value it is
+// ("" for its cloud identity, as CloudIDOf renders it).
+type Naming struct {
+	Column, By string
 }
 
 // RefsOf lists a table's reference columns, single (Refs) and many
@@ -388,10 +406,10 @@ type Ref struct {
 func RefsOf(t Table) []Ref {
 	out := make([]Ref, 0, len(t.Refs)+len(t.RefsMany))
 	for col, parent := range t.Refs {
-		out = append(out, Ref{Column: col, Table: parent})
+		out = append(out, Ref{Column: col, Table: parent, Named: t.Named[col]})
 	}
 	for col, parent := range t.RefsMany {
-		out = append(out, Ref{Column: col, Table: parent, Many: true})
+		out = append(out, Ref{Column: col, Table: parent, Many: true, Named: t.Named[col]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Column < out[j].Column })
 	return out
