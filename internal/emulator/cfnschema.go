@@ -183,8 +183,10 @@ func parseCFNSchema(b []byte) (*cfnSchema, error) {
 		return nil, fmt.Errorf("a resource schema needs typeName and primaryIdentifier")
 	}
 	s.readOnlyTop, s.writeOnlyTop = map[string]bool{}, map[string]bool{}
+	// A path naming no property (real schemas keep some for properties
+	// they dropped) is ignored.
 	for _, p := range s.ReadOnly {
-		if parts := propPath(p); len(parts) == 1 {
+		if parts := propPath(p); len(parts) == 1 && s.Properties[parts[0]] != nil {
 			s.readOnlyTop[parts[0]] = true
 		}
 	}
@@ -192,7 +194,7 @@ func parseCFNSchema(b []byte) (*cfnSchema, error) {
 		switch parts := propPath(p); len(parts) {
 		case 0:
 		case 1:
-			s.writeOnlyTop[parts[0]] = true
+			s.writeOnlyTop[parts[0]] = s.Properties[parts[0]] != nil
 		default:
 			s.writeOnlyPaths = append(s.writeOnlyPaths, parts)
 		}
