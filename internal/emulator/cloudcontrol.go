@@ -287,7 +287,7 @@ func (s *ccService) complete(r *ccRequest) {
 		fail("NotFound", fmt.Sprintf("Resource of type '%s' with identifier '%s' was not found.", r.typeName, r.identifier))
 		return
 	}
-	if h := ccHooks[r.typeName]; r.op == "CREATE" && h.check != nil {
+	if h := s.hooks[r.typeName]; r.op == "CREATE" && h.check != nil {
 		if code, msg := h.check(s, r.region, r.model); code != "" {
 			fail(code, msg)
 			return
@@ -302,7 +302,7 @@ func (s *ccService) complete(r *ccRequest) {
 		r.view = sc.view(r.model)
 	case "DELETE":
 		s.drop(r.region, r.typeName, r.identifier)
-		if h := ccHooks[r.typeName]; h.deleted != nil {
+		if h := s.hooks[r.typeName]; h.deleted != nil {
 			h.deleted(s, r.region, prev)
 		}
 	}
@@ -426,7 +426,7 @@ func (s *ccService) createResource(c ccCall) (any, *ccErr) {
 		return ccProgress{prev.event()}, nil
 	}
 	sc.fillDefaults(model)
-	h := ccHooks[in.TypeName]
+	h := s.hooks[in.TypeName]
 	if h.generate != nil {
 		h.generate(model, c.region, s.account)
 	} else {
@@ -646,7 +646,7 @@ func (s *ccService) updateResource(c ccCall) (any, *ccErr) {
 		return nil, ccError("InvalidRequestException", "%s", err.Error())
 	}
 	sc.fillDefaults(model)
-	if h := ccHooks[in.TypeName]; h.derive != nil {
+	if h := s.hooks[in.TypeName]; h.derive != nil {
 		h.derive(model, c.region, s.account)
 	}
 	return s.begin(c, in.ClientToken, in.TypeName, "UPDATE", in.Identifier, in.Identifier+"\x00"+in.PatchDocument, model)

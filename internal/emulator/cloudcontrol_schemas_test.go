@@ -1,9 +1,7 @@
 package emulator_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -357,26 +355,14 @@ func TestCallsOverHTTP(t *testing.T) {
 	}
 	calls := func(method string) (int, map[string]int) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(context.WithoutCancel(t.Context()), method, cl.URL+emulator.CallsPath, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		status, b := httpDo(t, method, cl.URL+emulator.CallsPath, "")
 		var m map[string]int
 		if method == http.MethodGet {
 			if err := json.Unmarshal(b, &m); err != nil {
 				t.Fatalf("GET %s: %v: %s", emulator.CallsPath, err, b)
 			}
 		}
-		return resp.StatusCode, m
+		return status, m
 	}
 	for _, tc := range []struct {
 		method string
