@@ -1,13 +1,20 @@
 package emulator
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"os"
 	"path"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/iasql/iasql/internal/jsonvalue"
 )
 
 // CloudFormation resource schemas the emulator's Cloud Control API and
@@ -18,32 +25,60 @@ import (
 var cfnSchemaFiles embed.FS
 
 // cfnSchema is the part of a resource schema the emulator acts on; raw is
-// the whole document, as DescribeType returns it.
+// the whole document, as DescribeType returns it. Real public schemas have
+// quirks the emulator accepts, as CloudFormation does: paths in
+// readOnlyProperties, createOnlyProperties or writeOnlyProperties that name
+// no property (ignored), primary identifiers below a top-level property
+// (/properties/Schedule/ScheduleId), "\u0000" inside strings, $ref chains,
+// oneOf/anyOf, no list handler. The meta-schema:
+// https://docs.aws.amazon.com/cloudformation-cli/latest/userguide/resource-type-schema.html
 type cfnSchema struct {
-	raw                 string
-	TypeName            string                `json:"typeName"`
-	Properties          map[string]*cfnProp   `json:"properties"`
-	Definitions         map[string]*cfnProp   `json:"definitions"`
-	Required            []string              `json:"required"`
-	CreateOnly          []string              `json:"createOnlyProperties"`
-	ReadOnly            []string              `json:"readOnlyProperties"`
-	WriteOnly           []string              `json:"writeOnlyProperties"`
-	PrimaryIdentifier   []string              `json:"primaryIdentifier"`
-	Handlers            map[string]cfnHandler `json:"handlers"`
-	AdditionalProps     *bool                 `json:"additionalProperties"`
-	readOnlyTop         map[string]bool
-	writeOnlyTop        map[string]bool
-	identifierPropNames []string
+	raw               string
+	TypeName          string                `json:"typeName"`
+	Properties        map[string]*cfnProp   `json:"properties"`
+	Definitions       map[string]*cfnProp   `json:"definitions"`
+	Required          []string              `json:"required"`
+	CreateOnly        []string              `json:"createOnlyProperties"`
+	ReadOnly          []string              `json:"readOnlyProperties"`
+	WriteOnly         []string              `json:"writeOnlyProperties"`
+	PrimaryIdentifier []string              `json:"primaryIdentifier"`
+	Handlers          map[string]cfnHandler `json:"handlers"`
+	AdditionalProps   *bool                 `json:"additionalProperties"`
+	OneOf             []*cfnProp            `json:"oneOf"`
+	AnyOf             []*cfnProp            `json:"anyOf"`
+	AllOf             []*cfnProp            `json:"allOf"`
+	// readOnlyTop and writeOnlyTop: the top-level properties read-only
+	// (write-only) as a whole.
+	readOnlyTop, writeOnlyTop map[string]bool
+	// writeOnlyPaths: the write-only members below a top-level property,
+	// split (["Body", "S3", "Key"]).
+	writeOnlyPaths [][]string
+	// identifierPaths: primaryIdentifier's paths, split below
+	// /properties (["Schedule", "ScheduleId"]).
+	identifierPaths [][]string
 }
 
 // cfnProp is a property's (sub)schema.
 type cfnProp struct {
-	Type       cfnTypes            `json:"type"`
-	Ref        string              `json:"$ref"`
-	Items      *cfnProp            `json:"items"`
-	Properties map[string]*cfnProp `json:"properties"`
-	Default    any                 `json:"default"`
+	Type                 cfnTypes            `json:"type"`
+	Ref                  string              `json:"$ref"`
+	Items                *cfnProp            `json:"items"`
+	Properties           map[string]*cfnProp `json:"properties"`
+	PatternProperties    map[string]*cfnProp `json:"patternProperties"`
+	AdditionalProperties json.RawMessage     `json:"additionalProperties"`
+	Required             []string            `json:"required"`
+	OneOf                []*cfnProp          `json:"oneOf"`
+	AnyOf                []*cfnProp          `json:"anyOf"`
+	AllOf                []*cfnProp          `json:"allOf"`
+	Enum                 []any               `json:"enum"`
+	Format               string              `json:"format"`
+	Pattern              json.RawMessage     `json:"pattern"`
+	Default              any                 `json:"default"`
 }
+
+// closed reports whether the (sub)schema refuses properties it does not
+// name (additionalProperties false).
+func (p *cfnProp) closed() bool { return string(bytes.TrimSpace(p.AdditionalProperties)) == "false" }
 
 // cfnTypes is a schema's "type": one name or a list of names.
 type cfnTypes []string
@@ -63,10 +98,11 @@ func (t *cfnTypes) UnmarshalJSON(b []byte) error {
 }
 
 type cfnHandler struct {
-	Permissions   []string `json:"permissions"`
-	HandlerSchema *struct {
-		Required []string `json:"required"`
-	} `json:"handlerSchema"`
+	Permissions []string `json:"permissions"`
+	// HandlerSchema: for list, the properties of a parent that the
+	// request's ResourceModel gives (required, or one of oneOf's
+	// alternatives).
+	HandlerSchema *cfnProp `json:"handlerSchema"`
 }
 
 // propName is the top-level property a schema path (/properties/Name/...)
@@ -77,43 +113,100 @@ func propName(p string) string {
 	return name
 }
 
-// loadCFNSchemas reads the embedded schemas and extra (Options.CloudFormationSchemas),
-// by type name.
-func loadCFNSchemas(extra []string) map[string]*cfnSchema {
+// propPath splits a schema path below /properties: nil when it is not one.
+func propPath(p string) []string {
+	rest, ok := strings.CutPrefix(p, "/properties/")
+	if !ok || rest == "" {
+		return nil
+	}
+	return strings.Split(rest, "/")
+}
+
+// loadCFNSchemas reads the embedded schemas, then every *.json of dir
+// (Options.SchemaDir; "" for none), then extra (Options.CloudFormationSchemas),
+// by type name: a later one replaces an earlier one of the same type.
+func loadCFNSchemas(dir string, extra []string) (map[string]*cfnSchema, error) {
+	type doc struct {
+		name string
+		b    []byte
+	}
+	var docs []doc
 	entries, err := cfnSchemaFiles.ReadDir("cfnschemas")
 	if err != nil {
-		panic(err)
+		return nil, fmt.Errorf("emulator: embedded schemas: %w", err)
 	}
-	docs := map[string][]byte{}
 	for _, e := range entries {
 		b, err := cfnSchemaFiles.ReadFile(path.Join("cfnschemas", e.Name()))
 		if err != nil {
-			panic(err)
+			return nil, fmt.Errorf("emulator: embedded schema %s: %w", e.Name(), err)
 		}
-		docs[e.Name()] = b
+		docs = append(docs, doc{"embedded " + e.Name(), b})
+	}
+	if dir != "" {
+		files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		if err != nil {
+			return nil, fmt.Errorf("emulator: schemas in %s: %w", dir, err)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("emulator: schema folder: %w", err)
+		}
+		slices.Sort(files)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("emulator: schema: %w", err)
+			}
+			docs = append(docs, doc{f, b})
+		}
 	}
 	for i, d := range extra {
-		docs[fmt.Sprintf("Options.CloudFormationSchemas[%d]", i)] = []byte(d)
+		docs = append(docs, doc{fmt.Sprintf("Options.CloudFormationSchemas[%d]", i), []byte(d)})
 	}
 	out := map[string]*cfnSchema{}
-	for name, b := range docs {
-		s := &cfnSchema{raw: string(b)}
-		if err := json.Unmarshal(b, s); err != nil {
-			panic(fmt.Sprintf("emulator: schema %s: %v", name, err))
-		}
-		s.readOnlyTop, s.writeOnlyTop = map[string]bool{}, map[string]bool{}
-		for _, p := range s.ReadOnly {
-			s.readOnlyTop[propName(p)] = true
-		}
-		for _, p := range s.WriteOnly {
-			s.writeOnlyTop[propName(p)] = true
-		}
-		for _, p := range s.PrimaryIdentifier {
-			s.identifierPropNames = append(s.identifierPropNames, propName(p))
+	for _, d := range docs {
+		s, err := parseCFNSchema(d.b)
+		if err != nil {
+			return nil, fmt.Errorf("emulator: schema %s: %w", d.name, err)
 		}
 		out[s.TypeName] = s
 	}
-	return out
+	return out, nil
+}
+
+// parseCFNSchema reads one resource schema.
+func parseCFNSchema(b []byte) (*cfnSchema, error) {
+	s := &cfnSchema{raw: string(b)}
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, fmt.Errorf("not a resource schema: %w", err)
+	}
+	if s.TypeName == "" || len(s.PrimaryIdentifier) == 0 {
+		return nil, fmt.Errorf("a resource schema needs typeName and primaryIdentifier")
+	}
+	s.readOnlyTop, s.writeOnlyTop = map[string]bool{}, map[string]bool{}
+	// A path naming no property (real schemas keep some for properties
+	// they dropped) is ignored.
+	for _, p := range s.ReadOnly {
+		if parts := propPath(p); len(parts) == 1 && s.Properties[parts[0]] != nil {
+			s.readOnlyTop[parts[0]] = true
+		}
+	}
+	for _, p := range s.WriteOnly {
+		switch parts := propPath(p); len(parts) {
+		case 0:
+		case 1:
+			s.writeOnlyTop[parts[0]] = s.Properties[parts[0]] != nil
+		default:
+			s.writeOnlyPaths = append(s.writeOnlyPaths, parts)
+		}
+	}
+	for _, p := range s.PrimaryIdentifier {
+		parts := propPath(p)
+		if parts == nil {
+			return nil, fmt.Errorf("primaryIdentifier %q is not a /properties/ path", p)
+		}
+		s.identifierPaths = append(s.identifierPaths, parts)
+	}
+	return s, nil
 }
 
 // provisioningType is DescribeType's ProvisioningType: what Cloud Control
@@ -130,14 +223,21 @@ func (s *cfnSchema) provisioningType() string {
 	return "FULLY_MUTABLE"
 }
 
-// resolve follows a property's local $ref (#/definitions/Name).
+// resolve follows a property's local $ref (#/definitions/Name or
+// #/properties/Name), through chains of them; a $ref elsewhere (or a
+// loop) resolves to nil: anything is accepted there.
 func (s *cfnSchema) resolve(p *cfnProp) *cfnProp {
-	for i := 0; p != nil && p.Ref != "" && i < 8; i++ {
-		name, ok := strings.CutPrefix(p.Ref, "#/definitions/")
-		if !ok {
-			return p
+	for i := 0; p != nil && p.Ref != ""; i++ {
+		if i == 32 {
+			return nil
 		}
-		p = s.Definitions[name]
+		if name, ok := strings.CutPrefix(p.Ref, "#/definitions/"); ok {
+			p = s.Definitions[name]
+		} else if name, ok := strings.CutPrefix(p.Ref, "#/properties/"); ok {
+			p = s.Properties[name]
+		} else {
+			return nil
+		}
 	}
 	return p
 }
@@ -185,53 +285,81 @@ func typeOK(types cfnTypes, v any) bool {
 }
 
 // validate checks a model against the schema as CloudFormation's validator
-// does, at the top level: unknown properties, missing required ones, the
-// types of the given ones (and of array items). The messages follow
-// CloudFormation's "Model validation failed (...)" form.
+// does: unknown properties where additionalProperties is false, missing
+// required ones, types, enums, at every depth, through $ref, oneOf, anyOf
+// and allOf. The messages follow CloudFormation's "Model validation failed
+// (...)" form.
 func (s *cfnSchema) validate(model map[string]any) error {
-	var problems []string
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range model {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, name := range names {
-		p, ok := s.Properties[name]
-		if !ok {
-			if s.AdditionalProps == nil || !*s.AdditionalProps {
-				problems = append(problems, fmt.Sprintf("#: extraneous key [%s] is not permitted", name))
-			}
-			continue
-		}
-		p = s.resolve(p)
-		v := model[name]
-		if p == nil {
-			continue
-		}
-		if !typeOK(p.Type, v) {
-			problems = append(problems, fmt.Sprintf("#/%s: expected type: %s, found: %s", name, typeNames(p.Type), typeTitle(jsonTypeName(v))))
-			continue
-		}
-		if arr, ok := v.([]any); ok && p.Items != nil {
-			item := s.resolve(p.Items)
-			for i, e := range arr {
-				if item != nil && !typeOK(item.Type, e) {
-					problems = append(problems, fmt.Sprintf("#/%s/%d: expected type: %s, found: %s", name, i, typeNames(item.Type), typeTitle(jsonTypeName(e))))
-				}
-			}
-		}
+	top := &cfnProp{Type: cfnTypes{"object"}, Properties: s.Properties, Required: s.Required,
+		OneOf: s.OneOf, AnyOf: s.AnyOf, AllOf: s.AllOf}
+	if s.AdditionalProps == nil || !*s.AdditionalProps {
+		// The meta-schema makes additionalProperties false mandatory.
+		top.AdditionalProperties = json.RawMessage("false")
 	}
-	for _, r := range s.Required {
-		if _, ok := model[r]; !ok {
-			problems = append(problems, fmt.Sprintf("#: required key [%s] not found", r))
-		}
-	}
-	if len(problems) > 0 {
+	if problems := s.check("#", model, top); len(problems) > 0 {
 		return fmt.Errorf("Model validation failed (%s)", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// check is what is wrong with value v at path (#/Name/0/...) under the
+// (sub)schema p.
+func (s *cfnSchema) check(at string, v any, p *cfnProp) []string {
+	p = s.resolve(p)
+	if p == nil {
+		return nil
+	}
+	if !typeOK(p.Type, v) {
+		return []string{fmt.Sprintf("%s: expected type: %s, found: %s", at, typeNames(p.Type), typeTitle(jsonTypeName(v)))}
+	}
+	var problems []string
+	if len(p.Enum) > 0 && !slices.ContainsFunc(p.Enum, func(e any) bool { return jsonvalue.Equal(e, v) }) {
+		problems = append(problems, fmt.Sprintf("%s: %v is not a valid enum value", at, v))
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for _, name := range slices.Sorted(maps.Keys(t)) {
+			sub, known := p.Properties[name]
+			if !known {
+				for pat, pp := range p.PatternProperties {
+					if re, err := regexp.Compile(pat); err == nil && re.MatchString(name) {
+						sub, known = pp, true
+						break
+					}
+				}
+			}
+			if !known {
+				if p.closed() {
+					problems = append(problems, fmt.Sprintf("%s: extraneous key [%s] is not permitted", at, name))
+				}
+				continue
+			}
+			problems = append(problems, s.check(at+"/"+name, t[name], sub)...)
+		}
+		for _, r := range p.Required {
+			if _, ok := t[r]; !ok {
+				problems = append(problems, fmt.Sprintf("%s: required key [%s] not found", at, r))
+			}
+		}
+	case []any:
+		if p.Items != nil {
+			for i, e := range t {
+				problems = append(problems, s.check(fmt.Sprintf("%s/%d", at, i), e, p.Items)...)
+			}
+		}
+	}
+	for _, alt := range p.AllOf {
+		problems = append(problems, s.check(at, v, alt)...)
+	}
+	// oneOf is checked as anyOf: the alternatives of real schemas overlap
+	// (e.g. only "required" lists), and CloudFormation accepts a model
+	// that satisfies one of them.
+	for _, alts := range [][]*cfnProp{p.OneOf, p.AnyOf} {
+		if len(alts) > 0 && !slices.ContainsFunc(alts, func(alt *cfnProp) bool { return len(s.check(at, v, alt)) == 0 }) {
+			problems = append(problems, fmt.Sprintf("%s: no subschema matched out of the total %d subschemas", at, len(alts)))
+		}
+	}
+	return problems
 }
 
 func typeTitle(t string) string {
@@ -286,12 +414,14 @@ func touches(patchPath, sp string) bool {
 }
 
 // identifier is the primary identifier of a model: its values in
-// primaryIdentifier's order, joined with "|" as Cloud Control joins them;
+// primaryIdentifier's order (read from within a top-level property when
+// the path goes below one), joined with "|" as Cloud Control joins them;
 // false when one is missing.
+// https://docs.aws.amazon.com/cloudcontrolapi/latest/userguide/resource-identifier.html
 func (s *cfnSchema) identifier(model map[string]any) (string, bool) {
-	parts := make([]string, len(s.identifierPropNames))
-	for i, name := range s.identifierPropNames {
-		v, ok := model[name]
+	parts := make([]string, len(s.identifierPaths))
+	for i, path := range s.identifierPaths {
+		v, ok := valueAt(model, path)
 		if !ok {
 			return "", false
 		}
@@ -306,8 +436,24 @@ func (s *cfnSchema) identifier(model map[string]any) (string, bool) {
 	return strings.Join(parts, "|"), true
 }
 
+// valueAt is the value at path in nested objects.
+func valueAt(m map[string]any, path []string) (any, bool) {
+	var v any = m
+	for _, name := range path {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = obj[name]; !ok {
+			return nil, false
+		}
+	}
+	return v, v != nil
+}
+
 // view is the model as the read handler returns it: without write-only
-// properties.
+// properties, at the top level or below ("*" stands for every item of an
+// array).
 func (s *cfnSchema) view(model map[string]any) map[string]any {
 	out := make(map[string]any, len(model))
 	for k, v := range model {
@@ -315,5 +461,40 @@ func (s *cfnSchema) view(model map[string]any) map[string]any {
 			out[k] = v
 		}
 	}
+	for _, path := range s.writeOnlyPaths {
+		if _, ok := out[path[0]]; ok {
+			out[path[0]] = withoutPath(out[path[0]], path[1:])
+		}
+	}
 	return out
+}
+
+// withoutPath is v without what path names (v is not changed).
+func withoutPath(v any, path []string) any {
+	if len(path) == 0 {
+		return v
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		if _, ok := t[path[0]]; !ok {
+			return v
+		}
+		out := maps.Clone(t)
+		if len(path) == 1 {
+			delete(out, path[0])
+		} else {
+			out[path[0]] = withoutPath(t[path[0]], path[1:])
+		}
+		return out
+	case []any:
+		if path[0] != "*" {
+			return v
+		}
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = withoutPath(e, path[1:])
+		}
+		return out
+	}
+	return v
 }

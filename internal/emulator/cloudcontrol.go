@@ -52,6 +52,12 @@ type ccService struct {
 	account string
 	delay   time.Duration
 	schemas map[string]*cfnSchema
+	// iam keeps what AWS::IAM::RolePolicy creates: the roles' inline
+	// policies, as IAM's PutRolePolicy does.
+	iam *iamService
+	// hooks: ccHooks (a field, so the hooks can call the service's
+	// lookup without an initialisation cycle).
+	hooks map[string]ccTypeHooks
 
 	mu        sync.Mutex
 	resources map[ccKey]map[string]map[string]any // region+type -> identifier -> model
@@ -78,17 +84,23 @@ type ccRequest struct {
 	view                     map[string]any
 }
 
-func newCloudControl(opts Options) *ccService {
+func newCloudControl(opts Options, iam *iamService) (*ccService, error) {
+	schemas, err := loadCFNSchemas(opts.SchemaDir, opts.CloudFormationSchemas)
+	if err != nil {
+		return nil, err
+	}
 	return &ccService{
 		jsonProto: jsonProto{"application/x-amz-json-1.0"},
 		account:   opts.accountID(),
 		delay:     opts.CloudControlDelay,
-		schemas:   loadCFNSchemas(opts.CloudFormationSchemas),
+		schemas:   schemas,
+		iam:       iam,
+		hooks:     ccHooks,
 		resources: map[ccKey]map[string]map[string]any{},
 		requests:  map[string]*ccRequest{},
 		byClient:  map[string]*ccRequest{},
 		busy:      map[string]*ccRequest{},
-	}
+	}, nil
 }
 
 // ccErr is a Cloud Control error response.
@@ -185,6 +197,43 @@ func (s *ccService) store(region, typeName string) map[string]map[string]any {
 	return m
 }
 
+// lookup is the model of a resource: from the type's backend when it has
+// one (AWS::IAM::RolePolicy: IAM's roles), else from the store.
+func (s *ccService) lookup(region, typeName, id string) (map[string]any, bool) {
+	if b := s.hooks[typeName].backend; b != nil {
+		return b.get(s, region, id)
+	}
+	m, ok := s.store(region, typeName)[id]
+	return m, ok
+}
+
+// all is every resource of a type in a region, by identifier.
+func (s *ccService) all(region, typeName string) map[string]map[string]any {
+	if b := s.hooks[typeName].backend; b != nil {
+		return b.all(s, region)
+	}
+	return s.store(region, typeName)
+}
+
+// save stores a created or updated model; a handler error code and
+// message when the backend refuses it.
+func (s *ccService) save(region, typeName, id string, m map[string]any) (code, msg string) {
+	if b := s.hooks[typeName].backend; b != nil {
+		return b.put(s, region, id, m)
+	}
+	s.store(region, typeName)[id] = m
+	return "", ""
+}
+
+// drop deletes a resource.
+func (s *ccService) drop(region, typeName, id string) {
+	if b := s.hooks[typeName].backend; b != nil {
+		b.remove(s, region, id)
+		return
+	}
+	delete(s.store(region, typeName), id)
+}
+
 func busyKey(region, typeName, id string) string { return region + "\x00" + typeName + "\x00" + id }
 
 // schema is a type's schema; TypeNotFoundException when the emulator does
@@ -224,10 +273,9 @@ func (s *ccService) advance(now time.Time) {
 // complete does a request's operation: SUCCESS or FAILED.
 func (s *ccService) complete(r *ccRequest) {
 	delete(s.busy, busyKey(r.region, r.typeName, r.identifier))
-	store := s.store(r.region, r.typeName)
 	sc := s.schemas[r.typeName]
 	fail := func(code, msg string) { r.status, r.errorCode, r.statusMessage = "FAILED", code, msg }
-	_, exists := store[r.identifier]
+	prev, exists := s.lookup(r.region, r.typeName, r.identifier)
 	switch {
 	case r.failWith != "":
 		fail(r.failWith, fmt.Sprintf("Resource of type '%s' with identifier '%s' did not complete (%s, injected by the emulator).", r.typeName, r.identifier, r.failWith))
@@ -239,7 +287,7 @@ func (s *ccService) complete(r *ccRequest) {
 		fail("NotFound", fmt.Sprintf("Resource of type '%s' with identifier '%s' was not found.", r.typeName, r.identifier))
 		return
 	}
-	if h := ccHooks[r.typeName]; r.op == "CREATE" && h.check != nil {
+	if h := s.hooks[r.typeName]; r.op == "CREATE" && h.check != nil {
 		if code, msg := h.check(s, r.region, r.model); code != "" {
 			fail(code, msg)
 			return
@@ -247,10 +295,16 @@ func (s *ccService) complete(r *ccRequest) {
 	}
 	switch r.op {
 	case "CREATE", "UPDATE":
-		store[r.identifier] = r.model
+		if code, msg := s.save(r.region, r.typeName, r.identifier, r.model); code != "" {
+			fail(code, msg)
+			return
+		}
 		r.view = sc.view(r.model)
 	case "DELETE":
-		delete(store, r.identifier)
+		s.drop(r.region, r.typeName, r.identifier)
+		if h := s.hooks[r.typeName]; h.deleted != nil {
+			h.deleted(s, r.region, prev)
+		}
 	}
 	r.status = "SUCCESS"
 }
@@ -372,9 +426,11 @@ func (s *ccService) createResource(c ccCall) (any, *ccErr) {
 		return ccProgress{prev.event()}, nil
 	}
 	sc.fillDefaults(model)
-	h := ccHooks[in.TypeName]
+	h := s.hooks[in.TypeName]
 	if h.generate != nil {
 		h.generate(model, c.region, s.account)
+	} else {
+		sc.generate(model, c.region, s.account)
 	}
 	if h.derive != nil {
 		h.derive(model, c.region, s.account)
@@ -395,7 +451,7 @@ func (s *ccService) getResource(c ccCall) (any, *ccErr) {
 	if e != nil {
 		return nil, e
 	}
-	m, ok := s.store(c.region, in.TypeName)[in.Identifier]
+	m, ok := s.lookup(c.region, in.TypeName, in.Identifier)
 	if !ok {
 		return nil, notFound(in.TypeName, in.Identifier)
 	}
@@ -435,26 +491,9 @@ func (s *ccService) listResources(c ccCall) (any, *ccErr) {
 	if e != nil {
 		return nil, e
 	}
-	// A list handler with a handlerSchema needs those properties of the
-	// parent in ResourceModel, and lists that parent's resources only.
-	var filter map[string]any
-	if hs := sc.Handlers["list"].HandlerSchema; hs != nil && len(hs.Required) > 0 {
-		model := map[string]any{}
-		if in.ResourceModel != "" {
-			var e *ccErr
-			if model, e = decodeModel(in.ResourceModel, "ResourceModel"); e != nil {
-				return nil, e
-			}
-		}
-		filter = map[string]any{}
-		for _, p := range hs.Required {
-			v, ok := model[p]
-			if !ok {
-				return nil, ccError("InvalidRequestException",
-					"Missing or invalid ResourceModel property in %s list handler request input. Required property: %v", in.TypeName, hs.Required)
-			}
-			filter[p] = v
-		}
+	filter, e := sc.listFilter(in.TypeName, in.ResourceModel)
+	if e != nil {
+		return nil, e
 	}
 	tag := "cc:" + c.region + ":" + in.TypeName + ":"
 	after := ""
@@ -464,7 +503,7 @@ func (s *ccService) listResources(c ccCall) (any, *ccErr) {
 			return nil, ccError("InvalidRequestException", "Invalid NextToken.")
 		}
 	}
-	store := s.store(c.region, in.TypeName)
+	store := s.all(c.region, in.TypeName)
 	ids := make([]string, 0, len(store))
 	for id, m := range store {
 		if matchesAll(m, filter) {
@@ -482,6 +521,47 @@ func (s *ccService) listResources(c ccCall) (any, *ccErr) {
 		out["NextToken"] = next
 	}
 	return out, nil
+}
+
+// listFilter is what a list request's ResourceModel selects: a list handler
+// with a handlerSchema needs the properties of the parent it names
+// (required, or those of one of its oneOf/anyOf alternatives) and lists
+// that parent's resources only; other properties it names filter when
+// given. https://docs.aws.amazon.com/cloudcontrolapi/latest/userguide/resource-operations-list.html
+func (sc *cfnSchema) listFilter(typeName, resourceModel string) (map[string]any, *ccErr) {
+	hs := sc.Handlers["list"].HandlerSchema
+	if hs == nil {
+		return nil, nil
+	}
+	model := map[string]any{}
+	if resourceModel != "" {
+		var e *ccErr
+		if model, e = decodeModel(resourceModel, "ResourceModel"); e != nil {
+			return nil, e
+		}
+	}
+	has := func(names []string) bool {
+		return !slices.ContainsFunc(names, func(n string) bool { _, ok := model[n]; return !ok })
+	}
+	alts := append(slices.Clone(hs.OneOf), hs.AnyOf...)
+	if !has(hs.Required) || (len(alts) > 0 && !slices.ContainsFunc(alts, func(a *cfnProp) bool { return has(a.Required) })) {
+		need := slices.Clone(hs.Required)
+		for _, a := range alts {
+			need = append(need, strings.Join(a.Required, "+"))
+		}
+		return nil, ccError("InvalidRequestException",
+			"Missing or invalid ResourceModel property in %s list handler request input. Required property: %v", typeName, need)
+	}
+	filter := map[string]any{}
+	for name := range hs.Properties {
+		if _, ok := sc.Properties[name]; !ok {
+			continue // a selector that is no property (e.g. a list of ARNs)
+		}
+		if v, ok := model[name]; ok {
+			filter[name] = v
+		}
+	}
+	return filter, nil
 }
 
 func matchesAll(m, filter map[string]any) bool {
@@ -507,7 +587,7 @@ func (s *ccService) updateResource(c ccCall) (any, *ccErr) {
 	if prev, ok := s.byClient[c.region+"\x00"+in.ClientToken]; ok && in.ClientToken != "" {
 		return s.begin(c, in.ClientToken, in.TypeName, "UPDATE", prev.identifier, in.Identifier+"\x00"+in.PatchDocument, nil)
 	}
-	cur, ok := s.store(c.region, in.TypeName)[in.Identifier]
+	cur, ok := s.lookup(c.region, in.TypeName, in.Identifier)
 	if !ok {
 		return nil, notFound(in.TypeName, in.Identifier)
 	}
@@ -566,7 +646,7 @@ func (s *ccService) updateResource(c ccCall) (any, *ccErr) {
 		return nil, ccError("InvalidRequestException", "%s", err.Error())
 	}
 	sc.fillDefaults(model)
-	if h := ccHooks[in.TypeName]; h.derive != nil {
+	if h := s.hooks[in.TypeName]; h.derive != nil {
 		h.derive(model, c.region, s.account)
 	}
 	return s.begin(c, in.ClientToken, in.TypeName, "UPDATE", in.Identifier, in.Identifier+"\x00"+in.PatchDocument, model)

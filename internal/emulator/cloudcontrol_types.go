@@ -3,6 +3,7 @@ package emulator
 import (
 	"crypto/rand"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -22,6 +23,21 @@ type ccTypeHooks struct {
 	// check is what the create handler finds wrong: a handler error code
 	// and message ("" when none).
 	check func(s *ccService, region string, m map[string]any) (code, msg string)
+	// deleted is what deleting a resource (its last model) does besides
+	// (an API's routes go with it).
+	deleted func(s *ccService, region string, m map[string]any)
+	// backend keeps the type's resources elsewhere than Cloud Control's
+	// store (nil: the store).
+	backend ccBackend
+}
+
+// ccBackend keeps a type's resources in another service's state, so that
+// service's API sees what Cloud Control made, and the reverse.
+type ccBackend interface {
+	get(s *ccService, region, id string) (map[string]any, bool)
+	all(s *ccService, region string) map[string]map[string]any
+	put(s *ccService, region, id string, m map[string]any) (code, msg string)
+	remove(s *ccService, region, id string)
 }
 
 var ccHooks = map[string]ccTypeHooks{
@@ -51,6 +67,81 @@ var ccHooks = map[string]ccTypeHooks{
 	"AWS::SNS::Topic": {generate: func(m map[string]any, region, account string) {
 		m["TopicArn"] = "arn:aws:sns:" + region + ":" + account + ":" + fifoName(m, "TopicName", "FifoTopic", "Topic")
 	}},
+	// A subscription's ARN is its topic's ARN, ":" and a UUID, as SNS
+	// Subscribe answers SubscriptionArn; subscribing to a missing topic
+	// fails NotFound:
+	// https://docs.aws.amazon.com/sns/latest/api/API_Subscribe.html
+	"AWS::SNS::Subscription": {
+		generate: func(m map[string]any, _, _ string) {
+			topic, _ := m["TopicArn"].(string)
+			m["Arn"] = topic + ":" + newRequestID()
+		},
+		check: func(s *ccService, region string, m map[string]any) (string, string) {
+			topic, _ := m["TopicArn"].(string)
+			// The topic may be in another region: its ARN says which.
+			if parts := strings.Split(topic, ":"); len(parts) == 6 && parts[3] != "" {
+				region = parts[3]
+			}
+			if _, ok := s.lookup(region, "AWS::SNS::Topic", topic); !ok {
+				return "NotFound", "Topic does not exist: " + topic
+			}
+			return "", ""
+		},
+	},
+	// An API's id is 10 lowercase letters and digits; its endpoint
+	// {api-id}.execute-api.{region}.amazonaws.com, https for HTTP APIs and
+	// wss for WebSocket ones:
+	// https://docs.aws.amazon.com/apigatewayv2/latest/api-reference/apis.html
+	"AWS::ApiGatewayV2::Api": {
+		generate: func(m map[string]any, region, _ string) {
+			id := randomString("abcdefghijklmnopqrstuvwxyz0123456789", 10)
+			m["ApiId"] = id
+			scheme := "https"
+			if p, _ := m["ProtocolType"].(string); p == "WEBSOCKET" {
+				scheme = "wss"
+			}
+			m["ApiEndpoint"] = scheme + "://" + id + ".execute-api." + region + ".amazonaws.com"
+		},
+		check: func(_ *ccService, _ string, m map[string]any) (string, string) {
+			_, body := m["Body"]
+			_, s3 := m["BodyS3Location"]
+			_, name := m["Name"]
+			_, protocol := m["ProtocolType"]
+			if !body && !s3 && (!name || !protocol) {
+				return "InvalidRequest", "Name and ProtocolType are required unless Body or BodyS3Location is given."
+			}
+			return "", ""
+		},
+		// Deleting an API deletes its routes.
+		deleted: func(s *ccService, region string, m map[string]any) {
+			routes := s.store(region, "AWS::ApiGatewayV2::Route")
+			for id, r := range routes {
+				if r["ApiId"] == m["ApiId"] {
+					delete(routes, id)
+				}
+			}
+		},
+	},
+	// A route's id is 7 lowercase letters and digits; its identifier
+	// ApiId|RouteId. A route of a missing API fails NotFound, as CreateRoute
+	// answers NotFoundException:
+	// https://docs.aws.amazon.com/apigatewayv2/latest/api-reference/apis-apiid-routes.html
+	"AWS::ApiGatewayV2::Route": {
+		generate: func(m map[string]any, _, _ string) {
+			m["RouteId"] = randomString("abcdefghijklmnopqrstuvwxyz0123456789", 7)
+		},
+		check: func(s *ccService, region string, m map[string]any) (string, string) {
+			api, _ := m["ApiId"].(string)
+			if _, ok := s.lookup(region, "AWS::ApiGatewayV2::Api", api); !ok {
+				return "NotFound", "Invalid API identifier specified " + api
+			}
+			return "", ""
+		},
+	},
+	// A role's inline policy, kept by IAM (PutRolePolicy, GetRolePolicy,
+	// DeleteRolePolicy see the same policies):
+	// https://docs.aws.amazon.com/IAM/latest/APIReference/API_PutRolePolicy.html
+	"AWS::IAM::RolePolicy": {generate: func(map[string]any, string, string) {}, backend: iamRolePolicies{}},
 	"AWS::DynamoDB::Table": {
 		generate: func(m map[string]any, region, account string) {
 			name := nameOr(m, "TableName", "Table")

@@ -15,6 +15,7 @@ package emulator
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -87,6 +88,11 @@ type Options struct {
 	// cfnschemas/ holds) served besides the embedded ones, for tests of
 	// types no real schema has the shape of.
 	CloudFormationSchemas []string
+	// SchemaDir is a folder of resource schemas (every *.json in it, as
+	// DescribeType's Schema returns them) served by DescribeType and Cloud
+	// Control besides the embedded ones; one of a type the emulator embeds
+	// replaces the embedded one. "" for none.
+	SchemaDir string
 }
 
 // service emulates one AWS service behind the shared endpoint.
@@ -121,19 +127,34 @@ type Emulator struct {
 	faults []*Fault
 }
 
-// New returns an emulator with no resources.
+// New returns an emulator with no resources. It panics when
+// Options.SchemaDir cannot be read (see Open).
 func New(opts Options) *Emulator {
+	e, err := Open(opts)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// Open returns an emulator with no resources, or why Options.SchemaDir
+// (or a schema of Options.CloudFormationSchemas) cannot be served.
+func Open(opts Options) (*Emulator, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cc := newCloudControl(opts)
+	iam := newIAM(opts)
+	cc, err := newCloudControl(opts, iam)
+	if err != nil {
+		return nil, err
+	}
 	ec2 := newEC2(opts)
 	return &Emulator{
 		log: log,
 		services: map[string]service{
 			"s3":  newS3(opts),
-			"iam": newIAM(opts),
+			"iam": iam,
 			"ecr": newECR(opts),
 			"ec2": ec2,
 			// ELBv2 signs as elasticloadbalancing, and reads EC2's subnets,
@@ -146,13 +167,17 @@ func New(opts Options) *Emulator {
 		},
 		calls:    map[string]int{},
 		disabled: opts.disabled(),
-	}
+	}, nil
 }
 
 // ServeHTTP routes the request to its service, counts it and answers it.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == FaultsPath {
+	switch r.URL.Path {
+	case FaultsPath:
 		e.serveFaults(w, r)
+		return
+	case CallsPath:
+		e.serveCalls(w, r)
 		return
 	}
 	start := time.Now()
@@ -230,6 +255,35 @@ func (e *Emulator) Reset() {
 	e.mu.Lock()
 	clear(e.calls)
 	e.mu.Unlock()
+}
+
+// CallsPath is where the emulator answers Calls over HTTP, for tests and
+// users of a separate process (iasql emulator): GET answers a JSON object
+// of request counts since start or the last reset, keyed
+// "service:Operation" as faults name operations
+// ({"cloudcontrolapi:ListResources": 40, "s3:ListBuckets": 1}); DELETE
+// resets them (Reset). No AWS request has this path: S3 bucket names cannot
+// start with "_".
+const CallsPath = "/_iasql/calls"
+
+// serveCalls answers requests to CallsPath.
+func (e *Emulator) serveCalls(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		b, err := json.Marshal(e.Calls())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	case http.MethodDelete:
+		e.Reset()
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, DELETE")
+		http.Error(w, "use GET to read the call counts, DELETE to reset them", http.StatusMethodNotAllowed)
+	}
 }
 
 // Server is an emulator listening on a TCP address.

@@ -13,6 +13,26 @@ import (
 	"github.com/iasql/iasql/internal/testkit"
 )
 
+// httpDo sends a request to one of the emulator's own paths (FaultsPath,
+// CallsPath) and answers its status and body.
+func httpDo(t *testing.T, method, url, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.WithoutCancel(t.Context()), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
 // TestFaultsOverHTTP: faults added and cleared over HTTP (as with iasql
 // emulator running as its own process) reach the SDK as AWS errors.
 func TestFaultsOverHTTP(t *testing.T) {
@@ -22,17 +42,8 @@ func TestFaultsOverHTTP(t *testing.T) {
 	ctx := context.Background()
 	send := func(method, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+emulator.FaultsPath, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		code, b := httpDo(t, method, srv.URL+emulator.FaultsPath, body)
+		return code, string(b)
 	}
 	describe := func() error {
 		_, err := cl.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})
