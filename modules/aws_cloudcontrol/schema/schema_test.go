@@ -111,9 +111,13 @@ func TestEmulatorSchemas(t *testing.T) {
 			notNull: []string{"destination_arn", "filter_pattern", "log_group_name"},
 			create:  []string{"filter_name", "log_group_name"}, parents: []string{"LogGroupName"},
 		},
-		"aws-kms-key.json":     {table: "aws_kms_key", cloudID: []string{"key_id"}, cols: []col{{"key_policy", "jsonb"}, {"rotation_period_in_days", "bigint"}}, feedback: []string{"arn", "key_id"}},
-		"aws-sns-topic.json":   {table: "aws_sns_topic", cloudID: []string{"topic_arn"}, feedback: []string{"topic_arn"}, create: []string{"fifo_topic", "topic_name"}, unordered: []string{"delivery_status_logging", "subscription"}},
-		"aws-ecs-cluster.json": {table: "aws_ecs_cluster", cloudID: []string{"cluster_name"}, feedback: []string{"arn"}, create: []string{"cluster_name"}, unordered: []string{"capacity_providers", "cluster_settings", "default_capacity_provider_strategy"}},
+		"aws-kms-key.json":            {table: "aws_kms_key", cloudID: []string{"key_id"}, cols: []col{{"key_policy", "jsonb"}, {"rotation_period_in_days", "bigint"}}, feedback: []string{"arn", "key_id"}},
+		"aws-sns-topic.json":          {table: "aws_sns_topic", cloudID: []string{"topic_arn"}, feedback: []string{"topic_arn"}, create: []string{"fifo_topic", "topic_name"}, unordered: []string{"delivery_status_logging", "subscription"}},
+		"aws-apigatewayv2-api.json":   {table: "aws_apigatewayv2_api", cloudID: []string{"api_id"}, feedback: []string{"api_endpoint", "api_id"}, create: []string{"protocol_type"}},
+		"aws-apigatewayv2-route.json": {table: "aws_apigatewayv2_route", cloudID: []string{"api_id", "route_id"}, notNull: []string{"api_id", "route_key"}, feedback: []string{"route_id"}, create: []string{"api_id"}, parents: []string{"ApiId"}},
+		"aws-sns-subscription.json":   {table: "aws_sns_subscription", cloudID: []string{"arn"}, notNull: []string{"protocol", "topic_arn"}, feedback: []string{"arn"}, create: []string{"endpoint", "protocol", "topic_arn"}},
+		"aws-iam-rolepolicy.json":     {table: "aws_iam_role_policy", cloudID: []string{"policy_name", "role_name"}, notNull: []string{"policy_name", "role_name"}, create: []string{"policy_name", "role_name"}},
+		"aws-ecs-cluster.json":        {table: "aws_ecs_cluster", cloudID: []string{"cluster_name"}, feedback: []string{"arn"}, create: []string{"cluster_name"}, unordered: []string{"capacity_providers", "cluster_settings", "default_capacity_provider_strategy"}},
 	}
 	docs := emulatorSchemas(t)
 	for file := range docs {
