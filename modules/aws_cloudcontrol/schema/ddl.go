@@ -19,6 +19,7 @@ import (
 // what is not a column.
 func (t *Type) declare() module.Table {
 	ids := t.IdentifierColumns()
+	t.refs = t.references()
 	mt := module.Table{Name: t.Table, Comment: t.tableComment()}
 	for _, c := range t.Columns {
 		kind := module.Declarative
@@ -26,12 +27,13 @@ func (t *Type) declare() module.Table {
 			kind = module.Feedback
 		}
 		mt.Columns = append(mt.Columns, module.Column{
-			Name: c.Name, Type: c.SQLType, Kind: kind, NotNull: c.Required,
+			Name: c.Name, Type: c.SQLType, Kind: kind, NotNull: c.Required && !t.hasRef(c),
 			CloudID:    slices.Contains(ids, c.Name),
 			CreateOnly: !c.ReadOnly && (c.CreateOnly || !t.Updatable),
 			Comment:    t.columnComment(c),
 		})
 	}
+	mt.Columns = append(mt.Columns, t.refColumns()...)
 	return mt.Declare()
 }
 
@@ -70,6 +72,7 @@ func (t *Type) SQL() string {
 	}
 	fmt.Fprintf(&b, "COMMENT ON COLUMN %s.%s IS %s;\n", tbl, quoteIdent(IDColumn),
 		quoteLiteral("Database identifier of the row; the cloud knows the resource by "+strings.Join(ids, ", ")+"."))
+	b.WriteString(t.refSQL())
 	return b.String()
 }
 
@@ -121,6 +124,11 @@ func (t *Type) columnComment(c Column) string {
 	}
 	if c.Tags {
 		notes = append(notes, `tags as one JSON object {"key": "value"}`)
+	}
+	for _, r := range t.refs {
+		if r.Column == c.Name {
+			notes = append(notes, "or point at a row of "+r.Target+" with "+r.Ref)
+		}
 	}
 	if c.Unordered {
 		notes = append(notes, "order does not matter")

@@ -44,6 +44,7 @@ func ExampleType_ModuleTable() {
 	// log_group_class text declarative, create-only
 	// retention_in_days bigint declarative
 	// tags jsonb declarative
+	// kms_key_id_ref integer declarative
 	//
 	// CREATE TABLE public.aws_logs_log_group (
 	//   id serial PRIMARY KEY,
@@ -54,7 +55,8 @@ func ExampleType_ModuleTable() {
 	//   kms_key_id text,
 	//   log_group_class text,
 	//   retention_in_days bigint,
-	//   tags jsonb
+	//   tags jsonb,
+	//   kms_key_id_ref integer
 	// );
 	// COMMENT ON TABLE public.aws_logs_log_group IS 'AWS::Logs::LogGroup resources (Cloud Control API). A CloudWatch Logs log group: a named container of log streams sharing retention, encryption and access settings. Insert a row to create one, update it to change it, delete it to delete it.';
 	// COMMENT ON COLUMN public.aws_logs_log_group.id IS 'Database identifier of the row.';
@@ -62,12 +64,16 @@ func ExampleType_ModuleTable() {
 	// COMMENT ON COLUMN public.aws_logs_log_group.arn IS 'ARN of the group (ending in :*), set by AWS. (property Arn; read-only: set by the cloud, never written to it)';
 	// COMMENT ON COLUMN public.aws_logs_log_group.data_protection_policy IS 'Data protection policy document of the group. (property DataProtectionPolicy)';
 	// COMMENT ON COLUMN public.aws_logs_log_group.field_index_policies IS 'Field index policies of the group. (property FieldIndexPolicies; order does not matter)';
-	// COMMENT ON COLUMN public.aws_logs_log_group.kms_key_id IS 'ARN of the KMS key that encrypts the group''s log data. (property KmsKeyId)';
+	// COMMENT ON COLUMN public.aws_logs_log_group.kms_key_id IS 'ARN of the KMS key that encrypts the group''s log data. (property KmsKeyId; or point at a row of aws_kms_key with kms_key_id_ref)';
 	// COMMENT ON COLUMN public.aws_logs_log_group.log_group_class IS 'Storage class of the group. (property LogGroupClass; create-only: changing it replaces the resource; absent means STANDARD)';
 	// COMMENT ON COLUMN public.aws_logs_log_group.retention_in_days IS 'Days log events are kept; absent keeps them forever. (property RetentionInDays)';
 	// COMMENT ON COLUMN public.aws_logs_log_group.tags IS 'Tags of the group. (property Tags; tags as one JSON object {"key": "value"})';
+	// COMMENT ON COLUMN public.aws_logs_log_group.kms_key_id_ref IS 'The row (aws_kms_key.id) of AWS::KMS::Key that KmsKeyId names (learnt from a well-known property name). Set it instead of kms_key_id to point at a row by id: the engine fills kms_key_id from that row''s arn once the cloud has it; found from kms_key_id for resources read from the cloud, NULL when no row of aws_kms_key has that arn.';
 	// COMMENT ON SEQUENCE public.aws_logs_log_group_id_seq IS 'Generates aws_logs_log_group.id.';
 	// ALTER TABLE public."aws_logs_log_group" ADD CONSTRAINT "aws_logs_log_group_identity" UNIQUE ("log_group_name");
 	// COMMENT ON CONSTRAINT "aws_logs_log_group_identity" ON public."aws_logs_log_group" IS 'A resource appears once: its identity (log_group_name) is unique.';
 	// COMMENT ON COLUMN public."aws_logs_log_group"."id" IS 'Database identifier of the row; the cloud knows the resource by log_group_name.';
+	// CREATE TRIGGER "aws_logs_log_group_kms_key_id_ref_check" BEFORE INSERT OR UPDATE OF "kms_key_id_ref" ON public."aws_logs_log_group" FOR EACH ROW EXECUTE FUNCTION public.iasql_reference_check('kms_key_id_ref', 'aws_kms_key', 'kms_key_id', 'false');
+	// COMMENT ON TRIGGER "aws_logs_log_group_kms_key_id_ref_check" ON public."aws_logs_log_group" IS 'kms_key_id_ref lists rows of aws_kms_key, which must be installed (a foreign key once both are: aws_logs_log_group_kms_key_id_ref_fk).';
+	// SELECT public.iasql_link_reference('aws_logs_log_group', 'kms_key_id_ref', 'aws_kms_key', false);
 }
