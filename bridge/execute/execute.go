@@ -50,8 +50,6 @@ type Doer interface {
 	Cloud(ctx context.Context, a *plan.Action) error
 	// Held records that a cloud action waits for another record (why).
 	Held(ctx context.Context, a *plan.Action, why string)
-	// Lane names the lane of an action's cloud calls.
-	Lane(a *plan.Action) string
 	// Settled is told how each action that ran ended (nil: done).
 	Settled(a *plan.Action, err error)
 }
@@ -111,7 +109,7 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 		// differ on every attempt).
 		now := make([]snapshot.Key, 0, len(r.failed))
 		for _, a := range r.failed {
-			now = append(now, plan.ActionKey(a))
+			now = append(now, a.Key)
 		}
 		slices.SortFunc(now, snapshot.CompareKeys)
 		// The same failures again end the pass, unless one of them passes
@@ -162,7 +160,7 @@ type round struct {
 func (r *round) run(ctx context.Context, actions []*plan.Action) {
 	var db, cloud []*plan.Action
 	for _, a := range actions {
-		if plan.IsCloud(a) {
+		if a.IsCloud {
 			cloud = append(cloud, a)
 		} else {
 			db = append(db, a)
@@ -213,13 +211,13 @@ func (r *round) runDB(ctx context.Context, actions []*plan.Action) {
 }
 
 // runCloud runs cloud actions concurrently: each waits for the actions it
-// depends on, then for room in its lane.
+// depends on, then for room in its lane (Action.Lane).
 func (r *round) runCloud(ctx context.Context, actions []*plan.Action) {
 	done := make(map[*plan.Action]chan struct{}, len(actions))
 	byKey := map[snapshot.Key][]*plan.Action{}
 	for _, a := range actions {
 		done[a] = make(chan struct{})
-		byKey[plan.ActionKey(a)] = append(byKey[plan.ActionKey(a)], a)
+		byKey[a.Key] = append(byKey[a.Key], a)
 	}
 	var wg sync.WaitGroup
 	for _, a := range actions {
@@ -239,7 +237,7 @@ func (r *round) runCloud(ctx context.Context, actions []*plan.Action) {
 				}
 				return
 			}
-			release, err := r.x.lanes.Acquire(ctx, r.do.Lane(a))
+			release, err := r.x.lanes.Acquire(ctx, a.Lane)
 			if err != nil {
 				r.settle(a, err)
 				return
@@ -264,13 +262,13 @@ func (r *round) gate(ctx context.Context, a *plan.Action) (run bool, held string
 		return false, ""
 	}
 	if slices.ContainsFunc(r.deps[a], func(k snapshot.Key) bool { return r.moved[k] }) {
-		r.moved[plan.ActionKey(a)] = true
+		r.moved[a.Key] = true
 		return false, ""
 	}
 	if blocker := heldBy(r.deps[a], r.down); blocker != "" {
 		r.errs = append(r.errs, a.Failure("waiting for "+blocker))
 		r.failed = append(r.failed, a)
-		r.down[plan.ActionKey(a)] = "held"
+		r.down[a.Key] = "held"
 		return false, blocker
 	}
 	return true, ""
@@ -281,7 +279,7 @@ func (r *round) settle(a *plan.Action, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err == nil && a.Action == "replace" && snapshot.Generated(a.Tab.Spec) {
-		r.moved[plan.ActionKey(a)] = true
+		r.moved[a.Key] = true
 	}
 	if errors.Is(err, ErrInFlight) {
 		// Not done yet, whatever the action: what waits for it waits for a
@@ -292,7 +290,7 @@ func (r *round) settle(a *plan.Action, err error) {
 		// terminal); one still being deleted (an instance shutting down)
 		// may still hold what waits for its delete (DependencyViolation for
 		// the security group or subnet it uses).
-		r.moved[plan.ActionKey(a)] = true
+		r.moved[a.Key] = true
 	}
 	r.do.Settled(a, err)
 	switch {
@@ -300,10 +298,10 @@ func (r *round) settle(a *plan.Action, err error) {
 		// Done; planned again in the next pass; or asked about later.
 	default:
 		var term *module.TerminalError
-		r.down[plan.ActionKey(a)] = "failed"
+		r.down[a.Key] = "failed"
 		if errors.As(err, &term) || a.Identified {
 			r.final = append(r.final, a.Failure(err.Error()))
-			r.gaveUp = append(r.gaveUp, plan.ActionKey(a))
+			r.gaveUp = append(r.gaveUp, a.Key)
 			return
 		}
 		r.errs = append(r.errs, a.Failure(err.Error()))

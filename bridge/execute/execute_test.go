@@ -80,7 +80,6 @@ func (d *doer) Held(_ context.Context, a *plan.Action, why string) {
 	defer d.mu.Unlock()
 	d.held = append(d.held, a.Table+" "+a.ID+": "+why)
 }
-func (d *doer) Lane(a *plan.Action) string { return a.Table }
 func (d *doer) Settled(a *plan.Action, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -95,8 +94,8 @@ var (
 )
 
 func create(spec module.Table, id string, db module.Record) *plan.Action {
-	return &plan.Action{Action: "create", Direction: "cloud", Table: spec.Name, ID: id, Kind: plan.CloudCreate,
-		Tab: &snapshot.Table{Spec: spec}, Row: &snapshot.Row{ID: id, DB: db}}
+	return (&plan.Action{Action: "create", Direction: "cloud", Table: spec.Name, ID: id, Kind: plan.CloudCreate,
+		Tab: &snapshot.Table{Spec: spec}, Row: &snapshot.Row{ID: id, DB: db}}).Fix(nil)
 }
 
 func TestRun(t *testing.T) {
@@ -185,8 +184,8 @@ func TestRun(t *testing.T) {
 		setup: func(d *doer) []*plan.Action {
 			d.running["child "] = true
 			del := func(spec module.Table, cloud module.Record) *plan.Action {
-				return &plan.Action{Action: "delete", Direction: "cloud", Table: spec.Name, CloudID: cloud.String("name"), Kind: plan.CloudDelete,
-					Tab: &snapshot.Table{Spec: spec}, Cloud: cloud}
+				return (&plan.Action{Action: "delete", Direction: "cloud", Table: spec.Name, CloudID: cloud.String("name"), Kind: plan.CloudDelete,
+					Tab: &snapshot.Table{Spec: spec}, Cloud: cloud}).Fix(nil)
 			}
 			return []*plan.Action{del(parentSpec, module.Record{"name": "p"}), del(childSpec, module.Record{"name": "c", "parent_id": "p"}),
 				del(parentSpec, module.Record{"name": "q"})}
@@ -218,7 +217,7 @@ func TestRun(t *testing.T) {
 			var out []*plan.Action
 			for i := range execute.BatchSize + 1 {
 				id := string(rune('a'+i%26)) + strings.Repeat("x", i/26)
-				out = append(out, &plan.Action{Action: "create", Direction: "database", Table: "parent", ID: id, Kind: plan.DBInsert, Tab: &snapshot.Table{Spec: parentSpec}})
+				out = append(out, (&plan.Action{Action: "create", Direction: "database", Table: "parent", ID: id, Kind: plan.DBInsert, Tab: &snapshot.Table{Spec: parentSpec}}).Fix(nil))
 			}
 			return out
 		},

@@ -30,7 +30,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		if err != nil {
 			return err
 		}
-		if ts.StandingIn(a.ID) {
+		if a.StandIn {
 			return c.writeFeedback(ctx, a, got) // the stand-in, not the record
 		}
 		if err := c.writeBack(ctx, a, got); err != nil {
@@ -72,7 +72,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 				return err
 			}
 			return c.dbTx(ctx, func(tx pgx.Tx) error {
-				if err := store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, plan.OpKey(a))); err != nil {
+				if err := store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, a.OpKey)); err != nil {
 					return err
 				}
 				// The old resource gone, the record's own new resource comes next.
@@ -93,7 +93,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			// below like one.
 		} else if errors.Is(err, module.ErrKeep) {
 			// The cloud keeps it: the row comes back instead.
-			a.Action, a.Direction, a.Kind = "create", "database", plan.DBInsert
+			a.Action, a.Direction, a.Kind, a.IsCloud = "create", "database", plan.DBInsert, false
 			a.Description = "import " + plan.Describe(ts.Spec, a.Cloud) + " back: " + err.Error()
 			return c.execute(ctx, a)
 		} else if err != nil {
@@ -105,7 +105,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			if err := c.forgetResource(ctx, tx, ts, a.Record, a.CloudID); err != nil {
 				return err
 			}
-			return store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, plan.OpKey(a)))
+			return store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, a.OpKey))
 		})
 	case plan.DBDelete:
 		return c.dbTx(ctx, func(tx pgx.Tx) error {

@@ -240,7 +240,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		failures = append(failures, done...)
 		for _, a := range p.Actions {
 			out.Actions = append(out.Actions, *a)
-			if plan.IsCloud(a) {
+			if a.IsCloud {
 				c.touch(a.Table)
 			}
 		}
@@ -292,8 +292,8 @@ func (c *cycle) begun(snap *snapshot.Snapshot) {
 func (c *cycle) leaveNewer(p *plan.Plan) int {
 	kept, left := p.Actions[:0], 0
 	for _, a := range p.Actions {
-		key := snapshot.RowKey(a.Table, a.ID)
-		if a.ID != "" && plan.IsCloud(a) && !a.Tab.Forced[a.ID] && a.Tab.Seen[a.ID] > c.begin && (c.acted[key] || !c.first[key]) {
+		key := a.RecordKey
+		if a.ID != "" && a.IsCloud && !a.Tab.Forced[a.ID] && a.Tab.Seen[a.ID] > c.begin && (c.acted[key] || !c.first[key]) {
 			left++
 			continue
 		}
@@ -310,7 +310,7 @@ func (c *cycle) sameAgain(ctx context.Context, actions []*plan.Action) []*plan.A
 	kept := actions[:0]
 	var stuck []*plan.Action
 	for _, a := range actions {
-		key := plan.ActionKey(a)
+		key := a.Key
 		what := fmt.Sprintf("%s %s @%s", a.Action, a.Direction, a.Tab.Seen[a.ID])
 		s := c.same[key]
 		if s.what == what {
@@ -334,7 +334,7 @@ func (c *cycle) sameAgain(ctx context.Context, actions []*plan.Action) []*plan.A
 // any failure, and is left alone by the rest of the cycle.
 func (c *cycle) notConverging(ctx context.Context, actions []*plan.Action, why string) {
 	for _, a := range actions {
-		if o, ok := a.Tab.Ops[plan.OpKey(a)]; ok && strings.HasPrefix(o.LastError, snapshot.NotConverging) {
+		if o, ok := a.Tab.Ops[a.OpKey]; ok && strings.HasPrefix(o.LastError, snapshot.NotConverging) {
 			a.Attempts = max(a.Attempts, o.Attempts) // it backs off longer each time
 		}
 		a.Attempts++
@@ -344,10 +344,10 @@ func (c *cycle) notConverging(ctx context.Context, actions []*plan.Action, why s
 		c.stuck = append(c.stuck, line)
 		// A resource being deleted from the cloud is its row's (a.ID), as
 		// user intent goes; its operation is the resource's (OpKey).
-		if c.first[snapshot.RowKey(a.Table, cmp.Or(a.ID, plan.OpKey(a)))] && !c.carried[snapshot.RowKey(a.Table, plan.OpKey(a))] {
+		if c.first[snapshot.RowKey(a.Table, cmp.Or(a.ID, a.OpKey))] && !c.carried[snapshot.RowKey(a.Table, a.OpKey)] {
 			c.involved = append(c.involved, line)
 		}
-		c.log().Warn("record not converging; it backs off", "cycle", c.id, "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "why", reason)
+		c.log().Warn("record not converging; it backs off", "cycle", c.id, "table", a.Table, "record", a.OpKey, "action", a.Action, "why", reason)
 	}
 }
 

@@ -58,40 +58,19 @@ func (d doer) Held(ctx context.Context, a *plan.Action, why string) {
 	d.c.endOp(ctx, a, snapshot.OpWaiting, why)
 }
 
-func (d doer) Lane(a *plan.Action) string { return d.c.laneOf(a) }
-
 // Settled notes the records whose declarative state the cycle pushed (the
 // cloud said yes): only a later read that shows it enacts the intent; and
 // the records it acted on in the cloud (leaveNewer).
 func (d doer) Settled(a *plan.Action, err error) {
-	if err == nil && plan.IsCloud(a) && a.ID != "" {
-		d.c.acted[snapshot.RowKey(a.Table, a.ID)] = true
+	if err == nil && a.IsCloud && a.ID != "" {
+		d.c.acted[a.RecordKey] = true
 	}
 	switch {
 	case err == nil && (a.Kind == plan.CloudCreate || (a.Kind == plan.CloudUpdate && a.Action == "update")):
-		d.c.pushed[plan.PushKey(a)] = a.Tab.Seen[a.ID]
+		d.c.pushed[a.Push] = a.Tab.Seen[a.ID]
 	case errors.Is(err, store.ErrConflict):
 		d.c.log().Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
 	}
-}
-
-// laneOf is the lane an action's cloud calls go through: its module and
-// region (AWS's request quotas are per service, account and region), the
-// region as the table declares it (module.Table.Region, else its parent's:
-// RowRegion, CloudRegion).
-func (c *cycle) laneOf(a *plan.Action) string {
-	name := a.Table
-	if a.Tab.Module != nil {
-		name = a.Tab.Module.Name
-	}
-	region := ""
-	if a.Row != nil {
-		region = c.snap.RowRegion(a.Tab, a.Row.DB, 0)
-	}
-	if region == "" && a.Cloud != nil {
-		region = c.snap.CloudRegion(a.Tab, a.Cloud, 0)
-	}
-	return name + "/" + region
 }
 
 // notTaken takes out of a plan the creates and updates of records this
@@ -105,7 +84,7 @@ func (c *cycle) notTaken(p *plan.Plan) []string {
 	kept := p.Actions[:0]
 	for _, a := range p.Actions {
 		if a.Kind == plan.CloudCreate || a.Kind == plan.CloudUpdate {
-			if at, ok := c.pushed[plan.PushKey(a)]; ok && a.Tab.Seen[a.ID] <= at {
+			if at, ok := c.pushed[a.Push]; ok && a.Tab.Seen[a.ID] <= at {
 				what := "the cloud does not show the resource created for it; it is not created again in this cycle"
 				if a.Cloud != nil {
 					what = "the cloud did not take the change: " + notTakenColumns(a.Tab, a.Row.Cloud, a.Cloud)

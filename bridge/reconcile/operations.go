@@ -24,7 +24,7 @@ func newToken() string { return randomHex(16) }
 // attempt persisted (this cycle's or a crashed one's), else a new one. It
 // reports whether an earlier attempt may have made the resource.
 func (c *cycle) beginOp(ctx context.Context, a *plan.Action) (retried bool, err error) {
-	prev, had := a.Tab.Ops[plan.OpKey(a)]
+	prev, had := a.Tab.Ops[a.OpKey]
 	if had && prev.Action == "replace" && a.Kind == plan.CloudCreate && a.Action == "create" {
 		// The create of a replacement whose new resource is not there (it
 		// deleted the old one first, module.DeleteFirst, and the create
@@ -72,7 +72,7 @@ func (c *cycle) endOp(ctx context.Context, a *plan.Action, state, why string) {
 		o.NextRetry = time.Now().Add(retryAfter(a.Attempts))
 	}
 	if err := c.dbTx(ctx, func(tx pgx.Tx) error { return store.EndOp(ctx, tx, o) }); err != nil {
-		c.log().Warn("cannot record the state of an action", "table", a.Table, "record", plan.OpKey(a), "state", state, "err", err)
+		c.log().Warn("cannot record the state of an action", "table", a.Table, "record", a.OpKey, "state", state, "err", err)
 	}
 }
 
@@ -85,11 +85,11 @@ func (c *cycle) dueOnly(actions []*plan.Action) []*plan.Action {
 	now := time.Now()
 	kept := actions[:0]
 	for _, a := range actions {
-		o, ok := a.Tab.Ops[plan.OpKey(a)]
+		o, ok := a.Tab.Ops[a.OpKey]
 		if ok && o.BackingOff(now) {
 			continue
 		}
-		if !c.req.Trigger.Waited() && ok && plan.IsCloud(a) && o.State == snapshot.OpFailed && o.NextRetry.After(now) {
+		if !c.req.Trigger.Waited() && ok && a.IsCloud && o.State == snapshot.OpFailed && o.NextRetry.After(now) {
 			continue
 		}
 		kept = append(kept, a)
@@ -142,12 +142,12 @@ func (c *cycle) startOp(ctx context.Context, a *plan.Action, p *module.Pending) 
 				return err
 			}
 		}
-		return store.SetHandle(ctx, tx, a.Table, plan.OpKey(a), p.Handle, time.Now().Add(after))
+		return store.SetHandle(ctx, tx, a.Table, a.OpKey, p.Handle, time.Now().Add(after))
 	})
 	if err != nil {
-		return fmt.Errorf("record the operation %s of %s %s: %w", p.Handle, a.Table, plan.OpKey(a), err)
+		return fmt.Errorf("record the operation %s of %s %s: %w", p.Handle, a.Table, a.OpKey, err)
 	}
-	c.log().Info("operation runs on in the cloud", "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "handle", p.Handle)
+	c.log().Info("operation runs on in the cloud", "table", a.Table, "record", a.OpKey, "action", a.Action, "handle", p.Handle)
 	return nil
 }
 
@@ -185,6 +185,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				if a.Row == nil {
 					a.ID, a.CloudID = "", strings.TrimPrefix(key, "cloud ")
 				}
+				a.Fix(c.snap)
 				if err := c.clearHandle(ctx, ts, key); err != nil {
 					return false, err
 				}
@@ -307,6 +308,6 @@ func (c *cycle) forgetResource(ctx context.Context, tx pgx.Tx, ts *snapshot.Tabl
 
 // opRow is what iasql_operations records of an action's work, in state.
 func opRow(a *plan.Action, state string) store.OpRow {
-	return store.OpRow{Table: a.Table, Key: plan.OpKey(a), RecordID: a.ID, CloudID: a.CloudID, Action: a.Action,
+	return store.OpRow{Table: a.Table, Key: a.OpKey, RecordID: a.ID, CloudID: a.CloudID, Action: a.Action,
 		State: state, Token: a.Token, Attempts: a.Attempts}
 }
