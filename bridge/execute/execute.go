@@ -50,8 +50,14 @@ type Doer interface {
 	Cloud(ctx context.Context, a *plan.Action) error
 	// Held records that a cloud action waits for another record (why).
 	Held(ctx context.Context, a *plan.Action, why string)
-	// Settled is told how each action that ran ended (nil: done).
-	Settled(a *plan.Action, err error)
+}
+
+// Result is how an action that ran ended: Err nil when it was done,
+// store.ErrConflict when its row changed (planned again), ErrInFlight when
+// it runs on in the cloud, else its last failure.
+type Result struct {
+	Action *plan.Action
+	Err    error
 }
 
 // BatchSize is the number of database-only actions to a transaction.
@@ -85,8 +91,9 @@ func New(limit int) *Executor { return &Executor{lanes: NewLanes(limit)} }
 // that way) or a failure is transient (throttling, 5xx). An action whose parent (or, for a delete, whose child) failed
 // is held, not tried, so one failure holds up only what depends on it.
 // Conflicts are not failures: the record is planned again in the next
-// pass. It returns the failures, one line each.
-func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder map[string]int, do Doer) []string {
+// pass. It returns the failures, one line each, and how each action that
+// ran ended (in execution order), for the caller to record.
+func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder map[string]int, do Doer) (failures []string, ran []Result) {
 	plan.Order(actions, tableOrder)
 	deps := plan.Dependencies(actions)
 	pending := actions
@@ -97,8 +104,9 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 	// every later round, and their failures are reported whatever the
 	// last round brings.
 	givenUp, final := map[snapshot.Key]string{}, []string{}
+	ended := map[*plan.Action]error{}
 	for n := 0; ; n++ {
-		r := &round{x: x, do: do, deps: deps, down: maps.Clone(givenUp), moved: map[snapshot.Key]bool{}}
+		r := &round{x: x, do: do, deps: deps, down: maps.Clone(givenUp), moved: map[snapshot.Key]bool{}, ended: ended}
 		r.run(ctx, pending)
 		for _, k := range r.gaveUp {
 			givenUp[k] = "failed"
@@ -124,7 +132,12 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 		if len(r.failed) == 0 || (repeats > 0 && (!r.transient || repeats >= maxTransientRepeats)) || n+1 >= maxRounds || ctx.Err() != nil {
 			out := append(final, r.errs...)
 			sort.Strings(out)
-			return out
+			for _, a := range actions {
+				if err, ok := ended[a]; ok {
+					ran = append(ran, Result{Action: a, Err: err})
+				}
+			}
+			return out, ran
 		}
 		lastFailed = now
 		pending = r.failed
@@ -155,6 +168,9 @@ type round struct {
 	final  []string       // their failures
 	// transient: a failure to retry passes by itself (module.Transient).
 	transient bool
+	// ended: how each action that ran ended, the last time it ran (the
+	// Run's, shared by its rounds).
+	ended map[*plan.Action]error
 }
 
 func (r *round) run(ctx context.Context, actions []*plan.Action) {
@@ -292,7 +308,7 @@ func (r *round) settle(a *plan.Action, err error) {
 		// the security group or subnet it uses).
 		r.moved[a.Key] = true
 	}
-	r.do.Settled(a, err)
+	r.ended[a] = err
 	switch {
 	case err == nil, errors.Is(err, store.ErrConflict), errors.Is(err, ErrInFlight):
 		// Done; planned again in the next pass; or asked about later.

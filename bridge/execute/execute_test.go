@@ -80,10 +80,12 @@ func (d *doer) Held(_ context.Context, a *plan.Action, why string) {
 	defer d.mu.Unlock()
 	d.held = append(d.held, a.Table+" "+a.ID+": "+why)
 }
-func (d *doer) Settled(a *plan.Action, err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.settled[a.Table+" "+a.ID] = err
+
+// settle notes how each action that ran ended (Run's results).
+func (d *doer) settle(ran []execute.Result) {
+	for _, r := range ran {
+		d.settled[r.Action.Table+" "+r.Action.ID] = r.Err
+	}
 }
 
 // A parent table and a child referencing it.
@@ -230,7 +232,8 @@ func TestRun(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDoer()
-			got := execute.New(4).Run(context.Background(), tc.setup(d), order, d)
+			got, ran := execute.New(4).Run(context.Background(), tc.setup(d), order, d)
+			d.settle(ran)
 			if len(got) != len(tc.failures) {
 				t.Fatalf("failures %q; want %q", got, tc.failures)
 			}
@@ -253,7 +256,7 @@ func TestLanesBound(t *testing.T) {
 	for i := range 40 {
 		actions = append(actions, create(parentSpec, string(rune('A'+i)), module.Record{"name": string(rune('A' + i))}))
 	}
-	if got := execute.New(3).Run(context.Background(), actions, order, d); len(got) != 0 {
+	if got, _ := execute.New(3).Run(context.Background(), actions, order, d); len(got) != 0 {
 		t.Fatalf("failures %q", got)
 	}
 	if m := d.maxInFlight.Load(); m > 3 || m < 1 {

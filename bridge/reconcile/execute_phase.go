@@ -17,13 +17,15 @@ import (
 )
 
 // executeAll runs a pass's actions (package execute) with the cycle as
-// their doer.
+// their doer, then records how they ended (ran).
 func (c *cycle) executeAll(ctx context.Context, actions []*plan.Action) []string {
 	index := map[string]int{}
 	for i, t := range c.req.Tables {
 		index[t.Spec.Name] = i
 	}
-	return c.r.Exec.Run(ctx, actions, index, doer{c})
+	failures, results := c.r.Exec.Run(ctx, actions, index, doer{c})
+	c.ran(results)
+	return failures
 }
 
 // doer is the cycle as an execute.Doer.
@@ -58,18 +60,22 @@ func (d doer) Held(ctx context.Context, a *plan.Action, why string) {
 	d.c.endOp(ctx, a, snapshot.OpWaiting, why)
 }
 
-// Settled notes the records whose declarative state the cycle pushed (the
-// cloud said yes): only a later read that shows it enacts the intent; and
-// the records it acted on in the cloud (leaveNewer).
-func (d doer) Settled(a *plan.Action, err error) {
-	if err == nil && a.IsCloud && a.ID != "" {
-		d.c.acted[a.RecordKey] = true
-	}
-	switch {
-	case err == nil && (a.Kind == plan.CloudCreate || (a.Kind == plan.CloudUpdate && a.Action == "update")):
-		d.c.pushed[a.Push] = a.Tab.Seen[a.ID]
-	case errors.Is(err, store.ErrConflict):
-		d.c.log().Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
+// ran notes, from how the actions ended, the records whose declarative
+// state the cycle pushed (the cloud said yes): only a later read that
+// shows it enacts the intent; and the records it acted on in the cloud
+// (leaveNewer).
+func (c *cycle) ran(results []execute.Result) {
+	for _, r := range results {
+		a, err := r.Action, r.Err
+		if err == nil && a.IsCloud && a.ID != "" {
+			c.acted[a.RecordKey] = true
+		}
+		switch {
+		case err == nil && (a.Kind == plan.CloudCreate || (a.Kind == plan.CloudUpdate && a.Action == "update")):
+			c.pushed[a.Push] = a.Tab.Seen[a.ID]
+		case errors.Is(err, store.ErrConflict):
+			c.log().Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
+		}
 	}
 }
 
