@@ -262,7 +262,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 					Description: "resume the create of " + Describe(ts.Spec, r.Cloud) + " (cut short before the cloud's answer was recorded)"})
 				continue
 			}
-			if equal && !r.Adopted && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) && len(r.Fill) == 0 {
+			if equal && !r.Adopted && module.SameColumns(ts.Spec.Feedback, r.Cloud, c) && len(r.Fill) == 0 {
 				// In sync (the common case: no mode or action is worked out).
 				if ts.StandingIn(id) {
 					continue // the stand-in is in sync, not the record

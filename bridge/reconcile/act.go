@@ -194,10 +194,7 @@ func (c *cycle) writeBack(ctx context.Context, a *plan.Action, got module.Record
 		cid = module.CloudIDOf(ts.Spec, got) // the identity the cloud gave it
 	}
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		if err := store.FeedbackTx(ctx, tx, ts.Spec, a.ID, a.Row.DB, got); err != nil {
-			return err
-		}
-		return store.Enact(ctx, tx, store.Enacted{Record: snapshot.RowKey(ts.Spec.Name, a.ID), CloudID: cid})
+		return store.WriteBack(ctx, tx, ts.Spec, a.RecordKey, a.Row.DB, got, cid)
 	})
 }
 

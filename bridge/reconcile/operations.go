@@ -240,13 +240,10 @@ func writeResult(ctx context.Context, tx pgx.Tx, ts *snapshot.Table, key string,
 	if r == nil || got == nil {
 		return nil
 	}
-	if err := store.FeedbackTx(ctx, tx, ts.Spec, key, r.DB, got); err != nil {
-		return err
-	}
 	if cid := module.CloudIDOf(ts.Spec, got); cid != "" {
-		return store.Enact(ctx, tx, store.Enacted{Record: snapshot.RowKey(ts.Spec.Name, key), CloudID: cid})
+		return store.WriteBack(ctx, tx, ts.Spec, snapshot.RowKey(ts.Spec.Name, key), r.DB, got, cid)
 	}
-	return nil
+	return store.FeedbackTx(ctx, tx, ts.Spec, key, r.DB, got)
 }
 
 // finishOp records, in one transaction, that an operation ended done: a
