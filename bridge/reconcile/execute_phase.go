@@ -1,13 +1,17 @@
 package reconcile
 
 // The cycle's side of execution (package execute decides what runs when):
-// what one action does, through the cycle's session.
+// what one action does, through the cycle's session, and the transactions
+// its writes go through (dbTx, a batch for database-only actions), which
+// carry the engine's marker.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge/execute"
 	"github.com/iasql/iasql/bridge/plan"
@@ -58,6 +62,49 @@ func (d doer) Cloud(ctx context.Context, a *plan.Action) error {
 
 func (d doer) Held(ctx context.Context, a *plan.Action, why string) {
 	d.c.endOp(ctx, a, snapshot.OpWaiting, why)
+}
+
+// dbTx runs fn in a transaction marked as the engine's (a savepoint of
+// the open batch, when there is one).
+func (c *cycle) dbTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
+	if c.batch != nil {
+		return pgx.BeginFunc(ctx, c.batch, fn) // a savepoint: a failure undoes this action only
+	}
+	return pgx.BeginFunc(ctx, c.conn, func(tx pgx.Tx) error {
+		if err := store.MarkEngine(ctx, tx, "cycle "+c.id); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+func (c *cycle) openBatch(ctx context.Context) error {
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
+	tx, err := c.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin a batch of writes: %w", err)
+	}
+	if err := store.MarkEngine(ctx, tx, "cycle "+c.id); err != nil {
+		_ = tx.Rollback(ctx)
+		return err
+	}
+	c.batch = tx
+	return nil
+}
+
+// commitBatch commits the open batch.
+func (c *cycle) commitBatch(ctx context.Context) error {
+	if c.batch == nil {
+		return nil
+	}
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
+	err := c.batch.Commit(ctx)
+	c.batch = nil
+	return err
 }
 
 // ran notes, from how the actions ended, the records whose declarative

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,6 +20,13 @@ import (
 
 // newToken is a create's idempotency token.
 func newToken() string { return randomHex(16) }
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 // beginOp persists, before a's cloud call, that the call is being made.
 // For a create it settles the idempotency token first: the one an earlier
