@@ -33,14 +33,14 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		if a.StandIn {
 			return c.writeFeedback(ctx, a, got) // the stand-in, not the record
 		}
+		// Asked before the write-back, which is then the create's last
+		// step unless the create needs finishing.
+		want, unfinished := ts.Unfinished(want, got)
 		if err := c.writeBack(ctx, a, got); err != nil {
 			return err
 		}
 		a.Identified = snapshot.Generated(ts.Spec)
-		// What the row left to the cloud is the cloud's choice, not a
-		// difference to finish (a generated name); a later read fills it in.
-		want = snapshot.WithChosen(want, got, ts.Chosen(want, got))
-		if ts.Equal(want, got) {
+		if !unfinished {
 			return nil
 		}
 		// The resource exists but is not as the row says: a retried create
