@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -124,43 +123,4 @@ func (c *cycle) ran(results []execute.Result) {
 			c.log().Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
 		}
 	}
-}
-
-// notTaken takes out of a plan the creates and updates of records this
-// cycle already pushed (the cloud said yes) and whose read-back still
-// differs with no newer user change to explain it: the cloud did not take
-// the change. Pushing again would loop; pulling the cloud's state would
-// overwrite the user's row. They are failures, and the intent stays
-// pending.
-func (c *cycle) notTaken(p *plan.Plan) []string {
-	var out []string
-	kept := p.Actions[:0]
-	for _, a := range p.Actions {
-		if a.Kind == plan.CloudCreate || a.Kind == plan.CloudUpdate {
-			if at, ok := c.pushed[a.Push]; ok && a.Tab.Seen[a.ID] <= at {
-				what := "the cloud does not show the resource created for it; it is not created again in this cycle"
-				if a.Cloud != nil {
-					what = "the cloud did not take the change: " + notTakenColumns(a.Tab, a.Row.Cloud, a.Cloud)
-				}
-				out = append(out, a.Failure(what))
-				continue
-			}
-		}
-		kept = append(kept, a)
-	}
-	p.Actions = kept
-	return out
-}
-
-// notTakenColumns names the declarative columns in which the cloud's
-// record differs from the user's.
-func notTakenColumns(ts *snapshot.Table, want, have module.Record) string {
-	var out []string
-	for _, col := range ts.Differing(ts.Spec.Declarative, want, have) {
-		out = append(out, fmt.Sprintf("column %s wanted %s, has %s", col, plan.Show(want[col]), plan.Show(have[col])))
-	}
-	if len(out) == 0 {
-		return "the resource still differs from the row"
-	}
-	return strings.Join(out, "; ")
 }

@@ -85,27 +85,6 @@ func (c *cycle) endOp(ctx context.Context, a *plan.Action, state, why string) {
 	}
 }
 
-// dueOnly drops, from an automatic cycle's actions, the cloud actions that
-// failed before and whose retry is not due yet: each record backs off on
-// its own. They stay failed in iasql_status. A record failed for not
-// converging backs off in every cycle (iasql_commit too) until a user
-// changes it (snapshot.Op.BackingOff).
-func (c *cycle) dueOnly(actions []*plan.Action) []*plan.Action {
-	now := time.Now()
-	kept := actions[:0]
-	for _, a := range actions {
-		o, ok := a.Tab.Ops[a.OpKey]
-		if ok && o.BackingOff(now) {
-			continue
-		}
-		if !c.req.Trigger.Waited() && ok && a.IsCloud && o.State == snapshot.OpFailed && o.NextRetry.After(now) {
-			continue
-		}
-		kept = append(kept, a)
-	}
-	return kept
-}
-
 // Operations that run long.
 //
 // A mapper's Create, Update or Delete may answer *module.Pending: the cloud
