@@ -150,3 +150,28 @@ func TestStackInOneCommit(t *testing.T) {
 		t.Errorf("the API is still in the cloud: %v", got)
 	}
 }
+
+// TestUninstallReferencedModule: uninstalling the module of a table that
+// rows still point at is refused in one line and changes nothing; once
+// they point elsewhere (NULL), it goes, and the type stays installed.
+func TestUninstallReferencedModule(t *testing.T) {
+	t.Parallel()
+	e, _ := env(t, 0, "AWS::KMS::Key", "AWS::Logs::LogGroup")
+	e.Exec(`INSERT INTO aws_kms_key (description) VALUES ('k')`,
+		`INSERT INTO aws_logs_log_group (log_group_name, kms_key_id_ref) VALUES ('g', currval('aws_kms_key_id_seq'))`,
+		`CALL iasql_commit()`)
+	_, err := e.DB.Exec(context.Background(), `SELECT * FROM iasql_uninstall('AWS::KMS::Key')`)
+	if err == nil || !strings.Contains(err.Error(), "1 row(s) of aws_logs_log_group point at its rows in kms_key_id_ref") {
+		t.Fatalf("uninstalling a referenced type: %v", err)
+	}
+	if n := e.Count(`SELECT count(*) FROM pg_tables WHERE tablename = 'aws_kms_key'`); n != 1 {
+		t.Fatal("a refused uninstall dropped the table")
+	}
+	e.Exec(`UPDATE aws_logs_log_group SET kms_key_id_ref = NULL`, `SELECT * FROM iasql_uninstall('AWS::KMS::Key')`)
+	if n := e.Count(`SELECT count(*) FROM aws_logs_log_group WHERE log_group_name = 'g' AND kms_key_id LIKE 'arn:%'`); n != 1 {
+		t.Error("the log group lost the key's ARN with the key's module")
+	}
+	if _, err := e.DB.Exec(context.Background(), `UPDATE aws_logs_log_group SET kms_key_id_ref = 1`); err == nil || !strings.Contains(err.Error(), "not installed") {
+		t.Errorf("a reference to the uninstalled type's table: %v", err)
+	}
+}
