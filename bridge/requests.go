@@ -433,6 +433,30 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 				}
 			}
 		}
+		// A Cloud Control type's reference to a table going away: refused
+		// while rows point at it, its foreign key dropped otherwise.
+		goingAway := map[string]bool{}
+		for n := range leaving {
+			m, _ := e.module(n)
+			for _, t := range m.Tables {
+				goingAway[t.Name] = true
+			}
+		}
+		for n := range installed {
+			m, ok := e.module(n)
+			if !ok || leaving[n] {
+				continue
+			}
+			for _, t := range m.Tables {
+				for _, ref := range module.RefsOf(t) {
+					if ref.Named.Column != "" && goingAway[ref.Table] {
+						if err := store.UnlinkReference(ctx, tx, t.Name, ref.Column, ref.Table, ref.Many); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
 		order := e.dependencyOrder(names)
 		for i := len(order) - 1; i >= 0; i-- {
 			n := order[i]
