@@ -105,6 +105,16 @@ func TestRefreshSchema(t *testing.T) {
 		t.Errorf("g in the cloud: %v; want Shape oval", got)
 	}
 
+	// In sync: a full read changes nothing, and nothing is left to do.
+	e.Emu.Reset()
+	e.Refresh()
+	if m := e.Mutations(); len(m) != 0 {
+		t.Errorf("a cycle over the migrated table in sync made %v", m)
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_preview()`); n != 0 {
+		t.Errorf("preview of the migrated table in sync: %d actions", n)
+	}
+
 	// Unchanged: said so, nothing else.
 	if note := e.String(`SELECT note FROM iasql_refresh_schema($1)`, typ); note != "the schema has not changed" {
 		t.Errorf("a refresh of the same schema says %q", note)
