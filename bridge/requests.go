@@ -318,6 +318,9 @@ func (e *Engine) install(ctx context.Context, requestID string, raw json.RawMess
 	if err != nil {
 		return nil, err
 	}
+	if refreshing(raw) {
+		return e.refreshSchemas(ctx, requestID, names)
+	}
 	fresh, err := e.resolve(ctx, names)
 	if err != nil {
 		return nil, err
