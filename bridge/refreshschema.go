@@ -120,6 +120,11 @@ func (e *Engine) refreshSchemas(ctx context.Context, requestID string, names []s
 						}
 						notes = append(notes, migrationNote(t.Name, mig)...)
 					}
+					if nx.m.Checks != "" {
+						if _, err := tx.Exec(ctx, nx.m.Checks); err != nil {
+							return fmt.Errorf("checks of %s's new columns: %w", n, err)
+						}
+					}
 					if err := store.ReplaceDefinition(ctx, tx, n, nx.m.Version, nx.def); err != nil {
 						return err
 					}

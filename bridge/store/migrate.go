@@ -159,3 +159,23 @@ func ReplaceDefinition(ctx context.Context, tx pgx.Tx, name, version string, def
 	}
 	return nil
 }
+
+// MissingColumns are the columns t declares that its table lacks (none
+// when the table does not exist).
+func MissingColumns(ctx context.Context, db Querier, t module.Table) ([]string, error) {
+	var have []string
+	if err := db.QueryRow(ctx, `SELECT coalesce(pg_catalog.array_agg(a.attname::text), '{}') FROM pg_catalog.pg_attribute a
+		WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, pgx.Identifier{"public", t.Name}.Sanitize()).Scan(&have); err != nil {
+		return nil, fmt.Errorf("read the columns of %s: %w", t.Name, err)
+	}
+	if len(have) == 0 {
+		return nil, nil
+	}
+	var out []string
+	for _, c := range t.Columns {
+		if !slices.Contains(have, c.Name) {
+			out = append(out, c.Name)
+		}
+	}
+	return out, nil
+}

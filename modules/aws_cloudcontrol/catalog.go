@@ -132,6 +132,10 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		// The table's DDL comes from its declaration (InstallSQL); SQL
 		// is the identity's constraint and its comments.
 		SQL:    t.SQL(),
+		// The reference columns' checks and links, again after a
+		// migration adds one (iasql_refresh_schema, a table made by an
+		// earlier sidecar).
+		Checks: t.ChecksSQL(),
 		Tables: []module.Table{spec},
 	}
 	var opts ccmapper.Options

@@ -253,3 +253,30 @@ func TestSubnetGroupWithSubnets(t *testing.T) {
 		t.Errorf("deleting a subnet the group lists: %v", err)
 	}
 }
+
+// TestReferencesAddedToAnOlderTable: a type's table made by a sidecar that
+// declared no reference columns gets them, with their checks, when a
+// sidecar that declares them starts; rows and values stay.
+func TestReferencesAddedToAnOlderTable(t *testing.T) {
+	t.Parallel()
+	e, _ := env(t, 0, "AWS::KMS::Key", "AWS::Logs::LogGroup")
+	e.Exec(`INSERT INTO aws_logs_log_group (log_group_name, retention_in_days) VALUES ('old', 7)`, `CALL iasql_commit()`)
+	// The table as the older sidecar made it: no kms_key_id_ref.
+	e.Exec(`ALTER TABLE aws_logs_log_group DROP COLUMN kms_key_id_ref CASCADE`)
+	e.Upgrade(nil)
+	if n := e.Count(`SELECT count(*) FROM pg_attribute WHERE attrelid = 'aws_logs_log_group'::regclass AND attname = 'kms_key_id_ref' AND NOT attisdropped`); n != 1 {
+		t.Fatal("the reference column was not added when the sidecar started")
+	}
+	if n := e.Count(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'aws_logs_log_group'::regclass AND tgname = 'aws_logs_log_group_kms_key_id_ref_check'`); n != 1 {
+		t.Error("the reference column's check was not made")
+	}
+	if n := e.Count(`SELECT count(*) FROM pg_constraint WHERE conname = 'aws_logs_log_group_kms_key_id_ref_fk'`); n != 1 {
+		t.Error("the reference column was not linked to aws_kms_key")
+	}
+	e.Exec(`INSERT INTO aws_kms_key (description) VALUES ('k')`,
+		`UPDATE aws_logs_log_group SET kms_key_id_ref = currval('aws_kms_key_id_seq') WHERE log_group_name = 'old'`,
+		`CALL iasql_commit()`)
+	if n := e.Count(`SELECT count(*) FROM aws_logs_log_group g JOIN aws_kms_key k ON k.id = g.kms_key_id_ref WHERE g.kms_key_id = k.arn AND g.retention_in_days = 7`); n != 1 {
+		t.Error("the older row does not take a reference after the migration")
+	}
+}

@@ -72,7 +72,6 @@ func (t *Type) SQL() string {
 	}
 	fmt.Fprintf(&b, "COMMENT ON COLUMN %s.%s IS %s;\n", tbl, quoteIdent(IDColumn),
 		quoteLiteral("Database identifier of the row; the cloud knows the resource by "+strings.Join(ids, ", ")+"."))
-	b.WriteString(t.refSQL())
 	return b.String()
 }
 
