@@ -131,7 +131,7 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		Version: version,
 		// The table's DDL comes from its declaration (InstallSQL); SQL
 		// is the identity's constraint and its comments.
-		SQL:    t.SQL(),
+		SQL: t.SQL(),
 		// The reference columns' checks and links, again after a
 		// migration adds one (iasql_refresh_schema, a table made by an
 		// earlier sidecar).
