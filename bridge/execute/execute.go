@@ -85,17 +85,16 @@ type Executor struct {
 // lane (DefaultCloudConcurrency when limit <= 0).
 func New(limit int) *Executor { return &Executor{lanes: NewLanes(limit)} }
 
-// Run runs the actions (in tableOrder: creates parents first, deletes
-// children first), retrying the failed ones at increasing intervals while
+// Run runs the scheduled actions (in table order: creates parents first,
+// deletes children first; plan.Scheduled), retrying the failed ones at increasing intervals while
 // the set of failures keeps changing (dependencies between tasks settle
 // that way) or a failure is transient (throttling, 5xx). An action whose parent (or, for a delete, whose child) failed
 // is held, not tried, so one failure holds up only what depends on it.
 // Conflicts are not failures: the record is planned again in the next
 // pass. It returns the failures, one line each, and how each action that
 // ran ended (in execution order), for the caller to record.
-func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder map[string]int, do Doer) (failures []string, ran []Result) {
-	plan.Order(actions, tableOrder)
-	deps := plan.Dependencies(actions)
+func (x *Executor) Run(ctx context.Context, s plan.Schedule, do Doer) (failures []string, ran []Result) {
+	actions, deps := s.Actions, s.Deps
 	pending := actions
 	var lastFailed []snapshot.Key
 	repeats := 0 // rounds in a row whose failures were the last round's

@@ -232,7 +232,7 @@ func TestRun(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDoer()
-			got, ran := execute.New(4).Run(context.Background(), tc.setup(d), order, d)
+			got, ran := execute.New(4).Run(context.Background(), plan.Scheduled(tc.setup(d), order), d)
 			d.settle(ran)
 			if len(got) != len(tc.failures) {
 				t.Fatalf("failures %q; want %q", got, tc.failures)
@@ -256,7 +256,7 @@ func TestLanesBound(t *testing.T) {
 	for i := range 40 {
 		actions = append(actions, create(parentSpec, string(rune('A'+i)), module.Record{"name": string(rune('A' + i))}))
 	}
-	if got, _ := execute.New(3).Run(context.Background(), actions, order, d); len(got) != 0 {
+	if got, _ := execute.New(3).Run(context.Background(), plan.Scheduled(actions, order), d); len(got) != 0 {
 		t.Fatalf("failures %q", got)
 	}
 	if m := d.maxInFlight.Load(); m > 3 || m < 1 {

@@ -737,6 +737,20 @@ func Order(actions []*Action, tableIndex map[string]int) {
 
 func isDelete(a *Action) bool { return a.Kind == CloudDelete || a.Kind == DBDelete }
 
+// Schedule is a pass's actions as the executor runs them: in table order
+// (Order) with what each waits for (Dependencies), worked out in the plan
+// room before anything runs, so that the executor only executes.
+type Schedule struct {
+	Actions []*Action
+	Deps    map[*Action][]snapshot.Key
+}
+
+// Scheduled orders actions by tableOrder and works out their dependencies.
+func Scheduled(actions []*Action, tableOrder map[string]int) Schedule {
+	Order(actions, tableOrder)
+	return Schedule{Actions: actions, Deps: Dependencies(actions)}
+}
+
 // Dependencies maps each action to the keys of the actions it must wait
 // for: a create or update waits for its parents' creates and updates; a
 // delete of a parent waits for the deletes of its children.

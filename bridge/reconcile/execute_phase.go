@@ -26,7 +26,7 @@ func (c *cycle) executeAll(ctx context.Context, actions []*plan.Action) []string
 	for i, t := range c.req.Tables {
 		index[t.Spec.Name] = i
 	}
-	failures, results := c.r.Exec.Run(ctx, actions, index, doer{c})
+	failures, results := c.r.Exec.Run(ctx, plan.Scheduled(actions, index), doer{c})
 	c.ran(results)
 	return failures
 }

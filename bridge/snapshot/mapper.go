@@ -25,6 +25,9 @@ func (ts *Table) writer() (module.Mapper, error) {
 // canonical is rec in canonical form; err, when it is a *module.Pending,
 // gets its record made canonical too.
 func (ts *Table) canonical(rec module.Record, err error) (module.Record, error) {
+	if module.PartsOf(ts.Mapper).Canonical {
+		return rec, err // a typed table's records are (Typed.Record)
+	}
 	if p := (*module.Pending)(nil); errors.As(err, &p) && p.Record != nil {
 		c, cerr := ts.Spec.Canonical(p.Record)
 		if cerr != nil {
@@ -36,6 +39,15 @@ func (ts *Table) canonical(rec module.Record, err error) (module.Record, error) 
 		return rec, err
 	}
 	return ts.Spec.Canonical(rec)
+}
+
+// canonicalAll is recs in canonical form (as they are, from a typed
+// table's mapper).
+func (ts *Table) canonicalAll(recs []module.Record) ([]module.Record, error) {
+	if module.PartsOf(ts.Mapper).Canonical {
+		return recs, nil
+	}
+	return ts.Spec.CanonicalAll(recs)
 }
 
 // Equal reports whether a database record and a cloud record agree, as

@@ -104,7 +104,7 @@ func (ts *Table) GetCloud(ctx context.Context, call module.Call, s *Scope, fresh
 			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 		}
 	}
-	recs, err = ts.Spec.CanonicalAll(recs)
+	recs, err = ts.canonicalAll(recs)
 	if err != nil {
 		return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 	}

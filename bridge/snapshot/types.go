@@ -94,8 +94,7 @@ func (ts *Table) ReadCloud(ctx context.Context, call module.Call) error {
 			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 		}
 	}
-	recs, err = ts.Spec.CanonicalAll(recs)
-	if err != nil {
+	if recs, err = ts.canonicalAll(recs); err != nil {
 		return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 	}
 	ts.AddCloud(recs)

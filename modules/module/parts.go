@@ -19,6 +19,10 @@ type Parts struct {
 	Poller      Poller      // long operations (*Pending)
 	Temporary   Temporary   // a stand-in while replaced
 	DeleteFirst DeleteFirst // a replacement deletes before it creates
+	// Canonical: every record the parts return is in the table's canonical
+	// form already (a typed table's: Typed.Record writes it), so the
+	// engine does not convert it again (Table.Canonical).
+	Canonical bool
 }
 
 // Read is the Reader's: Parts is itself the table's mapper (a Reader) the

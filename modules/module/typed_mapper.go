@@ -69,7 +69,7 @@ type TemporaryOf[T any] interface {
 // (a *PartialError's regions that worked). A FinderOf, PollerOf or
 // TemporaryOf that does not write is refused (they only serve writes).
 func (d *Typed[T]) Mapper(m ReaderOf[T]) Reader {
-	p := Parts{Reader: readerPart[T]{d, m}}
+	p := Parts{Reader: readerPart[T]{d, m}, Canonical: true}
 	w, writes := m.(MapperOf[T])
 	if writes {
 		p.Mapper = writerPart[T]{readerPart[T]{d, m}, w}

@@ -369,3 +369,27 @@ func TestTypedMapperEqual(t *testing.T) {
 		})
 	}
 }
+
+// TestTypedRecordsAreCanonical: a typed table's adapter says its records
+// are canonical (the engine then does not convert them again), and they
+// are: Table.Canonical leaves what Typed.Record writes as it is.
+func TestTypedRecordsAreCanonical(t *testing.T) {
+	s := &shelf{byName: map[string]item{}}
+	if !module.PartsOf(items.Mapper(reads{s})).Canonical {
+		t.Error("a typed table's adapter does not say its records are canonical")
+	}
+	if module.PartsOf(struct{ module.Reader }{}).Canonical {
+		t.Error("a record mapper is taken for canonical")
+	}
+	label := "x"
+	for _, v := range []item{{Name: "a"}, {Name: "b", Size: 3, Label: &label, ARN: "arn:b", Token: "t"}} {
+		rec, err := items.Record(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := items.Table().Canonical(rec)
+		if err != nil || !reflect.DeepEqual(again, rec) {
+			t.Errorf("Canonical(%#v) = %#v, %v; want it unchanged", rec, again, err)
+		}
+	}
+}
