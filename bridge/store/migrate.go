@@ -26,9 +26,6 @@ type Migration struct {
 	Gone []string
 }
 
-// Changed reports whether the migration changed the table's columns.
-func (m Migration) Changed() bool { return len(m.Added)+len(m.Gone) > 0 }
-
 // MigrateTable brings the installed table t.Name to the declaration t (in
 // tx): it adds the declared columns the table lacks, each with its type,
 // default and comment, NOT NULL when the table is empty (a table with rows
