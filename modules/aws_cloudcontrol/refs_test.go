@@ -282,3 +282,31 @@ func TestReferencesAddedToAnOlderTable(t *testing.T) {
 		t.Error("the older row does not take a reference after the migration")
 	}
 }
+
+// TestParentReplacedChildRepointed: an API whose create-only ProtocolType
+// changes is replaced (a new ApiId); its routes, whose ApiId is create-only
+// too, follow it to the new API, and the old API is deleted.
+func TestParentReplacedChildRepointed(t *testing.T) {
+	t.Parallel()
+	e, c := env(t, 0, "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Route")
+	e.Exec(`INSERT INTO aws_apigatewayv2_api (name, protocol_type, route_selection_expression) VALUES ('chat', 'HTTP', '$request.method $request.path')`,
+		`INSERT INTO aws_apigatewayv2_route (api_id_ref, route_key) VALUES (currval('aws_apigatewayv2_api_id_seq'), 'GET /a')`,
+		`CALL iasql_commit()`)
+	old := e.String(`SELECT api_id FROM aws_apigatewayv2_api WHERE name = 'chat'`)
+	e.Exec(`UPDATE aws_apigatewayv2_api SET protocol_type = 'WEBSOCKET', route_selection_expression = '$request.body.action' WHERE name = 'chat'`,
+		`CALL iasql_commit()`)
+	now := e.String(`SELECT api_id FROM aws_apigatewayv2_api WHERE name = 'chat'`)
+	if now == "" || now == old {
+		t.Fatalf("the API was not replaced: %q -> %q", old, now)
+	}
+	if got := c.get("AWS::ApiGatewayV2::Api", old); got != nil {
+		t.Errorf("the old API is still in the cloud: %v", got)
+	}
+	route := e.String(`SELECT route_id FROM aws_apigatewayv2_route WHERE api_id = '` + now + `'`)
+	if route == "" {
+		t.Fatalf("the route row does not follow the new API %s: %v", now, e.String(`SELECT api_id FROM aws_apigatewayv2_route`))
+	}
+	if got := c.get("AWS::ApiGatewayV2::Route", now+"|"+route); got == nil || got["ApiId"] != now {
+		t.Errorf("the route in the cloud under the new API: %v", got)
+	}
+}
