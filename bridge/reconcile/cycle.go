@@ -28,6 +28,9 @@ type cycle struct {
 	conn *pgx.Conn
 	id   string
 	snap *snapshot.Snapshot
+	// unread: the tables this cycle leaves unread for their list budget
+	// (budget.go), decided at its first read; empty when none.
+	unread map[string]error
 
 	// batch, while open, holds the database writes of database-only
 	// actions: one transaction per execute.BatchSize actions, a savepoint each.
@@ -91,6 +94,9 @@ type Outcome struct {
 	// Unverified: the parts of the cloud whose reads failed, one line each
 	// (table, region, error); nothing was done there (unverified.go).
 	Unverified []string `json:"unverified,omitempty"`
+	// Unread: the tables a scheduled cycle left unread for their list
+	// budget (budget.go); unverified in this cycle, not failed.
+	Unread []string `json:"unread,omitempty"`
 	// RequeueAfter: operations run on in the cloud; the engine runs a
 	// cycle that asks about them once it has passed (zero: nothing to come
 	// back for).

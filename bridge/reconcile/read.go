@@ -132,9 +132,14 @@ func (c *cycle) read(ctx context.Context) error {
 	// references are its parents' cloud ids, as the parents stand now). A
 	// table read by record is asked for the identities its rows have in
 	// cloud form.
+	if c.unread == nil {
+		c.unread = c.budgeted(snap)
+	}
 	for _, ts := range snap.Tables {
 		byRecord := reading.ByRecord(ts.Spec.Name)
-		if !ts.Spec.ReadOnly && !byRecord {
+		if err, skip := c.unread[ts.Spec.Name]; skip {
+			ts.Unverified = map[string]error{snapshot.WholeTable: err}
+		} else if !ts.Spec.ReadOnly && !byRecord {
 			call := snap.Call
 			call.Fresh = c.freshness(snap, ts, fresh)
 			if err := c.readCloud(ctx, call, ts); err != nil {

@@ -147,8 +147,10 @@ type State struct {
 	// cycle with nothing unverified need not write it (unverified.go).
 	UnverifiedClear bool
 
-	mu    sync.Mutex
-	sizes map[string]int // resources the last whole read of each table found (scope.go)
+	mu           sync.Mutex
+	sizes        map[string]int      // resources the last whole read of each table found (scope.go)
+	reads        map[string]lastRead // budgeted tables' last reads (budget.go)
+	budgetCycles int                 // scheduled cycles the list budget applied to
 }
 
 // Reconciler runs cycles for one engine.
@@ -206,6 +208,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, st *State, conn *pgx.Conn, d
 	}
 	if runErr != nil {
 		end["error"] = snapshot.OneLine(runErr.Error())
+	}
+	if len(out.Unread) > 0 {
+		end["unread"] = out.Unread // left for later cycles by their list budget
 	}
 	if err := c.record(context.WithoutCancel(ctx), "CYCLE_END", end); err != nil && ctx.Err() == nil {
 		r.Log.Warn("cannot record the end of a cycle", "err", err)

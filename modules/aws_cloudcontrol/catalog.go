@@ -51,18 +51,36 @@ var typeName = regexp.MustCompile(`^[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}::[A-Za-
 
 // catalog is the module.Catalog of Cloud Control resource types.
 type catalog struct {
-	lim *ratelimit.Limiter
-	log *slog.Logger
+	lim    *ratelimit.Limiter
+	log    *slog.Logger
+	budget int // Cloud Control calls a scheduled cycle may spend reading (ccmapper.Options.Budget)
 }
 
+// DefaultBudget is the Cloud Control calls a scheduled cycle with nothing
+// to act on may spend reading the types: one second of the default rate.
+const DefaultBudget = 25
+
 // Catalog returns a catalog with a rate limit of its own (IASQL_CC_RATE
-// requests a second, ratelimit.DefaultRate when unset).
+// requests a second, ratelimit.DefaultRate when unset) and a list budget
+// (IASQL_CC_BUDGET calls a scheduled cycle, DefaultBudget when unset; 0
+// reads every type every cycle).
 func Catalog() module.Catalog {
 	rate := 0.0
 	if v, err := strconv.ParseFloat(os.Getenv("IASQL_CC_RATE"), 64); err == nil && v > 0 {
 		rate = v
 	}
-	return &catalog{lim: ratelimit.New(rate, 0), log: slog.Default()}
+	budget := DefaultBudget
+	if v, err := strconv.Atoi(os.Getenv("IASQL_CC_BUDGET")); err == nil && v >= 0 {
+		budget = v
+	}
+	return NewCatalog(rate, budget)
+}
+
+// NewCatalog is Catalog with its rate limit (requests a second; 0:
+// ratelimit.DefaultRate) and list budget (calls a scheduled cycle; 0: no
+// limit) given.
+func NewCatalog(rate float64, budget int) module.Catalog {
+	return &catalog{lim: ratelimit.New(rate, 0), log: slog.Default(), budget: budget}
 }
 
 // Offers reports whether name is a resource type name.
@@ -138,7 +156,7 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		Checks: t.ChecksSQL(),
 		Tables: []module.Table{spec},
 	}
-	var opts ccmapper.Options
+	opts := ccmapper.Options{Budget: c.budget}
 	switch {
 	case !t.Listable:
 		// No list handler: the resources to read are those the rows name

@@ -352,6 +352,22 @@ type Catalog interface {
 	Module(name string, definition []byte) (Module, error)
 }
 
+// Budgeted is implemented by a mapper whose reads spend calls from a
+// budget it shares with the mappers of its kind (Cloud Control's request
+// rate, per account). A scheduled cycle with nothing to act on reads the
+// tables of one budget within it: those with rows first, the others in
+// turn over later cycles, each at least every few cycles; a table left
+// out is unverified for that cycle (nothing of it is imported or
+// deleted), and says so. Commits, refreshes and installs read as always.
+type Budgeted interface {
+	// ReadBudget names the budget and says how many calls a cycle may
+	// spend from it (0: no limit).
+	ReadBudget() (name string, calls int)
+	// ReadCalls is how many calls the mapper's last whole read made (0
+	// before any).
+	ReadCalls() int
+}
+
 // Paged is implemented by a Getter whose Read lists the resources in pages
 // of PageSize (Cloud Control: 25). A cycle that acts on more records than
 // listing the whole table takes pages reads the table whole instead of

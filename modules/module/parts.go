@@ -19,6 +19,7 @@ type Parts struct {
 	Poller      Poller      // long operations (*Pending)
 	Temporary   Temporary   // a stand-in while replaced
 	DeleteFirst DeleteFirst // a replacement deletes before it creates
+	Budgeted    Budgeted    // reads spend a shared budget
 	// Canonical: every record the parts return is in the table's canonical
 	// form already (a typed table's: Typed.Record writes it), so the
 	// engine does not convert it again (Table.Canonical).
@@ -47,5 +48,6 @@ func PartsOf(r Reader) Parts {
 	p.Poller, _ = r.(Poller)
 	p.Temporary, _ = r.(Temporary)
 	p.DeleteFirst, _ = r.(DeleteFirst)
+	p.Budgeted, _ = r.(Budgeted)
 	return p
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,6 +59,10 @@ type Options struct {
 	// those of the type's rows and of the resources it still knows them
 	// by, from call.Parents). Read fails for such a type without it.
 	Identities func(call module.Call) ([]module.Record, error)
+	// Budget is how many Cloud Control calls a scheduled cycle with
+	// nothing to act on may spend reading the types (module.Budgeted);
+	// 0: no limit.
+	Budget int
 }
 
 // Mapper is the module.Mapper, module.Getter and module.Poller of one
@@ -73,6 +78,9 @@ type Mapper struct {
 
 	mu       sync.Mutex
 	notFound map[string]int // request token -> polls that found no resource after SUCCESS
+
+	calls    atomic.Int64 // Cloud Control calls made (each passes wait)
+	lastRead atomic.Int64 // calls the last whole Read made (ReadCalls)
 }
 
 var (
@@ -82,6 +90,7 @@ var (
 	_ module.DeleteFirst = (*Mapper)(nil)
 	_ module.Getter      = (*Mapper)(nil)
 	_ module.Poller      = (*Mapper)(nil)
+	_ module.Budgeted    = (*Mapper)(nil)
 )
 
 // New returns the mapper of type t over client; lim is shared by every
@@ -105,7 +114,17 @@ func New(client *cloudcontrol.Client, t *schema.Type, lim *ratelimit.Limiter, op
 // Type is the mapper's resource type.
 func (m *Mapper) Type() *schema.Type { return m.t }
 
-func (m *Mapper) wait(ctx context.Context) error { return m.lim.Wait(ctx) }
+func (m *Mapper) wait(ctx context.Context) error {
+	m.calls.Add(1)
+	return m.lim.Wait(ctx)
+}
+
+// ReadBudget is the catalog's list budget (Options.Budget), shared by every
+// Cloud Control type: AWS's request rate is per account and region.
+func (m *Mapper) ReadBudget() (string, int) { return "Cloud Control", m.opts.Budget }
+
+// ReadCalls is how many Cloud Control calls the last whole Read made.
+func (m *Mapper) ReadCalls() int { return int(m.lastRead.Load()) }
 
 // DeleteBeforeCreate reports whether the schema's replacementStrategy is
 // delete_then_create: a replacement deletes the old resource first
@@ -148,6 +167,8 @@ func (m *Mapper) Equal(db, cloud module.Record) bool { return diff.Equal(m.t, db
 // answers pages of its own size whatever MaxResults says, so none is
 // asked), and GetResource for each item whose list model is partial.
 func (m *Mapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
+	before := m.calls.Load()
+	defer func() { m.lastRead.Store(m.calls.Load() - before) }()
 	if !m.t.Listable {
 		return m.readByID(ctx, call)
 	}
