@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol"
 	"github.com/iasql/iasql/modules/module"
@@ -98,8 +100,14 @@ func TestRegions(t *testing.T) {
 	if eu.get(lg, "us-app") == nil || us.get(lg, "us-app") != nil {
 		t.Error("us-app moved to eu-west-1 is not there only")
 	}
-	if msg := refusal(e, `INSERT INTO aws_logs_log_group (log_group_name, region) VALUES ('nowhere', 'ap-southeast-2')`); !strings.Contains(msg, "ap-southeast-2") {
-		t.Logf("a row in a region not enabled: %s", msg)
+
+	// A row in a region not enabled is refused in one line, and kept.
+	msg := refusal(e, `INSERT INTO aws_logs_log_group (log_group_name, region) VALUES ('nowhere', 'ap-southeast-2')`)
+	if !strings.Contains(msg, "ap-southeast-2") || !strings.Contains(msg, "aws_regions") {
+		t.Errorf("a commit of a row in a region not enabled: %q; want it refused naming the region and aws_regions", msg)
+	}
+	if ap.get(lg, "nowhere") != nil || e.Count(`SELECT count(*) FROM aws_logs_log_group WHERE log_group_name = 'nowhere'`) != 1 {
+		t.Error("the row in a region not enabled was created, or lost")
 	}
 }
 
@@ -111,4 +119,72 @@ func refusal(e *enginetest.Env, q string) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestRegionWithoutAccountAndUpgrade: without aws_account a row's region
+// is the sidecar's (here eu-west-1), and its resource is made there; a
+// table installed before tables had a region column (its version the
+// schema's digest alone) gets the column at the next start, its rows the
+// sidecar's region, and nothing in the cloud changes: no row is imported
+// again, deleted or replaced.
+func TestRegionWithoutAccountAndUpgrade(t *testing.T) {
+	t.Parallel()
+	const lg = "AWS::Logs::LogGroup"
+	e := enginetest.New(t, srv, enginetest.Options{Catalogs: []module.Catalog{aws_cloudcontrol.Catalog()}})
+	e.Stop()
+	e.AWS.Region = "eu-west-1"
+	e.Upgrade(nil) // the sidecar of eu-west-1
+	e.Exec(`SELECT * FROM iasql_install('` + lg + `')`)
+	eu := &cc{t: t, client: cloudcontrol.NewFromConfig(e.AWS)}
+	e.Exec(`INSERT INTO aws_logs_log_group (log_group_name) VALUES ('old')`)
+	e.Commit()
+	if got := e.String(`SELECT region FROM aws_logs_log_group WHERE log_group_name = 'old'`); got != "eu-west-1" || eu.get(lg, "old") == nil {
+		t.Fatalf("a row without aws_account: region %q, in eu-west-1's cloud %v; want the sidecar's region", got, eu.get(lg, "old"))
+	}
+	version := e.String(`SELECT installed_version FROM iasql_modules WHERE name = $1`, lg)
+	digest, ok := strings.CutSuffix(version, aws_cloudcontrol.RegionsVersion)
+	if !ok {
+		t.Fatalf("version %q does not end with %q", version, aws_cloudcontrol.RegionsVersion)
+	}
+
+	// The table as a sidecar before regions made it, with the engine's
+	// state of its record.
+	e.Stop()
+	e.Exec(`BEGIN`, `SET LOCAL session_replication_role = replica`,
+		`DROP TRIGGER aws_logs_log_group_0_defaults ON aws_logs_log_group`,
+		`DROP FUNCTION aws_logs_log_group_defaults()`,
+		`DROP FUNCTION aws_logs_log_group_region()`,
+		`ALTER TABLE aws_logs_log_group DROP CONSTRAINT aws_logs_log_group_identity`,
+		`ALTER TABLE aws_logs_log_group DROP COLUMN region`,
+		`ALTER TABLE aws_logs_log_group ADD CONSTRAINT aws_logs_log_group_identity UNIQUE (log_group_name)`,
+		`UPDATE iasql_records SET cloud_id = cloud_id::jsonb->>0 WHERE table_name = 'aws_logs_log_group'`,
+		`UPDATE iasql_modules SET version = '`+digest+`', installed_version = '`+digest+`' WHERE name = '`+lg+`'`,
+		`COMMIT`)
+	if got := e.String(`SELECT cloud_id FROM iasql_records WHERE table_name = 'aws_logs_log_group'`); got != "old" {
+		t.Fatalf("setup: the record's cloud id %q", got)
+	}
+
+	e.Emu.Reset()
+	e.Upgrade(nil)
+	testkit.Until(t, 30*time.Second, "the type's module upgraded", func() bool {
+		return e.String(`SELECT installed_version FROM iasql_modules WHERE name = $1`, lg) == version
+	})
+	if got := e.String(`SELECT cloud_id FROM iasql_records WHERE table_name = 'aws_logs_log_group'`); got != `["old","eu-west-1"]` {
+		t.Errorf("the record's cloud id %q after the upgrade", got)
+	}
+	e.Refresh()
+	if got := e.String(`SELECT string_agg(log_group_name || '@' || region, ' ') FROM aws_logs_log_group`); got != "old@eu-west-1" {
+		t.Errorf("rows after the upgrade and a refresh: %q", got)
+	}
+	if m := e.Mutations(); len(m) != 0 {
+		t.Errorf("the upgraded table's first cycle changed the cloud: %v", m)
+	}
+	if n := e.Count(`SELECT count(*) FROM iasql_status`); n != 0 {
+		t.Errorf("%d records not in sync after the upgrade", n)
+	}
+	e.Exec(`INSERT INTO aws_logs_log_group (log_group_name) VALUES ('new')`)
+	e.Commit()
+	if eu.get(lg, "new") == nil || e.String(`SELECT region FROM aws_logs_log_group WHERE log_group_name = 'new'`) != "eu-west-1" {
+		t.Error("a row inserted after the upgrade is not in the sidecar's region")
+	}
 }
