@@ -159,7 +159,12 @@ func TestReadmeAfterMakeRun(t *testing.T) {
 			}
 		}},
 		{"Cloud Control", blocks[3], func() {
-			cc := cloudcontrol.NewFromConfig(cfg)
+			// Cloud Control tables default to aws_account's default region,
+			// which an earlier block made eu-west-1.
+			if got := one(`SELECT string_agg(DISTINCT region, ',') FROM (SELECT region FROM aws_logs_log_group UNION ALL SELECT region FROM aws_sqs_queue) r`); got != "eu-west-1" {
+				t.Errorf("the Cloud Control rows are in %s, want the default region eu-west-1", got)
+			}
+			cc := cloudcontrol.NewFromConfig(cfg, func(o *cloudcontrol.Options) { o.Region = "eu-west-1" })
 			if _, err := cc.GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String("AWS::Logs::LogGroup"), Identifier: aws.String("app")}); err != nil {
 				t.Errorf("log group app: %v", err)
 			}
