@@ -51,6 +51,12 @@ import (
 // [A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}).
 var typeName = regexp.MustCompile(`^[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}$`)
 
+// RegionsVersion ends the version of every type's module whose table has
+// the region column (issue 22): a table installed before has the schema's
+// digest alone as its version, and is upgraded
+// (schema.Type.RegionUpgradeSQL).
+const RegionsVersion = " regions"
+
 // catalog is the module.Catalog of Cloud Control resource types.
 type catalog struct {
 	lim *ratelimit.Limiter
@@ -146,7 +152,7 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		// (whatever digest its sidecar recorded: the engine runs a made
 		// module's upgrades to its version from any other; the step does
 		// nothing to a table that has it).
-		Upgrades: []module.Upgrade{{From: digest, To: version, SQL: regionUpgrade(t, region)}},
+		Upgrades: []module.Upgrade{{From: digest, To: version, SQL: t.RegionUpgradeSQL(region)}},
 	}
 	var opts ccmapper.Options
 	switch {

@@ -1,18 +1,11 @@
-package aws_cloudcontrol
+package schema
 
 import (
 	"fmt"
 	"strings"
-
-	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
 )
 
-// RegionsVersion ends the version of every type's module whose table has
-// the region column (issue 22): a table installed before has the schema's
-// digest alone as its version, and is upgraded (regionUpgrade).
-const RegionsVersion = " regions"
-
-// regionUpgrade is the SQL that brings a type's table installed before
+// RegionUpgradeSQL is the SQL that brings a type's table installed before
 // tables had a region column to its declaration: its resources were those
 // of the sidecar's region, so the column is added with that region in
 // every existing row (a column default dropped at once: no row is
@@ -20,27 +13,27 @@ const RegionsVersion = " regions"
 // whose column was "region" (AWS::SNS::Subscription's Region) moves to
 // its new name; the identity constraint, the default's trigger and
 // function are made as at an install; and, where the region is part of
-// the identity (schema.Type.RegionInIdentity), the engine's state names
+// the identity (RegionInIdentity), the engine's state names
 // the records by their new identity (the identifier and the region, as
 // module.CloudIDOf renders it). A table that has the region column
 // already (its region function exists) is left as it is, so the step may
 // run from any earlier version.
-func regionUpgrade(t *schema.Type, region string) string {
+func (t *Type) RegionUpgradeSQL(region string) string {
 	spec := t.ModuleTable()
 	tbl := "public." + quoteIdent(spec.Name)
 	lit := quoteLiteral
 	var stmts []string
 	exec := func(sql string) { stmts = append(stmts, "  EXECUTE "+lit(sql)+";") }
 	for _, c := range t.Columns {
-		if strings.ToLower(c.Property) == schema.RegionColumn && c.Name != schema.RegionColumn {
-			exec(fmt.Sprintf("ALTER TABLE %s RENAME COLUMN %s TO %s", tbl, schema.RegionColumn, quoteIdent(c.Name)))
+		if snake(c.Property) == RegionColumn && c.Name != RegionColumn {
+			exec(fmt.Sprintf("ALTER TABLE %s RENAME COLUMN %s TO %s", tbl, RegionColumn, quoteIdent(c.Name)))
 		}
 	}
-	exec(fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s text DEFAULT %s", tbl, schema.RegionColumn, lit(region)))
-	exec(fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT", tbl, schema.RegionColumn))
+	exec(fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s text DEFAULT %s", tbl, RegionColumn, lit(region)))
+	exec(fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT", tbl, RegionColumn))
 	for _, c := range spec.Columns {
-		if c.Name == schema.RegionColumn {
-			exec(fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", tbl, schema.RegionColumn, lit(c.Comment)))
+		if c.Name == RegionColumn {
+			exec(fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", tbl, RegionColumn, lit(c.Comment)))
 		}
 	}
 	exec(fmt.Sprintf("COMMENT ON TABLE %s IS %s", tbl, lit(spec.Comment)))
@@ -63,7 +56,7 @@ func regionUpgrade(t *schema.Type, region string) string {
 		}
 	}
 	if !t.RegionInIdentity() {
-		return wrapRegionUpgrade(t, stmts)
+		return t.wrapRegionUpgrade(stmts)
 	}
 	for _, st := range []struct{ table, col string }{
 		{"iasql_records", "cloud_id"}, {"iasql_replacements", "old_cloud_id"}, {"iasql_replacements", "temp_cloud_id"}, {"iasql_operations", "cloud_id"},
@@ -71,12 +64,12 @@ func regionUpgrade(t *schema.Type, region string) string {
 		stmts = append(stmts, fmt.Sprintf("  UPDATE public.%s SET %s = %s WHERE table_name = %s AND %s IS NOT NULL;",
 			st.table, st.col, newID(st.col), lit(spec.Name), st.col))
 	}
-	return wrapRegionUpgrade(t, stmts)
+	return t.wrapRegionUpgrade(stmts)
 }
 
 // wrapRegionUpgrade runs stmts once: where the table's region function
 // does not exist yet.
-func wrapRegionUpgrade(t *schema.Type, stmts []string) string {
+func (t *Type) wrapRegionUpgrade(stmts []string) string {
 	return fmt.Sprintf(`DO $iasql_regions$
 BEGIN
   IF pg_catalog.to_regprocedure(%s) IS NOT NULL THEN
@@ -87,6 +80,3 @@ END;
 $iasql_regions$;
 `, quoteLiteral(t.RegionFunc()+"()"), strings.Join(stmts, "\n"))
 }
-
-func quoteIdent(s string) string   { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
