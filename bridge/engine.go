@@ -972,7 +972,41 @@ func (e *Engine) installedTables(ctx context.Context) ([]reconcile.Table, error)
 			out = append(out, reconcile.Table{Spec: t, Mapper: mp, Module: &m})
 		}
 	}
-	return out, nil
+	return byReferences(out), nil
+}
+
+// byReferences orders tables so that a table comes after the tables it
+// references: the read puts parents in cloud form before their children,
+// and a child's named references are found from its parents' resources
+// (snapshot.Table.Link). Module dependencies give that order for the
+// hand-written modules; a Cloud Control type depends on no module, and may
+// reference a table of any (aws_iam's iam_role). Otherwise the order is
+// kept.
+func byReferences(tables []reconcile.Table) []reconcile.Table {
+	at := make(map[string]int, len(tables))
+	for i, t := range tables {
+		at[t.Spec.Name] = i
+	}
+	out := make([]reconcile.Table, 0, len(tables))
+	state := make([]int, len(tables)) // 0 new, 1 visiting, 2 placed
+	var visit func(i int)
+	visit = func(i int) {
+		if state[i] != 0 {
+			return // placed, or a cycle of references (kept in order)
+		}
+		state[i] = 1
+		for _, ref := range module.RefsOf(tables[i].Spec) {
+			if j, ok := at[ref.Table]; ok && j != i {
+				visit(j)
+			}
+		}
+		state[i] = 2
+		out = append(out, tables[i])
+	}
+	for i := range tables {
+		visit(i)
+	}
+	return out
 }
 
 func (e *Engine) mappersOf(ctx context.Context, m module.Module) (map[string]module.Reader, error) {

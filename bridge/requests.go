@@ -369,7 +369,16 @@ func (e *Engine) install(ctx context.Context, requestID string, raw json.RawMess
 				}
 				results = append(results, moduleResult{n, true, note})
 			}
-			return nil
+			// What an earlier install of a Cloud Control type references
+			// may be installed now.
+			var tables []module.Table
+			for _, m := range e.offered() {
+				tables = append(tables, m.Tables...)
+			}
+			for _, f := range fresh {
+				tables = append(tables, f.m.Tables...)
+			}
+			return store.LinkReferences(ctx, tx, tables)
 		})
 	})
 	if err != nil {

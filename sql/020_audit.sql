@@ -20,6 +20,7 @@ CREATE TABLE public.iasql_audit_log (
 CREATE INDEX iasql_audit_log_record ON public.iasql_audit_log (table_name, record_id, id);
 COMMENT ON TABLE public.iasql_audit_log IS
   'Every captured change to a registered table, in commit order; written only by the iasql sidecar, readable by iasql_reader.';
+COMMENT ON SEQUENCE public.iasql_audit_log_id_seq IS 'Generates iasql_audit_log.id (an identity: the order changes were recorded in).';
 COMMENT ON COLUMN public.iasql_audit_log.id IS 'Increases with commit order (then position in the transaction).';
 COMMENT ON COLUMN public.iasql_audit_log.lsn IS 'Commit LSN of the transaction that made the change.';
 COMMENT ON COLUMN public.iasql_audit_log.seq IS 'Position of the change within its transaction, from 1.';

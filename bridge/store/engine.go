@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/iasql/iasql/modules/module"
 )
 
 // The sidecar's locks held by a session (sql/006_locks.sql): rows of
@@ -181,6 +183,24 @@ func InstallModule(ctx context.Context, tx pgx.Tx, name, sql string, tables []st
 	}
 	if _, err := tx.Exec(ctx, `UPDATE public.iasql_modules SET installed_at = pg_catalog.clock_timestamp(), installed_version = version WHERE name = $1`, name); err != nil {
 		return fmt.Errorf("mark %s installed: %w", name, err)
+	}
+	return nil
+}
+
+// LinkReferences makes every named reference of tables (a Cloud Control
+// type's <column>_ref) a foreign key where both its table and the table it
+// references exist (public.iasql_link_reference, sql/080_references.sql):
+// after an install, for a type installed before what it references.
+func LinkReferences(ctx context.Context, tx pgx.Tx, tables []module.Table) error {
+	for _, t := range tables {
+		for _, ref := range module.RefsOf(t) {
+			if ref.Named.Column == "" {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `SELECT public.iasql_link_reference($1, $2, $3, $4)`, t.Name, ref.Column, ref.Table, ref.Many); err != nil {
+				return fmt.Errorf("link %s.%s to %s: %w", t.Name, ref.Column, ref.Table, err)
+			}
+		}
 	}
 	return nil
 }

@@ -32,14 +32,23 @@ import (
 // (a generated identity written back must never be lost: the resource would
 // be created again). A user's change to a feedback column wins.
 func FeedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, was, got module.Record) error {
-	if len(spec.Feedback) == 0 || snapshot.SameColumns(spec.Feedback, was, got) {
+	written := spec.Feedback
+	for ref, n := range spec.Named {
+		// A named reference's naming column, which the row leaves to the
+		// reference (set): it shows the name the cloud has at once, and a
+		// listing under it (a parent named there) finds the resource.
+		if len(snapshot.Names(was[ref])) > 0 {
+			written = append(slices.Clone(written), n.Column)
+		}
+	}
+	if len(written) == 0 || snapshot.SameColumns(written, was, got) {
 		return nil
 	}
-	rec := Only(got, spec.Feedback)
+	rec := Only(got, written)
 	cols := ColumnList(rec)
 	_, err := updateColumns(ctx, tx, spec.Name, id, rec,
 		`ROW(`+cols+`) IS NOT DISTINCT FROM (SELECT ROW(`+cols+`) FROM pg_catalog.jsonb_populate_record(NULL::`+pgx.Identifier{"public", spec.Name}.Sanitize()+`, $3::jsonb))`,
-		string(EncodeRecord(Only(was, spec.Feedback))))
+		string(EncodeRecord(Only(was, written))))
 	return err
 }
 

@@ -39,8 +39,8 @@ func readmeTier() webtier.Tier {
 func TestReadmeAfterMakeRun(t *testing.T) {
 	t.Parallel()
 	blocks := readmeSQL(t, "## Using it")
-	if len(blocks) != 4 {
-		t.Fatalf("README's Using it has %d sql blocks; the test knows 4 (buckets, groups and instances, a web tier, Cloud Control)", len(blocks))
+	if len(blocks) != 5 {
+		t.Fatalf("README's Using it has %d sql blocks; the test knows 5 (buckets, groups and instances, a web tier, Cloud Control, references)", len(blocks))
 	}
 	dsn, endpoint, try := startDemo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
@@ -177,6 +177,15 @@ func TestReadmeAfterMakeRun(t *testing.T) {
 			}
 			if _, err := cc.GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String("AWS::SQS::Queue"), Identifier: aws.String(one(`SELECT queue_url FROM aws_sqs_queue`))}); err != nil {
 				t.Errorf("queue %s: %v", name, err)
+			}
+		}},
+		{"references", blocks[4], func() {
+			if got := one(`SELECT (g.kms_key_id = k.arn)::text FROM aws_logs_log_group g JOIN aws_kms_key k ON k.id = g.kms_key_id_ref`); got != "true" {
+				t.Errorf("log group app is not encrypted by the key its kms_key_id_ref names: %s", got)
+			}
+			out, err := cloudcontrol.NewFromConfig(cfg).GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String("AWS::Logs::LogGroup"), Identifier: aws.String("app")})
+			if err != nil || !strings.Contains(aws.ToString(out.ResourceDescription.Properties), one(`SELECT arn FROM aws_kms_key`)) {
+				t.Errorf("log group app in the cloud does not name the key's ARN: %v", err)
 			}
 		}},
 	}

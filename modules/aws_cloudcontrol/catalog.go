@@ -28,8 +28,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -106,14 +108,36 @@ func (c *catalog) Offers(name string) bool { return typeName.MatchString(name) }
 // schema in the form it is stored in (schema.ToStored: jsonb holds no
 // NUL), which Module reads back.
 func (c *catalog) Describe(ctx context.Context, cfg aws.Config, name string) ([]byte, error) {
-	t, err := schema.Describe(ctx, cloudformation.NewFromConfig(cfg), name)
+	cl := cloudformation.NewFromConfig(cfg)
+	t, err := schema.Describe(ctx, cl, name)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range t.Ignored {
 		c.log.Warn("the resource schema lists a path that names no property; ignored", "type", t.TypeName, "list", p.List, "path", p.Path)
 	}
-	return schema.ToStored(t.Raw)
+	// A property named like the single identifier of another type of the
+	// service names that type's resources: asked once, at the first
+	// install, and kept with the schema (schema.StoredReferences).
+	var refs []schema.StoredReference
+	cands := t.NameCandidates()
+	for _, prop := range slices.Sorted(maps.Keys(cands)) {
+		other, err := schema.Describe(ctx, cl, cands[prop])
+		switch {
+		case errors.Is(err, schema.ErrNoSuchType), errors.Is(err, schema.ErrNotProvisionable):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("%s: look up %s, whose resources its property %s may name: %w", name, cands[prop], prop, err)
+		}
+		if schema.Referenced(other, prop) {
+			refs = append(refs, schema.StoredReference{Property: prop, TypeName: other.TypeName})
+		}
+	}
+	doc, err := schema.WithStoredReferences(t.Raw, refs)
+	if err != nil {
+		return nil, err
+	}
+	return schema.ToStored(doc)
 }
 
 // Module is the type's module: one table, made from the schema.

@@ -15,6 +15,7 @@ import (
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/schema"
+	iasqlsql "github.com/iasql/iasql/sql"
 )
 
 // TestTypeSQL installs the module of every type the emulator serves into a
@@ -48,9 +49,14 @@ func TestTypeSQL(t *testing.T) {
 			}
 			tbl := m.Tables[0]
 			dsn := srv.NewDB(t)
-			pgtest.Exec(t, dsn, "BEGIN;\n"+m.InstallSQL()+"\nCOMMIT;")
 			conn := pgtest.Connect(t, dsn)
 			ctx := context.Background()
+			// A module is installed where iasql is (its reference checks
+			// are iasql's functions).
+			if _, err := iasqlsql.InstallPlain(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			pgtest.Exec(t, dsn, "BEGIN;\n"+m.InstallSQL()+"\nCOMMIT;")
 
 			check := func() {
 				t.Helper()

@@ -118,8 +118,8 @@ func (t Table) Declare() Table {
 			panic(fmt.Sprintf("%s.%s: only a reference names its resource in another column (Names)", t.Name, c.Name))
 		}
 		if c.Names != "" {
-			if n, ok := t.Column(c.Names); !ok || n.Kind != Declarative || n.Ref != "" || n.CloudID {
-				panic(fmt.Sprintf("%s.%s: Names %q is no declarative column of the table that is neither a reference nor the identity", t.Name, c.Name, c.Names))
+			if n, ok := t.Column(c.Names); !ok || n.Kind != Declarative || n.Ref != "" {
+				panic(fmt.Sprintf("%s.%s: Names %q is no declarative column of the table that is not a reference", t.Name, c.Name, c.Names))
 			}
 			if t.Named == nil {
 				t.Named = map[string]Naming{}

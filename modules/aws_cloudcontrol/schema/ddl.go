@@ -19,6 +19,7 @@ import (
 // what is not a column.
 func (t *Type) declare() module.Table {
 	ids := t.IdentifierColumns()
+	t.refs = t.references()
 	mt := module.Table{Name: t.Table, Comment: t.tableComment()}
 	for _, c := range t.Columns {
 		kind := module.Declarative
@@ -26,12 +27,13 @@ func (t *Type) declare() module.Table {
 			kind = module.Feedback
 		}
 		mt.Columns = append(mt.Columns, module.Column{
-			Name: c.Name, Type: c.SQLType, Kind: kind, NotNull: c.Required,
+			Name: c.Name, Type: c.SQLType, Kind: kind, NotNull: c.Required && !t.hasRef(c),
 			CloudID:    slices.Contains(ids, c.Name),
 			CreateOnly: !c.ReadOnly && (c.CreateOnly || !t.Updatable),
 			Comment:    t.columnComment(c),
 		})
 	}
+	mt.Columns = append(mt.Columns, t.refColumns()...)
 	mt.Columns = append(mt.Columns, module.Column{
 		Name: RegionColumn, Type: Text, Kind: module.Declarative, NotNull: true,
 		Default: t.RegionFunc() + "()", CloudID: t.RegionInIdentity(), CreateOnly: true,
@@ -98,12 +100,15 @@ func (t *Type) UninstallSQL() string {
 }
 
 // SQL is what the type's table needs beyond its columns, run after the
-// table's DDL (module.Module.SQL): the UNIQUE constraint on the identity
-// (a unique index on the values within the objects where the identifier
-// is below a top-level property: the object is not the identity), and the
-// comments of the constraint and of the id column (which names the
-// identity).
-func (t *Type) SQL() string {
+// table's DDL (module.Module.SQL): IdentitySQL, and the checks and links
+// of its references.
+func (t *Type) SQL() string { return t.IdentitySQL() + t.refSQL() }
+
+// IdentitySQL is the UNIQUE constraint on the identity (a unique index on
+// the values within the objects where the identifier is below a top-level
+// property: the object is not the identity), and the comments of the
+// constraint and of the id column (which names the identity).
+func (t *Type) IdentitySQL() string {
 	tbl := "public." + quoteIdent(t.Table)
 	ids := t.IdentifierColumns()
 	constraint := t.IdentityConstraint()
@@ -202,6 +207,11 @@ func (t *Type) columnComment(c Column) string {
 	}
 	if c.Tags {
 		notes = append(notes, `tags as one JSON object {"key": "value"}`)
+	}
+	for _, r := range t.refs {
+		if r.Column == c.Name {
+			notes = append(notes, "or point at a row of "+r.Target+" with "+r.Ref)
+		}
 	}
 	if c.Unordered {
 		notes = append(notes, "order does not matter")

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -10,6 +11,10 @@ import (
 
 	"github.com/iasql/iasql/modules/module"
 )
+
+// ErrNoSuchType is wrapped by Describe for a type DescribeType does not
+// know (TypeNotFoundException).
+var ErrNoSuchType = errors.New("no such resource type in this account and region")
 
 // Describe fetches a resource type's schema with
 // cloudformation:DescribeType (Type RESOURCE) and parses it. It refuses, in
@@ -20,7 +25,7 @@ import (
 func Describe(ctx context.Context, client *cloudformation.Client, typeName string) (*Type, error) {
 	out, err := client.DescribeType(ctx, &cloudformation.DescribeTypeInput{Type: cfntypes.RegistryTypeResource, TypeName: aws.String(typeName)})
 	if module.IsCode(err, "TypeNotFoundException") {
-		return nil, fmt.Errorf("%s: no such resource type in this account and region", typeName)
+		return nil, fmt.Errorf("%s: %w", typeName, ErrNoSuchType)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("describe type %s: %w", typeName, err)

@@ -113,6 +113,7 @@ type Type struct {
 	// Raw is the schema document as parsed.
 	Raw json.RawMessage
 
+	refs   []Reference // references to other tables (refs.go)
 	byProp map[string]int
 	byCol  map[string]int
 	table  module.Table // declared (ModuleTable)

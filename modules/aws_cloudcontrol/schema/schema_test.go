@@ -85,6 +85,7 @@ func TestEmulatorSchemas(t *testing.T) {
 		create    []string
 		unordered []string
 		parents   []string
+		refs      []string
 	}{
 		"aws-logs-loggroup.json": {
 			table: "aws_logs_log_group", cloudID: []string{"log_group_name"},
@@ -92,11 +93,13 @@ func TestEmulatorSchemas(t *testing.T) {
 			feedback:  []string{"arn"},
 			create:    []string{"log_group_class", "log_group_name"},
 			unordered: []string{"field_index_policies"},
+			refs:      []string{"kms_key_id_ref -> aws_kms_key.arn"},
 		},
 		"aws-sqs-queue.json": {
 			table: "aws_sqs_queue", cloudID: []string{"queue_url"},
 			cols:     []col{{"queue_url", "text"}, {"fifo_queue", "boolean"}, {"delay_seconds", "bigint"}, {"redrive_policy", "jsonb"}},
 			feedback: []string{"arn", "queue_url"}, create: []string{"fifo_queue", "queue_name"},
+			refs: []string{"kms_master_key_id_ref -> aws_kms_key.arn"},
 		},
 		"aws-dynamodb-table.json": {
 			table: "aws_dynamodb_table", cloudID: []string{"table_name"},
@@ -110,9 +113,10 @@ func TestEmulatorSchemas(t *testing.T) {
 			cols:    []col{{"filter_name", "text"}, {"log_group_name", "text"}, {"apply_on_transformed_logs", "boolean"}},
 			notNull: []string{"destination_arn", "filter_pattern", "log_group_name"},
 			create:  []string{"filter_name", "log_group_name"}, parents: []string{"LogGroupName"},
+			refs: []string{"role_arn_ref -> iam_role.arn"},
 		},
 		"aws-kms-key.json":            {table: "aws_kms_key", cloudID: []string{"key_id"}, cols: []col{{"key_policy", "jsonb"}, {"rotation_period_in_days", "bigint"}}, feedback: []string{"arn", "key_id"}},
-		"aws-sns-topic.json":          {table: "aws_sns_topic", cloudID: []string{"topic_arn"}, feedback: []string{"topic_arn"}, create: []string{"fifo_topic", "topic_name"}, unordered: []string{"delivery_status_logging", "subscription"}},
+		"aws-sns-topic.json":          {table: "aws_sns_topic", cloudID: []string{"topic_arn"}, feedback: []string{"topic_arn"}, create: []string{"fifo_topic", "topic_name"}, unordered: []string{"delivery_status_logging", "subscription"}, refs: []string{"kms_master_key_id_ref -> aws_kms_key.arn"}},
 		"aws-apigatewayv2-api.json":   {table: "aws_apigatewayv2_api", cloudID: []string{"api_id"}, feedback: []string{"api_endpoint", "api_id"}, create: []string{"protocol_type"}},
 		"aws-apigatewayv2-route.json": {table: "aws_apigatewayv2_route", cloudID: []string{"api_id", "route_id"}, notNull: []string{"api_id", "route_key"}, feedback: []string{"route_id"}, create: []string{"api_id"}, parents: []string{"ApiId"}},
 		"aws-sns-subscription.json":   {table: "aws_sns_subscription", cloudID: []string{"arn"}, notNull: []string{"protocol", "topic_arn"}, feedback: []string{"arn"}, create: []string{"endpoint", "protocol", "topic_arn"}},
@@ -184,22 +188,39 @@ func TestEmulatorSchemas(t *testing.T) {
 			}
 			// Every column of the table is either declarative or feedback,
 			// and only the engine's id is neither.
-			if len(mt.Declarative)+len(mt.Feedback) != len(ty.Columns)+1 {
-				t.Errorf("declarative %v + feedback %v do not cover the %d columns", mt.Declarative, mt.Feedback, len(ty.Columns))
+			refs := ty.References()
+			if len(mt.Declarative)+len(mt.Feedback) != len(ty.Columns)+len(refs)+1 {
+				t.Errorf("declarative %v + feedback %v do not cover the %d columns, %d references and the region", mt.Declarative, mt.Feedback, len(ty.Columns), len(refs))
+			}
+			var gotRefs []string
+			for _, r := range refs {
+				gotRefs = append(gotRefs, r.Ref+" -> "+r.Target+"."+r.By)
+			}
+			if !slices.Equal(gotRefs, w.refs) {
+				t.Errorf("references %v, want %v", gotRefs, w.refs)
 			}
 			// The declaration: a column per property, in the table's
-			// order, of its type, NOT NULL when required, commented; its
-			// DDL creates them, and SQL adds the identity's constraint.
-			if len(mt.Columns) != len(ty.Columns)+1 {
-				t.Fatalf("declares %d columns, the type has %d and the region", len(mt.Columns), len(ty.Columns))
+			// order, of its type, NOT NULL when required (and not given by
+			// a reference instead), commented, then a column per
+			// reference, then the region; its DDL creates them, and SQL
+			// adds the identity's constraint.
+			if len(mt.Columns) != len(ty.Columns)+len(refs)+1 {
+				t.Fatalf("declares %d columns, the type has %d, %d references and the region", len(mt.Columns), len(ty.Columns), len(refs))
 			}
-			if r := mt.Columns[len(ty.Columns)]; r.Name != schema.RegionColumn || r.Type != "text" || !r.NotNull || r.Default != `public."`+w.table+`_region"()` || r.Comment == "" {
+			if r := mt.Columns[len(mt.Columns)-1]; r.Name != schema.RegionColumn || r.Type != "text" || !r.NotNull || r.Default != `public."`+w.table+`_region"()` || r.Comment == "" {
 				t.Errorf("the region column: %+v", r)
 			}
 			for i, c := range ty.Columns {
 				d := mt.Columns[i]
-				if d.Name != c.Name || d.Type != c.SQLType || d.NotNull != c.Required || d.Comment == "" || d.Default != "" || d.Ref != "" {
+				given := slices.ContainsFunc(refs, func(r schema.Reference) bool { return r.Column == c.Name })
+				if d.Name != c.Name || d.Type != c.SQLType || d.NotNull != (c.Required && !given) || d.Comment == "" || d.Default != "" || d.Ref != "" {
 					t.Errorf("column %d declared %+v, the type's is %+v", i+1, d, c)
+				}
+			}
+			for i, r := range refs {
+				d := mt.Columns[len(ty.Columns)+i]
+				if d.Name != r.Ref || d.Ref != r.Target || d.Names != r.Column || d.NamedBy != r.By || d.Kind != module.Declarative || d.Comment == "" {
+					t.Errorf("reference column %d declared %+v, the reference is %+v", i+1, d, r)
 				}
 			}
 			ddl := mt.DDL()

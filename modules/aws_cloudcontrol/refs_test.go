@@ -1,0 +1,152 @@
+package aws_cloudcontrol_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
+
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/modules/aws_account"
+	"github.com/iasql/iasql/modules/aws_cloudcontrol"
+	"github.com/iasql/iasql/modules/aws_iam"
+	"github.com/iasql/iasql/modules/module"
+)
+
+// TestReferenceByWellKnownName: a log group's KmsKeyId names a KMS key;
+// its table has kms_key_id_ref, a foreign key to aws_kms_key. A key and a
+// log group that uses it, inserted in one transaction, take one commit:
+// the group reaches the cloud under the key's ARN, which the row then
+// shows. A group made elsewhere with that key is imported pointing at the
+// key's row. Deleting the key's row while a group references it is refused
+// at write time.
+func TestReferenceByWellKnownName(t *testing.T) {
+	t.Parallel()
+	e, c := env(t, 0, "AWS::KMS::Key", "AWS::Logs::LogGroup")
+	e.Exec(`CALL iasql_begin()`,
+		`INSERT INTO aws_kms_key (description) VALUES ('logs')`,
+		`INSERT INTO aws_logs_log_group (log_group_name, kms_key_id_ref) VALUES ('encrypted', currval('aws_kms_key_id_seq'))`,
+		`CALL iasql_commit()`)
+	var keyARN string
+	if err := e.DB.QueryRow(context.Background(), `SELECT arn FROM aws_kms_key WHERE description = 'logs'`).Scan(&keyARN); err != nil || keyARN == "" {
+		t.Fatalf("the key's ARN after the commit: %q %v", keyARN, err)
+	}
+	if got := c.get("AWS::Logs::LogGroup", "encrypted"); got == nil || got["KmsKeyId"] != keyARN {
+		t.Fatalf("the log group in the cloud: %v, want KmsKeyId %s", got, keyARN)
+	}
+	if n := e.Count(`SELECT count(*) FROM aws_logs_log_group WHERE log_group_name = 'encrypted' AND kms_key_id = '` + keyARN + `'`); n != 1 {
+		t.Error("the group's row does not show the key's ARN after the commit")
+	}
+
+	c.create("AWS::Logs::LogGroup", `{"LogGroupName": "made-elsewhere", "KmsKeyId": "`+keyARN+`"}`)
+	e.Exec(`CALL iasql_refresh()`)
+	if n := e.Count(`SELECT count(*) FROM aws_logs_log_group WHERE log_group_name = 'made-elsewhere' AND kms_key_id_ref = (SELECT id FROM aws_kms_key WHERE description = 'logs')`); n != 1 {
+		t.Error("a group made elsewhere with the key was not imported pointing at the key's row")
+	}
+
+	_, err := e.DB.Exec(context.Background(), `DELETE FROM aws_kms_key WHERE description = 'logs'`)
+	if err == nil || !strings.Contains(err.Error(), "aws_logs_log_group_kms_key_id_ref_fk") {
+		t.Errorf("deleting a key the groups reference: %v, want the foreign key's refusal", err)
+	}
+}
+
+// TestReferenceInstalledLater: a type installed before the table it
+// references refuses a reference until that table is installed, then
+// takes it as a foreign key.
+func TestReferenceInstalledLater(t *testing.T) {
+	t.Parallel()
+	e, _ := env(t, 0, "AWS::Logs::LogGroup")
+	_, err := e.DB.Exec(context.Background(), `INSERT INTO aws_logs_log_group (log_group_name, kms_key_id_ref) VALUES ('early', 1)`)
+	if err == nil || !strings.Contains(err.Error(), "aws_kms_key, which is not installed") {
+		t.Fatalf("a reference to a table not installed: %v", err)
+	}
+	if n := e.Count(`SELECT count(*) FROM pg_constraint WHERE conname = 'aws_logs_log_group_kms_key_id_ref_fk'`); n != 0 {
+		t.Fatal("a foreign key to a table that is not installed")
+	}
+	e.Exec(`SELECT * FROM iasql_install('AWS::KMS::Key')`)
+	if n := e.Count(`SELECT count(*) FROM pg_constraint WHERE conname = 'aws_logs_log_group_kms_key_id_ref_fk' AND confrelid = 'aws_kms_key'::regclass`); n != 1 {
+		t.Fatal("installing the referenced type did not link the reference")
+	}
+	e.Exec(`INSERT INTO aws_kms_key (description) VALUES ('late')`,
+		`INSERT INTO aws_logs_log_group (log_group_name, kms_key_id_ref) VALUES ('later', currval('aws_kms_key_id_seq'))`,
+		`CALL iasql_commit()`)
+	if n := e.Count(`SELECT count(*) FROM aws_logs_log_group g JOIN aws_kms_key k ON k.id = g.kms_key_id_ref WHERE g.log_group_name = 'later' AND g.kms_key_id = k.arn`); n != 1 {
+		t.Error("the group made after the link does not name its key's ARN")
+	}
+}
+
+// TestReferenceToHandWrittenTable: a subscription filter's RoleArn points
+// at an iam_role row; role and filter (with its log group) in one commit.
+func TestReferenceToHandWrittenTable(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules:  []module.Module{aws_account.Module(), aws_iam.Module()},
+		Catalogs: []module.Catalog{aws_cloudcontrol.Catalog()},
+		Install:  []string{"aws_iam", "AWS::Logs::LogGroup", "AWS::Logs::SubscriptionFilter"},
+		Emulator: emulator.Options{},
+	})
+	c := &cc{t: t, client: cloudcontrol.NewFromConfig(e.AWS)}
+	e.Exec(`CALL iasql_begin()`,
+		`INSERT INTO iam_role (role_name, assume_role_policy_document) VALUES ('logs-writer', '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "logs.amazonaws.com"}, "Action": "sts:AssumeRole"}]}')`,
+		`INSERT INTO aws_logs_log_group (log_group_name) VALUES ('app')`,
+		`INSERT INTO aws_logs_subscription_filter (filter_name, log_group_name, destination_arn, filter_pattern, role_arn_ref)
+		 VALUES ('ship', 'app', 'arn:aws:kinesis:us-east-1:123456789012:stream/logs', '', currval('iam_role_id_seq'))`,
+		`CALL iasql_commit()`)
+	var roleARN string
+	if err := e.DB.QueryRow(context.Background(), `SELECT arn FROM iam_role WHERE role_name = 'logs-writer'`).Scan(&roleARN); err != nil || roleARN == "" {
+		t.Fatalf("the role's ARN: %q %v", roleARN, err)
+	}
+	if got := c.get("AWS::Logs::SubscriptionFilter", "ship|app"); got == nil || got["RoleArn"] != roleARN {
+		t.Fatalf("the filter in the cloud: %v, want RoleArn %s", got, roleARN)
+	}
+	if n := e.Count(`SELECT count(*) FROM aws_logs_subscription_filter WHERE filter_name = 'ship' AND role_arn = '` + roleARN + `'`); n != 1 {
+		t.Error("the filter's row does not show the role's ARN")
+	}
+}
+
+// TestStackInOneCommit: an API and two routes inserted in one transaction
+// take one commit: the routes reach the cloud under the API's ApiId, which
+// the cloud generates, through route.api_id_ref (found because ApiId is
+// AWS::ApiGatewayV2::Api's single identifier). Deleting them together
+// deletes the routes before the API.
+func TestStackInOneCommit(t *testing.T) {
+	t.Parallel()
+	e, c := env(t, 0, "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Route")
+	e.Exec(`CALL iasql_begin()`,
+		`INSERT INTO aws_apigatewayv2_api (name, protocol_type) VALUES ('shop', 'HTTP')`,
+		`INSERT INTO aws_apigatewayv2_route (api_id_ref, route_key) VALUES (currval('aws_apigatewayv2_api_id_seq'), 'GET /items'), (currval('aws_apigatewayv2_api_id_seq'), 'POST /items')`,
+		`CALL iasql_commit()`)
+	var apiID string
+	if err := e.DB.QueryRow(context.Background(), `SELECT api_id FROM aws_apigatewayv2_api WHERE name = 'shop'`).Scan(&apiID); err != nil || apiID == "" {
+		t.Fatalf("the API's id after the commit: %q %v", apiID, err)
+	}
+	rows, err := e.DB.Query(context.Background(), `SELECT api_id, route_id FROM aws_apigatewayv2_route ORDER BY route_key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var api, route *string
+		if err := rows.Scan(&api, &route); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if api == nil || *api != apiID || route == nil {
+			t.Errorf("route row %d: api_id %v route_id %v, want api_id %s and a route id", n, api, route, apiID)
+			continue
+		}
+		if got := c.get("AWS::ApiGatewayV2::Route", apiID+"|"+*route); got == nil || got["ApiId"] != apiID {
+			t.Errorf("route %s in the cloud: %v", *route, got)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d route rows, want 2", n)
+	}
+
+	e.Exec(`CALL iasql_begin()`, `DELETE FROM aws_apigatewayv2_route`, `DELETE FROM aws_apigatewayv2_api`, `CALL iasql_commit()`)
+	if got := c.get("AWS::ApiGatewayV2::Api", apiID); got != nil {
+		t.Errorf("the API is still in the cloud: %v", got)
+	}
+}
