@@ -183,7 +183,10 @@ func TestReadmeAfterMakeRun(t *testing.T) {
 			if got := one(`SELECT (g.kms_key_id = k.arn)::text FROM aws_logs_log_group g JOIN aws_kms_key k ON k.id = g.kms_key_id_ref`); got != "true" {
 				t.Errorf("log group app is not encrypted by the key its kms_key_id_ref names: %s", got)
 			}
-			out, err := cloudcontrol.NewFromConfig(cfg).GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String("AWS::Logs::LogGroup"), Identifier: aws.String("app")})
+			out, err := cloudcontrol.NewFromConfig(cfg, func(o *cloudcontrol.Options) {
+				o.Region = one(`SELECT region FROM aws_logs_log_group WHERE log_group_name = 'app'`)
+			}).
+				GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String("AWS::Logs::LogGroup"), Identifier: aws.String("app")})
 			if err != nil || !strings.Contains(aws.ToString(out.ResourceDescription.Properties), one(`SELECT arn FROM aws_kms_key`)) {
 				t.Errorf("log group app in the cloud does not name the key's ARN: %v", err)
 			}
