@@ -187,4 +187,10 @@ func TestRegionWithoutAccountAndUpgrade(t *testing.T) {
 	if eu.get(lg, "new") == nil || e.String(`SELECT region FROM aws_logs_log_group WHERE log_group_name = 'new'`) != "eu-west-1" {
 		t.Error("a row inserted after the upgrade is not in the sidecar's region")
 	}
+
+	// Uninstalled, the table leaves no function behind.
+	e.Exec(`SELECT * FROM iasql_uninstall('` + lg + `')`)
+	if n := e.Count(`SELECT count(*) FROM pg_catalog.pg_proc WHERE proname IN ('aws_logs_log_group_region', 'aws_logs_log_group_defaults')`); n != 0 {
+		t.Errorf("%d functions of the table left after the uninstall", n)
+	}
 }
