@@ -79,6 +79,9 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 	if err := e.upgradeModules(ctx, c, defs); err != nil {
 		return err
 	}
+	if err := e.completeMade(ctx, c, defs); err != nil {
+		return err
+	}
 	for _, m := range e.offered() {
 		if err := store.RegisterModule(ctx, c, m.Name, m.Version, m.DependsOn, tableNames(m), nil); err != nil {
 			return err
@@ -154,6 +157,53 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn, defs map[strin
 			continue
 		}
 		e.log.Info("module upgraded", "module", m.Name, "from", from, "to", m.Version, "steps", len(steps))
+	}
+	return nil
+}
+
+// completeMade migrates the tables of installed modules made from stored
+// definitions that lack columns their module now declares: a sidecar
+// that declares more of the same definition than the one that installed
+// it (a Cloud Control type's reference columns) adds them, with their
+// checks (Module.Checks), before any cycle reads the tables. Nothing else
+// changes (store.MigrateTable keeps every column and value).
+func (e *Engine) completeMade(ctx context.Context, c *pgx.Conn, defs map[string][]byte) error {
+	installed, err := store.InstalledVersions(ctx, c)
+	if err != nil {
+		return err
+	}
+	for name := range defs {
+		m, ok := e.module(name)
+		if _, inst := installed[name]; !ok || !inst {
+			continue
+		}
+		var missing []string
+		for _, t := range m.Tables {
+			cols, err := store.MissingColumns(ctx, c, t)
+			if err != nil {
+				return err
+			}
+			missing = append(missing, cols...)
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		if err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			for _, t := range m.Tables {
+				if _, err := store.MigrateTable(ctx, tx, t, func(_, comment string) string { return comment }); err != nil {
+					return err
+				}
+			}
+			if m.Checks != "" {
+				if _, err := tx.Exec(ctx, m.Checks); err != nil {
+					return fmt.Errorf("checks of %s's new columns: %w", name, err)
+				}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("add the columns %v this sidecar declares to %s's table: %w", missing, name, err)
+		}
+		e.log.Info("module made from its stored definition: columns this sidecar declares added to its table", "module", name, "columns", missing)
 	}
 	return nil
 }

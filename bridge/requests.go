@@ -318,6 +318,9 @@ func (e *Engine) install(ctx context.Context, requestID string, raw json.RawMess
 	if err != nil {
 		return nil, err
 	}
+	if refreshing(raw) {
+		return e.refreshSchemas(ctx, requestID, names)
+	}
 	fresh, err := e.resolve(ctx, names)
 	if err != nil {
 		return nil, err
@@ -430,6 +433,30 @@ func (e *Engine) uninstall(ctx context.Context, raw json.RawMessage) (any, error
 			for _, d := range i.DependsOn {
 				if leaving[d] {
 					return fmt.Errorf("cannot uninstall %s: the installed module %s depends on it; uninstall %s first (or both together)", d, i.Name, i.Name)
+				}
+			}
+		}
+		// A Cloud Control type's reference to a table going away: refused
+		// while rows point at it, its foreign key dropped otherwise.
+		goingAway := map[string]bool{}
+		for n := range leaving {
+			m, _ := e.module(n)
+			for _, t := range m.Tables {
+				goingAway[t.Name] = true
+			}
+		}
+		for n := range installed {
+			m, ok := e.module(n)
+			if !ok || leaving[n] {
+				continue
+			}
+			for _, t := range m.Tables {
+				for _, ref := range module.RefsOf(t) {
+					if ref.Named.Column != "" && goingAway[ref.Table] {
+						if err := store.UnlinkReference(ctx, tx, t.Name, ref.Column, ref.Table, ref.Many); err != nil {
+							return err
+						}
+					}
 				}
 			}
 		}

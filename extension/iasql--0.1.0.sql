@@ -557,7 +557,7 @@ COMMENT ON COLUMN public.iasql_modules.depends_on IS 'Modules installed before t
 COMMENT ON COLUMN public.iasql_modules.tables IS 'Tables the module creates, in dependency order.';
 COMMENT ON COLUMN public.iasql_modules.installed_at IS 'When it was installed; NULL when it is not.';
 COMMENT ON COLUMN public.iasql_modules.installed_version IS 'The version whose SQL the module''s tables have: set at install, moved by the upgrades a newer sidecar applies at start; NULL when not installed.';
-COMMENT ON COLUMN public.iasql_modules.definition IS 'For a module made from a cloud resource type (AWS::Logs::LogGroup): the type''s schema as fetched at its first install; its table, previews, restarts and reinstalls use this one. NULL for the modules built into the sidecar.';
+COMMENT ON COLUMN public.iasql_modules.definition IS 'For a module made from a cloud resource type (AWS::Logs::LogGroup): the type''s schema as fetched at its first install (or its last iasql_refresh_schema); its table, previews, restarts and reinstalls use this one. NULL for the modules built into the sidecar.';
 REVOKE ALL ON public.iasql_modules FROM PUBLIC;
 GRANT SELECT ON public.iasql_modules TO iasql_reader;
 CREATE TRIGGER iasql_modules_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_modules
@@ -987,6 +987,16 @@ LANGUAGE sql AS $$
   SELECT m->>'module', (m->>'installed')::boolean, m->>'note'
     FROM pg_catalog.jsonb_array_elements(public.iasql_request('uninstall', pg_catalog.jsonb_build_object('modules', modules))->'modules') m
 $$;
+-- An install request with refresh: the sidecar serves it (Engine.install).
+CREATE FUNCTION public.iasql_refresh_schema(VARIADIC types text[])
+RETURNS TABLE (module text, installed boolean, note text)
+LANGUAGE sql AS $$
+  SELECT m->>'module', (m->>'installed')::boolean, m->>'note'
+    FROM pg_catalog.jsonb_array_elements(public.iasql_request('install', pg_catalog.jsonb_build_object('modules', types, 'refresh', true))->'modules') m
+$$;
+COMMENT ON FUNCTION public.iasql_refresh_schema(text[]) IS
+  'Fetches the current schema of installed resource types (AWS::Logs::LogGroup) and migrates their tables: columns for new properties are added, columns whose property is gone are kept with their values and say so in their comment; the stored schema and the module version follow. Refused in one line when the primary identifier changed (uninstall and install the type instead).';
+
 COMMENT ON FUNCTION public.iasql_uninstall(text[]) IS
   'Uninstalls modules: drops their tables and touches nothing in the cloud. Refused while an installed module depends on one of them.';
 
@@ -2011,8 +2021,17 @@ COMMENT ON FUNCTION public.iasql_adopt_restore() IS
 -- hand-written tables check theirs (instance.security_group_ids). The
 -- sidecar links every reference after each install, so a type installed
 -- before the table it references is linked when that one is installed.
--- Both raise foreign_key_violation naming <table>_<column>_fk (cut to 54
--- characters and given 8 of its md5 when longer than PostgreSQL's 63).
+-- Both raise foreign_key_violation naming <table>_<column>_fk
+-- (iasql_reference_name). Uninstalling the referenced module while rows
+-- point at it is refused; otherwise iasql_unlink_reference drops the key.
+
+CREATE FUNCTION public.iasql_reference_name(child text, col text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN pg_catalog.length(n) > 63 THEN pg_catalog.left(n, 54) || '_' || pg_catalog.left(pg_catalog.md5(n), 8) ELSE n END
+    FROM (SELECT pg_catalog.format('%s_%s_fk', child, col) AS n) f
+$$;
+COMMENT ON FUNCTION public.iasql_reference_name(text, text) IS
+  'The name of what makes child.col a foreign key (its FOREIGN KEY, or its trigger on the referenced table): <child>_<col>_fk, cut to 54 characters and given 8 of its md5 when longer than 63.';
 
 CREATE FUNCTION public.iasql_reference_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -2023,11 +2042,8 @@ DECLARE
   many boolean := TG_ARGV[3]::boolean;
   ids bigint[];
   missing bigint;
-  fk text := pg_catalog.format('%s_%s_fk', TG_TABLE_NAME, col);
+  fk text := public.iasql_reference_name(TG_TABLE_NAME, col);
 BEGIN
-  IF pg_catalog.length(fk) > 63 THEN
-    fk := pg_catalog.left(fk, 54) || '_' || pg_catalog.left(pg_catalog.md5(fk), 8);
-  END IF;
   IF many THEN
     EXECUTE pg_catalog.format('SELECT ($1).%I::bigint[]', col) USING NEW INTO ids;
   ELSE
@@ -2066,11 +2082,8 @@ DECLARE
   child text := TG_ARGV[0];
   col text := TG_ARGV[1];
   users bigint[];
-  fk text := pg_catalog.format('%s_%s_fk', child, col);
+  fk text := public.iasql_reference_name(child, col);
 BEGIN
-  IF pg_catalog.length(fk) > 63 THEN
-    fk := pg_catalog.left(fk, 54) || '_' || pg_catalog.left(pg_catalog.md5(fk), 8);
-  END IF;
   IF pg_catalog.to_regclass(pg_catalog.format('public.%I', child)) IS NULL THEN
     RETURN OLD;
   END IF;
@@ -2091,11 +2104,8 @@ COMMENT ON FUNCTION public.iasql_reference_in_use() IS
 CREATE FUNCTION public.iasql_link_reference(child text, col text, target text, many boolean) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
-  fk text := pg_catalog.format('%s_%s_fk', child, col);
+  fk text := public.iasql_reference_name(child, col);
 BEGIN
-  IF pg_catalog.length(fk) > 63 THEN
-    fk := pg_catalog.left(fk, 54) || '_' || pg_catalog.left(pg_catalog.md5(fk), 8);
-  END IF;
   IF pg_catalog.to_regclass(pg_catalog.format('public.%I', child)) IS NULL
      OR pg_catalog.to_regclass(pg_catalog.format('public.%I', target)) IS NULL THEN
     RETURN false;
@@ -2123,6 +2133,24 @@ $$;
 COMMENT ON FUNCTION public.iasql_link_reference(text, text, text, boolean) IS
   'Makes the reference column col of table child (ids of target rows; many: an array) a foreign key once both tables exist: a FOREIGN KEY <child>_<col>_fk, or for an array a trigger of that name on target refusing to delete a listed row. Returns whether it added one; the sidecar calls it after each install.';
 REVOKE ALL ON FUNCTION public.iasql_link_reference(text, text, text, boolean) FROM PUBLIC;
+
+CREATE FUNCTION public.iasql_unlink_reference(child text, col text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  fk text := public.iasql_reference_name(child, col);
+BEGIN
+  IF pg_catalog.to_regclass(pg_catalog.format('public.%I', child)) IS NULL
+     OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint c
+                     WHERE c.conname = fk AND c.conrelid = pg_catalog.format('public.%I', child)::regclass) THEN
+    RETURN false;
+  END IF;
+  EXECUTE pg_catalog.format('ALTER TABLE public.%I DROP CONSTRAINT %I', child, fk);
+  RETURN true;
+END;
+$$;
+COMMENT ON FUNCTION public.iasql_unlink_reference(text, text) IS
+  'Drops the FOREIGN KEY iasql_link_reference made for child.col (the referenced table is being uninstalled; no row may point at it any more). Returns whether there was one.';
+REVOKE ALL ON FUNCTION public.iasql_unlink_reference(text, text) FROM PUBLIC;
 
 -- extension_only.sql
 -- Only in the extension script: pg_dump keeps the rows of these tables (and

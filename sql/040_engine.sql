@@ -23,7 +23,7 @@ COMMENT ON COLUMN public.iasql_modules.depends_on IS 'Modules installed before t
 COMMENT ON COLUMN public.iasql_modules.tables IS 'Tables the module creates, in dependency order.';
 COMMENT ON COLUMN public.iasql_modules.installed_at IS 'When it was installed; NULL when it is not.';
 COMMENT ON COLUMN public.iasql_modules.installed_version IS 'The version whose SQL the module''s tables have: set at install, moved by the upgrades a newer sidecar applies at start; NULL when not installed.';
-COMMENT ON COLUMN public.iasql_modules.definition IS 'For a module made from a cloud resource type (AWS::Logs::LogGroup): the type''s schema as fetched at its first install; its table, previews, restarts and reinstalls use this one. NULL for the modules built into the sidecar.';
+COMMENT ON COLUMN public.iasql_modules.definition IS 'For a module made from a cloud resource type (AWS::Logs::LogGroup): the type''s schema as fetched at its first install (or its last iasql_refresh_schema); its table, previews, restarts and reinstalls use this one. NULL for the modules built into the sidecar.';
 REVOKE ALL ON public.iasql_modules FROM PUBLIC;
 GRANT SELECT ON public.iasql_modules TO iasql_reader;
 CREATE TRIGGER iasql_modules_guard BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON public.iasql_modules
@@ -453,6 +453,16 @@ LANGUAGE sql AS $$
   SELECT m->>'module', (m->>'installed')::boolean, m->>'note'
     FROM pg_catalog.jsonb_array_elements(public.iasql_request('uninstall', pg_catalog.jsonb_build_object('modules', modules))->'modules') m
 $$;
+-- An install request with refresh: the sidecar serves it (Engine.install).
+CREATE FUNCTION public.iasql_refresh_schema(VARIADIC types text[])
+RETURNS TABLE (module text, installed boolean, note text)
+LANGUAGE sql AS $$
+  SELECT m->>'module', (m->>'installed')::boolean, m->>'note'
+    FROM pg_catalog.jsonb_array_elements(public.iasql_request('install', pg_catalog.jsonb_build_object('modules', types, 'refresh', true))->'modules') m
+$$;
+COMMENT ON FUNCTION public.iasql_refresh_schema(text[]) IS
+  'Fetches the current schema of installed resource types (AWS::Logs::LogGroup) and migrates their tables: columns for new properties are added, columns whose property is gone are kept with their values and say so in their comment; the stored schema and the module version follow. Refused in one line when the primary identifier changed (uninstall and install the type instead).';
+
 COMMENT ON FUNCTION public.iasql_uninstall(text[]) IS
   'Uninstalls modules: drops their tables and touches nothing in the cloud. Refused while an installed module depends on one of them.';
 

@@ -9,8 +9,17 @@
 -- hand-written tables check theirs (instance.security_group_ids). The
 -- sidecar links every reference after each install, so a type installed
 -- before the table it references is linked when that one is installed.
--- Both raise foreign_key_violation naming <table>_<column>_fk (cut to 54
--- characters and given 8 of its md5 when longer than PostgreSQL's 63).
+-- Both raise foreign_key_violation naming <table>_<column>_fk
+-- (iasql_reference_name). Uninstalling the referenced module while rows
+-- point at it is refused; otherwise iasql_unlink_reference drops the key.
+
+CREATE FUNCTION public.iasql_reference_name(child text, col text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN pg_catalog.length(n) > 63 THEN pg_catalog.left(n, 54) || '_' || pg_catalog.left(pg_catalog.md5(n), 8) ELSE n END
+    FROM (SELECT pg_catalog.format('%s_%s_fk', child, col) AS n) f
+$$;
+COMMENT ON FUNCTION public.iasql_reference_name(text, text) IS
+  'The name of what makes child.col a foreign key (its FOREIGN KEY, or its trigger on the referenced table): <child>_<col>_fk, cut to 54 characters and given 8 of its md5 when longer than 63.';
 
 CREATE FUNCTION public.iasql_reference_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -21,11 +30,8 @@ DECLARE
   many boolean := TG_ARGV[3]::boolean;
   ids bigint[];
   missing bigint;
-  fk text := pg_catalog.format('%s_%s_fk', TG_TABLE_NAME, col);
+  fk text := public.iasql_reference_name(TG_TABLE_NAME, col);
 BEGIN
-  IF pg_catalog.length(fk) > 63 THEN
-    fk := pg_catalog.left(fk, 54) || '_' || pg_catalog.left(pg_catalog.md5(fk), 8);
-  END IF;
   IF many THEN
     EXECUTE pg_catalog.format('SELECT ($1).%I::bigint[]', col) USING NEW INTO ids;
   ELSE
@@ -64,11 +70,8 @@ DECLARE
   child text := TG_ARGV[0];
   col text := TG_ARGV[1];
   users bigint[];
-  fk text := pg_catalog.format('%s_%s_fk', child, col);
+  fk text := public.iasql_reference_name(child, col);
 BEGIN
-  IF pg_catalog.length(fk) > 63 THEN
-    fk := pg_catalog.left(fk, 54) || '_' || pg_catalog.left(pg_catalog.md5(fk), 8);
-  END IF;
   IF pg_catalog.to_regclass(pg_catalog.format('public.%I', child)) IS NULL THEN
     RETURN OLD;
   END IF;
@@ -89,11 +92,8 @@ COMMENT ON FUNCTION public.iasql_reference_in_use() IS
 CREATE FUNCTION public.iasql_link_reference(child text, col text, target text, many boolean) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
-  fk text := pg_catalog.format('%s_%s_fk', child, col);
+  fk text := public.iasql_reference_name(child, col);
 BEGIN
-  IF pg_catalog.length(fk) > 63 THEN
-    fk := pg_catalog.left(fk, 54) || '_' || pg_catalog.left(pg_catalog.md5(fk), 8);
-  END IF;
   IF pg_catalog.to_regclass(pg_catalog.format('public.%I', child)) IS NULL
      OR pg_catalog.to_regclass(pg_catalog.format('public.%I', target)) IS NULL THEN
     RETURN false;
@@ -121,3 +121,21 @@ $$;
 COMMENT ON FUNCTION public.iasql_link_reference(text, text, text, boolean) IS
   'Makes the reference column col of table child (ids of target rows; many: an array) a foreign key once both tables exist: a FOREIGN KEY <child>_<col>_fk, or for an array a trigger of that name on target refusing to delete a listed row. Returns whether it added one; the sidecar calls it after each install.';
 REVOKE ALL ON FUNCTION public.iasql_link_reference(text, text, text, boolean) FROM PUBLIC;
+
+CREATE FUNCTION public.iasql_unlink_reference(child text, col text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  fk text := public.iasql_reference_name(child, col);
+BEGIN
+  IF pg_catalog.to_regclass(pg_catalog.format('public.%I', child)) IS NULL
+     OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint c
+                     WHERE c.conname = fk AND c.conrelid = pg_catalog.format('public.%I', child)::regclass) THEN
+    RETURN false;
+  END IF;
+  EXECUTE pg_catalog.format('ALTER TABLE public.%I DROP CONSTRAINT %I', child, fk);
+  RETURN true;
+END;
+$$;
+COMMENT ON FUNCTION public.iasql_unlink_reference(text, text) IS
+  'Drops the FOREIGN KEY iasql_link_reference made for child.col (the referenced table is being uninstalled; no row may point at it any more). Returns whether there was one.';
+REVOKE ALL ON FUNCTION public.iasql_unlink_reference(text, text) FROM PUBLIC;

@@ -50,10 +50,14 @@ type Doer interface {
 	Cloud(ctx context.Context, a *plan.Action) error
 	// Held records that a cloud action waits for another record (why).
 	Held(ctx context.Context, a *plan.Action, why string)
-	// Lane names the lane of an action's cloud calls.
-	Lane(a *plan.Action) string
-	// Settled is told how each action that ran ended (nil: done).
-	Settled(a *plan.Action, err error)
+}
+
+// Result is how an action that ran ended: Err nil when it was done,
+// store.ErrConflict when its row changed (planned again), ErrInFlight when
+// it runs on in the cloud, else its last failure.
+type Result struct {
+	Action *plan.Action
+	Err    error
 }
 
 // BatchSize is the number of database-only actions to a transaction.
@@ -87,8 +91,9 @@ func New(limit int) *Executor { return &Executor{lanes: NewLanes(limit)} }
 // that way) or a failure is transient (throttling, 5xx). An action whose parent (or, for a delete, whose child) failed
 // is held, not tried, so one failure holds up only what depends on it.
 // Conflicts are not failures: the record is planned again in the next
-// pass. It returns the failures, one line each.
-func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder map[string]int, do Doer) []string {
+// pass. It returns the failures, one line each, and how each action that
+// ran ended (in execution order), for the caller to record.
+func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder map[string]int, do Doer) (failures []string, ran []Result) {
 	plan.Order(actions, tableOrder)
 	deps := plan.Dependencies(actions)
 	pending := actions
@@ -99,8 +104,9 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 	// every later round, and their failures are reported whatever the
 	// last round brings.
 	givenUp, final := map[snapshot.Key]string{}, []string{}
+	ended := map[*plan.Action]error{}
 	for n := 0; ; n++ {
-		r := &round{x: x, do: do, deps: deps, down: maps.Clone(givenUp), moved: map[snapshot.Key]bool{}}
+		r := &round{x: x, do: do, deps: deps, down: maps.Clone(givenUp), moved: map[snapshot.Key]bool{}, ended: ended}
 		r.run(ctx, pending)
 		for _, k := range r.gaveUp {
 			givenUp[k] = "failed"
@@ -111,7 +117,7 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 		// differ on every attempt).
 		now := make([]snapshot.Key, 0, len(r.failed))
 		for _, a := range r.failed {
-			now = append(now, plan.ActionKey(a))
+			now = append(now, a.Key)
 		}
 		slices.SortFunc(now, snapshot.CompareKeys)
 		// The same failures again end the pass, unless one of them passes
@@ -126,7 +132,12 @@ func (x *Executor) Run(ctx context.Context, actions []*plan.Action, tableOrder m
 		if len(r.failed) == 0 || (repeats > 0 && (!r.transient || repeats >= maxTransientRepeats)) || n+1 >= maxRounds || ctx.Err() != nil {
 			out := append(final, r.errs...)
 			sort.Strings(out)
-			return out
+			for _, a := range actions {
+				if err, ok := ended[a]; ok {
+					ran = append(ran, Result{Action: a, Err: err})
+				}
+			}
+			return out, ran
 		}
 		lastFailed = now
 		pending = r.failed
@@ -157,12 +168,15 @@ type round struct {
 	final  []string       // their failures
 	// transient: a failure to retry passes by itself (module.Transient).
 	transient bool
+	// ended: how each action that ran ended, the last time it ran (the
+	// Run's, shared by its rounds).
+	ended map[*plan.Action]error
 }
 
 func (r *round) run(ctx context.Context, actions []*plan.Action) {
 	var db, cloud []*plan.Action
 	for _, a := range actions {
-		if plan.IsCloud(a) {
+		if a.IsCloud {
 			cloud = append(cloud, a)
 		} else {
 			db = append(db, a)
@@ -213,13 +227,13 @@ func (r *round) runDB(ctx context.Context, actions []*plan.Action) {
 }
 
 // runCloud runs cloud actions concurrently: each waits for the actions it
-// depends on, then for room in its lane.
+// depends on, then for room in its lane (Action.Lane).
 func (r *round) runCloud(ctx context.Context, actions []*plan.Action) {
 	done := make(map[*plan.Action]chan struct{}, len(actions))
 	byKey := map[snapshot.Key][]*plan.Action{}
 	for _, a := range actions {
 		done[a] = make(chan struct{})
-		byKey[plan.ActionKey(a)] = append(byKey[plan.ActionKey(a)], a)
+		byKey[a.Key] = append(byKey[a.Key], a)
 	}
 	var wg sync.WaitGroup
 	for _, a := range actions {
@@ -239,7 +253,7 @@ func (r *round) runCloud(ctx context.Context, actions []*plan.Action) {
 				}
 				return
 			}
-			release, err := r.x.lanes.Acquire(ctx, r.do.Lane(a))
+			release, err := r.x.lanes.Acquire(ctx, a.Lane)
 			if err != nil {
 				r.settle(a, err)
 				return
@@ -264,13 +278,13 @@ func (r *round) gate(ctx context.Context, a *plan.Action) (run bool, held string
 		return false, ""
 	}
 	if slices.ContainsFunc(r.deps[a], func(k snapshot.Key) bool { return r.moved[k] }) {
-		r.moved[plan.ActionKey(a)] = true
+		r.moved[a.Key] = true
 		return false, ""
 	}
 	if blocker := heldBy(r.deps[a], r.down); blocker != "" {
 		r.errs = append(r.errs, a.Failure("waiting for "+blocker))
 		r.failed = append(r.failed, a)
-		r.down[plan.ActionKey(a)] = "held"
+		r.down[a.Key] = "held"
 		return false, blocker
 	}
 	return true, ""
@@ -281,7 +295,7 @@ func (r *round) settle(a *plan.Action, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err == nil && a.Action == "replace" && snapshot.Generated(a.Tab.Spec) {
-		r.moved[plan.ActionKey(a)] = true
+		r.moved[a.Key] = true
 	}
 	if errors.Is(err, ErrInFlight) {
 		// Not done yet, whatever the action: what waits for it waits for a
@@ -292,18 +306,18 @@ func (r *round) settle(a *plan.Action, err error) {
 		// terminal); one still being deleted (an instance shutting down)
 		// may still hold what waits for its delete (DependencyViolation for
 		// the security group or subnet it uses).
-		r.moved[plan.ActionKey(a)] = true
+		r.moved[a.Key] = true
 	}
-	r.do.Settled(a, err)
+	r.ended[a] = err
 	switch {
 	case err == nil, errors.Is(err, store.ErrConflict), errors.Is(err, ErrInFlight):
 		// Done; planned again in the next pass; or asked about later.
 	default:
 		var term *module.TerminalError
-		r.down[plan.ActionKey(a)] = "failed"
+		r.down[a.Key] = "failed"
 		if errors.As(err, &term) || a.Identified {
 			r.final = append(r.final, a.Failure(err.Error()))
-			r.gaveUp = append(r.gaveUp, plan.ActionKey(a))
+			r.gaveUp = append(r.gaveUp, a.Key)
 			return
 		}
 		r.errs = append(r.errs, a.Failure(err.Error()))

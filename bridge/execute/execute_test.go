@@ -80,11 +80,12 @@ func (d *doer) Held(_ context.Context, a *plan.Action, why string) {
 	defer d.mu.Unlock()
 	d.held = append(d.held, a.Table+" "+a.ID+": "+why)
 }
-func (d *doer) Lane(a *plan.Action) string { return a.Table }
-func (d *doer) Settled(a *plan.Action, err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.settled[a.Table+" "+a.ID] = err
+
+// settle notes how each action that ran ended (Run's results).
+func (d *doer) settle(ran []execute.Result) {
+	for _, r := range ran {
+		d.settled[r.Action.Table+" "+r.Action.ID] = r.Err
+	}
 }
 
 // A parent table and a child referencing it.
@@ -95,8 +96,8 @@ var (
 )
 
 func create(spec module.Table, id string, db module.Record) *plan.Action {
-	return &plan.Action{Action: "create", Direction: "cloud", Table: spec.Name, ID: id, Kind: plan.CloudCreate,
-		Tab: &snapshot.Table{Spec: spec}, Row: &snapshot.Row{ID: id, DB: db}}
+	return (&plan.Action{Action: "create", Direction: "cloud", Table: spec.Name, ID: id, Kind: plan.CloudCreate,
+		Tab: &snapshot.Table{Spec: spec}, Row: &snapshot.Row{ID: id, DB: db}}).Fix(nil)
 }
 
 func TestRun(t *testing.T) {
@@ -185,8 +186,8 @@ func TestRun(t *testing.T) {
 		setup: func(d *doer) []*plan.Action {
 			d.running["child "] = true
 			del := func(spec module.Table, cloud module.Record) *plan.Action {
-				return &plan.Action{Action: "delete", Direction: "cloud", Table: spec.Name, CloudID: cloud.String("name"), Kind: plan.CloudDelete,
-					Tab: &snapshot.Table{Spec: spec}, Cloud: cloud}
+				return (&plan.Action{Action: "delete", Direction: "cloud", Table: spec.Name, CloudID: cloud.String("name"), Kind: plan.CloudDelete,
+					Tab: &snapshot.Table{Spec: spec}, Cloud: cloud}).Fix(nil)
 			}
 			return []*plan.Action{del(parentSpec, module.Record{"name": "p"}), del(childSpec, module.Record{"name": "c", "parent_id": "p"}),
 				del(parentSpec, module.Record{"name": "q"})}
@@ -218,7 +219,7 @@ func TestRun(t *testing.T) {
 			var out []*plan.Action
 			for i := range execute.BatchSize + 1 {
 				id := string(rune('a'+i%26)) + strings.Repeat("x", i/26)
-				out = append(out, &plan.Action{Action: "create", Direction: "database", Table: "parent", ID: id, Kind: plan.DBInsert, Tab: &snapshot.Table{Spec: parentSpec}})
+				out = append(out, (&plan.Action{Action: "create", Direction: "database", Table: "parent", ID: id, Kind: plan.DBInsert, Tab: &snapshot.Table{Spec: parentSpec}}).Fix(nil))
 			}
 			return out
 		},
@@ -231,7 +232,8 @@ func TestRun(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDoer()
-			got := execute.New(4).Run(context.Background(), tc.setup(d), order, d)
+			got, ran := execute.New(4).Run(context.Background(), tc.setup(d), order, d)
+			d.settle(ran)
 			if len(got) != len(tc.failures) {
 				t.Fatalf("failures %q; want %q", got, tc.failures)
 			}
@@ -254,7 +256,7 @@ func TestLanesBound(t *testing.T) {
 	for i := range 40 {
 		actions = append(actions, create(parentSpec, string(rune('A'+i)), module.Record{"name": string(rune('A' + i))}))
 	}
-	if got := execute.New(3).Run(context.Background(), actions, order, d); len(got) != 0 {
+	if got, _ := execute.New(3).Run(context.Background(), actions, order, d); len(got) != 0 {
 		t.Fatalf("failures %q", got)
 	}
 	if m := d.maxInFlight.Load(); m > 3 || m < 1 {

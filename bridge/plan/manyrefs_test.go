@@ -111,10 +111,10 @@ func TestManyRefs(t *testing.T) {
 		t.Fatalf("planned %v; want g3 and i5 created, g0 deleted, i6 updated", summarize(p.Actions))
 	}
 	deps := plan.Dependencies(p.Actions)
-	if !slices.Contains(deps[createI5], plan.ActionKey(createG3)) {
+	if !slices.Contains(deps[createI5], createG3.Key) {
 		t.Errorf("i5's create waits for %v; want g3's create", deps[createI5])
 	}
-	if !slices.Contains(deps[deleteG0], plan.ActionKey(updateI6)) {
+	if !slices.Contains(deps[deleteG0], updateI6.Key) {
 		t.Errorf("g0's delete waits for %v; want the update that stops i6 using it", deps[deleteG0])
 	}
 }

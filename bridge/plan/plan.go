@@ -52,6 +52,66 @@ type Action struct {
 	Token    string `json:"-"`
 	Attempts int    `json:"-"`
 	Retried  bool   `json:"-"`
+
+	// Facts fixed when the action is built (Fix: Diff sets them), which
+	// the cycle and the executor read instead of working them out again.
+	// Key: what the action acts on (a row by its id, a resource with no
+	// row by its cloud id), as the executor orders actions by it;
+	// RecordKey: the row as user intent goes (snapshot.RowKey of Table and
+	// ID); OpKey: its record_key in iasql_operations; IsCloud: it calls
+	// the cloud; Push: what a cloud create or update pushes; Lane: the
+	// lane of its cloud calls, its module and region (AWS's request quotas
+	// are per service, account and region); StandIn: the row stands for
+	// its replacement's temporary stand-in, whose create writes back the
+	// feedback columns only.
+	Key       snapshot.Key `json:"-"`
+	RecordKey snapshot.Key `json:"-"`
+	OpKey     string       `json:"-"`
+	IsCloud   bool         `json:"-"`
+	Push      Push         `json:"-"`
+	Lane      string       `json:"-"`
+	StandIn   bool         `json:"-"`
+}
+
+// Fix sets the facts fixed when the action is built (Key, RecordKey,
+// OpKey, IsCloud, Push, Lane, StandIn): Diff calls it for every action it
+// plans; snap gives the region of the action's lane (the table's, else its
+// parent's: RowRegion, CloudRegion), none when nil.
+func (a *Action) Fix(snap *snapshot.Snapshot) *Action {
+	// A row by its id; a resource with no row (deleted by the user, a
+	// replacement's old resource, a stray) by its cloud id.
+	a.RecordKey = snapshot.RowKey(a.Table, a.ID)
+	a.Key, a.OpKey = a.RecordKey, a.ID
+	if a.Row == nil {
+		a.Key, a.OpKey = snapshot.CloudKey(a.Table, a.CloudID), "cloud "+a.CloudID
+	}
+	a.IsCloud = a.Kind == CloudCreate || a.Kind == CloudUpdate || a.Kind == CloudDelete
+	if a.Kind == CloudCreate || a.Kind == CloudUpdate {
+		want := map[string]any{}
+		if a.Row != nil {
+			for _, c := range a.Tab.Spec.Declarative {
+				want[c] = a.Row.Cloud[c]
+			}
+		}
+		js, _ := json.Marshal(want) // map keys sorted: the same state, the same text
+		a.Push = Push{Record: a.RecordKey, State: string(js)}
+		if !snapshot.Generated(a.Tab.Spec) {
+			a.Push.CloudID = a.CloudID
+		}
+	}
+	a.StandIn = a.Row != nil && a.Tab.StandingIn(a.ID)
+	name, region := a.Table, ""
+	if a.Tab.Module != nil {
+		name = a.Tab.Module.Name
+	}
+	if snap != nil && a.Row != nil {
+		region = snap.RowRegion(a.Tab, a.Row.DB, 0)
+	}
+	if snap != nil && region == "" && a.Cloud != nil {
+		region = snap.CloudRegion(a.Tab, a.Cloud, 0)
+	}
+	a.Lane = name + "/" + region
+	return a
 }
 
 type Step int
@@ -202,7 +262,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 					Description: "resume the create of " + Describe(ts.Spec, r.Cloud) + " (cut short before the cloud's answer was recorded)"})
 				continue
 			}
-			if equal && !r.Adopted && snapshot.SameColumns(ts.Spec.Feedback, r.Cloud, c) && len(r.Fill) == 0 {
+			if equal && !r.Adopted && module.SameColumns(ts.Spec.Feedback, r.Cloud, c) && len(r.Fill) == 0 {
 				// In sync (the common case: no mode or action is worked out).
 				if ts.StandingIn(id) {
 					continue // the stand-in is in sync, not the record
@@ -367,6 +427,9 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				p.Finished = append(p.Finished, rp)
 			}
 		}
+	}
+	for _, a := range p.Actions {
+		a.Fix(snap)
 	}
 	return p, nil
 }
@@ -674,22 +737,13 @@ func Order(actions []*Action, tableIndex map[string]int) {
 
 func isDelete(a *Action) bool { return a.Kind == CloudDelete || a.Kind == DBDelete }
 
-// ActionKey names what an action acts on: a row by its id, a resource only
-// in the cloud by its cloud id.
-func ActionKey(a *Action) snapshot.Key {
-	if a.Row != nil {
-		return snapshot.RowKey(a.Table, a.ID)
-	}
-	return snapshot.CloudKey(a.Table, a.CloudID)
-}
-
 // Dependencies maps each action to the keys of the actions it must wait
 // for: a create or update waits for its parents' creates and updates; a
 // delete of a parent waits for the deletes of its children.
 func Dependencies(actions []*Action) map[*Action][]snapshot.Key {
 	byKey := map[snapshot.Key]*Action{}
 	for _, a := range actions {
-		byKey[ActionKey(a)] = a
+		byKey[a.Key] = a
 	}
 	out := map[*Action][]snapshot.Key{}
 	for _, a := range actions {
@@ -708,7 +762,7 @@ func Dependencies(actions []*Action) map[*Action][]snapshot.Key {
 					now := ref.Values(a.Row.Cloud)
 					for _, v := range ref.Values(a.Cloud) {
 						if p := byKey[snapshot.CloudKey(ref.Table, v)]; p != nil && isDelete(p) && !slices.Contains(now, v) {
-							out[p] = append(out[p], ActionKey(a))
+							out[p] = append(out[p], a.Key)
 						}
 					}
 				}
@@ -719,7 +773,7 @@ func Dependencies(actions []*Action) map[*Action][]snapshot.Key {
 				for _, v := range ref.Values(a.Cloud) {
 					k := snapshot.CloudKey(ref.Table, v)
 					if p := byKey[k]; p != nil && isDelete(p) {
-						out[p] = append(out[p], ActionKey(a))
+						out[p] = append(out[p], a.Key)
 					} else if p != nil && p.Kind == DBInsert && a.Kind == DBInsert {
 						out[a] = append(out[a], k)
 					}
@@ -730,16 +784,6 @@ func Dependencies(actions []*Action) map[*Action][]snapshot.Key {
 	return out
 }
 
-// OpKey is the record_key of what an action is about: a row by its id, a
-// resource with no row (deleted by the user, a replacement's old resource,
-// a stray) by its cloud id.
-func OpKey(a *Action) string {
-	if a.Row != nil {
-		return a.ID
-	}
-	return "cloud " + a.CloudID
-}
-
 // WithStatus adds to each action's description what iasql_status says of
 // its record (the same source): the failures so far and when automatic
 // cycles retry.
@@ -748,17 +792,13 @@ func WithStatus(actions []*Action) {
 		if a.Tab == nil {
 			continue
 		}
-		o, ok := a.Tab.Ops[OpKey(a)]
+		o, ok := a.Tab.Ops[a.OpKey]
 		if !ok || o.State != snapshot.OpFailed {
 			continue
 		}
 		a.Description += fmt.Sprintf(" [failed %d time(s), last: %s; automatic cycles retry from %s]",
 			o.Attempts, o.LastError, o.NextRetry.UTC().Format(time.RFC3339))
 	}
-}
-
-func IsCloud(a *Action) bool {
-	return a.Kind == CloudCreate || a.Kind == CloudUpdate || a.Kind == CloudDelete
 }
 
 // Failure is the line a cycle reports for an action that did not happen:
@@ -781,22 +821,6 @@ type Push struct {
 	Record  snapshot.Key // the row (snapshot.RowKey)
 	State   string       // the declarative columns pushed, as JSON
 	CloudID string       // the resource pushed to
-}
-
-// PushKey is the Push of a cloud create or update.
-func PushKey(a *Action) Push {
-	want := map[string]any{}
-	if a.Row != nil {
-		for _, c := range a.Tab.Spec.Declarative {
-			want[c] = a.Row.Cloud[c]
-		}
-	}
-	js, _ := json.Marshal(want) // map keys sorted: the same state, the same text
-	key := Push{Record: snapshot.RowKey(a.Table, a.ID), State: string(js)}
-	if !snapshot.Generated(a.Tab.Spec) {
-		key.CloudID = a.CloudID
-	}
-	return key
 }
 
 const (

@@ -75,7 +75,7 @@ func Whole(snap *snapshot.Snapshot, opt Options) ([]*Action, error) {
 	}
 	byKey := make(map[snapshot.Key]*Action, len(all))
 	for _, a := range all {
-		byKey[ActionKey(a)] = a
+		byKey[a.Key] = a
 	}
 	for a, keys := range Dependencies(all) {
 		for _, k := range keys {

@@ -30,17 +30,17 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 		if err != nil {
 			return err
 		}
-		if ts.StandingIn(a.ID) {
+		if a.StandIn {
 			return c.writeFeedback(ctx, a, got) // the stand-in, not the record
 		}
+		// Asked before the write-back, which is then the create's last
+		// step unless the create needs finishing.
+		want, unfinished := ts.Unfinished(want, got)
 		if err := c.writeBack(ctx, a, got); err != nil {
 			return err
 		}
 		a.Identified = snapshot.Generated(ts.Spec)
-		// What the row left to the cloud is the cloud's choice, not a
-		// difference to finish (a generated name); a later read fills it in.
-		want = snapshot.WithChosen(want, got, ts.Chosen(want, got))
-		if ts.Equal(want, got) {
+		if !unfinished {
 			return nil
 		}
 		// The resource exists but is not as the row says: a retried create
@@ -72,7 +72,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 				return err
 			}
 			return c.dbTx(ctx, func(tx pgx.Tx) error {
-				if err := store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, plan.OpKey(a))); err != nil {
+				if err := store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, a.OpKey)); err != nil {
 					return err
 				}
 				// The old resource gone, the record's own new resource comes next.
@@ -93,7 +93,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			// below like one.
 		} else if errors.Is(err, module.ErrKeep) {
 			// The cloud keeps it: the row comes back instead.
-			a.Action, a.Direction, a.Kind = "create", "database", plan.DBInsert
+			a.Action, a.Direction, a.Kind, a.IsCloud = "create", "database", plan.DBInsert, false
 			a.Description = "import " + plan.Describe(ts.Spec, a.Cloud) + " back: " + err.Error()
 			return c.execute(ctx, a)
 		} else if err != nil {
@@ -105,7 +105,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			if err := c.forgetResource(ctx, tx, ts, a.Record, a.CloudID); err != nil {
 				return err
 			}
-			return store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, plan.OpKey(a)))
+			return store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, a.OpKey))
 		})
 	case plan.DBDelete:
 		return c.dbTx(ctx, func(tx pgx.Tx) error {
@@ -194,10 +194,7 @@ func (c *cycle) writeBack(ctx context.Context, a *plan.Action, got module.Record
 		cid = module.CloudIDOf(ts.Spec, got) // the identity the cloud gave it
 	}
 	return c.dbTx(ctx, func(tx pgx.Tx) error {
-		if err := store.FeedbackTx(ctx, tx, ts.Spec, a.ID, a.Row.DB, got); err != nil {
-			return err
-		}
-		return store.Enact(ctx, tx, store.Enacted{Record: snapshot.RowKey(ts.Spec.Name, a.ID), CloudID: cid})
+		return store.WriteBack(ctx, tx, ts.Spec, a.RecordKey, a.Row.DB, got, cid)
 	})
 }
 

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -112,9 +111,10 @@ const (
 	maxSame   = 2
 )
 
-// run is the double loop of the walkthrough: read both sides, diff,
-// execute (retrying failed tasks while the set of failures keeps changing),
-// and repeat until a pass finds nothing to do. A pass's creates and updates
+// run is the double loop of the walkthrough: read both sides, diff
+// (plan.Diff), admit (admit.go: what this pass does not execute), execute
+// (execute_phase.go: retrying failed tasks while the set of failures keeps
+// changing), and repeat until a pass finds nothing to do. A pass's creates and updates
 // are enacted only by the next pass's read, when it shows them; so a pass
 // with failures is followed by one more read that enacts what did succeed,
 // and the cycle then ends failed.
@@ -169,26 +169,9 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		if err := c.settle(ctx, p); err != nil {
 			return out, err
 		}
-		failures := append(c.notTaken(p), c.polledFailures...)
-		c.polledFailures = nil
-		if failures, err = c.noteUnverified(ctx, out, failures); err != nil {
+		failures, left, err := c.admit(ctx, out, pass, p)
+		if err != nil {
 			return out, err
-		}
-		p.Actions = c.dueOnly(p.Actions)
-		left := c.leaveNewer(p)
-		switch {
-		case len(out.Failures) > 0:
-			// The read after a failed pass executes nothing: what it plans
-			// again is no sign of a loop, and a record that failed keeps
-			// the cloud's reason (a create Cloud Control refused is planned
-			// in three passes: made, retried, read after).
-		case pass > maxPasses:
-			// Still planned when the passes have run out, with no newer
-			// user change to explain it.
-			c.notConverging(ctx, p.Actions, fmt.Sprintf("still planned after %d passes: ", maxPasses))
-			p.Actions = nil
-		default:
-			p.Actions = c.sameAgain(ctx, p.Actions)
 		}
 		if len(out.Failures) > 0 {
 			// The read after a failed pass: it enacted what the cloud shows.
@@ -240,7 +223,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 		failures = append(failures, done...)
 		for _, a := range p.Actions {
 			out.Actions = append(out.Actions, *a)
-			if plan.IsCloud(a) {
+			if a.IsCloud {
 				c.touch(a.Table)
 			}
 		}
@@ -253,13 +236,6 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			}
 		}
 	}
-}
-
-// sameWork is the work a pass planned for a record, and how many passes in
-// a row planned it.
-type sameWork struct {
-	what string
-	n    int
 }
 
 // begun notes, at the cycle's first read, where the cycle begins: the user
@@ -279,75 +255,6 @@ func (c *cycle) begun(snap *snapshot.Snapshot) {
 				c.carried[snapshot.RowKey(ts.Spec.Name, key)] = true
 			}
 		}
-	}
-}
-
-// leaveNewer takes out of a plan, and leaves pending for the next cycle,
-// the cloud actions on records that users changed after the cycle began
-// (their newest change is past its first read) and that are not this
-// cycle's work any more: it has acted on them already (what was committed
-// before it is pushed), or they had no change pending when it began. A
-// record recreated by this cycle (module.DeleteFirst) is finished in it.
-// It returns how many it left.
-func (c *cycle) leaveNewer(p *plan.Plan) int {
-	kept, left := p.Actions[:0], 0
-	for _, a := range p.Actions {
-		key := snapshot.RowKey(a.Table, a.ID)
-		if a.ID != "" && plan.IsCloud(a) && !a.Tab.Forced[a.ID] && a.Tab.Seen[a.ID] > c.begin && (c.acted[key] || !c.first[key]) {
-			left++
-			continue
-		}
-		kept = append(kept, a)
-	}
-	p.Actions = kept
-	return left
-}
-
-// sameAgain takes out of a pass's actions those that plan a record the
-// same work as the passes before (maxSame of them in a row) with no new
-// user change: the record is not converging (notConverging).
-func (c *cycle) sameAgain(ctx context.Context, actions []*plan.Action) []*plan.Action {
-	kept := actions[:0]
-	var stuck []*plan.Action
-	for _, a := range actions {
-		key := plan.ActionKey(a)
-		what := fmt.Sprintf("%s %s @%s", a.Action, a.Direction, a.Tab.Seen[a.ID])
-		s := c.same[key]
-		if s.what == what {
-			s.n++
-		} else {
-			s = sameWork{what: what, n: 1}
-		}
-		c.same[key] = s
-		if s.n > maxSame {
-			stuck = append(stuck, a)
-			continue
-		}
-		kept = append(kept, a)
-	}
-	c.notConverging(ctx, stuck, "")
-	return kept
-}
-
-// notConverging fails records that keep being planned: each is marked
-// failed in iasql_operations with why (what still differs), backs off like
-// any failure, and is left alone by the rest of the cycle.
-func (c *cycle) notConverging(ctx context.Context, actions []*plan.Action, why string) {
-	for _, a := range actions {
-		if o, ok := a.Tab.Ops[plan.OpKey(a)]; ok && strings.HasPrefix(o.LastError, snapshot.NotConverging) {
-			a.Attempts = max(a.Attempts, o.Attempts) // it backs off longer each time
-		}
-		a.Attempts++
-		reason := snapshot.NotConverging + why + a.Description
-		c.endOp(ctx, a, snapshot.OpFailed, reason)
-		line := a.Failure(reason)
-		c.stuck = append(c.stuck, line)
-		// A resource being deleted from the cloud is its row's (a.ID), as
-		// user intent goes; its operation is the resource's (OpKey).
-		if c.first[snapshot.RowKey(a.Table, cmp.Or(a.ID, plan.OpKey(a)))] && !c.carried[snapshot.RowKey(a.Table, plan.OpKey(a))] {
-			c.involved = append(c.involved, line)
-		}
-		c.log().Warn("record not converging; it backs off", "cycle", c.id, "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "why", reason)
 	}
 }
 

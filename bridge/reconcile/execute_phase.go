@@ -1,13 +1,16 @@
 package reconcile
 
 // The cycle's side of execution (package execute decides what runs when):
-// what one action does, through the cycle's session.
+// what one action does, through the cycle's session, and the transactions
+// its writes go through (dbTx, a batch for database-only actions), which
+// carry the engine's marker.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/iasql/iasql/bridge/execute"
 	"github.com/iasql/iasql/bridge/plan"
@@ -17,13 +20,15 @@ import (
 )
 
 // executeAll runs a pass's actions (package execute) with the cycle as
-// their doer.
+// their doer, then records how they ended (ran).
 func (c *cycle) executeAll(ctx context.Context, actions []*plan.Action) []string {
 	index := map[string]int{}
 	for i, t := range c.req.Tables {
 		index[t.Spec.Name] = i
 	}
-	return c.r.Exec.Run(ctx, actions, index, doer{c})
+	failures, results := c.r.Exec.Run(ctx, actions, index, doer{c})
+	c.ran(results)
+	return failures
 }
 
 // doer is the cycle as an execute.Doer.
@@ -58,77 +63,64 @@ func (d doer) Held(ctx context.Context, a *plan.Action, why string) {
 	d.c.endOp(ctx, a, snapshot.OpWaiting, why)
 }
 
-func (d doer) Lane(a *plan.Action) string { return d.c.laneOf(a) }
-
-// Settled notes the records whose declarative state the cycle pushed (the
-// cloud said yes): only a later read that shows it enacts the intent; and
-// the records it acted on in the cloud (leaveNewer).
-func (d doer) Settled(a *plan.Action, err error) {
-	if err == nil && plan.IsCloud(a) && a.ID != "" {
-		d.c.acted[snapshot.RowKey(a.Table, a.ID)] = true
+// dbTx runs fn in a transaction marked as the engine's (a savepoint of
+// the open batch, when there is one).
+func (c *cycle) dbTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
+	if c.batch != nil {
+		return pgx.BeginFunc(ctx, c.batch, fn) // a savepoint: a failure undoes this action only
 	}
-	switch {
-	case err == nil && (a.Kind == plan.CloudCreate || (a.Kind == plan.CloudUpdate && a.Action == "update")):
-		d.c.pushed[plan.PushKey(a)] = a.Tab.Seen[a.ID]
-	case errors.Is(err, store.ErrConflict):
-		d.c.log().Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
-	}
-}
-
-// laneOf is the lane an action's cloud calls go through: its module and
-// region (AWS's request quotas are per service, account and region), the
-// region as the table declares it (module.Table.Region, else its parent's:
-// RowRegion, CloudRegion).
-func (c *cycle) laneOf(a *plan.Action) string {
-	name := a.Table
-	if a.Tab.Module != nil {
-		name = a.Tab.Module.Name
-	}
-	region := ""
-	if a.Row != nil {
-		region = c.snap.RowRegion(a.Tab, a.Row.DB, 0)
-	}
-	if region == "" && a.Cloud != nil {
-		region = c.snap.CloudRegion(a.Tab, a.Cloud, 0)
-	}
-	return name + "/" + region
-}
-
-// notTaken takes out of a plan the creates and updates of records this
-// cycle already pushed (the cloud said yes) and whose read-back still
-// differs with no newer user change to explain it: the cloud did not take
-// the change. Pushing again would loop; pulling the cloud's state would
-// overwrite the user's row. They are failures, and the intent stays
-// pending.
-func (c *cycle) notTaken(p *plan.Plan) []string {
-	var out []string
-	kept := p.Actions[:0]
-	for _, a := range p.Actions {
-		if a.Kind == plan.CloudCreate || a.Kind == plan.CloudUpdate {
-			if at, ok := c.pushed[plan.PushKey(a)]; ok && a.Tab.Seen[a.ID] <= at {
-				what := "the cloud does not show the resource created for it; it is not created again in this cycle"
-				if a.Cloud != nil {
-					what = "the cloud did not take the change: " + notTakenColumns(a.Tab, a.Row.Cloud, a.Cloud)
-				}
-				out = append(out, a.Failure(what))
-				continue
-			}
+	return pgx.BeginFunc(ctx, c.conn, func(tx pgx.Tx) error {
+		if err := store.MarkEngine(ctx, tx, "cycle "+c.id); err != nil {
+			return err
 		}
-		kept = append(kept, a)
-	}
-	p.Actions = kept
-	return out
+		return fn(tx)
+	})
 }
 
-// notTakenColumns names the declarative columns in which the cloud's
-// record differs from the user's.
-func notTakenColumns(ts *snapshot.Table, want, have module.Record) string {
-	var out []string
-	for _, col := range ts.Differing(ts.Spec.Declarative, want, have) {
-		out = append(out, fmt.Sprintf("column %s wanted %s, has %s", col, plan.Show(want[col]), plan.Show(have[col])))
+func (c *cycle) openBatch(ctx context.Context) error {
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
+	tx, err := c.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin a batch of writes: %w", err)
 	}
-	if len(out) == 0 {
-		return "the resource still differs from the row"
+	if err := store.MarkEngine(ctx, tx, "cycle "+c.id); err != nil {
+		_ = tx.Rollback(ctx)
+		return err
 	}
-	return strings.Join(out, "; ")
+	c.batch = tx
+	return nil
+}
+
+// commitBatch commits the open batch.
+func (c *cycle) commitBatch(ctx context.Context) error {
+	if c.batch == nil {
+		return nil
+	}
+	c.dbMu.Lock()
+	defer c.dbMu.Unlock()
+	err := c.batch.Commit(ctx)
+	c.batch = nil
+	return err
+}
+
+// ran notes, from how the actions ended, the records whose declarative
+// state the cycle pushed (the cloud said yes): only a later read that
+// shows it enacts the intent; and the records it acted on in the cloud
+// (leaveNewer).
+func (c *cycle) ran(results []execute.Result) {
+	for _, r := range results {
+		a, err := r.Action, r.Err
+		if err == nil && a.IsCloud && a.ID != "" {
+			c.acted[a.RecordKey] = true
+		}
+		switch {
+		case err == nil && (a.Kind == plan.CloudCreate || (a.Kind == plan.CloudUpdate && a.Action == "update")):
+			c.pushed[a.Push] = a.Tab.Seen[a.ID]
+		case errors.Is(err, store.ErrConflict):
+			c.log().Info("row changed while the cycle worked on it; planning it again", "table", a.Table, "id", a.ID)
+		}
+	}
 }

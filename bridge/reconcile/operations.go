@@ -3,6 +3,8 @@ package reconcile
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,12 +21,19 @@ import (
 // newToken is a create's idempotency token.
 func newToken() string { return randomHex(16) }
 
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // beginOp persists, before a's cloud call, that the call is being made.
 // For a create it settles the idempotency token first: the one an earlier
 // attempt persisted (this cycle's or a crashed one's), else a new one. It
 // reports whether an earlier attempt may have made the resource.
 func (c *cycle) beginOp(ctx context.Context, a *plan.Action) (retried bool, err error) {
-	prev, had := a.Tab.Ops[plan.OpKey(a)]
+	prev, had := a.Tab.Ops[a.OpKey]
 	if had && prev.Action == "replace" && a.Kind == plan.CloudCreate && a.Action == "create" {
 		// The create of a replacement whose new resource is not there (it
 		// deleted the old one first, module.DeleteFirst, and the create
@@ -72,29 +81,8 @@ func (c *cycle) endOp(ctx context.Context, a *plan.Action, state, why string) {
 		o.NextRetry = time.Now().Add(retryAfter(a.Attempts))
 	}
 	if err := c.dbTx(ctx, func(tx pgx.Tx) error { return store.EndOp(ctx, tx, o) }); err != nil {
-		c.log().Warn("cannot record the state of an action", "table", a.Table, "record", plan.OpKey(a), "state", state, "err", err)
+		c.log().Warn("cannot record the state of an action", "table", a.Table, "record", a.OpKey, "state", state, "err", err)
 	}
-}
-
-// dueOnly drops, from an automatic cycle's actions, the cloud actions that
-// failed before and whose retry is not due yet: each record backs off on
-// its own. They stay failed in iasql_status. A record failed for not
-// converging backs off in every cycle (iasql_commit too) until a user
-// changes it (snapshot.Op.BackingOff).
-func (c *cycle) dueOnly(actions []*plan.Action) []*plan.Action {
-	now := time.Now()
-	kept := actions[:0]
-	for _, a := range actions {
-		o, ok := a.Tab.Ops[plan.OpKey(a)]
-		if ok && o.BackingOff(now) {
-			continue
-		}
-		if !c.req.Trigger.Waited() && ok && plan.IsCloud(a) && o.State == snapshot.OpFailed && o.NextRetry.After(now) {
-			continue
-		}
-		kept = append(kept, a)
-	}
-	return kept
 }
 
 // Operations that run long.
@@ -142,12 +130,12 @@ func (c *cycle) startOp(ctx context.Context, a *plan.Action, p *module.Pending) 
 				return err
 			}
 		}
-		return store.SetHandle(ctx, tx, a.Table, plan.OpKey(a), p.Handle, time.Now().Add(after))
+		return store.SetHandle(ctx, tx, a.Table, a.OpKey, p.Handle, time.Now().Add(after))
 	})
 	if err != nil {
-		return fmt.Errorf("record the operation %s of %s %s: %w", p.Handle, a.Table, plan.OpKey(a), err)
+		return fmt.Errorf("record the operation %s of %s %s: %w", p.Handle, a.Table, a.OpKey, err)
 	}
-	c.log().Info("operation runs on in the cloud", "table", a.Table, "record", plan.OpKey(a), "action", a.Action, "handle", p.Handle)
+	c.log().Info("operation runs on in the cloud", "table", a.Table, "record", a.OpKey, "action", a.Action, "handle", p.Handle)
 	return nil
 }
 
@@ -185,6 +173,7 @@ func (c *cycle) poll(ctx context.Context) (bool, error) {
 				if a.Row == nil {
 					a.ID, a.CloudID = "", strings.TrimPrefix(key, "cloud ")
 				}
+				a.Fix(c.snap)
 				if err := c.clearHandle(ctx, ts, key); err != nil {
 					return false, err
 				}
@@ -239,13 +228,10 @@ func writeResult(ctx context.Context, tx pgx.Tx, ts *snapshot.Table, key string,
 	if r == nil || got == nil {
 		return nil
 	}
-	if err := store.FeedbackTx(ctx, tx, ts.Spec, key, r.DB, got); err != nil {
-		return err
-	}
 	if cid := module.CloudIDOf(ts.Spec, got); cid != "" {
-		return store.Enact(ctx, tx, store.Enacted{Record: snapshot.RowKey(ts.Spec.Name, key), CloudID: cid})
+		return store.WriteBack(ctx, tx, ts.Spec, snapshot.RowKey(ts.Spec.Name, key), r.DB, got, cid)
 	}
-	return nil
+	return store.FeedbackTx(ctx, tx, ts.Spec, key, r.DB, got)
 }
 
 // finishOp records, in one transaction, that an operation ended done: a
@@ -307,6 +293,6 @@ func (c *cycle) forgetResource(ctx context.Context, tx pgx.Tx, ts *snapshot.Tabl
 
 // opRow is what iasql_operations records of an action's work, in state.
 func opRow(a *plan.Action, state string) store.OpRow {
-	return store.OpRow{Table: a.Table, Key: plan.OpKey(a), RecordID: a.ID, CloudID: a.CloudID, Action: a.Action,
+	return store.OpRow{Table: a.Table, Key: a.OpKey, RecordID: a.ID, CloudID: a.CloudID, Action: a.Action,
 		State: state, Token: a.Token, Attempts: a.Attempts}
 }

@@ -23,8 +23,6 @@ package reconcile
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -258,13 +256,6 @@ func (c *cycle) progress(ctx context.Context, what string) {
 
 // newID names a cycle.
 func newID() string { return randomHex(6) }
-
-// randomHex is n random bytes in hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // locked runs fn holding mu.
 func locked(mu *sync.Mutex, fn func() error) error {

@@ -59,6 +59,16 @@ func WithChosen(row, cloud module.Record, cols []string) module.Record {
 	return out
 }
 
+// Unfinished reports whether a create's resource (got) is not as the row
+// (want, cloud form) says, and returns the row as the create's finishing
+// update must make it: what the row left to the cloud is the cloud's
+// choice, not a difference to finish (a generated name; Chosen, WithChosen),
+// and a later read fills it in.
+func (ts *Table) Unfinished(want, got module.Record) (module.Record, bool) {
+	want = WithChosen(want, got, ts.Chosen(want, got))
+	return want, !ts.Equal(want, got)
+}
+
 // TakeChoices puts the cloud's choices into the cloud forms of the rows
 // whose resources the read found (Chosen), and marks those the engine
 // writes into the rows (Row.Fill): every chosen column but a reference to

@@ -32,9 +32,9 @@ func (p *Table) nameOf(pr *Row, by string) any {
 	return pr.DB[by]
 }
 
-// Names are the values of a naming column (or a reference column): one,
+// names are the values of a naming column (or a reference column): one,
 // or a list of them; none for NULL or an empty list.
-func Names(v any) []string {
+func names(v any) []string {
 	if list, ok := v.([]any); ok {
 		out := make([]string, 0, len(list))
 		for _, e := range list {
@@ -66,13 +66,13 @@ func (ts *Table) Link(snap *Snapshot) {
 			for cid, pc := range p.Cloud {
 				if ref.Named.By == "" {
 					byName[cid] = cid
-				} else if n := Names(pc[ref.Named.By]); len(n) == 1 {
+				} else if n := names(pc[ref.Named.By]); len(n) == 1 {
 					byName[n[0]] = cid
 				}
 			}
 		}
 		for _, c := range ts.Cloud {
-			ns := Names(c[ref.Named.Column])
+			ns := names(c[ref.Named.Column])
 			cids := make([]any, 0, len(ns))
 			for _, n := range ns {
 				if cid, ok := byName[n]; ok {

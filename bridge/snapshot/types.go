@@ -485,13 +485,3 @@ func NumLess(a, b string) bool {
 	}
 	return a < b
 }
-
-// SameColumns reports whether a and b agree on cols.
-func SameColumns(cols []string, a, b module.Record) bool {
-	for _, c := range cols {
-		if !module.Same(a[c], b[c]) {
-			return false
-		}
-	}
-	return true
-}

@@ -87,33 +87,6 @@ func EndOp(ctx context.Context, db Execer, o OpRow) error {
 	return nil
 }
 
-// Enacted is a record in sync: the resource it stands for, and the newest
-// user change to it that is enacted.
-type Enacted struct {
-	Record  snapshot.Key // a row (snapshot.RowKey)
-	CloudID string
-	LSN     pglogrepl.LSN
-}
-
-// Enact records records in sync (iasql_records): their cloud identity,
-// and their intent enacted up to their LSN (never moving back).
-func Enact(ctx context.Context, db Execer, recs ...Enacted) error {
-	tables, ids, cloudIDs, lsns := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
-	for i, e := range recs {
-		tables[i], ids[i], cloudIDs[i], lsns[i] = e.Record.Table, e.Record.ID, e.CloudID, e.LSN.String()
-	}
-	_, err := db.Exec(ctx, `
-		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
-		SELECT t, i, c, l::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(t, i, c, l)
-		ON CONFLICT (table_name, record_id) DO UPDATE SET cloud_id = excluded.cloud_id,
-		  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
-		tables, ids, cloudIDs, lsns)
-	if err != nil {
-		return fmt.Errorf("record %d records in sync: %w", len(recs), err)
-	}
-	return nil
-}
-
 // Discarded is a record whose user changes up to LSN a rollback discards.
 type Discarded struct {
 	Record snapshot.Key // a row (snapshot.RowKey)

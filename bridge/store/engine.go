@@ -205,6 +205,30 @@ func LinkReferences(ctx context.Context, tx pgx.Tx, tables []module.Table) error
 	return nil
 }
 
+// UnlinkReference undoes LinkReferences for child's reference col to
+// target, which is being uninstalled: it refuses, in one line, while rows
+// of child still point at target's rows (their ids would mean nothing),
+// and drops the foreign key otherwise (an array's trigger goes with the
+// target table).
+func UnlinkReference(ctx context.Context, tx pgx.Tx, child, col, target string, many bool) error {
+	c := pgx.Identifier{col}.Sanitize()
+	set := c + ` IS NOT NULL`
+	if many {
+		set = `pg_catalog.cardinality(` + c + `) > 0`
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{"public", child}.Sanitize()+` WHERE `+set).Scan(&n); err != nil {
+		return fmt.Errorf("count the rows of %s that %s names: %w", child, col, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("cannot uninstall the module of %s: %d row(s) of %s point at its rows in %s; set %s to NULL first (the resource stays named in the column beside it), or uninstall %s's module too", target, n, child, col, col, child)
+	}
+	if _, err := tx.Exec(ctx, `SELECT public.iasql_unlink_reference($1, $2)`, child, col); err != nil {
+		return fmt.Errorf("unlink %s.%s from %s: %w", child, col, target, err)
+	}
+	return nil
+}
+
 // Now is the database's clock.
 func Now(ctx context.Context, db Querier) (time.Time, error) {
 	var t time.Time

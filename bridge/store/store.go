@@ -26,6 +26,45 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// WriteBack is an action's write-back, in one transaction: the feedback
+// columns of got into row key.ID (FeedbackTx: on condition that they are
+// still as the cycle read them, was), then the record's state: the
+// resource it stands for, cloudID (Enact). It does not enact the intent:
+// only a later read that shows the user's values does.
+func WriteBack(ctx context.Context, tx pgx.Tx, spec module.Table, key snapshot.Key, was, got module.Record, cloudID string) error {
+	if err := FeedbackTx(ctx, tx, spec, key.ID, was, got); err != nil {
+		return err
+	}
+	return Enact(ctx, tx, Enacted{Record: key, CloudID: cloudID})
+}
+
+// Enacted is a record in sync: the resource it stands for, and the newest
+// user change to it that is enacted.
+type Enacted struct {
+	Record  snapshot.Key // a row (snapshot.RowKey)
+	CloudID string
+	LSN     pglogrepl.LSN
+}
+
+// Enact records records in sync (iasql_records): their cloud identity,
+// and their intent enacted up to their LSN (never moving back).
+func Enact(ctx context.Context, db Execer, recs ...Enacted) error {
+	tables, ids, cloudIDs, lsns := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
+	for i, e := range recs {
+		tables[i], ids[i], cloudIDs[i], lsns[i] = e.Record.Table, e.Record.ID, e.CloudID, e.LSN.String()
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO public.iasql_records AS r (table_name, record_id, cloud_id, enacted_lsn)
+		SELECT t, i, c, l::pg_lsn FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(t, i, c, l)
+		ON CONFLICT (table_name, record_id) DO UPDATE SET cloud_id = excluded.cloud_id,
+		  enacted_lsn = greatest(r.enacted_lsn, excluded.enacted_lsn), enacted_at = pg_catalog.clock_timestamp()`,
+		tables, ids, cloudIDs, lsns)
+	if err != nil {
+		return fmt.Errorf("record %d records in sync: %w", len(recs), err)
+	}
+	return nil
+}
+
 // FeedbackTx writes the feedback columns of got into the row, on condition
 // that they are still as the cycle read them (was): users do not own them,
 // so a user's concurrent change to other columns does not stop the write
@@ -37,11 +76,11 @@ func FeedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, wa
 		// A named reference's naming column, which the row leaves to the
 		// reference (set): it shows the name the cloud has at once, and a
 		// listing under it (a parent named there) finds the resource.
-		if len(snapshot.Names(was[ref])) > 0 {
+		if list, many := was[ref].([]any); was[ref] != nil && (!many || len(list) > 0) {
 			written = append(slices.Clone(written), n.Column)
 		}
 	}
-	if len(written) == 0 || snapshot.SameColumns(written, was, got) {
+	if len(written) == 0 || module.SameColumns(written, was, got) {
 		return nil
 	}
 	rec := Only(got, written)

@@ -799,6 +799,38 @@ func TestRows(t *testing.T) {
 	}
 }
 
+// TestWriteBack: an action's write-back writes the feedback columns the
+// cloud returned into the row (unless a user changed them since the read:
+// the user's change wins) and records the resource the record stands for,
+// without enacting the record's intent.
+func TestWriteBack(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.exec(`INSERT INTO public.thing (id, name, arn) VALUES (1, 'one', NULL), (2, 'two', 'arn:user')`)
+	for _, tc := range []struct {
+		id       string
+		was, got module.Record
+	}{
+		{"1", module.Record{"name": "one"}, module.Record{"name": "one", "arn": "arn:1"}},
+		{"2", module.Record{"name": "two"}, module.Record{"name": "two", "arn": "arn:2"}},
+	} {
+		if err := d.tx(func(tx pgx.Tx) error {
+			return store.WriteBack(d.ctx, tx, thing, snapshot.RowKey("thing", tc.id), tc.was, tc.got, "c"+tc.id)
+		}); err != nil {
+			t.Fatalf("write back %s: %v", tc.id, err)
+		}
+	}
+	if got := query[string](d, `SELECT string_agg(id || '=' || name || '/' || coalesce(arn, '-'), ' ' ORDER BY id) FROM public.thing`); got != "1=one/arn:1 2=two/arn:user" {
+		t.Errorf("rows %s; want the feedback written into 1, the user's arn kept in 2", got)
+	}
+	recs := d.records()
+	for _, id := range []string{"1", "2"} {
+		if r := recs[id]; r.CloudID != "c"+id || r.Enacted != 0 {
+			t.Errorf("record %s: %+v; want cloud id c%s, nothing enacted", id, r, id)
+		}
+	}
+}
+
 // TestModes: a record's own rule, its table's, and none.
 func TestModes(t *testing.T) {
 	t.Parallel()

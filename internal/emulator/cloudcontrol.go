@@ -51,7 +51,12 @@ type ccService struct {
 	jsonProto
 	account string
 	delay   time.Duration
-	schemas map[string]*cfnSchema
+	schemas map[string]*cfnSchema // under mu (ReloadSchemas replaces it)
+	// schemaDir and extraSchemas are where schemas come from
+	// (Options.SchemaDir, Options.CloudFormationSchemas): ReloadSchemas
+	// reads them again.
+	schemaDir    string
+	extraSchemas []string
 	// iam keeps what AWS::IAM::RolePolicy creates: the roles' inline
 	// policies, as IAM's PutRolePolicy does.
 	iam *iamService
@@ -94,6 +99,7 @@ func newCloudControl(opts Options, iam *iamService) (*ccService, error) {
 		account:   opts.accountID(),
 		delay:     opts.CloudControlDelay,
 		schemas:   schemas,
+		schemaDir: opts.SchemaDir, extraSchemas: opts.CloudFormationSchemas,
 		iam:       iam,
 		hooks:     ccHooks,
 		resources: map[ccKey]map[string]map[string]any{},

@@ -41,6 +41,38 @@ type ccBackend interface {
 }
 
 var ccHooks = map[string]ccTypeHooks{
+	// A function's ARN is arn:aws:lambda:<region>:<account>:function:<name>;
+	// CreateFunction refuses a role that does not exist
+	// (InvalidParameterValueException "The role defined for the function
+	// cannot be assumed by Lambda"):
+	// https://docs.aws.amazon.com/lambda/latest/api/API_CreateFunction.html
+	"AWS::Lambda::Function": {
+		generate: func(m map[string]any, region, account string) {
+			m["Arn"] = "arn:aws:lambda:" + region + ":" + account + ":function:" + nameOr(m, "FunctionName", "Function")
+		},
+		check: func(s *ccService, _ string, m map[string]any) (string, string) {
+			role, _ := m["Role"].(string)
+			_, name, _ := strings.Cut(role, ":role/")
+			if i := strings.LastIndex(name, "/"); i >= 0 {
+				name = name[i+1:]
+			}
+			s.iam.mu.Lock()
+			_, ok := s.iam.roles[strings.ToLower(name)]
+			s.iam.mu.Unlock()
+			if !ok {
+				return "InvalidRequest", "The role defined for the function cannot be assumed by Lambda: " + role
+			}
+			return "", ""
+		},
+	},
+	// A DB subnet group's name is stored in lower case; its ARN is
+	// arn:aws:rds:<region>:<account>:subgrp:<name>:
+	// https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_CreateDBSubnetGroup.html
+	"AWS::RDS::DBSubnetGroup": {generate: func(m map[string]any, region, account string) {
+		name := strings.ToLower(nameOr(m, "DBSubnetGroupName", "DBSubnetGroup"))
+		m["DBSubnetGroupName"] = name
+		m["DBSubnetGroupArn"] = "arn:aws:rds:" + region + ":" + account + ":subgrp:" + name
+	}},
 	"AWS::Logs::LogGroup": {generate: func(m map[string]any, region, account string) {
 		name := nameOr(m, "LogGroupName", "LogGroup")
 		m["Arn"] = "arn:aws:logs:" + region + ":" + account + ":log-group:" + name + ":*"

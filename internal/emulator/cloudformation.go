@@ -46,7 +46,9 @@ func (s *cfnService) serve(w http.ResponseWriter, r *http.Request, op string) {
 		s.writeError(w, r, http.StatusBadRequest, "ValidationError", "Either Arn, or TypeName and Type, must be given.")
 		return
 	}
+	s.cc.mu.Lock()
 	sc, ok := s.cc.schemas[name]
+	s.cc.mu.Unlock()
 	if typ != "RESOURCE" || !ok {
 		s.writeError(w, r, http.StatusNotFound, "TypeNotFoundException", fmt.Sprintf("The type '%s' cannot be found.", name))
 		return

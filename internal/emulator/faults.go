@@ -42,6 +42,12 @@ const (
 	// What it launches still carries the token, as its tags do; other
 	// requests are served normally.
 	IgnoreClientToken
+	// Refuse answers with the service's client error (HTTP 400) of the
+	// fault's ErrorCode, without doing the request: an error the
+	// emulator's state does not produce, such as a Cloud Control list
+	// handler's ResourceNotFoundException under a parent that no longer
+	// exists (handlers differ there; see ccmapper.Mapper.Read).
+	Refuse
 )
 
 // modifies reports whether a fault only changes how a request is served
@@ -63,7 +69,8 @@ type Fault struct {
 	Times  int           // how many matching requests it affects; 0 means until ClearFaults
 	Delay  time.Duration // for Latency
 	// ErrorCode is a HandlerFailure's handler error code (NotStabilized,
-	// Throttling, ServiceInternalError, InvalidRequest, ...).
+	// Throttling, ServiceInternalError, InvalidRequest, ...), or the API
+	// error code a Refuse answers (ResourceNotFoundException, ...).
 	ErrorCode string
 }
 
@@ -146,6 +153,9 @@ func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request, svc servic
 		status, code, msg := svc.denied()
 		svc.writeError(w, r, status, code, msg+" (injected by the emulator)")
 		return true
+	case Refuse:
+		svc.writeError(w, r, http.StatusBadRequest, f.ErrorCode, "Refused (injected by the emulator)")
+		return true
 	case ServerErrorAfter:
 		svc.serve(&discardWriter{h: http.Header{}}, r, op)
 		svc.writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error (injected by the emulator, after doing the request). Please try again.")
@@ -166,7 +176,7 @@ func (d *discardWriter) WriteHeader(int)             {}
 // {"op": "ec2:CreateSecurityGroup", "kind": "throttle", "times": 3,
 // "delay_ms": 0, "region": "", "error_code": ""} to add one (kinds: throttle,
 // server_error, server_error_after, latency, denied, handler_failure,
-// ignore_client_token;
+// ignore_client_token, refuse;
 // region and error_code optional), DELETE to clear
 // them all. No AWS request has this path: S3 bucket names cannot start
 // with "_".
@@ -175,6 +185,7 @@ const FaultsPath = "/_iasql/faults"
 var faultKinds = map[string]FaultKind{
 	"throttle": Throttle, "server_error": ServerError, "server_error_after": ServerErrorAfter, "latency": Latency,
 	"denied": Denied, "handler_failure": HandlerFailure, "ignore_client_token": IgnoreClientToken,
+	"refuse": Refuse,
 }
 
 // serveFaults answers requests to FaultsPath.
@@ -199,8 +210,8 @@ func (e *Emulator) serveFaults(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		kind, ok := faultKinds[in.Kind]
-		if !ok || in.Op == "" || in.Times < 0 || in.DelayMS < 0 {
-			http.Error(w, `bad fault: give "op" (e.g. ec2:CreateVpc, ec2:* or *), "kind" (throttle, server_error, server_error_after, latency, denied, handler_failure or ignore_client_token), "times" >= 0 and "delay_ms" >= 0 (and "region" to limit it to one)`, http.StatusBadRequest)
+		if !ok || in.Op == "" || in.Times < 0 || in.DelayMS < 0 || (kind == Refuse && in.Code == "") {
+			http.Error(w, `bad fault: give "op" (e.g. ec2:CreateVpc, ec2:* or *), "kind" (throttle, server_error, server_error_after, latency, denied, handler_failure, ignore_client_token or refuse), "times" >= 0 and "delay_ms" >= 0 (and "region" to limit it to one; "error_code" for refuse)`, http.StatusBadRequest)
 			return
 		}
 		e.Inject(Fault{Op: in.Op, Region: in.Region, Kind: kind, Times: in.Times, Delay: time.Duration(in.DelayMS) * time.Millisecond, ErrorCode: in.Code})

@@ -171,7 +171,11 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		// default.
 		SQL:       t.SQL() + t.RegionSQL(region),
 		Uninstall: t.UninstallSQL(),
-		Tables:    []module.Table{spec},
+		// The reference columns' checks and links, again after a
+		// migration adds one (iasql_refresh_schema, a table made by an
+		// earlier sidecar).
+		Checks: t.ChecksSQL(),
+		Tables: []module.Table{spec},
 		// A table installed before tables had a region column gets it
 		// (whatever digest its sidecar recorded: the engine runs a made
 		// module's upgrades to its version from any other; the step does

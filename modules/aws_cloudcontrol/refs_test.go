@@ -2,16 +2,21 @@ package aws_cloudcontrol_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
+	"github.com/iasql/iasql/internal/testkit"
 	"github.com/iasql/iasql/modules/aws_account"
 	"github.com/iasql/iasql/modules/aws_cloudcontrol"
 	"github.com/iasql/iasql/modules/aws_iam"
+	"github.com/iasql/iasql/modules/aws_vpc"
 	"github.com/iasql/iasql/modules/module"
 )
 
@@ -148,5 +153,132 @@ func TestStackInOneCommit(t *testing.T) {
 	e.Exec(`CALL iasql_begin()`, `DELETE FROM aws_apigatewayv2_route`, `DELETE FROM aws_apigatewayv2_api`, `CALL iasql_commit()`)
 	if got := c.get("AWS::ApiGatewayV2::Api", apiID); got != nil {
 		t.Errorf("the API is still in the cloud: %v", got)
+	}
+}
+
+// TestUninstallReferencedModule: uninstalling the module of a table that
+// rows still point at is refused in one line and changes nothing; once
+// they point elsewhere (NULL), it goes, and the type stays installed.
+func TestUninstallReferencedModule(t *testing.T) {
+	t.Parallel()
+	e, _ := env(t, 0, "AWS::KMS::Key", "AWS::Logs::LogGroup")
+	e.Exec(`INSERT INTO aws_kms_key (description) VALUES ('k')`,
+		`INSERT INTO aws_logs_log_group (log_group_name, kms_key_id_ref) VALUES ('g', currval('aws_kms_key_id_seq'))`,
+		`CALL iasql_commit()`)
+	_, err := e.DB.Exec(context.Background(), `SELECT * FROM iasql_uninstall('AWS::KMS::Key')`)
+	if err == nil || !strings.Contains(err.Error(), "1 row(s) of aws_logs_log_group point at its rows in kms_key_id_ref") {
+		t.Fatalf("uninstalling a referenced type: %v", err)
+	}
+	if n := e.Count(`SELECT count(*) FROM pg_tables WHERE tablename = 'aws_kms_key'`); n != 1 {
+		t.Fatal("a refused uninstall dropped the table")
+	}
+	e.Exec(`UPDATE aws_logs_log_group SET kms_key_id_ref = NULL`, `SELECT * FROM iasql_uninstall('AWS::KMS::Key')`)
+	if n := e.Count(`SELECT count(*) FROM aws_logs_log_group WHERE log_group_name = 'g' AND kms_key_id LIKE 'arn:%'`); n != 1 {
+		t.Error("the log group lost the key's ARN with the key's module")
+	}
+	if _, err := e.DB.Exec(context.Background(), `UPDATE aws_logs_log_group SET kms_key_id_ref = 1`); err == nil || !strings.Contains(err.Error(), "not installed") {
+		t.Errorf("a reference to the uninstalled type's table: %v", err)
+	}
+}
+
+// TestFunctionWithRole: an AWS::Lambda::Function's Role points at an
+// iam_role row; the role and the function take one commit.
+func TestFunctionWithRole(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules:  []module.Module{aws_account.Module(), aws_iam.Module()},
+		Catalogs: []module.Catalog{aws_cloudcontrol.Catalog()},
+		Install:  []string{"aws_iam", "AWS::Lambda::Function"},
+	})
+	c := &cc{t: t, client: cloudcontrol.NewFromConfig(e.AWS)}
+	e.Exec(`CALL iasql_begin()`,
+		`INSERT INTO iam_role (role_name, assume_role_policy_document) VALUES ('fn-exec', '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]}')`,
+		`INSERT INTO aws_lambda_function (function_name, runtime, handler, code, role_ref) VALUES ('hello', 'python3.12', 'index.handler', '{"ZipFile": "def handler(e, c): return 1"}', currval('iam_role_id_seq'))`,
+		`CALL iasql_commit()`)
+	var roleARN string
+	if err := e.DB.QueryRow(context.Background(), `SELECT arn FROM iam_role WHERE role_name = 'fn-exec'`).Scan(&roleARN); err != nil || roleARN == "" {
+		t.Fatalf("the role's ARN: %q %v", roleARN, err)
+	}
+	if got := c.get("AWS::Lambda::Function", "hello"); got == nil || got["Role"] != roleARN {
+		t.Fatalf("the function in the cloud: %v, want Role %s", got, roleARN)
+	}
+	if n := e.Count(`SELECT count(*) FROM aws_lambda_function WHERE function_name = 'hello' AND role = '` + roleARN + `'`); n != 1 {
+		t.Error("the function's row does not show the role's ARN")
+	}
+}
+
+// TestSubnetGroupWithSubnets: an AWS::RDS::DBSubnetGroup's SubnetIds point
+// at subnet rows (subnet_ids_ref, bigint[]): a VPC, two subnets and the
+// group take one commit; the group's SubnetIds are the subnets' ids; an id
+// that is no subnet row is refused at write time.
+func TestSubnetGroupWithSubnets(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules:  []module.Module{aws_account.Module(), aws_vpc.Module()},
+		Catalogs: []module.Catalog{aws_cloudcontrol.Catalog()},
+		Install:  []string{"aws_vpc", "AWS::RDS::DBSubnetGroup"},
+	})
+	c := &cc{t: t, client: cloudcontrol.NewFromConfig(e.AWS)}
+	e.Exec(`CALL iasql_begin()`,
+		`INSERT INTO vpc (cidr_block) VALUES ('10.7.0.0/16')`,
+		`INSERT INTO subnet (vpc_id, cidr_block, availability_zone) VALUES (currval('vpc_id_seq'), '10.7.1.0/24', 'us-east-1a'), (currval('vpc_id_seq'), '10.7.2.0/24', 'us-east-1b')`,
+		`INSERT INTO aws_rds_db_subnet_group (db_subnet_group_name, db_subnet_group_description, subnet_ids_ref) SELECT 'db', 'two zones', array_agg(id ORDER BY id) FROM subnet WHERE cidr_block::text LIKE '10.7.%'`,
+		`CALL iasql_commit()`)
+	var want []string
+	rows, err := e.DB.Query(context.Background(), `SELECT subnet_id FROM subnet WHERE cidr_block::text LIKE '10.7.%' ORDER BY subnet_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, s)
+	}
+	got := c.get("AWS::RDS::DBSubnetGroup", "db")
+	var ids []string
+	if list, ok := got["SubnetIds"].([]any); ok {
+		for _, v := range list {
+			ids = append(ids, fmt.Sprint(v))
+		}
+	}
+	slices.Sort(ids)
+	if len(want) != 2 || !slices.Equal(ids, want) {
+		t.Fatalf("the group in the cloud has SubnetIds %v, want the subnets' %v", ids, want)
+	}
+	if _, err := e.DB.Exec(context.Background(), `UPDATE aws_rds_db_subnet_group SET subnet_ids_ref = subnet_ids_ref || 999999::bigint`); err == nil || !strings.Contains(err.Error(), "999999 is not a row of subnet") {
+		t.Errorf("a subnet id that is no row: %v", err)
+	}
+	_, err = e.DB.Exec(context.Background(), `DELETE FROM subnet WHERE cidr_block = '10.7.1.0/24'`)
+	if err == nil || !strings.Contains(err.Error(), "still referenced by aws_rds_db_subnet_group") {
+		t.Errorf("deleting a subnet the group lists: %v", err)
+	}
+}
+
+// TestReferencesAddedToAnOlderTable: a type's table made by a sidecar that
+// declared no reference columns gets them, with their checks, when a
+// sidecar that declares them starts; rows and values stay.
+func TestReferencesAddedToAnOlderTable(t *testing.T) {
+	t.Parallel()
+	e, _ := env(t, 0, "AWS::KMS::Key", "AWS::Logs::LogGroup")
+	e.Exec(`INSERT INTO aws_logs_log_group (log_group_name, retention_in_days) VALUES ('old', 7)`, `CALL iasql_commit()`)
+	// The table as the older sidecar made it: no kms_key_id_ref.
+	e.Exec(`ALTER TABLE aws_logs_log_group DROP COLUMN kms_key_id_ref CASCADE`)
+	e.Upgrade(nil)
+	// The engine registers the modules it offers as it starts leading.
+	testkit.WaitQuery(t, e.DB, 30*time.Second, "the reference column added as the sidecar starts",
+		`SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'aws_logs_log_group'::regclass AND attname = 'kms_key_id_ref' AND NOT attisdropped)`)
+	if n := e.Count(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'aws_logs_log_group'::regclass AND tgname = 'aws_logs_log_group_kms_key_id_ref_check'`); n != 1 {
+		t.Error("the reference column's check was not made")
+	}
+	if n := e.Count(`SELECT count(*) FROM pg_constraint WHERE conname = 'aws_logs_log_group_kms_key_id_ref_fk'`); n != 1 {
+		t.Error("the reference column was not linked to aws_kms_key")
+	}
+	e.Exec(`INSERT INTO aws_kms_key (description) VALUES ('k')`,
+		`UPDATE aws_logs_log_group SET kms_key_id_ref = currval('aws_kms_key_id_seq') WHERE log_group_name = 'old'`,
+		`CALL iasql_commit()`)
+	if n := e.Count(`SELECT count(*) FROM aws_logs_log_group g JOIN aws_kms_key k ON k.id = g.kms_key_id_ref WHERE g.kms_key_id = k.arn AND g.retention_in_days = 7`); n != 1 {
+		t.Error("the older row does not take a reference after the migration")
 	}
 }

@@ -278,6 +278,9 @@ func (m Module) InstallSQL() string {
 		}
 	}
 	b.WriteString(m.SQL)
+	if m.Checks != "" {
+		b.WriteString("\n" + m.Checks)
+	}
 	return b.String()
 }
 

@@ -32,6 +32,12 @@ type Module struct {
 	// Tables in iasql_tables afterwards. Uninstall drops Tables in reverse
 	// order, then runs Uninstall.
 	SQL string
+	// Checks runs at install after SQL, and again after the engine
+	// migrates a table made from a definition to the module's declaration
+	// (a new column added: a Cloud Control type's new property or new
+	// reference): the checks and triggers of columns that may be added
+	// later. It must be idempotent (CREATE OR REPLACE, IF EXISTS).
+	Checks string
 	// Uninstall runs at uninstall after the tables are dropped: it drops
 	// every other object SQL and Prelude created (functions, triggers on
 	// other modules' tables), so that nothing of the module is left to

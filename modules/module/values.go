@@ -61,6 +61,16 @@ func Time(t time.Time) any {
 // instant, JSON objects by meaning, arrays in order.
 func Same(a, b any) bool { return recordRules.Equal(a, b) }
 
+// SameColumns reports whether a and b agree on cols (Same).
+func SameColumns(cols []string, a, b Record) bool {
+	for _, c := range cols {
+		if !Same(a[c], b[c]) {
+			return false
+		}
+	}
+	return true
+}
+
 // recordRules are Same's: NULL and "" alike (an absent key is NULL),
 // numbers by value, timestamps by instant.
 var recordRules = jsonvalue.Rules{Null: isNull, Scalar: sameScalar}

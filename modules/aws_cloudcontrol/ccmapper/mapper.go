@@ -210,6 +210,16 @@ func (m *Mapper) Read(ctx context.Context, call module.Call) ([]module.Record, e
 		var items []cctypes.ResourceDescription
 		for _, parent := range models {
 			got, err := m.list(ctx, cl, region, parent)
+			if parent != nil && IsNotFound(err) {
+				// The parent is gone (the parent of a row deleted since, still
+				// named while the engine settles it): it holds nothing, since
+				// its children cannot outlive it. List handlers that describe
+				// the parent first fail so (the handler's NotFound is Cloud
+				// Control's ResourceNotFoundException,
+				// https://docs.aws.amazon.com/cloudcontrolapi/latest/APIReference/API_ListResources.html#API_ListResources_Errors);
+				// other handlers answer an empty list.
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}

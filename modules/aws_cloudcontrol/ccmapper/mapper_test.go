@@ -467,3 +467,40 @@ func TestNoOpPerType(t *testing.T) {
 		})
 	}
 }
+
+// TestListUnderGoneParent: a list under a parent that no longer exists
+// (the parent of a deleted row, still named while the engine settles it)
+// answers ResourceNotFoundException for handlers that describe the
+// parent first: that parent holds nothing, and the other parents' lists
+// still count. Any other failure of a list fails the read.
+func TestListUnderGoneParent(t *testing.T) {
+	e := newEnv(t, 0)
+	for _, r := range []struct{ typeName, desired string }{
+		{"AWS::Logs::LogGroup", `{"LogGroupName": "kept"}`},
+		{"AWS::Logs::SubscriptionFilter", `{"LogGroupName": "kept", "FilterName": "f", "FilterPattern": "", "DestinationArn": "arn:aws:lambda:us-east-1:123456789012:function:f"}`},
+	} {
+		out, err := e.cc.CreateResource(t.Context(), &cloudcontrol.CreateResourceInput{TypeName: aws.String(r.typeName), DesiredState: aws.String(r.desired)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := testkit.WaitCloudControl(t, 10*time.Second, e.cc, out.ProgressEvent); ev.OperationStatus != "SUCCESS" {
+			t.Fatalf("create %s: %s %s", r.typeName, ev.ErrorCode, aws.ToString(ev.StatusMessage))
+		}
+	}
+	// The gone parent is listed first: the fault answers the first list.
+	m := e.mapper(t, "AWS::Logs::SubscriptionFilter", ccmapper.Options{Parents: func(module.Call) ([]map[string]any, error) {
+		return []map[string]any{{"LogGroupName": "gone"}, {"LogGroupName": "kept"}}, nil
+	}})
+	if read, err := m.Read(t.Context(), module.Call{}); err != nil || len(read) != 1 {
+		t.Fatalf("Read: %v %v; want the filter", read, err)
+	}
+	e.em.Inject(emulator.Fault{Op: "cloudcontrolapi:ListResources", Kind: emulator.Refuse, ErrorCode: "ResourceNotFoundException", Times: 1})
+	read, err := m.Read(t.Context(), module.Call{})
+	if err != nil || len(read) != 1 || read[0].String("log_group_name") != "kept" {
+		t.Errorf("Read with a gone parent: %v %v; want the kept parent's filter", read, err)
+	}
+	e.em.Inject(emulator.Fault{Op: "cloudcontrolapi:ListResources", Kind: emulator.Refuse, ErrorCode: "AccessDeniedException", Times: 1})
+	if read, err := m.Read(t.Context(), module.Call{}); err == nil {
+		t.Errorf("Read with a list denied: %v, want the failure", read)
+	}
+}

@@ -100,15 +100,12 @@ func (t *Type) UninstallSQL() string {
 }
 
 // SQL is what the type's table needs beyond its columns, run after the
-// table's DDL (module.Module.SQL): IdentitySQL, and the checks and links
-// of its references.
-func (t *Type) SQL() string { return t.IdentitySQL() + t.refSQL() }
-
-// IdentitySQL is the UNIQUE constraint on the identity (a unique index on
-// the values within the objects where the identifier is below a top-level
-// property: the object is not the identity), and the comments of the
-// constraint and of the id column (which names the identity).
-func (t *Type) IdentitySQL() string {
+// table's DDL (module.Module.SQL): the UNIQUE constraint on the identity
+// (a unique index on the values within the objects where the identifier
+// is below a top-level property: the object is not the identity), and the
+// comments of the constraint and of the id column (which names the
+// identity).
+func (t *Type) SQL() string {
 	tbl := "public." + quoteIdent(t.Table)
 	ids := t.IdentifierColumns()
 	constraint := t.IdentityConstraint()

@@ -35,6 +35,7 @@ func ExampleType_ModuleTable() {
 	fmt.Println()
 	fmt.Print(tbl.DDL())
 	fmt.Print(t.SQL())
+	fmt.Print(t.ChecksSQL())
 	// Output:
 	// log_group_name text declarative, cloud id, create-only
 	// arn text feedback
@@ -91,7 +92,7 @@ func ExampleType_ModuleTable() {
 	// ALTER TABLE public."aws_logs_log_group" ADD CONSTRAINT "aws_logs_log_group_identity" UNIQUE ("log_group_name", region);
 	// COMMENT ON CONSTRAINT "aws_logs_log_group_identity" ON public."aws_logs_log_group" IS 'A resource appears once: its identity (log_group_name) is unique in its region.';
 	// COMMENT ON COLUMN public."aws_logs_log_group"."id" IS 'Database identifier of the row; the cloud knows the resource by log_group_name in its region.';
-	// CREATE TRIGGER "aws_logs_log_group_kms_key_id_ref_check" BEFORE INSERT OR UPDATE OF "kms_key_id_ref" ON public."aws_logs_log_group" FOR EACH ROW EXECUTE FUNCTION public.iasql_reference_check('kms_key_id_ref', 'aws_kms_key', 'kms_key_id', 'false');
+	// CREATE OR REPLACE TRIGGER "aws_logs_log_group_kms_key_id_ref_check" BEFORE INSERT OR UPDATE OF "kms_key_id_ref" ON public."aws_logs_log_group" FOR EACH ROW EXECUTE FUNCTION public.iasql_reference_check('kms_key_id_ref', 'aws_kms_key', 'kms_key_id', 'false');
 	// COMMENT ON TRIGGER "aws_logs_log_group_kms_key_id_ref_check" ON public."aws_logs_log_group" IS 'kms_key_id_ref lists rows of aws_kms_key, which must be installed (a foreign key once both are: aws_logs_log_group_kms_key_id_ref_fk).';
 	// SELECT public.iasql_link_reference('aws_logs_log_group', 'kms_key_id_ref', 'aws_kms_key', false);
 }

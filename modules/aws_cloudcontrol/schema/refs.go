@@ -269,15 +269,17 @@ func (t *Type) hasRef(c Column) bool {
 	return slices.ContainsFunc(t.refs, func(r Reference) bool { return r.Column == c.Name })
 }
 
-// refSQL checks each reference column (iasql_reference_check, sql/080_references.sql) and
-// links it when the referenced table is installed (iasql_link_reference;
-// the sidecar links it later otherwise).
-func (t *Type) refSQL() string {
+// ChecksSQL checks each reference column (iasql_reference_check,
+// sql/080_references.sql) and links it when the referenced table is
+// installed (iasql_link_reference; the sidecar links it later otherwise).
+// It is idempotent (module.Module.Checks): run at install, and again
+// after a migration adds reference columns to a table made before.
+func (t *Type) ChecksSQL() string {
 	tbl := "public." + quoteIdent(t.Table)
 	var b strings.Builder
 	for _, r := range t.refs {
 		trigger := fit(t.Table+"_"+r.Ref+"_check", t.TypeName+" "+r.Ref+" check")
-		fmt.Fprintf(&b, "CREATE TRIGGER %s BEFORE INSERT OR UPDATE OF %s ON %s FOR EACH ROW EXECUTE FUNCTION public.iasql_reference_check(%s, %s, %s, %s);\n",
+		fmt.Fprintf(&b, "CREATE OR REPLACE TRIGGER %s BEFORE INSERT OR UPDATE OF %s ON %s FOR EACH ROW EXECUTE FUNCTION public.iasql_reference_check(%s, %s, %s, %s);\n",
 			quoteIdent(trigger), quoteIdent(r.Ref), tbl, quoteLiteral(r.Ref), quoteLiteral(r.Target), quoteLiteral(r.Column), quoteLiteral(fmt.Sprint(r.Many)))
 		fmt.Fprintf(&b, "COMMENT ON TRIGGER %s ON %s IS %s;\n", quoteIdent(trigger), tbl,
 			quoteLiteral(fmt.Sprintf("%s lists rows of %s, which must be installed (a foreign key once both are: %s_%s_fk).", r.Ref, r.Target, t.Table, r.Ref)))
@@ -286,6 +288,8 @@ func (t *Type) refSQL() string {
 			// A required property is given by its column or by the
 			// reference (the engine then fills the column in).
 			check := fit(t.Table+"_"+r.Column+"_given", t.TypeName+" "+r.Column+" given")
+			fmt.Fprintf(&b, "ALTER TABLE %s ALTER COLUMN %s DROP NOT NULL;\n", tbl, quoteIdent(r.Column))
+			fmt.Fprintf(&b, "ALTER TABLE %s DROP CONSTRAINT IF EXISTS %s;\n", tbl, quoteIdent(check))
 			fmt.Fprintf(&b, "ALTER TABLE %s ADD CONSTRAINT %s CHECK (%s IS NOT NULL OR %s IS NOT NULL);\n", tbl, quoteIdent(check), quoteIdent(r.Column), quoteIdent(r.Ref))
 			fmt.Fprintf(&b, "COMMENT ON CONSTRAINT %s ON %s IS %s;\n", quoteIdent(check), tbl,
 				quoteLiteral(fmt.Sprintf("%s is required: give it, or the row it names in %s.", c.Property, r.Ref)))

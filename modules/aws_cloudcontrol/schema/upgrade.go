@@ -41,7 +41,7 @@ func (t *Type) RegionUpgradeSQL(region string) string {
 	exec(fmt.Sprintf("ALTER TABLE %s DROP CONSTRAINT IF EXISTS %s", tbl, constraint))
 	exec(fmt.Sprintf("DROP INDEX IF EXISTS public.%s", constraint))
 	exec(spec.FillSQL())
-	exec(t.IdentitySQL())
+	exec(t.SQL())
 	exec(t.RegionSQL(region))
 	// The engine's state: identities as CloudIDOf renders them, now with
 	// the region last (a JSON array of strings).
