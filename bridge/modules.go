@@ -127,6 +127,16 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn, defs map[strin
 			if steps, err = m.UpgradePath(from); err != nil {
 				return err
 			}
+		} else {
+			// A made module's upgrades bring a table made by any earlier
+			// sidecar from the same definition to the module's declaration
+			// (the Cloud Control tables' region column): they run from any
+			// other version, and do nothing to a table that has it.
+			for _, u := range m.Upgrades {
+				if u.To == m.Version {
+					steps = append(steps, u)
+				}
+			}
 		}
 		sqls := make([]string, len(steps))
 		for i, u := range steps {
@@ -143,7 +153,7 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn, defs map[strin
 			return err
 		}
 		if made {
-			e.log.Info("module made from its stored definition: its version recorded anew (the same schema, digested otherwise)", "module", m.Name, "from", from, "to", m.Version)
+			e.log.Info("module made from its stored definition: its version recorded anew (the same schema, digested otherwise, or a table of an older shape)", "module", m.Name, "from", from, "to", m.Version, "steps", len(steps))
 			continue
 		}
 		e.log.Info("module upgraded", "module", m.Name, "from", from, "to", m.Version, "steps", len(steps))

@@ -159,7 +159,12 @@ func TestReadmeAfterMakeRun(t *testing.T) {
 			}
 		}},
 		{"Cloud Control", blocks[3], func() {
-			cc := cloudcontrol.NewFromConfig(cfg)
+			// Cloud Control tables default to aws_account's default region,
+			// which an earlier block made eu-west-1.
+			if got := one(`SELECT string_agg(DISTINCT region, ',') FROM (SELECT region FROM aws_logs_log_group UNION ALL SELECT region FROM aws_sqs_queue) r`); got != "eu-west-1" {
+				t.Errorf("the Cloud Control rows are in %s, want the default region eu-west-1", got)
+			}
+			cc := cloudcontrol.NewFromConfig(cfg, func(o *cloudcontrol.Options) { o.Region = "eu-west-1" })
 			if _, err := cc.GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String("AWS::Logs::LogGroup"), Identifier: aws.String("app")}); err != nil {
 				t.Errorf("log group app: %v", err)
 			}
@@ -178,7 +183,10 @@ func TestReadmeAfterMakeRun(t *testing.T) {
 			if got := one(`SELECT (g.kms_key_id = k.arn)::text FROM aws_logs_log_group g JOIN aws_kms_key k ON k.id = g.kms_key_id_ref`); got != "true" {
 				t.Errorf("log group app is not encrypted by the key its kms_key_id_ref names: %s", got)
 			}
-			out, err := cloudcontrol.NewFromConfig(cfg).GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String("AWS::Logs::LogGroup"), Identifier: aws.String("app")})
+			out, err := cloudcontrol.NewFromConfig(cfg, func(o *cloudcontrol.Options) {
+				o.Region = one(`SELECT region FROM aws_logs_log_group WHERE log_group_name = 'app'`)
+			}).
+				GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String("AWS::Logs::LogGroup"), Identifier: aws.String("app")})
 			if err != nil || !strings.Contains(aws.ToString(out.ResourceDescription.Properties), one(`SELECT arn FROM aws_kms_key`)) {
 				t.Errorf("log group app in the cloud does not name the key's ARN: %v", err)
 			}

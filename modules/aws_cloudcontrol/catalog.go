@@ -9,11 +9,15 @@
 // The catalog is one per sidecar: its rate limit (IASQL_CC_RATE requests a
 // second, 25 by default: AWS publishes none, and about 25 is what other
 // tools settled on) is shared by every type's mapper and their polls.
-// A type's resources are those of the sidecar's region (AWS_REGION); a
+// Every type's table has a region column (part of the identity, like the
+// hand-written tables'): a type's resources are read in every enabled
+// region of aws_regions where aws_account is installed (call.Scope), else
+// in the sidecar's region (SetRegion), with one Cloud Control client per
+// region and the one rate limit for all; a row is created in its region. A
 // type whose list needs a parent (handlers.list.handlerSchema.required, as
-// AWS::Logs::SubscriptionFilter needs a log group) is listed under the
-// parents its own rows name, so one made in the cloud under a parent no row
-// names is not imported. A type without a list handler (AWS::EC2::Instance,
+// AWS::Logs::SubscriptionFilter needs a log group) is listed in each
+// region under the parents its own rows there name, so one made in the
+// cloud under a parent no row names is not imported. A type without a list handler (AWS::EC2::Instance,
 // AWS::IAM::RolePolicy) holds only what is created from its table: the
 // resources its rows name are read one by one (GetResource), and nothing
 // is imported.
@@ -32,9 +36,9 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
 	"github.com/iasql/iasql/modules/aws_cloudcontrol/ccmapper"
@@ -49,11 +53,41 @@ import (
 // [A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}).
 var typeName = regexp.MustCompile(`^[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}::[A-Za-z0-9]{2,64}$`)
 
+// RegionsVersion ends the version of every type's module whose table has
+// the region column (issue 22): a table installed before has the schema's
+// digest alone as its version, and is upgraded
+// (schema.Type.RegionUpgradeSQL).
+const RegionsVersion = " regions"
+
 // catalog is the module.Catalog of Cloud Control resource types.
 type catalog struct {
 	lim    *ratelimit.Limiter
 	log    *slog.Logger
 	budget int // Cloud Control calls a scheduled cycle may spend reading (ccmapper.Options.Budget)
+
+	mu     sync.Mutex
+	region string // the sidecar's (SetRegion); "" until set
+}
+
+// SetRegion tells the catalog the sidecar's region (its AWS
+// configuration's): the region of the tables' rows where aws_account is
+// not installed, and of the rows of a table installed before the tables
+// had a region column. The sidecar sets it before its engine runs.
+func (c *catalog) SetRegion(region string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.region = region
+}
+
+// sidecarRegion is the region SetRegion gave, else us-east-1 (the SDK
+// configuration's fallback the mappers use too: module.Scope.Or).
+func (c *catalog) sidecarRegion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.region == "" {
+		return module.Scope{}.Or(aws.Config{}).Default
+	}
+	return c.region
 }
 
 // DefaultBudget is the Cloud Control calls a scheduled cycle with nothing
@@ -138,23 +172,33 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		return module.Module{}, fmt.Errorf("%s: the stored schema is of %s", name, t.TypeName)
 	}
 	spec := t.ModuleTable()
-	version, err := SchemaVersion(definition)
+	digest, err := SchemaVersion(definition)
 	if err != nil {
 		return module.Module{}, fmt.Errorf("%s: %w", name, err)
 	}
+	region := c.sidecarRegion()
+	version := digest + RegionsVersion
 	m := module.Module{
 		Name: name,
 		// The schema it was made from, as a short digest: a type's table
-		// changes only with its schema.
+		// changes only with its schema (and with the shape every table
+		// has: RegionsVersion).
 		Version: version,
 		// The table's DDL comes from its declaration (InstallSQL); SQL
-		// is the identity's constraint and its comments.
-		SQL: t.SQL(),
+		// is the identity's constraint, its comments and the region's
+		// default.
+		SQL:       t.SQL() + t.RegionSQL(region),
+		Uninstall: t.UninstallSQL(),
 		// The reference columns' checks and links, again after a
 		// migration adds one (iasql_refresh_schema, a table made by an
 		// earlier sidecar).
 		Checks: t.ChecksSQL(),
 		Tables: []module.Table{spec},
+		// A table installed before tables had a region column gets it
+		// (whatever digest its sidecar recorded: the engine runs a made
+		// module's upgrades to its version from any other; the step does
+		// nothing to a table that has it).
+		Upgrades: []module.Upgrade{{From: digest, To: version, SQL: t.RegionUpgradeSQL(region)}},
 	}
 	opts := ccmapper.Options{Budget: c.budget}
 	switch {
@@ -183,7 +227,7 @@ func (c *catalog) Module(name string, definition []byte) (module.Module, error) 
 		}
 	}
 	m.Mappers = func(ctx context.Context, cfg aws.Config) (map[string]module.Reader, error) {
-		return map[string]module.Reader{spec.Name: ccmapper.New(cloudcontrol.NewFromConfig(cfg), t, c.lim, opts)}, nil
+		return map[string]module.Reader{spec.Name: ccmapper.New(ccmapper.NewClients(cfg), t, c.lim, opts)}, nil
 	}
 	return m, nil
 }
@@ -209,14 +253,15 @@ func SchemaVersion(definition []byte) (string, error) {
 	return "schema " + hex.EncodeToString(sum[:6]), nil
 }
 
-// parentsOf are the distinct parents the rows name: the values of the
-// type's list-parent properties, as ListResources takes them.
+// parentsOf are the distinct parents the rows name in each region: the
+// values of the type's list-parent properties, as ListResources takes
+// them, and the row's region under schema.RegionColumn.
 func parentsOf(t *schema.Type, rows []module.Record) []map[string]any {
 	var out []map[string]any
 	var seen []string
 	for _, r := range rows {
-		p := map[string]any{}
-		key := ""
+		p := map[string]any{schema.RegionColumn: r[schema.RegionColumn]}
+		key := r.String(schema.RegionColumn) + "\x00"
 		for _, prop := range t.ListParents {
 			col, ok := t.Column(prop)
 			if !ok || r[col.Name] == nil {
@@ -235,17 +280,17 @@ func parentsOf(t *schema.Type, rows []module.Record) []map[string]any {
 }
 
 // identitiesOf are the distinct identities the rows hold: each row's
-// identifier columns, for the rows that have an identifier.
+// identifier columns and region, for the rows that have an identifier.
 func identitiesOf(t *schema.Type, rows []module.Record) []map[string]any {
 	var out []map[string]any
 	seen := map[string]bool{}
 	for _, r := range rows {
 		id := t.IdentifierOf(r)
-		if id == "" || seen[id] {
+		if id == "" || seen[r.String(schema.RegionColumn)+"\x00"+id] {
 			continue
 		}
-		seen[id] = true
-		p := map[string]any{}
+		seen[r.String(schema.RegionColumn)+"\x00"+id] = true
+		p := map[string]any{schema.RegionColumn: r[schema.RegionColumn]}
 		for _, col := range t.IdentifierColumns() {
 			p[col] = r[col]
 		}

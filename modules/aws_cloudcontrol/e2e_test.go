@@ -262,8 +262,8 @@ func TestFailedInstallStoresNothing(t *testing.T) {
 	}
 	cols := e.String(`SELECT string_agg(attname, ',' ORDER BY attname) FROM pg_attribute
 		WHERE attrelid = 'public.aws_test_columns'::regclass AND attnum > 0 AND NOT attisdropped`)
-	if cols != "aws_ctid,aws_xmin,columns_id,id,table_oid" {
-		t.Errorf("columns %s; want aws_ctid, aws_xmin, columns_id, id, table_oid", cols)
+	if cols != "aws_ctid,aws_xmin,columns_id,id,region,table_oid" {
+		t.Errorf("columns %s; want aws_ctid, aws_xmin, columns_id, id, region, table_oid", cols)
 	}
 	e.Exec(`INSERT INTO aws_test_columns (columns_id, aws_xmin, aws_ctid) VALUES ('one', 'x', 'c')`)
 	e.Commit()

@@ -80,6 +80,13 @@ func Run(ctx context.Context, cfg Config) error {
 	} else if awsCfg, err = config.LoadDefaultConfig(ctx); err != nil {
 		return fmt.Errorf("load AWS configuration (AWS_REGION, credentials, AWS_ENDPOINT_URL): %w", err)
 	}
+	// A catalog whose tables default to the sidecar's region is told it
+	// (the Cloud Control catalog: the region of rows without aws_account).
+	for _, c := range cfg.Catalogs {
+		if r, ok := c.(interface{ SetRegion(region string) }); ok {
+			r.SetRegion(module.Scope{}.Or(awsCfg).Default)
+		}
+	}
 	leaderTimeout, err := logical.ResolveLeaderTimeout(cfg.LeaderTimeout)
 	if err != nil {
 		cfg.Logger.Warn("ignoring an invalid leader timeout", "err", err, "leader_timeout", leaderTimeout)

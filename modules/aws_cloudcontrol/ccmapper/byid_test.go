@@ -32,7 +32,7 @@ func synthetic(t *testing.T, files ...string) *env {
 		docs = append(docs, string(b))
 	}
 	cl := testkit.StartCloud(t, emulator.Options{CloudFormationSchemas: docs})
-	return &env{em: cl.Emu, cc: cloudcontrol.NewFromConfig(cl.AWS), cfn: cloudformation.NewFromConfig(cl.AWS), lim: ratelimit.New(1000, 100)}
+	return &env{em: cl.Emu, cc: cloudcontrol.NewFromConfig(cl.AWS), cfg: cl.AWS, cfn: cloudformation.NewFromConfig(cl.AWS), lim: ratelimit.New(1000, 100)}
 }
 
 // TestReadByID: a type without a list handler (Cloud Control answers its
@@ -89,7 +89,7 @@ func TestNestedIdentifierCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := ccmapper.New(e.cc, ty, e.lim, ccmapper.Options{})
+	m := ccmapper.New(ccmapper.NewClients(e.cfg), ty, e.lim, ccmapper.Options{})
 	have := module.Record{"data_set_id": "ds", "schedule": map[string]any{"ScheduleId": "s1", "Frequency": "DAILY"}}
 	if got := ty.IdentifierOf(have); got != "ds|s1" {
 		t.Fatalf("identifier %q", got)

@@ -6,6 +6,15 @@
 // *module.Pending while a request runs and settling it in Poll
 // (GetResourceRequestStatus). Every call waits on one shared rate limiter.
 //
+// Regions: Cloud Control works in the region of its endpoint
+// (https://docs.aws.amazon.com/general/latest/gr/cloudcontrolapi.html:
+// one endpoint per region), so the mapper has a client per region
+// (regional.Clients): a read covers every region of the cycle's scope
+// (aws_account's enabled regions, else the sidecar's), each region's
+// failure leaving the others (a *module.PartialError); a create goes to
+// the row's region, the rest to the record's. Every record carries its
+// region (schema.RegionColumn), part of its identity.
+//
 // AWS's reference: https://docs.aws.amazon.com/cloudcontrolapi/latest/APIReference/Welcome.html
 // and the user guide's resource-operations pages
 // (https://docs.aws.amazon.com/cloudcontrolapi/latest/userguide/resource-operations.html).
@@ -18,6 +27,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,15 +57,17 @@ type Options struct {
 	ReadBackPolls int
 	// Parents returns, for a type whose list handler needs parent
 	// properties (schema.Type.ListParents), the parents to list under:
-	// one map of those properties per parent (the engine's integration
-	// gives those the type's rows name, from call.Parents). Read fails for
-	// such a type without it.
+	// one map of those properties per parent, and its region under
+	// schema.RegionColumn (the engine's integration gives those the
+	// type's rows name, from call.Parents); each region is listed under
+	// its own parents. Read fails for such a type without it.
 	Parents func(call module.Call) ([]map[string]any, error)
 	// Concurrency bounds the GetResource calls of one Read; 8 when 0.
 	Concurrency int
 	// Identities returns, for a type without a list handler
 	// (schema.Type.Listable false), the resources to read: records holding
-	// at least the identifier's columns (the engine's integration gives
+	// at least the identifier's columns and the region (none: the
+	// sidecar's region) (the engine's integration gives
 	// those of the type's rows and of the resources it still knows them
 	// by, from call.Parents). Read fails for such a type without it.
 	Identities func(call module.Call) ([]module.Record, error)
@@ -68,10 +80,10 @@ type Options struct {
 // Mapper is the module.Mapper, module.Getter and module.Poller of one
 // Cloud Control resource type.
 type Mapper struct {
-	client *cloudcontrol.Client
-	t      *schema.Type
-	lim    *ratelimit.Limiter
-	opts   Options
+	clients *regional.Clients[*cloudcontrol.Client]
+	t       *schema.Type
+	lim     *ratelimit.Limiter
+	opts    Options
 	// details: GetResource reads of resources whose list item was
 	// partial, by identity (module.CloudIDOf), versioned by the list item.
 	details *detail.Cache[module.Record]
@@ -93,9 +105,10 @@ var (
 	_ module.Budgeted    = (*Mapper)(nil)
 )
 
-// New returns the mapper of type t over client; lim is shared by every
-// mapper of the sidecar (nil: no limit).
-func New(client *cloudcontrol.Client, t *schema.Type, lim *ratelimit.Limiter, opts Options) *Mapper {
+// New returns the mapper of type t over the clients of each region
+// (NewClients); lim is shared by every mapper of the sidecar, whatever
+// the region (nil: no limit).
+func New(clients *regional.Clients[*cloudcontrol.Client], t *schema.Type, lim *ratelimit.Limiter, opts Options) *Mapper {
 	if opts.DetailTTL == 0 {
 		opts.DetailTTL = 5 * time.Minute
 		if d, err := time.ParseDuration(os.Getenv("IASQL_CC_DETAIL_TTL")); err == nil && d >= 0 {
@@ -108,7 +121,15 @@ func New(client *cloudcontrol.Client, t *schema.Type, lim *ratelimit.Limiter, op
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
 	}
-	return &Mapper{client: client, t: t, lim: lim, opts: opts, details: detail.NewCache[module.Record](opts.DetailTTL), notFound: map[string]int{}}
+	return &Mapper{clients: clients, t: t, lim: lim, opts: opts, details: detail.NewCache[module.Record](opts.DetailTTL), notFound: map[string]int{}}
+}
+
+// NewClients are Cloud Control clients of cfg, one per region, made on
+// first use; a call that has no scope works in cfg's region.
+func NewClients(cfg aws.Config) *regional.Clients[*cloudcontrol.Client] {
+	return regional.NewClients(cfg, func(region string) *cloudcontrol.Client {
+		return cloudcontrol.NewFromConfig(cfg, func(o *cloudcontrol.Options) { o.Region = region })
+	})
 }
 
 // Type is the mapper's resource type.
@@ -148,6 +169,12 @@ func (m *Mapper) PageSize() int {
 func (m *Mapper) Differing(cols []string, db, cloud module.Record) []string {
 	var out []string
 	for _, name := range cols {
+		if name == schema.RegionColumn {
+			if otherRegion(db, cloud) {
+				out = append(out, name)
+			}
+			continue
+		}
 		c, ok := m.t.ColumnNamed(name)
 		if !ok || c.ReadOnly || c.WriteOnly {
 			continue
@@ -160,19 +187,32 @@ func (m *Mapper) Differing(cols []string, db, cloud module.Record) []string {
 }
 
 // Equal compares a database record and a cloud record by the schema's
-// rules (package diff).
-func (m *Mapper) Equal(db, cloud module.Record) bool { return diff.Equal(m.t, db, cloud) }
+// rules (package diff), and their regions.
+func (m *Mapper) Equal(db, cloud module.Record) bool {
+	return !otherRegion(db, cloud) && diff.Equal(m.t, db, cloud)
+}
 
-// Read lists every resource of the type: ListResources, every page (AWS
+// otherRegion reports whether a row names a region other than the
+// resource's (a row that names none is where the resource is: the
+// database fills it in).
+func otherRegion(db, cloud module.Record) bool {
+	r := db.String(schema.RegionColumn)
+	return r != "" && r != cloud.String(schema.RegionColumn)
+}
+
+// Read lists every resource of the type in every region of the scope
+// (regions concurrently; a region whose reads fail leaves the others, and
+// is named by the *module.PartialError): ListResources, every page (AWS
 // answers pages of its own size whatever MaxResults says, so none is
-// asked), and GetResource for each item whose list model is partial.
+// asked), under each of the region's parents for a type listed per
+// parent, and GetResource for each item whose list model is partial.
 func (m *Mapper) Read(ctx context.Context, call module.Call) ([]module.Record, error) {
 	before := m.calls.Load()
 	defer func() { m.lastRead.Store(m.calls.Load() - before) }()
 	if !m.t.Listable {
 		return m.readByID(ctx, call)
 	}
-	models := []map[string]any{nil}
+	var parents []map[string]any
 	if len(m.t.ListParents) > 0 {
 		if m.opts.Parents == nil {
 			return nil, fmt.Errorf("list %s: its list handler needs %v of a parent, and no parents were given", m.t.TypeName, m.t.ListParents)
@@ -181,32 +221,58 @@ func (m *Mapper) Read(ctx context.Context, call module.Call) ([]module.Record, e
 		if err != nil {
 			return nil, fmt.Errorf("list %s: parents: %w", m.t.TypeName, err)
 		}
-		models = ps
+		parents = ps
 	}
-	var items []cctypes.ResourceDescription
-	for _, parent := range models {
-		got, err := m.list(ctx, parent)
-		if parent != nil && IsNotFound(err) {
-			// The parent is gone (the parent of a row deleted since, still
-			// named while the engine settles it): it holds nothing, since
-			// its children cannot outlive it. List handlers that describe
-			// the parent first fail so (the handler's NotFound is Cloud
-			// Control's ResourceNotFoundException,
-			// https://docs.aws.amazon.com/cloudcontrolapi/latest/APIReference/API_ListResources.html#API_ListResources_Errors);
-			// other handlers answer an empty list.
+	return regional.Each(ctx, m.clients, call.Scope, func(ctx context.Context, region string, cl *cloudcontrol.Client) ([]module.Record, error) {
+		models := []map[string]any{nil}
+		if len(m.t.ListParents) > 0 {
+			models = m.inRegion(call.Scope, region, parents)
+		}
+		var items []cctypes.ResourceDescription
+		for _, parent := range models {
+			got, err := m.list(ctx, cl, region, parent)
+			if parent != nil && IsNotFound(err) {
+				// The parent is gone (the parent of a row deleted since, still
+				// named while the engine settles it): it holds nothing, since
+				// its children cannot outlive it. List handlers that describe
+				// the parent first fail so (the handler's NotFound is Cloud
+				// Control's ResourceNotFoundException,
+				// https://docs.aws.amazon.com/cloudcontrolapi/latest/APIReference/API_ListResources.html#API_ListResources_Errors);
+				// other handlers answer an empty list.
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, got...)
+		}
+		return m.complete(ctx, call.Fresh, cl, region, items)
+	})
+}
+
+// inRegion are the records of recs in region (those without a region are
+// in the scope's default one), without their region.
+func (m *Mapper) inRegion(s module.Scope, region string, recs []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, r := range recs {
+		if m.clients.RegionOr(s, module.Record(r).String(schema.RegionColumn)) != region {
 			continue
 		}
-		if err != nil {
-			return nil, err
+		p := make(map[string]any, len(r))
+		for k, v := range r {
+			if k != schema.RegionColumn {
+				p[k] = v
+			}
 		}
-		items = append(items, got...)
+		out = append(out, p)
 	}
-	return m.complete(ctx, call.Fresh, items)
+	return out
 }
 
 // readByID reads a type without a list handler: the resources
-// Options.Identities names, one GetResource each (those gone are absent),
-// so nothing the rows do not name is read, and none is imported.
+// Options.Identities names, one GetResource each in its region (those
+// gone are absent; a region whose reads fail leaves the others), so
+// nothing the rows do not name is read, and none is imported.
 // AWS: a type without a list handler answers ListResources with
 // UnsupportedActionException; GetResource reads one resource by its
 // identifier (https://docs.aws.amazon.com/cloudcontrolapi/latest/userguide/resource-operations-read.html,
@@ -219,19 +285,30 @@ func (m *Mapper) readByID(ctx context.Context, call module.Call) ([]module.Recor
 	if err != nil {
 		return nil, fmt.Errorf("read %s: identities: %w", m.t.TypeName, err)
 	}
-	var ids []string
+	byRegion := map[string][]string{}
 	seen := map[string]bool{}
 	for _, r := range recs {
-		if id := m.t.IdentifierOf(r); id != "" && !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
+		id := m.t.IdentifierOf(r)
+		if id == "" {
+			continue
+		}
+		for _, region := range m.regionsOf(call.Scope, r.String(schema.RegionColumn), id) {
+			if !seen[region+"\x00"+id] {
+				seen[region+"\x00"+id] = true
+				byRegion[region] = append(byRegion[region], id)
+			}
 		}
 	}
-	return regional.Records(ctx, m.opts.Concurrency, ids, m.get)
+	return regional.Each(ctx, m.clients, call.Scope, func(ctx context.Context, region string, cl *cloudcontrol.Client) ([]module.Record, error) {
+		return regional.Records(ctx, m.opts.Concurrency, byRegion[region], func(ctx context.Context, id string) (module.Record, error) {
+			return m.get(ctx, cl, region, id)
+		})
+	})
 }
 
-// list reads every page of ListResources (under parent's properties).
-func (m *Mapper) list(ctx context.Context, parent map[string]any) ([]cctypes.ResourceDescription, error) {
+// list reads every page of ListResources in a region (under parent's
+// properties).
+func (m *Mapper) list(ctx context.Context, cl *cloudcontrol.Client, region string, parent map[string]any) ([]cctypes.ResourceDescription, error) {
 	in := &cloudcontrol.ListResourcesInput{TypeName: aws.String(m.t.TypeName)}
 	if parent != nil {
 		b, err := json.Marshal(parent)
@@ -245,9 +322,9 @@ func (m *Mapper) list(ctx context.Context, parent map[string]any) ([]cctypes.Res
 		if err := m.wait(ctx); err != nil {
 			return nil, err
 		}
-		page, err := m.client.ListResources(ctx, in)
+		page, err := cl.ListResources(ctx, in)
 		if err != nil {
-			return nil, terminalAPI.Classify(err, "list %s", m.t.TypeName)
+			return nil, terminalAPI.Classify(err, "list %s in %s", m.t.TypeName, region)
 		}
 		out = append(out, page.ResourceDescriptions...)
 		if aws.ToString(page.NextToken) == "" {
@@ -286,10 +363,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// complete turns list items into records, reading partial ones with
-// GetResource (or reusing a recent read of the same list item, in cycles
-// that allow it).
-func (m *Mapper) complete(ctx context.Context, fresh module.Fresh, items []cctypes.ResourceDescription) ([]module.Record, error) {
+// complete turns list items of a region into records, reading partial
+// ones with GetResource (or reusing a recent read of the same list item,
+// in cycles that allow it).
+func (m *Mapper) complete(ctx context.Context, fresh module.Fresh, cl *cloudcontrol.Client, region string, items []cctypes.ResourceDescription) ([]module.Record, error) {
 	out := make([]module.Record, len(items))
 	keep := make([]bool, len(items))
 	type job struct {
@@ -304,7 +381,7 @@ func (m *Mapper) complete(ctx context.Context, fresh module.Fresh, items []cctyp
 		if err != nil {
 			return nil, fmt.Errorf("list %s: item %s: %w", m.t.TypeName, aws.ToString(it.Identifier), err)
 		}
-		rec := m.t.ToRecord(model)
+		rec := m.record(region, model)
 		if !m.partial(model) {
 			out[i], keep[i] = rec, true
 			continue
@@ -327,7 +404,7 @@ func (m *Mapper) complete(ctx context.Context, fresh module.Fresh, items []cctyp
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				rec, err := m.get(ctx, j.id)
+				rec, err := m.get(ctx, cl, region, j.id)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -355,35 +432,54 @@ func (m *Mapper) complete(ctx context.Context, fresh module.Fresh, items []cctyp
 	return recs, nil
 }
 
-// get reads one resource by Cloud Control identifier; nil when it does
-// not exist.
-func (m *Mapper) get(ctx context.Context, identifier string) (module.Record, error) {
+// record is a resource model found in region as a record.
+func (m *Mapper) record(region string, model map[string]any) module.Record {
+	r := m.t.ToRecord(model)
+	r[schema.RegionColumn] = region
+	return r
+}
+
+// identity is the record of only the identity an identifier names in a
+// region (nil when the identifier has not as many parts).
+func (m *Mapper) identity(region, identifier string) module.Record {
+	r := m.t.IdentityRecord(identifier)
+	if r != nil {
+		r[schema.RegionColumn] = region
+	}
+	return r
+}
+
+// get reads one resource by Cloud Control identifier in a region; nil
+// when it does not exist.
+func (m *Mapper) get(ctx context.Context, cl *cloudcontrol.Client, region, identifier string) (module.Record, error) {
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
-	out, err := m.client.GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String(m.t.TypeName), Identifier: aws.String(identifier)})
+	out, err := cl.GetResource(ctx, &cloudcontrol.GetResourceInput{TypeName: aws.String(m.t.TypeName), Identifier: aws.String(identifier)})
 	if IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, terminalAPI.Classify(err, "read %s %s", m.t.TypeName, identifier)
+		return nil, terminalAPI.Classify(err, "read %s %s in %s", m.t.TypeName, identifier, region)
 	}
 	if out.ResourceDescription == nil {
-		return nil, fmt.Errorf("read %s %s: no resource description in the answer", m.t.TypeName, identifier)
+		return nil, fmt.Errorf("read %s %s in %s: no resource description in the answer", m.t.TypeName, identifier, region)
 	}
 	model, err := schema.DecodeModel(aws.ToString(out.ResourceDescription.Properties))
 	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", m.t.TypeName, identifier, err)
+		return nil, fmt.Errorf("read %s %s in %s: %w", m.t.TypeName, identifier, region, err)
 	}
-	return m.t.ToRecord(model), nil
+	return m.record(region, model), nil
 }
 
 // Get reads the resources of ids (identities as module.CloudIDOf renders
-// them) fresh, one GetResource each, one at a time; those that do not
-// exist are absent.
+// them: the identifier's columns and the region) fresh, one GetResource
+// each in its region, one at a time; those that do not exist, or whose
+// region is not in the scope, are absent.
 func (m *Mapper) Get(ctx context.Context, call module.Call, ids []string) ([]module.Record, error) {
+	regions := m.clients.Scope(call.Scope).Regions
 	return regional.Records(ctx, 1, ids, func(ctx context.Context, id string) (module.Record, error) {
-		ident, ok := m.t.CloudIDToIdentifier(id)
+		ident, region, ok := m.t.CloudIDToIdentifier(id)
 		if !ok {
 			// No resource has it; but the identity of a type whose
 			// identifier is below a property cannot be read back (its
@@ -393,8 +489,58 @@ func (m *Mapper) Get(ctx context.Context, call module.Call, ids []string) ([]mod
 			}
 			return nil, nil
 		}
-		return m.get(ctx, ident)
+		if region != "" && !slices.Contains(regions, region) {
+			return nil, nil
+		}
+		for _, r := range m.regionsOf(call.Scope, region, ident) {
+			rec, err := m.get(ctx, m.clients.Region(r), r, ident)
+			if rec != nil || err != nil {
+				return rec, err
+			}
+		}
+		return nil, nil
 	})
+}
+
+// regionsOf are the regions of the scope where a resource may be: its
+// region when known; else (a generated identity, which does not hold the
+// region: RegionInIdentity) those the identifier names (an ARN or a URL
+// names its region), else every region of the scope.
+func (m *Mapper) regionsOf(s module.Scope, region, identifier string) []string {
+	if region != "" {
+		return []string{region}
+	}
+	regions := m.clients.Scope(s).Regions
+	var named []string
+	for _, r := range regions {
+		if strings.Contains(identifier, r) {
+			named = append(named, r)
+		}
+	}
+	if len(named) > 0 {
+		return named
+	}
+	return regions
+}
+
+// regionOf is the region of a record (a row that names none: the
+// scope's default region).
+func (m *Mapper) regionOf(call module.Call, r module.Record) string {
+	return m.clients.RegionOr(call.Scope, r.String(schema.RegionColumn))
+}
+
+// handle is a request's Pending handle: its region and its token
+// (request tokens are the region's: GetResourceRequestStatus is asked in
+// the region the request was made in).
+func handle(region, token string) string { return region + "/" + token }
+
+// splitHandle reads a handle back; a handle without a region (made before
+// the mapper knew regions) is the call's default region's.
+func (m *Mapper) splitHandle(call module.Call, h string) (region, token string) {
+	if region, token, ok := strings.Cut(h, "/"); ok {
+		return region, token
+	}
+	return m.clients.Scope(call.Scope).Default, h
 }
 
 // clientToken is the token of a call: the engine's persisted create
@@ -432,6 +578,12 @@ func (m *Mapper) Create(ctx context.Context, call module.Call, want module.Recor
 	if err != nil {
 		return nil, fmt.Errorf("create %s: desired state: %w", m.t.TypeName, err)
 	}
+	region := m.regionOf(call, want)
+	if regions := m.clients.Scope(call.Scope).Regions; !slices.Contains(regions, region) {
+		return nil, &module.TerminalError{Err: fmt.Errorf("create %s in %s: the region is not one this database syncs (%s); enable it in aws_regions (aws_account) or give one of those",
+			m.t.TypeName, region, strings.Join(regions, ", "))}
+	}
+	cl := m.clients.Region(region)
 	base := clientToken(call)
 	for i := 0; i < maxTokenChain; i++ {
 		token := base
@@ -441,14 +593,14 @@ func (m *Mapper) Create(ctx context.Context, call module.Call, want module.Recor
 		if err := m.wait(ctx); err != nil {
 			return nil, err
 		}
-		out, err := m.client.CreateResource(ctx, &cloudcontrol.CreateResourceInput{
+		out, err := cl.CreateResource(ctx, &cloudcontrol.CreateResourceInput{
 			TypeName: aws.String(m.t.TypeName), DesiredState: aws.String(string(doc)), ClientToken: aws.String(token),
 		})
 		if module.IsCode(err, "ClientTokenConflictException") {
 			continue
 		}
 		if err != nil {
-			return nil, terminalAPI.Classify(err, "create %s", m.t.TypeName)
+			return nil, terminalAPI.Classify(err, "create %s in %s", m.t.TypeName, region)
 		}
 		ev := out.ProgressEvent
 		if ev == nil {
@@ -464,7 +616,7 @@ func (m *Mapper) Create(ctx context.Context, call module.Call, want module.Recor
 		case cctypes.OperationStatusCancelComplete, cctypes.OperationStatusCancelInProgress:
 			continue
 		}
-		return m.progress(ctx, ev)
+		return m.progress(ctx, cl, region, ev)
 	}
 	return nil, fmt.Errorf("create %s: %d attempts with client token %s failed in the cloud", m.t.TypeName, maxTokenChain, base)
 }
@@ -474,6 +626,9 @@ func (m *Mapper) Create(ctx context.Context, call module.Call, want module.Recor
 // module.ErrReplace is returned when a create-only path differs (or the
 // type cannot be updated).
 func (m *Mapper) Update(ctx context.Context, call module.Call, want, have module.Record) (module.Record, error) {
+	if otherRegion(want, have) {
+		return nil, fmt.Errorf("%s: the region changed: %w", m.t.TypeName, module.ErrReplace)
+	}
 	p := diff.Diff(m.t, have, want)
 	if len(p.Replace) > 0 {
 		return nil, fmt.Errorf("%s: create-only %s changed: %w", m.t.TypeName, strings.Join(p.Replace, ", "), module.ErrReplace)
@@ -491,17 +646,19 @@ func (m *Mapper) Update(ctx context.Context, call module.Call, want, have module
 	if id == "" {
 		return nil, &module.TerminalError{Err: fmt.Errorf("update %s: the record has no identifier", m.t.TypeName)}
 	}
+	region := m.regionOf(call, have)
+	cl := m.clients.Region(region)
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
-	out, err := m.client.UpdateResource(ctx, &cloudcontrol.UpdateResourceInput{
+	out, err := cl.UpdateResource(ctx, &cloudcontrol.UpdateResourceInput{
 		TypeName: aws.String(m.t.TypeName), Identifier: aws.String(id), PatchDocument: aws.String(p.JSON()), ClientToken: aws.String(clientToken(call)),
 	})
 	if err != nil {
-		return nil, terminalAPI.Classify(err, "update %s %s", m.t.TypeName, id)
+		return nil, terminalAPI.Classify(err, "update %s %s in %s", m.t.TypeName, id, region)
 	}
-	m.forget(id)
-	return m.progress(ctx, out.ProgressEvent)
+	m.forget(region, id)
+	return m.progress(ctx, cl, region, out.ProgressEvent)
 }
 
 // Delete asks Cloud Control to delete the resource; a resource already
@@ -511,56 +668,62 @@ func (m *Mapper) Delete(ctx context.Context, call module.Call, have module.Recor
 	if id == "" {
 		return &module.TerminalError{Err: fmt.Errorf("delete %s: the record has no identifier", m.t.TypeName)}
 	}
+	region := m.regionOf(call, have)
+	cl := m.clients.Region(region)
 	if err := m.wait(ctx); err != nil {
 		return err
 	}
-	out, err := m.client.DeleteResource(ctx, &cloudcontrol.DeleteResourceInput{
+	out, err := cl.DeleteResource(ctx, &cloudcontrol.DeleteResourceInput{
 		TypeName: aws.String(m.t.TypeName), Identifier: aws.String(id), ClientToken: aws.String(clientToken(call)),
 	})
 	if IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return terminalAPI.Classify(err, "delete %s %s", m.t.TypeName, id)
+		return terminalAPI.Classify(err, "delete %s %s in %s", m.t.TypeName, id, region)
 	}
-	m.forget(id)
-	_, err = m.progress(ctx, out.ProgressEvent)
+	m.forget(region, id)
+	_, err = m.progress(ctx, cl, region, out.ProgressEvent)
 	return err
 }
 
-func (m *Mapper) forget(identifier string) {
-	if r := m.t.IdentityRecord(identifier); r != nil {
+func (m *Mapper) forget(region, identifier string) {
+	if r := m.identity(region, identifier); r != nil {
 		m.details.Forget(module.CloudIDOf(m.t.ModuleTable(), r))
 	}
 }
 
-// Poll asks about a request (its token, the Pending handle).
-func (m *Mapper) Poll(ctx context.Context, call module.Call, handle string) (module.Record, error) {
+// Poll asks about a request (the Pending handle: its region and token)
+// in its region.
+func (m *Mapper) Poll(ctx context.Context, call module.Call, h string) (module.Record, error) {
+	region, token := m.splitHandle(call, h)
+	cl := m.clients.Region(region)
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
-	out, err := m.client.GetResourceRequestStatus(ctx, &cloudcontrol.GetResourceRequestStatusInput{RequestToken: aws.String(handle)})
+	out, err := cl.GetResourceRequestStatus(ctx, &cloudcontrol.GetResourceRequestStatusInput{RequestToken: aws.String(token)})
 	if err != nil {
-		return nil, terminalAPI.Classify(err, "status of %s request %s", m.t.TypeName, handle)
+		return nil, terminalAPI.Classify(err, "status of %s request %s in %s", m.t.TypeName, token, region)
 	}
-	return m.progress(ctx, out.ProgressEvent)
+	return m.progress(ctx, cl, region, out.ProgressEvent)
 }
 
-// progress settles a progress event: still running (*module.Pending),
-// done (the resource read back; nil after a delete) or failed.
-func (m *Mapper) progress(ctx context.Context, ev *cctypes.ProgressEvent) (module.Record, error) {
+// progress settles a progress event of a request made in region: still
+// running (*module.Pending), done (the resource read back; nil after a
+// delete) or failed.
+func (m *Mapper) progress(ctx context.Context, cl *cloudcontrol.Client, region string, ev *cctypes.ProgressEvent) (module.Record, error) {
 	if ev == nil {
 		return nil, fmt.Errorf("%s: no progress event in the answer", m.t.TypeName)
 	}
 	token, id := aws.ToString(ev.RequestToken), aws.ToString(ev.Identifier)
 	switch ev.OperationStatus {
 	case cctypes.OperationStatusPending, cctypes.OperationStatusInProgress, cctypes.OperationStatusCancelInProgress:
-		return nil, &module.Pending{Handle: token, RetryAfter: retryAfter(ev), Record: m.t.IdentityRecord(id)}
+		return nil, &module.Pending{Handle: handle(region, token), RetryAfter: retryAfter(ev), Record: m.identity(region, id)}
 	case cctypes.OperationStatusSuccess:
 		if ev.Operation == cctypes.OperationDelete {
 			return nil, nil
 		}
-		rec, err := m.get(ctx, id)
+		rec, err := m.get(ctx, cl, region, id)
 		if err != nil {
 			return nil, err
 		}
@@ -572,7 +735,7 @@ func (m *Mapper) progress(ctx context.Context, ev *cctypes.ProgressEvent) (modul
 			n := m.notFound[token]
 			m.mu.Unlock()
 			if n <= m.opts.ReadBackPolls {
-				return nil, &module.Pending{Handle: token, RetryAfter: time.Second, Record: m.t.IdentityRecord(id)}
+				return nil, &module.Pending{Handle: handle(region, token), RetryAfter: time.Second, Record: m.identity(region, id)}
 			}
 			return nil, fmt.Errorf("%s %s %s succeeded but the resource cannot be read", ev.Operation, m.t.TypeName, id)
 		}

@@ -25,6 +25,7 @@ import (
 type env struct {
 	em  *emulator.Emulator
 	cc  *cloudcontrol.Client
+	cfg aws.Config
 	cfn *cloudformation.Client
 	lim *ratelimit.Limiter
 }
@@ -33,7 +34,7 @@ func newEnv(t *testing.T, delay time.Duration) *env {
 	t.Helper()
 	cl := testkit.StartCloud(t, emulator.Options{CloudControlDelay: delay})
 	cfg := cl.AWS
-	return &env{em: cl.Emu, cc: cloudcontrol.NewFromConfig(cfg), cfn: cloudformation.NewFromConfig(cfg), lim: ratelimit.New(1000, 100)}
+	return &env{em: cl.Emu, cc: cloudcontrol.NewFromConfig(cfg), cfg: cfg, cfn: cloudformation.NewFromConfig(cfg), lim: ratelimit.New(1000, 100)}
 }
 
 // mapper installs a type as the engine would: DescribeType, then a
@@ -44,7 +45,7 @@ func (e *env) mapper(t *testing.T, typeName string, opts ccmapper.Options) *ccma
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ccmapper.New(e.cc, ty, e.lim, opts)
+	return ccmapper.New(ccmapper.NewClients(e.cfg), ty, e.lim, opts)
 }
 
 func (e *env) calls(op string) int { return e.em.Calls()["cloudcontrolapi:"+op] }
@@ -162,13 +163,13 @@ func TestLogGroupLifecycle(t *testing.T) {
 	}
 
 	// Get reads fresh; Delete; then it is absent.
-	if g, err := m.Get(t.Context(), module.Call{}, []string{"app", "missing"}); err != nil || len(g) != 1 {
+	if g, err := m.Get(t.Context(), module.Call{}, []string{`["app","us-east-1"]`, `["missing","us-east-1"]`, `["app","eu-west-1"]`}); err != nil || len(g) != 1 {
 		t.Errorf("Get: %v %v", g, err)
 	}
 	if _, err := settleDel(t, m)(m.Delete(t.Context(), module.Call{}, got)); err != nil {
 		t.Fatal(err)
 	}
-	if g, err := m.Get(t.Context(), module.Call{}, []string{"app"}); err != nil || len(g) != 0 {
+	if g, err := m.Get(t.Context(), module.Call{}, []string{`["app","us-east-1"]`}); err != nil || len(g) != 0 {
 		t.Errorf("Get after delete: %v %v", g, err)
 	}
 	// Deleting what is gone is done (FAILED NotFound, or not found at once).

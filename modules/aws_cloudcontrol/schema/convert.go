@@ -186,23 +186,28 @@ func (t *Type) IdentityRecord(identifier string) module.Record {
 }
 
 // CloudIDToIdentifier converts an identity as module.CloudIDOf renders it
-// into Cloud Control's identifier; false when it is none (and for a type
-// whose identifier is below a top-level property, whose identity column
-// holds an object CloudIDOf does not render as JSON).
-func (t *Type) CloudIDToIdentifier(id string) (string, bool) {
+// into Cloud Control's identifier and the region ("" where the region is
+// not part of the identity: RegionInIdentity); false when it is none (and
+// for a type whose identifier is below a top-level property, whose
+// identity column holds an object CloudIDOf does not render as JSON).
+func (t *Type) CloudIDToIdentifier(id string) (identifier, region string, ok bool) {
 	if t.NestedIdentifier() {
-		return "", false
+		return "", "", false
 	}
-	parts, ok := module.SplitCloudID(id, len(t.Identifier))
+	parts, ok := module.SplitCloudID(id, len(t.table.CloudID))
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	for _, p := range parts {
 		if p == "" {
-			return "", false
+			return "", "", false
 		}
 	}
-	return strings.Join(parts, "|"), true
+	if t.RegionInIdentity() {
+		n := len(parts) - 1
+		return strings.Join(parts[:n], "|"), parts[n], true
+	}
+	return strings.Join(parts, "|"), "", true
 }
 
 // NestedIdentifier reports whether a part of the primary identifier is

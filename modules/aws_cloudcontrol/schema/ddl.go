@@ -34,7 +34,69 @@ func (t *Type) declare() module.Table {
 		})
 	}
 	mt.Columns = append(mt.Columns, t.refColumns()...)
+	mt.Columns = append(mt.Columns, module.Column{
+		Name: RegionColumn, Type: Text, Kind: module.Declarative, NotNull: true,
+		Default: t.RegionFunc() + "()", CloudID: t.RegionInIdentity(), CreateOnly: true,
+		Comment: "AWS region of the resource, e.g. eu-west-1; defaults to the default region of aws_account " +
+			"(without aws_account, the sidecar's region). Changing it replaces the resource.",
+	})
+	mt.Region = RegionColumn
 	return mt.Declare()
+}
+
+// RegionColumn is the column every type's table has for the region its
+// resource lives in, create-only (Cloud Control works in the region of
+// its endpoint, one per region:
+// https://docs.aws.amazon.com/general/latest/gr/cloudcontrolapi.html).
+const RegionColumn = "region"
+
+// RegionInIdentity reports whether the region is part of the table's
+// identity: where the identifier is the user's (a name, unique per
+// region), as in the hand-written tables (repository_name and region).
+// Where the cloud generates any part of it (QueueUrl, TopicArn, KeyId, a
+// route's RouteId), the identity stays those columns alone, as the
+// engine takes a generated identity (one feedback column; a VPC's vpc_id
+// beside its region), and the region is read from the record.
+func (t *Type) RegionInIdentity() bool {
+	for _, p := range t.Identifier {
+		if c, _ := t.Column(p); c.ReadOnly {
+			return false
+		}
+	}
+	return true
+}
+
+// RegionFunc is the function that gives the region column its default
+// (schema-qualified, without its parentheses).
+func (t *Type) RegionFunc() string {
+	return "public." + quoteIdent(fitIn(t.Table+"_region", t.TypeName+" region", maxIdent))
+}
+
+// RegionSQL creates the function the region column's default calls:
+// aws_account's default region (public.default_aws_region()) where
+// aws_account is installed, else fallback, the sidecar's region (the Cloud
+// Control types do not depend on aws_account, and the default is looked
+// up when a row is written: plpgsql plans the call only when aws_account's
+// function exists). UninstallSQL drops it.
+func (t *Type) RegionSQL(fallback string) string {
+	f := t.RegionFunc()
+	return fmt.Sprintf(`CREATE OR REPLACE FUNCTION %s() RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  IF pg_catalog.to_regprocedure('public.default_aws_region()') IS NOT NULL THEN
+    RETURN public.default_aws_region();
+  END IF;
+  RETURN %s;
+END;
+$$;
+COMMENT ON FUNCTION %s() IS %s;
+`, f, quoteLiteral(fallback), f, quoteLiteral(fmt.Sprintf("The default of %s.region: the default region of aws_account (public.default_aws_region()) where it is installed, else the sidecar's region (%s).", t.Table, fallback)))
+}
+
+// UninstallSQL drops what SQL and RegionSQL made beyond the table (which
+// the engine drops, with its constraint and index).
+func (t *Type) UninstallSQL() string {
+	return fmt.Sprintf("DROP FUNCTION IF EXISTS %s();\n", t.RegionFunc())
 }
 
 // SQL is what the type's table needs beyond its columns, run after the
@@ -46,7 +108,7 @@ func (t *Type) declare() module.Table {
 func (t *Type) SQL() string {
 	tbl := "public." + quoteIdent(t.Table)
 	ids := t.IdentifierColumns()
-	constraint := fit(t.Table+"_identity", t.TypeName+" identity")
+	constraint := t.IdentityConstraint()
 	var b strings.Builder
 	if t.NestedIdentifier() {
 		keys, names := make([]string, len(t.Identifier)), make([]string, len(t.Identifier))
@@ -58,22 +120,40 @@ func (t *Type) SQL() string {
 				names[i] = c.Name + "." + strings.Join(sub, ".")
 			}
 		}
+		if t.RegionInIdentity() {
+			keys, names = append(keys, RegionColumn), append(names, RegionColumn)
+		}
 		fmt.Fprintf(&b, "CREATE UNIQUE INDEX %s ON %s (%s);\n", quoteIdent(constraint), tbl, strings.Join(keys, ", "))
 		fmt.Fprintf(&b, "COMMENT ON INDEX public.%s IS %s;\n", quoteIdent(constraint),
 			quoteLiteral("A resource appears once: its identity ("+strings.Join(names, ", ")+") is unique."))
 	} else {
-		q := make([]string, len(ids))
+		q := make([]string, len(ids), len(ids)+1)
 		for i, c := range ids {
 			q[i] = quoteIdent(c)
 		}
+		if t.RegionInIdentity() {
+			q = append(q, RegionColumn)
+		}
 		fmt.Fprintf(&b, "ALTER TABLE %s ADD CONSTRAINT %s UNIQUE (%s);\n", tbl, quoteIdent(constraint), strings.Join(q, ", "))
 		fmt.Fprintf(&b, "COMMENT ON CONSTRAINT %s ON %s IS %s;\n", quoteIdent(constraint), tbl,
-			quoteLiteral("A resource appears once: its identity ("+strings.Join(ids, ", ")+") is unique."))
+			quoteLiteral("A resource appears once: its identity ("+strings.Join(ids, ", ")+") is unique"+t.inRegion()+"."))
 	}
 	fmt.Fprintf(&b, "COMMENT ON COLUMN %s.%s IS %s;\n", tbl, quoteIdent(IDColumn),
-		quoteLiteral("Database identifier of the row; the cloud knows the resource by "+strings.Join(ids, ", ")+"."))
+		quoteLiteral("Database identifier of the row; the cloud knows the resource by "+strings.Join(ids, ", ")+t.inRegion()+"."))
 	return b.String()
 }
+
+// inRegion is " in its region" where the region is part of the identity.
+func (t *Type) inRegion() string {
+	if t.RegionInIdentity() {
+		return " in its region"
+	}
+	return ""
+}
+
+// IdentityConstraint is the name of the identity's UNIQUE constraint (or
+// unique index, where the identifier is below a property).
+func (t *Type) IdentityConstraint() string { return fit(t.Table+"_identity", t.TypeName+" identity") }
 
 // checkDDL refuses a type whose table the generated DDL
 // (module.Table.DDL, which writes names unquoted) cannot create: a table
@@ -91,6 +171,7 @@ func (t *Type) tableComment() string {
 		s += sentence(d) + " "
 	}
 	s += "Insert a row to create one, update it to change it, delete it to delete it."
+	s += " Holds the resources of every enabled region of aws_regions where aws_account is installed, else of the sidecar's region; a row's region says where it is."
 	if !t.Listable {
 		s += " The type has no list handler: the table holds only what is created from it, each row read back by its identifier (GetResource); nothing made elsewhere is imported, and a row whose resource is deleted elsewhere is deleted like any other."
 	}

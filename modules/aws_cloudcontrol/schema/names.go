@@ -38,14 +38,15 @@ func TableName(typeName string) string {
 // starts a capitalized word after an acronym (SSESpecification:
 // sse_specification, KmsKeyId: kms_key_id, Ipv6CidrBlock:
 // ipv6_cidr_block); anything but letters and digits becomes "_". A
-// property whose column would be the engine's "id", a word SQL reserves
+// property whose column would be the engine's "id" or the table's
+// "region" (RegionColumn: AWS::SNS::Subscription's Region), a word SQL reserves
 // (which the table's DDL cannot have as a column name), or the name of a
 // system column every table has (xmin, ctid: "column name xmin conflicts
 // with a system column name") has "aws_" before it: aws_id, aws_order,
 // aws_xmin. Longer than 63 bytes: cut as TableName says.
 func ColumnName(property string) string {
 	n := snake(property)
-	if n == IDColumn || reserved[n] {
+	if n == IDColumn || n == RegionColumn || reserved[n] {
 		n = "aws_" + n
 	}
 	return fit(n, property)

@@ -47,8 +47,8 @@ func TestUnknownPaths(t *testing.T) {
 	if !id.ReadOnly || !secret.WriteOnly || !config.CreateOnly || !slices.Equal(config.CreateOnlyPaths, []string{"/properties/Config/Key"}) {
 		t.Errorf("the paths that name properties: stale_id %+v, secret %+v, config %+v", id, secret, config)
 	}
-	if cols := ty.ModuleTable().Columns; len(cols) != 3 {
-		t.Errorf("columns %v, want one per property defined", cols)
+	if cols := ty.ModuleTable().Columns; len(cols) != 4 {
+		t.Errorf("columns %v, want one per property defined and the region", cols)
 	}
 }
 
@@ -63,10 +63,10 @@ func TestNestedIdentifier(t *testing.T) {
 	if got := ty.IdentifierColumns(); !slices.Equal(got, []string{"data_set_id", "schedule"}) {
 		t.Errorf("identifier columns %v", got)
 	}
-	if got := ty.ModuleTable().CloudID; !slices.Equal(got, []string{"data_set_id", "schedule"}) {
+	if got := ty.ModuleTable().CloudID; !slices.Equal(got, []string{"data_set_id", "schedule", "region"}) {
 		t.Errorf("the table's identity %v", got)
 	}
-	if sql := ty.SQL(); !strings.Contains(sql, `UNIQUE INDEX "aws_test_refresh_schedule_identity" ON public."aws_test_refresh_schedule" ("data_set_id", ("schedule" #>> '{ScheduleId}'))`) {
+	if sql := ty.SQL(); !strings.Contains(sql, `UNIQUE INDEX "aws_test_refresh_schedule_identity" ON public."aws_test_refresh_schedule" ("data_set_id", ("schedule" #>> '{ScheduleId}'), region)`) {
 		t.Errorf("identity constraint:\n%s", sql)
 	}
 	rec := module.Record{"data_set_id": "ds", "schedule": map[string]any{"ScheduleId": "s1", "Frequency": "DAILY"}, "arn": "arn:x"}
@@ -91,7 +91,7 @@ func TestNestedIdentifier(t *testing.T) {
 	}
 	// The engine's rendering of an object identity names no resource by
 	// itself: a read by identity is no answer (ccmapper's Get says so).
-	if _, ok := ty.CloudIDToIdentifier(module.CloudIDOf(ty.ModuleTable(), rec)); ok || !ty.NestedIdentifier() {
+	if _, _, ok := ty.CloudIDToIdentifier(module.CloudIDOf(ty.ModuleTable(), rec)); ok || !ty.NestedIdentifier() {
 		t.Error("an identity holding an object taken for an identifier")
 	}
 }

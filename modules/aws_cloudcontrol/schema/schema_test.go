@@ -147,8 +147,18 @@ func TestEmulatorSchemas(t *testing.T) {
 			if mt.Name != w.table || ty.Table != w.table {
 				t.Errorf("table %s, want %s", mt.Name, w.table)
 			}
-			if !slices.Equal(mt.CloudID, w.cloudID) {
-				t.Errorf("CloudID %v, want %v", mt.CloudID, w.cloudID)
+			// Every table has the region column last, declarative and
+			// create-only: part of the identity where the identifier is
+			// the user's, not where the cloud generates it.
+			want := w.cloudID
+			if !slices.ContainsFunc(w.cloudID, func(c string) bool { return slices.Contains(w.feedback, c) }) {
+				want = append(slices.Clone(w.cloudID), schema.RegionColumn)
+			}
+			if !slices.Equal(mt.CloudID, want) {
+				t.Errorf("CloudID %v, want %v", mt.CloudID, want)
+			}
+			if mt.Region != schema.RegionColumn {
+				t.Errorf("the table's region is %q", mt.Region)
 			}
 			for _, c := range w.cols {
 				got, ok := ty.ColumnNamed(c.name)
@@ -166,7 +176,10 @@ func TestEmulatorSchemas(t *testing.T) {
 				}
 			}
 			feedback = slices.Sorted(slices.Values(mt.Feedback))
-			create = slices.Sorted(slices.Values(mt.CreateOnly))
+			create = slices.DeleteFunc(slices.Sorted(slices.Values(mt.CreateOnly)), func(c string) bool { return c == schema.RegionColumn })
+			if !slices.Contains(mt.CreateOnly, schema.RegionColumn) {
+				t.Error("region is not create-only")
+			}
 			slices.Sort(notNull)
 			slices.Sort(unordered)
 			for _, chk := range []struct {
@@ -180,8 +193,8 @@ func TestEmulatorSchemas(t *testing.T) {
 			// Every column of the table is either declarative or feedback,
 			// and only the engine's id is neither.
 			refs := ty.References()
-			if len(mt.Declarative)+len(mt.Feedback) != len(ty.Columns)+len(refs) {
-				t.Errorf("declarative %v + feedback %v do not cover the %d columns and %d references", mt.Declarative, mt.Feedback, len(ty.Columns), len(refs))
+			if len(mt.Declarative)+len(mt.Feedback) != len(ty.Columns)+len(refs)+1 {
+				t.Errorf("declarative %v + feedback %v do not cover the %d columns, %d references and the region", mt.Declarative, mt.Feedback, len(ty.Columns), len(refs))
 			}
 			var gotRefs []string
 			for _, r := range refs {
@@ -193,10 +206,13 @@ func TestEmulatorSchemas(t *testing.T) {
 			// The declaration: a column per property, in the table's
 			// order, of its type, NOT NULL when required (and not given by
 			// a reference instead), commented, then a column per
-			// reference; its DDL creates them, and SQL adds the identity's
-			// constraint.
-			if len(mt.Columns) != len(ty.Columns)+len(refs) {
-				t.Fatalf("declares %d columns, the type has %d and %d references", len(mt.Columns), len(ty.Columns), len(refs))
+			// reference, then the region; its DDL creates them, and SQL
+			// adds the identity's constraint.
+			if len(mt.Columns) != len(ty.Columns)+len(refs)+1 {
+				t.Fatalf("declares %d columns, the type has %d, %d references and the region", len(mt.Columns), len(ty.Columns), len(refs))
+			}
+			if r := mt.Columns[len(mt.Columns)-1]; r.Name != schema.RegionColumn || r.Type != "text" || !r.NotNull || r.Default != `public."`+w.table+`_region"()` || r.Comment == "" {
+				t.Errorf("the region column: %+v", r)
 			}
 			for i, c := range ty.Columns {
 				d := mt.Columns[i]
@@ -236,6 +252,9 @@ func TestEmulatorSchemas(t *testing.T) {
 				}
 			}
 			ids := `"` + strings.Join(w.cloudID, `", "`) + `"`
+			if ty.RegionInIdentity() {
+				ids += ", region"
+			}
 			if sql := ty.SQL(); !strings.Contains(sql, `ALTER TABLE public."`+w.table+`" ADD CONSTRAINT "`+w.table+`_identity" UNIQUE (`+ids+`);`) {
 				t.Errorf("SQL lacks the identity's constraint:\n%s", sql)
 			}
