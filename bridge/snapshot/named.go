@@ -60,14 +60,14 @@ func (ts *Table) Link(snap *Snapshot) {
 			continue
 		}
 		p := snap.ByName[ref.Table]
-		var byName map[string]string
+		var byName map[string][]string
 		if p != nil {
-			byName = make(map[string]string, len(p.Cloud))
+			byName = make(map[string][]string, len(p.Cloud))
 			for cid, pc := range p.Cloud {
 				if ref.Named.By == "" {
-					byName[cid] = cid
+					byName[cid] = append(byName[cid], cid)
 				} else if n := names(pc[ref.Named.By]); len(n) == 1 {
-					byName[n[0]] = cid
+					byName[n[0]] = append(byName[n[0]], cid)
 				}
 			}
 		}
@@ -75,7 +75,7 @@ func (ts *Table) Link(snap *Snapshot) {
 			ns := names(c[ref.Named.Column])
 			cids := make([]any, 0, len(ns))
 			for _, n := range ns {
-				if cid, ok := byName[n]; ok {
+				if cid, ok := p.named(byName[n], ts.Spec.Region, c); ok {
 					cids = append(cids, cid)
 				}
 			}
@@ -104,4 +104,27 @@ func (ts *Table) fillNames(r *Row, c module.Record) {
 			r.Fill = append(r.Fill, n.Column)
 		}
 	}
+}
+
+// named is which of cids (resources of p that bear one name) a resource c
+// of a table whose region column is region names: the only one, else the
+// one in c's region (a name may be used in several regions: a log group's,
+// a role's ARN is not); none when that does not tell.
+func (p *Table) named(cids []string, region string, c module.Record) (string, bool) {
+	if len(cids) == 1 {
+		return cids[0], true
+	}
+	if region == "" || p.Spec.Region == "" {
+		return "", false
+	}
+	var found []string
+	for _, cid := range cids {
+		if p.Cloud[cid].String(p.Spec.Region) == c.String(region) {
+			found = append(found, cid)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return "", false
 }
