@@ -192,8 +192,8 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 // commit_overhead_ms_10k_scoped), =scale (the 100,000-bucket figures:
 // cycle_nodiff_ms_100k, commit_overhead_ms_100k_scoped,
 // sidecar_rss_kb_per_resource_100k, preview_ms_100k), =slow (slow_creates_s_100 and
-// user_write_wait_ms_p99), =cc (cc_cycle_nodiff_ms_1k and
-// cc_creates_s_100) or =crash (crash_duplicates and crash_orphans)
+// user_write_wait_ms_p99), =cc (cc_cycle_nodiff_ms_1k, cc_creates_s_100,
+// cc_cycle_calls_200_types and cc_stack_commit_s) or =crash (crash_duplicates and crash_orphans)
 // runs one part; =writers only the writer cost on the main workload, =rate
 // only the backlog rate (to try a change).
 func (b *bench) run(ctx context.Context) error {
@@ -219,7 +219,10 @@ func (b *bench) run(ctx context.Context) error {
 	case "crash":
 		return b.crashPart(ctx)
 	case "cc":
-		return b.cloudControlPart(ctx)
+		if err := b.cloudControlPart(ctx); err != nil {
+			return err
+		}
+		return b.cloudControlStackPart(ctx)
 	case "rate":
 		return b.rate(ctx, b.work)
 	}
@@ -262,6 +265,9 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	if err := b.cloudControlPart(ctx); err != nil {
+		return err
+	}
+	if err := b.cloudControlStackPart(ctx); err != nil {
 		return err
 	}
 	return b.crashPart(ctx)

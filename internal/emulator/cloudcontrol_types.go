@@ -144,15 +144,27 @@ var ccHooks = map[string]ccTypeHooks{
 			}
 			return "", ""
 		},
-		// Deleting an API deletes its routes.
+		// Deleting an API deletes its routes and integrations.
 		deleted: func(s *ccService, region string, m map[string]any) {
-			routes := s.store(region, "AWS::ApiGatewayV2::Route")
-			for id, r := range routes {
-				if r["ApiId"] == m["ApiId"] {
-					delete(routes, id)
+			for _, typ := range []string{"AWS::ApiGatewayV2::Route", "AWS::ApiGatewayV2::Integration"} {
+				children := s.store(region, typ)
+				for id, r := range children {
+					if r["ApiId"] == m["ApiId"] {
+						delete(children, id)
+					}
 				}
 			}
 		},
+	},
+	// An integration's id is 7 lowercase letters and digits; its identifier
+	// ApiId|IntegrationId; one of a missing API fails NotFound, as
+	// CreateIntegration answers NotFoundException:
+	// https://docs.aws.amazon.com/apigatewayv2/latest/api-reference/apis-apiid-integrations.html
+	"AWS::ApiGatewayV2::Integration": {
+		generate: func(m map[string]any, _, _ string) {
+			m["IntegrationId"] = randomString("abcdefghijklmnopqrstuvwxyz0123456789", 7)
+		},
+		check: apiChild,
 	},
 	// A route's id is 7 lowercase letters and digits; its identifier
 	// ApiId|RouteId. A route of a missing API fails NotFound, as CreateRoute
@@ -162,13 +174,7 @@ var ccHooks = map[string]ccTypeHooks{
 		generate: func(m map[string]any, _, _ string) {
 			m["RouteId"] = randomString("abcdefghijklmnopqrstuvwxyz0123456789", 7)
 		},
-		check: func(s *ccService, region string, m map[string]any) (string, string) {
-			api, _ := m["ApiId"].(string)
-			if _, ok := s.lookup(region, "AWS::ApiGatewayV2::Api", api); !ok {
-				return "NotFound", "Invalid API identifier specified " + api
-			}
-			return "", ""
-		},
+		check: apiChild,
 	},
 	// A role's inline policy, kept by IAM (PutRolePolicy, GetRolePolicy,
 	// DeleteRolePolicy see the same policies):
@@ -244,4 +250,14 @@ func randomHex(n int) string {
 		s += strconv.FormatUint(uint64(c)|0x100, 16)[1:]
 	}
 	return s[:n]
+}
+
+// apiChild is what the create handler of an API's route or integration
+// finds wrong: an API that does not exist.
+func apiChild(s *ccService, region string, m map[string]any) (string, string) {
+	api, _ := m["ApiId"].(string)
+	if _, ok := s.lookup(region, "AWS::ApiGatewayV2::Api", api); !ok {
+		return "NotFound", "Invalid API identifier specified " + api
+	}
+	return "", ""
 }
