@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudcontrol"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/enginetest"
@@ -308,5 +310,28 @@ func TestParentReplacedChildRepointed(t *testing.T) {
 	}
 	if got := c.get("AWS::ApiGatewayV2::Route", now+"|"+route); got == nil || got["ApiId"] != now {
 		t.Errorf("the route in the cloud under the new API: %v", got)
+	}
+}
+
+// TestRolePolicyOnRole: an AWS::IAM::RolePolicy names its role by
+// RoleName (role_name_ref, an iam_role row): the role and its inline policy
+// take one commit, and IAM sees the policy on the role.
+func TestRolePolicyOnRole(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules:  []module.Module{aws_account.Module(), aws_iam.Module()},
+		Catalogs: []module.Catalog{aws_cloudcontrol.Catalog()},
+		Install:  []string{"aws_iam", "AWS::IAM::RolePolicy"},
+	})
+	e.Exec(`CALL iasql_begin()`,
+		`INSERT INTO iam_role (role_name, assume_role_policy_document) VALUES ('worker', '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}')`,
+		`INSERT INTO aws_iam_role_policy (policy_name, role_name_ref, policy_document) VALUES ('read-logs', currval('iam_role_id_seq'), '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "logs:Get*", "Resource": "*"}]}')`,
+		`CALL iasql_commit()`)
+	out, err := iam.NewFromConfig(e.AWS).GetRolePolicy(context.Background(), &iam.GetRolePolicyInput{RoleName: aws.String("worker"), PolicyName: aws.String("read-logs")})
+	if err != nil || !strings.Contains(aws.ToString(out.PolicyDocument), "logs") {
+		t.Fatalf("IAM's inline policy read-logs of worker: %v", err)
+	}
+	if n := e.Count(`SELECT count(*) FROM aws_iam_role_policy WHERE policy_name = 'read-logs' AND role_name = 'worker'`); n != 1 {
+		t.Error("the policy's row does not show its role's name")
 	}
 }

@@ -55,7 +55,7 @@ type known struct {
 // wellKnown maps property names to the hand-written tables whose resources
 // they name, as CloudFormation's resource reference documents them for
 // the types that use them (AWS::EC2::* ids: vpc-…, subnet-…, sg-…; IAM
-// role ARNs: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html;
+// role ARNs and names (AWS::IAM::RolePolicy's RoleName): https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html;
 // KMS keys by ARN, which every property naming a key accepts:
 // https://docs.aws.amazon.com/kms/latest/developerguide/concepts.html#key-id).
 // A KMS key has no hand-written table: its Cloud Control table is the
@@ -69,6 +69,7 @@ var wellKnown = map[string]known{
 	"SecurityGroupIds":    {"security_group", "group_id", "aws_security_group's security_group"},
 	"VpcSecurityGroupIds": {"security_group", "group_id", "aws_security_group's security_group"},
 	"Role":                {"iam_role", "arn", "aws_iam's iam_role"},
+	"RoleName":            {"iam_role", "role_name", "aws_iam's iam_role"},
 	"RoleArn":             {"iam_role", "arn", "aws_iam's iam_role"},
 	"ExecutionRoleArn":    {"iam_role", "arn", "aws_iam's iam_role"},
 	"ServiceRoleArn":      {"iam_role", "arn", "aws_iam's iam_role"},

@@ -125,7 +125,7 @@ func TestEmulatorSchemas(t *testing.T) {
 			refs: []string{"role_ref -> iam_role.arn"}},
 		"aws-rds-dbsubnetgroup.json": {table: "aws_rds_db_subnet_group", cloudID: []string{"db_subnet_group_name"}, notNull: []string{"db_subnet_group_description", "subnet_ids"}, feedback: []string{"db_subnet_group_arn"}, create: []string{"db_subnet_group_name"},
 			unordered: []string{"subnet_ids"}, refs: []string{"subnet_ids_ref -> subnet.subnet_id"}},
-		"aws-iam-rolepolicy.json": {table: "aws_iam_role_policy", cloudID: []string{"policy_name", "role_name"}, notNull: []string{"policy_name", "role_name"}, create: []string{"policy_name", "role_name"}},
+		"aws-iam-rolepolicy.json": {table: "aws_iam_role_policy", cloudID: []string{"policy_name", "role_name"}, notNull: []string{"policy_name", "role_name"}, create: []string{"policy_name", "role_name"}, refs: []string{"role_name_ref -> iam_role.role_name"}},
 		"aws-ecs-cluster.json":    {table: "aws_ecs_cluster", cloudID: []string{"cluster_name"}, feedback: []string{"arn"}, create: []string{"cluster_name"}, unordered: []string{"capacity_providers", "cluster_settings", "default_capacity_provider_strategy"}},
 	}
 	docs := emulatorSchemas(t)
