@@ -171,6 +171,7 @@ const (
   IASQL_EC2_DETAIL_TTL     automatic cycles reuse EC2 instances' user data read within it (default 5m)
   IASQL_CC_DETAIL_TTL      automatic cycles reuse Cloud Control resource details read within it (default 5m)
   IASQL_CC_RATE            Cloud Control requests a second, shared by every resource type's calls and polls (default 25)
+  IASQL_CC_BUDGET          Cloud Control calls a scheduled cycle with nothing to act on spends reading the types (default 25; 0: no limit)
   IASQL_DETAIL_BUDGET      stale details refreshed per table per automatic cycle (default 1000)
 `
 	envProfile = `  IASQL_CPUPROFILE         write a pprof CPU profile of the run to this file until exit
