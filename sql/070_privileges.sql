@@ -166,6 +166,10 @@ BEGIN
   -- counts as installed to this server's position.
   EXECUTE pg_catalog.format('GRANT UPDATE (installed_lsn) ON iasql_private.iasql_engine_key TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_engine_mark(text) TO %I', sidecar);
+  -- It links (and unlinks) Cloud Control tables' references as modules are
+  -- installed and uninstalled (sql/080_references.sql).
+  EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_link_reference(text, text, text, boolean) TO %I', sidecar);
+  EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION public.iasql_unlink_reference(text, text) TO %I', sidecar);
   EXECUTE pg_catalog.format('GRANT SELECT, UPDATE ON iasql_private.iasql_locks TO %I', sidecar);
   -- To tell when an iasql transaction's session is idle (it then expires).
   IF NOT pg_catalog.pg_has_role(sidecar, 'pg_read_all_stats', 'MEMBER') THEN

@@ -51,6 +51,9 @@ BEGIN
       USING ERRCODE = 'foreign_key_violation', CONSTRAINT = fk,
             HINT = pg_catalog.format('Install the module of %s first, or leave %s NULL and name the resource in %s.', target, col, names);
   END IF;
+  -- The rows named are locked FOR KEY SHARE, as a foreign key's check
+  -- does, so that a concurrent delete of one waits for this transaction.
+  EXECUTE pg_catalog.format('SELECT 1 FROM public.%I t WHERE t.id = ANY ($1) FOR KEY SHARE', target) USING ids;
   EXECUTE pg_catalog.format('SELECT x FROM pg_catalog.unnest($1) AS x WHERE NOT EXISTS (SELECT 1 FROM public.%I t WHERE t.id = x) LIMIT 1', target)
     USING ids INTO missing;
   IF missing IS NOT NULL THEN
@@ -88,6 +91,28 @@ END;
 $$;
 COMMENT ON FUNCTION public.iasql_reference_in_use() IS
   'Trigger function (arguments: referencing table, its column): refuses to delete a row that a reference array of a Cloud Control type''s table still lists.';
+
+CREATE FUNCTION public.iasql_reference_named() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  col text := TG_ARGV[0];
+  names text := TG_ARGV[1];
+  o jsonb := pg_catalog.to_jsonb(OLD);
+  n jsonb := pg_catalog.to_jsonb(NEW);
+BEGIN
+  -- A user's change of the naming column alone names another resource:
+  -- the reference, which would fill the old name back in, lets go (the
+  -- engine finds it again from the new name). The running cycle's own
+  -- writes (it fills the name from the reference) are let through.
+  IF n -> names IS DISTINCT FROM o -> names AND n -> col IS NOT DISTINCT FROM o -> col
+     AND n -> col <> 'null'::jsonb AND NOT public.iasql_holds_lock(2) THEN
+    NEW := pg_catalog.jsonb_populate_record(NEW, pg_catalog.jsonb_build_object(col, NULL));
+  END IF;
+  RETURN NEW;
+END;
+$$;
+COMMENT ON FUNCTION public.iasql_reference_named() IS
+  'Trigger function (arguments: reference column, naming column): a user''s UPDATE that changes the naming column of a Cloud Control type''s row and not its reference sets the reference NULL, so that the name the user gave is the one sent to the cloud.';
 
 CREATE FUNCTION public.iasql_link_reference(child text, col text, target text, many boolean) RETURNS boolean
 LANGUAGE plpgsql AS $$

@@ -29,8 +29,9 @@ type cycle struct {
 	id   string
 	snap *snapshot.Snapshot
 	// unread: the tables this cycle leaves unread for their list budget
-	// (budget.go), decided at its first read; empty when none.
-	unread map[string]error
+	// (budget.go), decided once, at its first read; empty when none.
+	unread        map[string]error
+	budgetDecided bool
 
 	// batch, while open, holds the database writes of database-only
 	// actions: one transaction per execute.BatchSize actions, a savepoint each.

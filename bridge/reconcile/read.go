@@ -132,8 +132,8 @@ func (c *cycle) read(ctx context.Context) error {
 	// references are its parents' cloud ids, as the parents stand now). A
 	// table read by record is asked for the identities its rows have in
 	// cloud form.
-	if c.unread == nil {
-		c.unread = c.budgeted(snap)
+	if !c.budgetDecided {
+		c.unread, c.budgetDecided = c.budgeted(snap), true
 	}
 	for _, ts := range snap.Tables {
 		byRecord := reading.ByRecord(ts.Spec.Name)

@@ -108,13 +108,17 @@ func (ts *Table) fillNames(r *Row, c module.Record) {
 
 // named is which of cids (resources of p that bear one name) a resource c
 // of a table whose region column is region names: the only one, else the
-// one in c's region (a name may be used in several regions: a log group's,
-// a role's ARN is not); none when that does not tell.
+// one in c's region when both tables have regions (a name may be used in
+// several regions, and a resource names one of its own region: another
+// region's is not it); none when that does not tell.
 func (p *Table) named(cids []string, region string, c module.Record) (string, bool) {
-	if len(cids) == 1 {
-		return cids[0], true
+	if p == nil || len(cids) == 0 {
+		return "", false // the referenced table is not installed, or has no such resource
 	}
 	if region == "" || p.Spec.Region == "" {
+		if len(cids) == 1 {
+			return cids[0], true
+		}
 		return "", false
 	}
 	var found []string

@@ -8,9 +8,9 @@ import (
 )
 
 // TestLinkByRegion: a resource naming another by a name used in two
-// regions points at the one in its own region; one whose name no
-// resource bears, or that two bear with nothing to tell them apart, points
-// at none.
+// regions points at the one in its own region, never at another region's;
+// one whose name no resource bears, or that two bear with nothing to tell
+// them apart, or whose referenced table is not installed, points at none.
 func TestLinkByRegion(t *testing.T) {
 	groups := module.Table{Name: "grp", Comment: "Groups.", Region: "region", Columns: []module.Column{
 		{Name: "name", Type: "text", Kind: module.Declarative, CloudID: true, Comment: "Name."},
@@ -45,6 +45,12 @@ func TestLinkByRegion(t *testing.T) {
 	snap := &snapshot.Snapshot{ByName: map[string]*snapshot.Table{"grp": g, "flt": f, "flt2": f2}}
 	f.Link(snap)
 	f2.Link(snap)
+	// The referenced table not installed: no reference, and no panic.
+	alone := &snapshot.Table{Spec: filters, Cloud: map[string]module.Record{"x": {"name": "x", "region": "eu-west-1", "group_name": "app"}}}
+	alone.Link(&snapshot.Snapshot{ByName: map[string]*snapshot.Table{"flt": alone}})
+	if got := alone.Cloud["x"]["group_ref"]; got != nil {
+		t.Errorf("a reference to a table not installed: %v, want NULL", got)
+	}
 	for _, tc := range []struct {
 		ts   *snapshot.Table
 		cid  string
@@ -52,7 +58,7 @@ func TestLinkByRegion(t *testing.T) {
 	}{
 		{f, "a", "app/eu-west-1"},
 		{f, "b", "app/us-east-1"},
-		{f, "c", "web/eu-west-1"}, // the only web, in another region
+		{f, "c", nil}, // the only web is in another region: not the one c names
 		{f, "d", nil},
 		{f2, "e", nil}, // two apps, no region to tell
 		{f2, "w", "web/eu-west-1"},

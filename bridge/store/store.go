@@ -71,23 +71,35 @@ func Enact(ctx context.Context, db Execer, recs ...Enacted) error {
 // (a generated identity written back must never be lost: the resource would
 // be created again). A user's change to a feedback column wins.
 func FeedbackTx(ctx context.Context, tx pgx.Tx, spec module.Table, id string, was, got module.Record) error {
-	written := spec.Feedback
+	if err := writeIfAsRead(ctx, tx, spec.Name, id, spec.Feedback, was, got); err != nil {
+		return err
+	}
+	// A named reference's naming column, which the row leaves to the
+	// reference (set): it shows the name the cloud has at once, and a
+	// listing under it (a parent named there) finds the resource. Apart
+	// from the feedback: the user owns it, and a concurrent change of it
+	// must not stop the feedback's write.
+	var named []string
 	for ref, n := range spec.Named {
-		// A named reference's naming column, which the row leaves to the
-		// reference (set): it shows the name the cloud has at once, and a
-		// listing under it (a parent named there) finds the resource.
 		if list, many := was[ref].([]any); was[ref] != nil && (!many || len(list) > 0) {
-			written = append(slices.Clone(written), n.Column)
+			named = append(named, n.Column)
 		}
 	}
-	if len(written) == 0 || module.SameColumns(written, was, got) {
+	slices.Sort(named)
+	return writeIfAsRead(ctx, tx, spec.Name, id, named, was, got)
+}
+
+// writeIfAsRead writes got's cols into row id of table where they are
+// still as the cycle read them (was); nothing when they are the same.
+func writeIfAsRead(ctx context.Context, tx pgx.Tx, table, id string, cols []string, was, got module.Record) error {
+	if len(cols) == 0 || module.SameColumns(cols, was, got) {
 		return nil
 	}
-	rec := Only(got, written)
-	cols := ColumnList(rec)
-	_, err := updateColumns(ctx, tx, spec.Name, id, rec,
-		`ROW(`+cols+`) IS NOT DISTINCT FROM (SELECT ROW(`+cols+`) FROM pg_catalog.jsonb_populate_record(NULL::`+pgx.Identifier{"public", spec.Name}.Sanitize()+`, $3::jsonb))`,
-		string(EncodeRecord(Only(was, written))))
+	rec := Only(got, cols)
+	list := ColumnList(rec)
+	_, err := updateColumns(ctx, tx, table, id, rec,
+		`ROW(`+list+`) IS NOT DISTINCT FROM (SELECT ROW(`+list+`) FROM pg_catalog.jsonb_populate_record(NULL::`+pgx.Identifier{"public", table}.Sanitize()+`, $3::jsonb))`,
+		string(EncodeRecord(Only(was, cols))))
 	return err
 }
 

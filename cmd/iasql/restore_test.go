@@ -197,6 +197,9 @@ func TestBackupAndRestore(t *testing.T) {
 				// the adoption, not the source's: the slot made since starts
 				// after it, and a restart before it records progress does not
 				// take it for an earlier install's and drop it.
+				// The least-privilege sidecar links Cloud Control references
+				// at installs and unlinks them at uninstalls.
+				{"the sidecar may link references", `SELECT has_function_privilege('iasql_sidecar', 'public.iasql_link_reference(text,text,text,boolean)', 'EXECUTE') AND has_function_privilege('iasql_sidecar', 'public.iasql_unlink_reference(text,text)', 'EXECUTE')`},
 				{"installed as of the adoption", `SELECT k.installed_lsn <= s.confirmed_flush_lsn FROM iasql_private.iasql_engine_key k, pg_replication_slots s WHERE s.slot_name = 'iasql_app_restored'`},
 			}
 			for _, c := range checks {

@@ -335,3 +335,27 @@ func TestRolePolicyOnRole(t *testing.T) {
 		t.Error("the policy's row does not show its role's name")
 	}
 }
+
+// TestNamingColumnChangedByUser: a row whose reference is set, updated by a
+// user in its naming column only, sends that name to the cloud (the
+// reference lets go, then follows the new name), and nothing puts the old
+// one back.
+func TestNamingColumnChangedByUser(t *testing.T) {
+	t.Parallel()
+	e, c := env(t, 0, "AWS::KMS::Key", "AWS::Logs::LogGroup")
+	e.Exec(`INSERT INTO aws_kms_key (description) VALUES ('one'), ('two')`,
+		`INSERT INTO aws_logs_log_group (log_group_name, kms_key_id_ref) SELECT 'g', id FROM aws_kms_key WHERE description = 'one'`,
+		`CALL iasql_commit()`)
+	two := e.String(`SELECT arn FROM aws_kms_key WHERE description = 'two'`)
+	e.Exec(`UPDATE aws_logs_log_group SET kms_key_id = '`+two+`' WHERE log_group_name = 'g'`, `CALL iasql_commit()`)
+	if got := c.get("AWS::Logs::LogGroup", "g"); got == nil || got["KmsKeyId"] != two {
+		t.Fatalf("the group in the cloud: %v, want KmsKeyId %s (the user's)", got, two)
+	}
+	e.Exec(`CALL iasql_refresh()`)
+	if n := e.Count(`SELECT count(*) FROM aws_logs_log_group g JOIN aws_kms_key k ON k.id = g.kms_key_id_ref WHERE g.log_group_name = 'g' AND k.description = 'two' AND g.kms_key_id = '` + two + `'`); n != 1 {
+		t.Errorf("the row does not name key two by both its ARN and its reference: %s", e.String(`SELECT row_to_json(g)::text FROM aws_logs_log_group g`))
+	}
+	if got := c.get("AWS::Logs::LogGroup", "g"); got["KmsKeyId"] != two {
+		t.Errorf("the old key came back: %v", got)
+	}
+}

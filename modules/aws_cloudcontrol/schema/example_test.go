@@ -95,4 +95,6 @@ func ExampleType_ModuleTable() {
 	// CREATE OR REPLACE TRIGGER "aws_logs_log_group_kms_key_id_ref_check" BEFORE INSERT OR UPDATE OF "kms_key_id_ref" ON public."aws_logs_log_group" FOR EACH ROW EXECUTE FUNCTION public.iasql_reference_check('kms_key_id_ref', 'aws_kms_key', 'kms_key_id', 'false');
 	// COMMENT ON TRIGGER "aws_logs_log_group_kms_key_id_ref_check" ON public."aws_logs_log_group" IS 'kms_key_id_ref lists rows of aws_kms_key, which must be installed (a foreign key once both are: aws_logs_log_group_kms_key_id_ref_fk).';
 	// SELECT public.iasql_link_reference('aws_logs_log_group', 'kms_key_id_ref', 'aws_kms_key', false);
+	// CREATE OR REPLACE TRIGGER "aws_logs_log_group_kms_key_id_named" BEFORE UPDATE OF "kms_key_id" ON public."aws_logs_log_group" FOR EACH ROW EXECUTE FUNCTION public.iasql_reference_named('kms_key_id_ref', 'kms_key_id');
+	// COMMENT ON TRIGGER "aws_logs_log_group_kms_key_id_named" ON public."aws_logs_log_group" IS 'A user''s change of kms_key_id alone sets kms_key_id_ref NULL: the name given is the one sent to the cloud.';
 }

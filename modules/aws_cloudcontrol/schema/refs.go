@@ -47,9 +47,12 @@ type Reference struct {
 	Source string
 }
 
-// known is a well-known name's referenced table.
+// known is a well-known name's referenced table: the table, its column
+// whose value the property holds, what it is, and the Cloud Control type
+// of the same resources (a type's own identifier is no reference: an
+// AWS::IAM::Role's RoleName names itself, not an iam_role row).
 type known struct {
-	table, by, what string
+	table, by, what, same string
 }
 
 // wellKnown maps property names to the hand-written tables whose resources
@@ -61,23 +64,23 @@ type known struct {
 // A KMS key has no hand-written table: its Cloud Control table is the
 // target (AWS::KMS::Key's Arn).
 var wellKnown = map[string]known{
-	"VpcId":               {"vpc", "vpc_id", "aws_vpc's vpc"},
-	"SubnetId":            {"subnet", "subnet_id", "aws_vpc's subnet"},
-	"SubnetIds":           {"subnet", "subnet_id", "aws_vpc's subnet"},
-	"Subnets":             {"subnet", "subnet_id", "aws_vpc's subnet"},
-	"SecurityGroupId":     {"security_group", "group_id", "aws_security_group's security_group"},
-	"SecurityGroupIds":    {"security_group", "group_id", "aws_security_group's security_group"},
-	"VpcSecurityGroupIds": {"security_group", "group_id", "aws_security_group's security_group"},
-	"Role":                {"iam_role", "arn", "aws_iam's iam_role"},
-	"RoleName":            {"iam_role", "role_name", "aws_iam's iam_role"},
-	"RoleArn":             {"iam_role", "arn", "aws_iam's iam_role"},
-	"ExecutionRoleArn":    {"iam_role", "arn", "aws_iam's iam_role"},
-	"ServiceRoleArn":      {"iam_role", "arn", "aws_iam's iam_role"},
-	"TaskRoleArn":         {"iam_role", "arn", "aws_iam's iam_role"},
-	"KmsKeyId":            {"aws_kms_key", "arn", "AWS::KMS::Key"},
-	"KmsKeyArn":           {"aws_kms_key", "arn", "AWS::KMS::Key"},
-	"KmsMasterKeyId":      {"aws_kms_key", "arn", "AWS::KMS::Key"},
-	"KMSMasterKeyID":      {"aws_kms_key", "arn", "AWS::KMS::Key"},
+	"VpcId":               {"vpc", "vpc_id", "aws_vpc's vpc", "AWS::EC2::VPC"},
+	"SubnetId":            {"subnet", "subnet_id", "aws_vpc's subnet", "AWS::EC2::Subnet"},
+	"SubnetIds":           {"subnet", "subnet_id", "aws_vpc's subnet", "AWS::EC2::Subnet"},
+	"Subnets":             {"subnet", "subnet_id", "aws_vpc's subnet", "AWS::EC2::Subnet"},
+	"SecurityGroupId":     {"security_group", "group_id", "aws_security_group's security_group", "AWS::EC2::SecurityGroup"},
+	"SecurityGroupIds":    {"security_group", "group_id", "aws_security_group's security_group", "AWS::EC2::SecurityGroup"},
+	"VpcSecurityGroupIds": {"security_group", "group_id", "aws_security_group's security_group", "AWS::EC2::SecurityGroup"},
+	"Role":                {"iam_role", "arn", "aws_iam's iam_role", "AWS::IAM::Role"},
+	"RoleName":            {"iam_role", "role_name", "aws_iam's iam_role", "AWS::IAM::Role"},
+	"RoleArn":             {"iam_role", "arn", "aws_iam's iam_role", "AWS::IAM::Role"},
+	"ExecutionRoleArn":    {"iam_role", "arn", "aws_iam's iam_role", "AWS::IAM::Role"},
+	"ServiceRoleArn":      {"iam_role", "arn", "aws_iam's iam_role", "AWS::IAM::Role"},
+	"TaskRoleArn":         {"iam_role", "arn", "aws_iam's iam_role", "AWS::IAM::Role"},
+	"KmsKeyId":            {"aws_kms_key", "arn", "AWS::KMS::Key", "AWS::KMS::Key"},
+	"KmsKeyArn":           {"aws_kms_key", "arn", "AWS::KMS::Key", "AWS::KMS::Key"},
+	"KmsMasterKeyId":      {"aws_kms_key", "arn", "AWS::KMS::Key", "AWS::KMS::Key"},
+	"KMSMasterKeyID":      {"aws_kms_key", "arn", "AWS::KMS::Key", "AWS::KMS::Key"},
 }
 
 // StoredReferences is the key, at the top of a stored schema, of the
@@ -128,8 +131,9 @@ func (p *refProp) relationship() (typeName, property string, ok bool) {
 
 // references works out the type's references (the package comment on
 // references says from where): for each top-level property of a string
-// or an array of strings that is not read-only, write-only nor part of the
-// identity. A reference column that would clash with a column is left out.
+// or an array of strings that is not read-only nor write-only (a part of
+// the identity may be one: a route's ApiId). A reference column that would
+// clash with a column is left out.
 func (t *Type) references() []Reference {
 	var s refSchema
 	if err := json.Unmarshal(t.Raw, &s); err != nil {
@@ -151,7 +155,7 @@ func (t *Type) references() []Reference {
 		}
 		if typeName, prop, ok := s.Properties[c.Property].relationship(); ok {
 			r.Target, r.TargetType, r.By, r.Source = TableName(typeName), typeName, ColumnName(prop), "the schema's relationshipRef"
-		} else if k, ok := wellKnown[c.Property]; ok {
+		} else if k, ok := wellKnown[c.Property]; ok && k.same != t.TypeName {
 			r.Target, r.TargetType, r.By, r.Source = k.table, k.what, k.by, "a well-known property name"
 		} else if typeName, ok := stored[c.Property]; ok {
 			r.Target, r.TargetType, r.By, r.Source = TableName(typeName), typeName, ColumnName(c.Property), typeName+"'s identifier"
@@ -285,6 +289,11 @@ func (t *Type) ChecksSQL() string {
 		fmt.Fprintf(&b, "COMMENT ON TRIGGER %s ON %s IS %s;\n", quoteIdent(trigger), tbl,
 			quoteLiteral(fmt.Sprintf("%s lists rows of %s, which must be installed (a foreign key once both are: %s_%s_fk).", r.Ref, r.Target, t.Table, r.Ref)))
 		fmt.Fprintf(&b, "SELECT public.iasql_link_reference(%s, %s, %s, %t);\n", quoteLiteral(t.Table), quoteLiteral(r.Ref), quoteLiteral(r.Target), r.Many)
+		named := fit(t.Table+"_"+r.Column+"_named", t.TypeName+" "+r.Column+" named")
+		fmt.Fprintf(&b, "CREATE OR REPLACE TRIGGER %s BEFORE UPDATE OF %s ON %s FOR EACH ROW EXECUTE FUNCTION public.iasql_reference_named(%s, %s);\n",
+			quoteIdent(named), quoteIdent(r.Column), tbl, quoteLiteral(r.Ref), quoteLiteral(r.Column))
+		fmt.Fprintf(&b, "COMMENT ON TRIGGER %s ON %s IS %s;\n", quoteIdent(named), tbl,
+			quoteLiteral(fmt.Sprintf("A user's change of %s alone sets %s NULL: the name given is the one sent to the cloud.", r.Column, r.Ref)))
 		if c, ok := t.ColumnNamed(r.Column); ok && c.Required {
 			// A required property is given by its column or by the
 			// reference (the engine then fills the column in).

@@ -376,3 +376,29 @@ func TestParseRefuses(t *testing.T) {
 		t.Errorf("IMMUTABLE: %v", err)
 	}
 }
+
+// TestNoReferenceToItself: a well-known name that is the type's own
+// identifier (AWS::IAM::Role's RoleName) is no reference to the
+// hand-written table of the same resources; another type's is
+// (AWS::IAM::RolePolicy's RoleName).
+func TestNoReferenceToItself(t *testing.T) {
+	schemaOf := func(typeName, ident string) []byte {
+		return []byte(`{"typeName": "` + typeName + `", "properties": {"RoleName": {"type": "string"}, "PolicyName": {"type": "string"}},
+			"primaryIdentifier": [` + ident + `], "handlers": {"create": {}, "read": {}, "delete": {}}}`)
+	}
+	for _, tc := range []struct {
+		typeName, ident string
+		refs            int
+	}{
+		{"AWS::IAM::Role", `"/properties/RoleName"`, 0},
+		{"AWS::IAM::RolePolicy", `"/properties/PolicyName", "/properties/RoleName"`, 1},
+	} {
+		ty, err := schema.Parse(schemaOf(tc.typeName, tc.ident))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(ty.References()); got != tc.refs {
+			t.Errorf("%s: %d references %v, want %d", tc.typeName, got, ty.References(), tc.refs)
+		}
+	}
+}
