@@ -966,10 +966,14 @@ func (e *Engine) installedTables(ctx context.Context) ([]reconcile.Table, error)
 			if mp == nil {
 				return nil, fmt.Errorf("module %s has no mapper for table %s", m.Name, t.Name)
 			}
-			if module.PartsOf(mp).Mapper == nil && !t.ReadOnly {
+			// Asked once: the cycle asks the mapper's parts over and over
+			// (every compare, create, poll), and PartsOf of a Parts is
+			// the value itself.
+			parts := module.PartsOf(mp)
+			if parts.Mapper == nil && !t.ReadOnly {
 				return nil, fmt.Errorf("module %s's mapper for table %s cannot write, and the table is not read-only", m.Name, t.Name)
 			}
-			out = append(out, reconcile.Table{Spec: t, Mapper: mp, Module: &m})
+			out = append(out, reconcile.Table{Spec: t, Mapper: parts, Module: &m})
 		}
 	}
 	return byReferences(out), nil

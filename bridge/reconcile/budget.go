@@ -12,8 +12,10 @@ package reconcile
 // installs read as always.
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/iasql/iasql/bridge/snapshot"
@@ -74,21 +76,11 @@ func (c *cycle) budgeted(snap *snapshot.Snapshot) map[string]error {
 		every := (total+limit-1)/limit + 1 // cycles in which every table is read at least once
 		stale := func(m member) bool { return m.last.cycle == 0 || now-m.last.cycle >= every }
 		slices.SortFunc(ms, func(a, b member) int {
-			switch {
-			case stale(a) != stale(b):
-				if stale(a) {
-					return -1
-				}
-				return 1
-			case (len(a.ts.Rows) > 0) != (len(b.ts.Rows) > 0):
-				if len(a.ts.Rows) > 0 {
-					return -1
-				}
-				return 1
-			case a.last.cycle != b.last.cycle:
-				return a.last.cycle - b.last.cycle
-			}
-			return cmpString(a.ts.Spec.Name, b.ts.Spec.Name)
+			return cmp.Or(
+				-cmp.Compare(b2i(stale(a)), b2i(stale(b))),                     // stale first
+				-cmp.Compare(b2i(len(a.ts.Rows) > 0), b2i(len(b.ts.Rows) > 0)), // then with rows
+				cmp.Compare(a.last.cycle, b.last.cycle),                        // then the least recently read
+				strings.Compare(a.ts.Spec.Name, b.ts.Spec.Name))
 		})
 		spent := 0
 		for _, m := range ms {
@@ -107,11 +99,9 @@ func (c *cycle) budgeted(snap *snapshot.Snapshot) map[string]error {
 	return out
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
 		return 1
 	}
 	return 0

@@ -178,20 +178,11 @@ func (t *Type) names(c Column) (many, ok bool) {
 	if c.ReadOnly || c.WriteOnly || c.Tags {
 		return false, false
 	}
-	switch c.SQLType {
-	case Text:
+	switch {
+	case c.SQLType == Text:
 		return false, true
-	case JSONB:
-		var s struct {
-			Properties map[string]*rawProp `json:"properties"`
-		}
-		if json.Unmarshal(t.Raw, &s) != nil || s.Properties[c.Property] == nil {
-			return false, false
-		}
-		p := s.Properties[c.Property]
-		if len(p.Type) == 1 && p.Type[0] == "array" && p.Items != nil && len(p.Items.Type) == 1 && p.Items.Type[0] == "string" {
-			return true, true
-		}
+	case c.SQLType == JSONB && c.StringList:
+		return true, true
 	}
 	return false, false
 }

@@ -74,6 +74,10 @@ type Column struct {
 	// JSONDoc: an object, or a string holding JSON (a policy document):
 	// compared by meaning.
 	JSONDoc bool
+	// StringList: the property is an array of strings as the schema
+	// writes it (not through a $ref): a list of names that may name
+	// other resources (refs.go).
+	StringList bool
 }
 
 // Type is a resource type as a table.
@@ -320,6 +324,7 @@ func Parse(doc []byte) (*Type, error) {
 			c.Description = r.Description
 		}
 		c.SQLType = sqlType(&s, r)
+		c.StringList = len(p.Type) == 1 && p.Type[0] == "array" && p.Items != nil && len(p.Items.Type) == 1 && p.Items.Type[0] == "string"
 		if r != nil {
 			c.Default = r.Default
 			if p.Default != nil {
