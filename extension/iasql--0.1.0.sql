@@ -441,8 +441,10 @@ CREATE TABLE public.iasql_audit_log (
                 CHECK (change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'CYCLE_START', 'CYCLE_END')),
   old_row     jsonb,
   new_row     jsonb,
-  origin      text NOT NULL CONSTRAINT iasql_audit_log_origin CHECK (origin IN ('user', 'engine')),
+  origin      text NOT NULL CONSTRAINT iasql_audit_log_origin CHECK (origin IN ('user', 'engine', 'cloud')),
   message     text,
+  actor       text,
+  attribution jsonb,
   captured_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
   CONSTRAINT iasql_audit_log_position UNIQUE (lsn, seq)
 );
@@ -460,8 +462,10 @@ COMMENT ON COLUMN public.iasql_audit_log.record_id IS 'Primary key of the row: i
 COMMENT ON COLUMN public.iasql_audit_log.change_type IS 'INSERT, UPDATE, DELETE or TRUNCATE (one row per truncated table) for captured changes; CYCLE_START and CYCLE_END for the engine''s cycles (message holds what started it and how it ended).';
 COMMENT ON COLUMN public.iasql_audit_log.old_row IS 'The row before an UPDATE or DELETE. Booleans, numbers, json and jsonb keep their JSON types; other values are their PostgreSQL text form.';
 COMMENT ON COLUMN public.iasql_audit_log.new_row IS 'The row after an INSERT or UPDATE (unchanged TOASTed values filled from the old row), as old_row.';
-COMMENT ON COLUMN public.iasql_audit_log.origin IS 'user for intent; engine for writes the sidecar made (marked with iasql_engine_mark).';
-COMMENT ON COLUMN public.iasql_audit_log.message IS 'Free text: for engine changes, the marker''s message.';
+COMMENT ON COLUMN public.iasql_audit_log.origin IS 'user for intent; cloud for a change the sidecar pulled from the cloud into the row (an import, an update, a delete); engine for the sidecar''s other writes (feedback after its own calls). The sidecar marks its transactions with iasql_engine_mark.';
+COMMENT ON COLUMN public.iasql_audit_log.message IS 'Free text: for engine and cloud changes, the marker''s message (which cycle).';
+COMMENT ON COLUMN public.iasql_audit_log.actor IS 'Who made the change: for user and engine changes the role (current_user) that wrote the row; for cloud changes the AWS identity (an ARN) when AWS says, else NULL.';
+COMMENT ON COLUMN public.iasql_audit_log.attribution IS 'For cloud changes, what AWS says of the change when it says (CloudTrail): {"actor", "event", "at", "source"}; else NULL.';
 COMMENT ON COLUMN public.iasql_audit_log.captured_at IS 'When the sidecar wrote the row; captured_at - ts is the capture lag.';
 COMMENT ON INDEX public.iasql_audit_log_record IS 'Finds the changes to one record in order.';
 COMMENT ON CONSTRAINT iasql_audit_log_position ON public.iasql_audit_log IS 'A change is recorded at most once.';
@@ -1594,6 +1598,54 @@ CREATE TRIGGER iasql_tables_transaction_guard AFTER INSERT OR UPDATE ON public.i
   FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_add_guard('iasql_transaction_guard', 'INSERT OR UPDATE OR DELETE OR TRUNCATE', 'STATEMENT',
     'public.iasql_transaction_write_guard', 'While an iasql transaction is open, only its owner''s session writes (iasql_transaction_write_guard()).');
 COMMENT ON TRIGGER iasql_tables_transaction_guard ON public.iasql_tables IS 'Puts the transaction owner''s guard on each registered module table.';
+
+-- 066_actor.sql
+-- Who made each user change: capture cannot see the role that wrote a row
+-- (the replication stream does not carry it), so a statement trigger on
+-- every module table names it in the stream, once per transaction and
+-- role, with a transactional logical-decoding message that precedes the
+-- statement's changes (logical.ActorMessagePrefix). The message carries
+-- the engine marker's key, which only this function may read, so no role
+-- can emit one naming another: iasql_emit_actor names the calling role
+-- only when the session's login role may act as it (it is a member), and
+-- the login role otherwise (a write made inside another role's SECURITY
+-- DEFINER function).
+CREATE FUNCTION public.iasql_emit_actor(role_name name) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  k text;
+  r name := role_name;
+BEGIN
+  IF r IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r)
+     OR NOT pg_catalog.pg_has_role(session_user, r, 'MEMBER') THEN
+    r := session_user;
+  END IF;
+  SELECT e.mark_key INTO STRICT k FROM iasql_private.iasql_engine_key e;
+  PERFORM pg_catalog.pg_logical_emit_message(true, 'iasql_actor', k || ':' || r);
+END $$;
+COMMENT ON FUNCTION public.iasql_emit_actor(name) IS
+  'Names, in the replication stream, the role making the changes that follow in this transaction (the audit trail''s actor): the role given when the session''s login role is a member of it, else the login role.';
+
+CREATE FUNCTION public.iasql_note_actor() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  t text := pg_catalog.pg_current_xact_id()::text || ':' || current_user;
+BEGIN
+  IF pg_catalog.current_setting('iasql.actor', true) IS DISTINCT FROM t THEN
+    PERFORM public.iasql_emit_actor(current_user);
+    -- Local: gone at the transaction's end, and with a savepoint rolled
+    -- back (as the message is).
+    PERFORM pg_catalog.set_config('iasql.actor', t, true);
+  END IF;
+  RETURN NULL;
+END $$;
+COMMENT ON FUNCTION public.iasql_note_actor() IS
+  'Statement trigger on module tables: names the writing role in the replication stream (iasql_emit_actor) at its first statement in a transaction, and again when the role changes.';
+
+CREATE TRIGGER iasql_tables_note_actor AFTER INSERT OR UPDATE ON public.iasql_tables
+  FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_add_guard('iasql_note_actor', 'INSERT OR UPDATE OR DELETE OR TRUNCATE', 'STATEMENT',
+    'public.iasql_note_actor', 'Names the writing role for the audit trail (iasql_note_actor()).');
+COMMENT ON TRIGGER iasql_tables_note_actor ON public.iasql_tables IS 'Puts the actor trigger on each registered module table.';
 
 -- 070_privileges.sql
 -- What each of iasql's roles (005_roles.sql) may do, and what the sidecar's

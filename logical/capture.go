@@ -8,6 +8,7 @@ package logical
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,52 @@ import (
 // EngineMessagePrefix is the prefix of the transactional logical-decoding
 // message (iasql_engine_mark) that marks a transaction as the engine's.
 const EngineMessagePrefix = "iasql_engine"
+
+// ActorMessagePrefix is the prefix of the transactional message that names
+// the role making the changes that follow it in a transaction
+// (iasql_note_actor, fired by a statement trigger on module tables). Like
+// an engine marker, its content carries the key ("key:role"): any role
+// can emit a message with its prefix, only iasql's function the key.
+const ActorMessagePrefix = "iasql_actor"
+
+// mark is what an engine marker says of the changes that follow it in its
+// transaction: the sidecar's writes (origin engine) or rows it pulled from
+// the cloud (origin cloud, with who made the change in AWS when known).
+type mark struct {
+	origin      string // user, engine or cloud
+	message     *string
+	actor       *string // for cloud: the AWS identity that made the change
+	attribution []byte  // for cloud: JSON, what AWS said of the change
+}
+
+// parseMark reads an engine marker's content after its key: a label (an
+// engine write), or a JSON object {"origin": "cloud", "message": ...,
+// "attribution": {"actor": ..., ...}} (store.Marker).
+func parseMark(content string) mark {
+	m := mark{origin: "engine", message: &content}
+	if !strings.HasPrefix(content, "{") {
+		return m
+	}
+	var j struct {
+		Origin      string          `json:"origin"`
+		Message     string          `json:"message"`
+		Attribution json.RawMessage `json:"attribution"`
+	}
+	if err := json.Unmarshal([]byte(content), &j); err != nil || (j.Origin != "engine" && j.Origin != "cloud") {
+		return m
+	}
+	m.origin, m.message = j.Origin, &j.Message
+	if len(j.Attribution) > 0 && string(j.Attribution) != "null" {
+		m.attribution = j.Attribution
+		var a struct {
+			Actor string `json:"actor"`
+		}
+		if json.Unmarshal(j.Attribution, &a) == nil && a.Actor != "" {
+			m.actor = &a.Actor
+		}
+	}
+	return m
+}
 
 // Config configures capture.
 type Config struct {
@@ -510,8 +557,9 @@ type stream struct {
 	skip      bool
 	begin     *pglogrepl.BeginMessage
 	seq       int32
-	engine    bool
-	engineM   *string
+	engine    bool    // an engine marker with the key was seen in it
+	mark      mark    // what the changes from here on are recorded as
+	role      *string // the role the last actor marker named
 	spilled   bool
 	txRows    int
 	last      progress // last transaction in the open batch
@@ -657,7 +705,8 @@ func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 		}
 		s.rels[m.RelationID] = rel
 	case *pglogrepl.BeginMessage:
-		s.inTx, s.begin, s.seq, s.engine, s.engineM, s.spilled, s.txRows = true, m, 0, false, nil, false, 0
+		s.inTx, s.begin, s.seq, s.engine, s.mark, s.spilled, s.txRows = true, m, 0, false, mark{origin: "user"}, false, 0
+		s.role = nil
 		// Already recorded before a restart: PostgreSQL resends from the
 		// slot's confirmed position, which may trail the audit trail.
 		s.skip = m.FinalLSN < s.resumeAfter
@@ -678,19 +727,33 @@ func (s *stream) message(ctx context.Context, m pglogrepl.Message) error {
 			s.c.cfg.OnMessage(m.Prefix, m.Content, m.LSN)
 			return nil
 		}
-		if m.Transactional && m.Prefix == EngineMessagePrefix && s.inTx && !s.skip {
+		if !m.Transactional || !s.inTx || s.skip {
+			return nil
+		}
+		switch m.Prefix {
+		case EngineMessagePrefix:
 			msg, ok := strings.CutPrefix(string(m.Content), s.markKey+":")
 			if !ok {
 				// Not the sidecar's: its changes stay user intent.
 				s.c.log.Warn("ignoring an engine marker without the sidecar's key: the transaction's changes are recorded as user changes", "xid", s.begin.Xid)
 				return nil
 			}
-			s.engine, s.engineM = true, &msg
-			if s.txRows > 0 {
-				// (Spilled rows are in the open audit transaction, which
-				// waited for the batch in flight.)
-				return s.w.markEngine(ctx, s.begin.FinalLSN, s.engineM, s.spilled)
+			s.mark = parseMark(msg)
+			if !s.engine {
+				s.engine = true
+				if s.txRows > 0 {
+					// (Spilled rows are in the open audit transaction, which
+					// waited for the batch in flight.)
+					return s.w.markEngine(ctx, s.begin.FinalLSN, s.mark, s.spilled)
+				}
 			}
+		case ActorMessagePrefix:
+			role, ok := strings.CutPrefix(string(m.Content), s.markKey+":")
+			if !ok {
+				s.c.log.Warn("ignoring an actor marker without the sidecar's key", "xid", s.begin.Xid)
+				return nil
+			}
+			s.role = &role
 		}
 	case *pglogrepl.InsertMessage:
 		return s.change(ctx, m.RelationID, "INSERT", nil, m.Tuple)
@@ -720,11 +783,13 @@ func (s *stream) change(ctx context.Context, relID uint32, kind string, old, new
 	s.txRows++
 	r := auditRow{
 		lsn: s.begin.FinalLSN, seq: s.seq, xid: int64(s.begin.Xid), ts: s.begin.CommitTime,
-		table: rel.name, changeType: kind, origin: "user",
+		table: rel.name, changeType: kind, origin: s.mark.origin, message: s.mark.message,
+		actor: s.role, attribution: s.mark.attribution,
 	}
-	if s.engine {
-		r.origin, r.message = "engine", s.engineM
-	} else {
+	if r.origin == "cloud" {
+		r.actor = s.mark.actor // who AWS says made it, when it says
+	}
+	if r.origin == "user" {
 		s.batchUser = true
 	}
 	var missing bool

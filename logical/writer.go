@@ -26,11 +26,13 @@ type auditRow struct {
 	changeType string
 	oldRow     []byte
 	newRow     []byte
-	origin     string
-	message    *string
+	origin      string
+	message     *string
+	actor       *string
+	attribution []byte // JSON
 }
 
-var auditColumns = []string{"lsn", "seq", "xid", "ts", "table_name", "record_id", "change_type", "old_row", "new_row", "origin", "message"}
+var auditColumns = []string{"lsn", "seq", "xid", "ts", "table_name", "record_id", "change_type", "old_row", "new_row", "origin", "message", "actor", "attribution"}
 
 // writer writes audit rows and capture progress in one database transaction
 // per batch of source transactions, so both commit together or not at all.
@@ -88,7 +90,7 @@ func (w *writer) spill(ctx context.Context) error {
 	}
 	n, err := w.tx.CopyFrom(ctx, pgx.Identifier{"public", "iasql_audit_log"}, auditColumns, pgx.CopyFromSlice(len(w.rows), func(i int) ([]any, error) {
 		r := &w.rows[i]
-		return []any{int64(r.lsn), r.seq, r.xid, r.ts, r.table, r.recordID, r.changeType, r.oldRow, r.newRow, r.origin, r.message}, nil
+		return []any{int64(r.lsn), r.seq, r.xid, r.ts, r.table, r.recordID, r.changeType, r.oldRow, r.newRow, r.origin, r.message, r.actor, jsonText(r.attribution)}, nil
 	}))
 	if err != nil {
 		return fmt.Errorf("write %d audit rows: %w", len(w.rows), err)
@@ -98,18 +100,23 @@ func (w *writer) spill(ctx context.Context) error {
 	return nil
 }
 
-// markEngine turns the rows of the transaction with commit LSN lsn into
-// engine rows, both those held and those already spilled.
-func (w *writer) markEngine(ctx context.Context, lsn pglogrepl.LSN, message *string, spilled bool) error {
+// markEngine records the rows of the transaction with commit LSN lsn as
+// its first engine marker says, both those held and those already spilled.
+func (w *writer) markEngine(ctx context.Context, lsn pglogrepl.LSN, m mark, spilled bool) error {
 	for i := range w.rows {
-		if w.rows[i].lsn == lsn {
-			w.rows[i].origin, w.rows[i].message = "engine", message
+		if r := &w.rows[i]; r.lsn == lsn {
+			r.origin, r.message, r.attribution = m.origin, m.message, m.attribution
+			if m.origin == "cloud" {
+				r.actor = m.actor
+			}
 		}
 	}
 	if !spilled || w.tx == nil {
 		return nil
 	}
-	if _, err := w.tx.Exec(ctx, `UPDATE public.iasql_audit_log SET origin = 'engine', message = $2 WHERE lsn = $1::text::pg_lsn`, lsn.String(), message); err != nil {
+	if _, err := w.tx.Exec(ctx, `UPDATE public.iasql_audit_log SET origin = $2, message = $3, attribution = $4::jsonb,
+		actor = CASE WHEN $2 = 'cloud' THEN $5 ELSE actor END WHERE lsn = $1::text::pg_lsn`,
+		lsn.String(), m.origin, m.message, jsonText(m.attribution), m.actor); err != nil {
 		return fmt.Errorf("mark engine changes at %s: %w", lsn, err)
 	}
 	return nil
@@ -118,10 +125,10 @@ func (w *writer) markEngine(ctx context.Context, lsn pglogrepl.LSN, message *str
 // insertRows inserts audit rows given as one array per column, in array
 // order (so ids follow it).
 const insertRows = `
-	INSERT INTO public.iasql_audit_log (lsn, seq, xid, ts, table_name, record_id, change_type, old_row, new_row, origin, message)
-	SELECT u.lsn, u.seq, u.xid, u.ts, u.table_name, u.record_id, u.change_type, u.old_row::jsonb, u.new_row::jsonb, u.origin, u.message
-	  FROM unnest($1::pg_lsn[], $2::int4[], $3::int8[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-	       WITH ORDINALITY AS u (lsn, seq, xid, ts, table_name, record_id, change_type, old_row, new_row, origin, message, n)
+	INSERT INTO public.iasql_audit_log (lsn, seq, xid, ts, table_name, record_id, change_type, old_row, new_row, origin, message, actor, attribution)
+	SELECT u.lsn, u.seq, u.xid, u.ts, u.table_name, u.record_id, u.change_type, u.old_row::jsonb, u.new_row::jsonb, u.origin, u.message, u.actor, u.attribution::jsonb
+	  FROM unnest($1::pg_lsn[], $2::int4[], $3::int8[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
+	       WITH ORDINALITY AS u (lsn, seq, xid, ts, table_name, record_id, change_type, old_row, new_row, origin, message, actor, attribution, n)
 	 ORDER BY u.n`
 
 const recordProgress = `
@@ -136,13 +143,15 @@ func columns(rows []auditRow) []any {
 	lsn, seq, xid, ts := make([]int64, n), make([]int32, n), make([]int64, n), make([]time.Time, n)
 	table, recordID, changeType := make([]string, n), make([]*string, n), make([]string, n)
 	oldRow, newRow, origin, message := make([]*string, n), make([]*string, n), make([]string, n), make([]*string, n)
+	actor, attribution := make([]*string, n), make([]*string, n)
 	for i := range rows {
 		r := &rows[i]
 		lsn[i], seq[i], xid[i], ts[i] = int64(r.lsn), r.seq, r.xid, r.ts
 		table[i], recordID[i], changeType[i] = r.table, r.recordID, r.changeType
 		oldRow[i], newRow[i], origin[i], message[i] = jsonText(r.oldRow), jsonText(r.newRow), r.origin, r.message
+		actor[i], attribution[i] = r.actor, jsonText(r.attribution)
 	}
-	return []any{lsn, seq, xid, ts, table, recordID, changeType, oldRow, newRow, origin, message}
+	return []any{lsn, seq, xid, ts, table, recordID, changeType, oldRow, newRow, origin, message, actor, attribution}
 }
 
 func jsonText(b []byte) *string {

@@ -12,8 +12,10 @@ CREATE TABLE public.iasql_audit_log (
                 CHECK (change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'CYCLE_START', 'CYCLE_END')),
   old_row     jsonb,
   new_row     jsonb,
-  origin      text NOT NULL CONSTRAINT iasql_audit_log_origin CHECK (origin IN ('user', 'engine')),
+  origin      text NOT NULL CONSTRAINT iasql_audit_log_origin CHECK (origin IN ('user', 'engine', 'cloud')),
   message     text,
+  actor       text,
+  attribution jsonb,
   captured_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
   CONSTRAINT iasql_audit_log_position UNIQUE (lsn, seq)
 );
@@ -31,8 +33,10 @@ COMMENT ON COLUMN public.iasql_audit_log.record_id IS 'Primary key of the row: i
 COMMENT ON COLUMN public.iasql_audit_log.change_type IS 'INSERT, UPDATE, DELETE or TRUNCATE (one row per truncated table) for captured changes; CYCLE_START and CYCLE_END for the engine''s cycles (message holds what started it and how it ended).';
 COMMENT ON COLUMN public.iasql_audit_log.old_row IS 'The row before an UPDATE or DELETE. Booleans, numbers, json and jsonb keep their JSON types; other values are their PostgreSQL text form.';
 COMMENT ON COLUMN public.iasql_audit_log.new_row IS 'The row after an INSERT or UPDATE (unchanged TOASTed values filled from the old row), as old_row.';
-COMMENT ON COLUMN public.iasql_audit_log.origin IS 'user for intent; engine for writes the sidecar made (marked with iasql_engine_mark).';
-COMMENT ON COLUMN public.iasql_audit_log.message IS 'Free text: for engine changes, the marker''s message.';
+COMMENT ON COLUMN public.iasql_audit_log.origin IS 'user for intent; cloud for a change the sidecar pulled from the cloud into the row (an import, an update, a delete); engine for the sidecar''s other writes (feedback after its own calls). The sidecar marks its transactions with iasql_engine_mark.';
+COMMENT ON COLUMN public.iasql_audit_log.message IS 'Free text: for engine and cloud changes, the marker''s message (which cycle).';
+COMMENT ON COLUMN public.iasql_audit_log.actor IS 'Who made the change: for user and engine changes the role (current_user) that wrote the row; for cloud changes the AWS identity (an ARN) when AWS says, else NULL.';
+COMMENT ON COLUMN public.iasql_audit_log.attribution IS 'For cloud changes, what AWS says of the change when it says (CloudTrail): {"actor", "event", "at", "source"}; else NULL.';
 COMMENT ON COLUMN public.iasql_audit_log.captured_at IS 'When the sidecar wrote the row; captured_at - ts is the capture lag.';
 COMMENT ON INDEX public.iasql_audit_log_record IS 'Finds the changes to one record in order.';
 COMMENT ON CONSTRAINT iasql_audit_log_position ON public.iasql_audit_log IS 'A change is recorded at most once.';

@@ -108,7 +108,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			return store.ForgetOps(ctx, tx, snapshot.RowKey(ts.Spec.Name, a.OpKey))
 		})
 	case plan.DBDelete:
-		return c.dbTx(ctx, func(tx pgx.Tx) error {
+		return c.pullTx(ctx, a, func(tx pgx.Tx) error {
 			if err := store.DeleteRow(ctx, tx, ts.Spec.Name, a.ID, a.Row.Xmin); err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ func (c *cycle) execute(ctx context.Context, a *plan.Action) error {
 			// Restore the record under the id it had, if it is still free.
 			rec["id"] = json.Number(a.Record)
 		}
-		return c.dbTx(ctx, func(tx pgx.Tx) error {
+		return c.pullTx(ctx, a, func(tx pgx.Tx) error {
 			id, err := store.InsertRow(ctx, tx, ts.Spec.Name, rec)
 			if err != nil {
 				return err
@@ -205,8 +205,9 @@ func (c *cycle) writeFeedback(ctx context.Context, a *plan.Action, got module.Re
 	})
 }
 
+// updateRow writes into the row what the cycle read in the cloud.
 func (c *cycle) updateRow(ctx context.Context, a *plan.Action, rec module.Record) error {
-	return c.dbTx(ctx, func(tx pgx.Tx) error {
+	return c.pullTx(ctx, a, func(tx pgx.Tx) error {
 		if err := store.UpdateRowTx(ctx, tx, a.Tab.Spec.Name, a.ID, a.Row.Xmin, rec); err != nil {
 			return err
 		}

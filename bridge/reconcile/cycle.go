@@ -37,6 +37,8 @@ type cycle struct {
 	// actions: one transaction per execute.BatchSize actions, a savepoint each.
 	// It is never open across a cloud call.
 	batch pgx.Tx
+	// batchMark: the last marker emitted in batch (markedTx).
+	batchMark string
 	// dbMu is held by every use of conn (the engine's workMu): the write-backs of
 	// concurrent cloud actions and the session's keep-alive share it.
 	dbMu *sync.Mutex

@@ -66,13 +66,42 @@ func (d doer) Held(ctx context.Context, a *plan.Action, why string) {
 // dbTx runs fn in a transaction marked as the engine's (a savepoint of
 // the open batch, when there is one).
 func (c *cycle) dbTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return c.markedTx(ctx, c.label(), fn)
+}
+
+// pullTx runs fn, which writes into a row what the cycle read in the
+// cloud, in a transaction marked so (origin cloud in the audit trail, with
+// who made the change in AWS when the cycle knows).
+func (c *cycle) pullTx(ctx context.Context, a *plan.Action, fn func(pgx.Tx) error) error {
+	return c.markedTx(ctx, store.CloudMarker(c.label(), a.Tab.Causes[a.CloudID]), fn)
+}
+
+func (c *cycle) label() string { return "cycle " + c.id }
+
+// markedTx runs fn in a transaction (a savepoint of the open batch, when
+// there is one) whose changes capture records as marker says. In a batch a
+// marker is emitted only when it differs from the one before: a marker
+// applies to the changes after it in its transaction, and one emitted in a
+// savepoint rolled back is gone with it.
+func (c *cycle) markedTx(ctx context.Context, marker string, fn func(pgx.Tx) error) error {
 	c.dbMu.Lock()
 	defer c.dbMu.Unlock()
 	if c.batch != nil {
-		return pgx.BeginFunc(ctx, c.batch, fn) // a savepoint: a failure undoes this action only
+		err := pgx.BeginFunc(ctx, c.batch, func(tx pgx.Tx) error { // a savepoint: a failure undoes this action only
+			if marker != c.batchMark {
+				if err := store.MarkEngine(ctx, tx, marker); err != nil {
+					return err
+				}
+			}
+			return fn(tx)
+		})
+		if err == nil {
+			c.batchMark = marker
+		}
+		return err
 	}
 	return pgx.BeginFunc(ctx, c.conn, func(tx pgx.Tx) error {
-		if err := store.MarkEngine(ctx, tx, "cycle "+c.id); err != nil {
+		if err := store.MarkEngine(ctx, tx, marker); err != nil {
 			return err
 		}
 		return fn(tx)
@@ -86,11 +115,11 @@ func (c *cycle) openBatch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("begin a batch of writes: %w", err)
 	}
-	if err := store.MarkEngine(ctx, tx, "cycle "+c.id); err != nil {
+	if err := store.MarkEngine(ctx, tx, c.label()); err != nil {
 		_ = tx.Rollback(ctx)
 		return err
 	}
-	c.batch = tx
+	c.batch, c.batchMark = tx, c.label()
 	return nil
 }
 

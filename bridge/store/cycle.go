@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,12 +24,30 @@ type Querier interface {
 }
 
 // MarkEngine marks the transaction as the engine's (iasql_engine_mark), so
-// that capture records its changes as the engine's, never as intent.
+// that capture records its changes as the engine's, never as intent. A
+// later marker in the transaction (a label, or a CloudMarker) says what
+// the changes after it are.
 func MarkEngine(ctx context.Context, tx pgx.Tx, label string) error {
 	if _, err := tx.Exec(ctx, `SELECT public.iasql_engine_mark($1)`, label); err != nil {
 		return fmt.Errorf("mark engine transaction: %w", err)
 	}
 	return nil
+}
+
+// CloudMarker is the marker (for Mark) of writes that put into rows what
+// the cycle labelled read in the cloud: capture records the changes that
+// follow it with origin cloud, and with who made them in AWS when a is
+// known (logical.parseMark reads it).
+func CloudMarker(label string, a *snapshot.Attribution) string {
+	b, err := json.Marshal(struct {
+		Origin      string                `json:"origin"`
+		Message     string                `json:"message"`
+		Attribution *snapshot.Attribution `json:"attribution,omitempty"`
+	}{"cloud", label, a})
+	if err != nil { // strings only: cannot fail
+		panic(err)
+	}
+	return string(b)
 }
 
 // WALInsertLSN is the server's current WAL insert position.

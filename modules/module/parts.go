@@ -20,6 +20,7 @@ type Parts struct {
 	Temporary   Temporary   // a stand-in while replaced
 	DeleteFirst DeleteFirst // a replacement deletes before it creates
 	Budgeted    Budgeted    // reads spend a shared budget
+	Noticer     Noticer     // tells which of its resources an AWS event names
 	// Canonical: every record the parts return is in the table's canonical
 	// form already (a typed table's: Typed.Record writes it), so the
 	// engine does not convert it again (Table.Canonical).
@@ -49,5 +50,30 @@ func PartsOf(r Reader) Parts {
 	p.Temporary, _ = r.(Temporary)
 	p.DeleteFirst, _ = r.(DeleteFirst)
 	p.Budgeted, _ = r.(Budgeted)
+	p.Noticer, _ = r.(Noticer)
 	return p
+}
+
+// Event is a change AWS reported: a CloudTrail record of an API call (as
+// EventBridge delivers "AWS API Call via CloudTrail", or LookupEvents
+// returns it), with the parts a table's mapper needs to tell which of its
+// resources the call made, changed or deleted.
+// https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-record-contents.html
+type Event struct {
+	Source    string         // eventSource, e.g. "s3.amazonaws.com"
+	Name      string         // eventName, e.g. "DeleteBucket"
+	Region    string         // awsRegion
+	Request   map[string]any // requestParameters (nil when AWS leaves it out)
+	Response  map[string]any // responseElements (nil for most deletes)
+	Resources []string       // the ARNs of resources[], where AWS fills it
+}
+
+// Noticer is implemented by a mapper that can tell which resources of its
+// table an AWS event names: the engine then reads those alone (Getter),
+// instead of the whole table, to bring the change into the rows.
+type Noticer interface {
+	// Noticed returns the cloud ids (as CloudIDOf gives them) of the
+	// table's resources ev made, changed or deleted; none when ev is not
+	// about the table.
+	Noticed(ev Event) []string
 }

@@ -62,8 +62,8 @@ type TemporaryOf[T any] interface {
 // read-only table a ReaderOf[T]), the Reader the engine calls: the Parts
 // of a Mapper when m is a MapperOf[T], of a Getter when it is a
 // GetterOf[T], and so on for FinderOf, PollerOf, ComparerOf, EqualerOf
-// and TemporaryOf; Paged and DeleteFirst, which say nothing of T, are
-// m's own. Records in are read into T (Value); one that does not fit is a
+// and TemporaryOf; Paged, DeleteFirst and Noticer, which say nothing of
+// T, are m's own. Records in are read into T (Value); one that does not fit is a
 // TerminalError (a row of the table always fits). Values out become
 // records in canonical form (Record); a Read's values come with its error
 // (a *PartialError's regions that worked). A FinderOf, PollerOf or
@@ -84,6 +84,7 @@ func (d *Typed[T]) Mapper(m ReaderOf[T]) Reader {
 		p.Comparer = comparerPart[T]{d, c}
 	}
 	p.Paged, _ = m.(Paged)
+	p.Noticer, _ = m.(Noticer)
 	f, finds := m.(FinderOf[T])
 	o, polls := m.(PollerOf[T])
 	t, stands := m.(TemporaryOf[T])
