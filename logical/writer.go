@@ -17,15 +17,15 @@ const (
 
 // auditRow is one change on its way to iasql_audit_log.
 type auditRow struct {
-	lsn        pglogrepl.LSN // commit LSN of its transaction
-	seq        int32
-	xid        int64
-	ts         time.Time
-	table      string
-	recordID   *string
-	changeType string
-	oldRow     []byte
-	newRow     []byte
+	lsn         pglogrepl.LSN // commit LSN of its transaction
+	seq         int32
+	xid         int64
+	ts          time.Time
+	table       string
+	recordID    *string
+	changeType  string
+	oldRow      []byte
+	newRow      []byte
 	origin      string
 	message     *string
 	actor       *string
