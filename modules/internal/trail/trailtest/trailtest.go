@@ -12,8 +12,9 @@ import (
 
 // Case is a CloudTrail record (its JSON, as AWS logs it) and the cloud
 // ids a table's Noticer must name of it, in order (none: the record is
-// not about the table).
-type Case struct {
+// not about the table). (An unnamed struct type, so that a test's table
+// of cases may leave out the field names.)
+type Case = struct {
 	Name, Record string
 	Want         []string
 }
