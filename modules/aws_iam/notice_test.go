@@ -26,7 +26,7 @@ const (
 		"requestParameters":{"policyArn":"arn:aws:iam::111122223333:policy/team/read-logs","versionId":"v2"},"responseElements":null}`
 	deletePolicy = `{"eventSource":"iam.amazonaws.com","eventName":"DeletePolicy","awsRegion":"us-east-1",
 		"requestParameters":{"policyArn":"arn:aws:iam::111122223333:policy/read-logs"},"responseElements":null}`
-	attachManaged = `{"eventSource":"iam.amazonaws.com","eventName":"TagPolicy","awsRegion":"us-east-1",
+	tagManaged = `{"eventSource":"iam.amazonaws.com","eventName":"TagPolicy","awsRegion":"us-east-1",
 		"requestParameters":{"policyArn":"arn:aws:iam::aws:policy/ReadOnlyAccess","tags":[]}}`
 	createUser = `{"eventSource":"iam.amazonaws.com","eventName":"CreateUser","awsRegion":"us-east-1",
 		"requestParameters":{"userName":"app"},"responseElements":{"user":{"userName":"app","arn":"arn:aws:iam::111122223333:user/app"}}}`
@@ -53,7 +53,7 @@ func TestPolicyNoticed(t *testing.T) {
 		{"CreatePolicy", createPolicy, []string{"read-logs"}},
 		{"SetDefaultPolicyVersion, a policy with a path", setDefaultVersion, []string{"read-logs"}},
 		{"DeletePolicy", deletePolicy, []string{"read-logs"}},
-		{"an AWS managed policy", attachManaged, nil},
+		{"an AWS managed policy", tagManaged, nil},
 		{"AttachRolePolicy", attachRolePolicy, nil},
 		{"CreateRole", createRole, nil},
 		{"CreateUser", createUser, nil},
