@@ -226,3 +226,30 @@ func Parse(doc []byte) (module.Event, error) {
 	}
 	return ev, nil
 }
+
+// Find are the scalar values under key (regardless of case) anywhere
+// below v, as text, in order, without empties and repeats.
+func Find(v any, key string) []string {
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for k, e := range x {
+				if strings.EqualFold(k, key) {
+					if s, ok := Text(e); ok && s != "" && !slices.Contains(out, s) {
+						out = append(out, s)
+					}
+					continue
+				}
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
