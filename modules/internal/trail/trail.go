@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -228,7 +229,8 @@ func Parse(doc []byte) (module.Event, error) {
 }
 
 // Find are the scalar values under key (regardless of case) anywhere
-// below v, as text, in order, without empties and repeats.
+// below v, as text, without empties and repeats, in the order of a walk
+// that takes an object's keys in sorted order.
 func Find(v any, key string) []string {
 	var out []string
 	var walk func(any)
@@ -239,7 +241,8 @@ func Find(v any, key string) []string {
 				walk(e)
 			}
 		case map[string]any:
-			for k, e := range x {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				e := x[k]
 				if strings.EqualFold(k, key) {
 					if s, ok := Text(e); ok && s != "" && !slices.Contains(out, s) {
 						out = append(out, s)
