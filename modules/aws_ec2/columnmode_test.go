@@ -32,10 +32,10 @@ func TestColumnModes(t *testing.T) {
 		name  string
 		rules string // run after the instance is launched; %d is its row id
 		// want: the outcome after a commit, in the cloud and in the row.
-		wantTag     bool   // the cloud's new tag stays (and the row has it)
-		wantState   string // the instance's state in the cloud and the row
-		refuseTags  string // the rule a user UPDATE of tags is refused by ("" for none)
-		preview     string // what preview says of the action it plans (mode and description)
+		wantTag    bool   // the cloud's new tag stays (and the row has it)
+		wantState  string // the instance's state in the cloud and the row
+		refuseTags string // the rule a user UPDATE of tags is refused by ("" for none)
+		preview    string // what preview says of the action it plans (mode and description)
 	}{
 		{
 			name: "ENFORCE table, TRACK column: the cloud's tags stay and the row follows; its stop is reverted",
