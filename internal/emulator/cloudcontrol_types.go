@@ -112,6 +112,16 @@ var ccHooks = map[string]ccTypeHooks{
 		backend:  sqsQueuePolicies{},
 		calls:    queuePolicyCalls,
 	},
+	// The policy of one queue, identified by the queue's URL: the queue's
+	// Policy attribute (cloudcontrol_events.go):
+	// https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sqs-queueinlinepolicy.html
+	"AWS::SQS::QueueInlinePolicy": {
+		generate: func(map[string]any, string, string) {},
+		backend:  sqsInlinePolicies{},
+		calls: func(op string, m map[string]any) []handlerCall {
+			return queuePolicyCalls(op, map[string]any{"Queues": []any{m["Queue"]}, "PolicyDocument": m["PolicyDocument"]})
+		},
+	},
 	// A rule's ARN is arn:aws:events:<region>:<account>:rule/<name>; the
 	// rules are EventBridge's (cloudcontrol_events.go):
 	// https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-events-rule.html
