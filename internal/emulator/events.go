@@ -121,8 +121,17 @@ func (s *eventsService) cloudTrailEvent(ev *trailEvent) map[string]any {
 }
 
 // publish puts a recorded event on its region's default bus, due after
-// the delay.
+// the delay, and delivers the events already due (so events do not pile
+// up when no one reads a queue). An event of a region without rules is
+// dropped at once: no rule would match it.
 func (s *eventsService) publish(ev *trailEvent) {
+	s.deliverDue(ev.time)
+	s.mu.Lock()
+	rules := len(s.rules[ev.region])
+	s.mu.Unlock()
+	if rules == 0 {
+		return
+	}
 	p := pendingEvent{due: ev.time.Add(s.delay), region: ev.region, event: s.cloudTrailEvent(ev)}
 	s.pmu.Lock()
 	s.pending = append(s.pending, p)
