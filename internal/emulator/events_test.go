@@ -143,6 +143,9 @@ func TestCloudTrailRecordsMutatingCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	queue := aws.ToString(q.QueueUrl)
+	// Through Cloud Control: its call, and the call its handler makes for
+	// bob.
+	ccCreate(t, client(c.bob, cloudcontrol.NewFromConfig), "AWS::Logs::LogGroup", `{"LogGroupName":"app-logs"}`)
 	// Reads and data events: not recorded.
 	if _, err := myEC2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{}); err != nil {
 		t.Fatal(err)
@@ -166,6 +169,9 @@ func TestCloudTrailRecordsMutatingCalls(t *testing.T) {
 		{"CreateRole", "iam.amazonaws.com", bobARN, "BOBKEY", map[string]any{"requestParameters.roleName": "app", "responseElements.role.roleName": "app", "awsRegion": "us-east-1"}, "app"},
 		{"CreateRepository", "ecr.amazonaws.com", bobARN, "BOBKEY", map[string]any{"requestParameters.repositoryName": "api"}, "api"},
 		{"CreateQueue", "sqs.amazonaws.com", "arn:aws:iam::123456789012:user/test", "test", map[string]any{"requestParameters.queueName": "jobs", "responseElements.queueUrl": queue}, queue},
+		{"CreateResource", "cloudcontrolapi.amazonaws.com", bobARN, "BOBKEY", map[string]any{"requestParameters.typeName": "AWS::Logs::LogGroup", "responseElements.progressEvent.identifier": "app-logs"}, "app-logs"},
+		{"CreateLogGroup", "logs.amazonaws.com", bobARN, "BOBKEY", map[string]any{"requestParameters.logGroupName": "app-logs",
+			"userIdentity.invokedBy": "cloudcontrolapi.amazonaws.com", "sourceIPAddress": "cloudcontrolapi.amazonaws.com", "userAgent": "cloudcontrolapi.amazonaws.com"}, "app-logs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			evs := lookup(t, ct, cttypes.LookupAttributeKeyEventName, tc.name)

@@ -180,7 +180,10 @@ type trailCall struct {
 	requestID           string
 	params, response    any
 	resources           []trailResource
-	time                time.Time
+	// named are resources LookupEvents finds the event by besides those
+	// its parameters identify (a Cloud Control handler's resource).
+	named []lookupResource
+	time  time.Time
 }
 
 // record keeps a call's event and hands it to EventBridge.
@@ -214,7 +217,7 @@ func (t *cloudTrail) record(c trailCall) {
 	ev := &trailEvent{
 		time: c.time, region: c.region, id: rec.EventID, name: c.op, source: rec.EventSource,
 		key: ui["accessKeyId"].(string), username: username(arn), json: b, record: rec,
-		resources: lookupResources(c.params, c.response, c.resources),
+		resources: append(lookupResources(c.params, c.response, c.resources), c.named...),
 	}
 	t.mu.Lock()
 	t.seq++
