@@ -116,7 +116,7 @@ func (s *eventsService) cloudTrailEvent(ev *trailEvent) map[string]any {
 	return map[string]any{
 		"version": "0", "id": newRequestID(), "detail-type": "AWS API Call via CloudTrail",
 		"source": "aws." + strings.TrimSuffix(ev.source, ".amazonaws.com"), "account": s.account,
-		"time": ev.record.EventTime, "region": ev.region, "resources": []string{}, "detail": detail,
+		"time": ev.eventTime, "region": ev.region, "resources": []string{}, "detail": detail,
 	}
 }
 
