@@ -699,3 +699,34 @@ func TestEventDelay(t *testing.T) {
 		t.Errorf("delivered before the delay: %v", got)
 	}
 }
+
+// A call that was done though its client got an error (a connection lost
+// after AWS acted: the ServerErrorAfter fault) is recorded; one refused
+// before acting is not.
+func TestCloudTrailFaults(t *testing.T) {
+	c := startEventCloud(t, emulator.Options{LookupEventsRate: -1})
+	q := client(c.AWS, sqs.NewFromConfig)
+	ct := client(c.AWS, cloudtrail.NewFromConfig)
+	for _, tc := range []struct {
+		queue    string
+		kind     emulator.FaultKind
+		recorded int
+	}{
+		{"done", emulator.ServerErrorAfter, 1},
+		{"refused", emulator.ServerError, 0},
+	} {
+		c.Emu.Inject(emulator.Fault{Op: "sqs:CreateQueue", Kind: tc.kind, Times: 1})
+		if _, err := q.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(tc.queue)}); errCode(err) != "InternalError" {
+			t.Errorf("%s: CreateQueue %v, want InternalError", tc.queue, err)
+		}
+		n := 0
+		for _, ev := range lookup(t, ct, cttypes.LookupAttributeKeyEventName, "CreateQueue") {
+			if at(record(t, ev), "requestParameters.queueName") == tc.queue {
+				n++
+			}
+		}
+		if n != tc.recorded {
+			t.Errorf("%s: %d CreateQueue events, want %d", tc.queue, n, tc.recorded)
+		}
+	}
+}
