@@ -624,6 +624,7 @@ func TestEventsReachQueue(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := startEventCloud(t, emulator.Options{})
 			url := tc.setup(t, c)
 			ctx := t.Context()
