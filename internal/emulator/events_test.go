@@ -341,7 +341,7 @@ func TestSQSMessages(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		o, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 20, VisibilityTimeout: 1,
+		o, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 20,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
 		got <- result{o, err}
 	}()
@@ -361,7 +361,8 @@ func TestSQSMessages(t *testing.T) {
 	if n := r.out.Messages[0].Attributes["ApproximateReceiveCount"]; n != "1" {
 		t.Errorf("ApproximateReceiveCount %s, want 1", n)
 	}
-	// Hidden for 1 s, then received again.
+	// Hidden for the queue's 60 s, then, its visibility timeout changed
+	// to 1 s, received again.
 	if o, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url}); err != nil || len(o.Messages) != 0 {
 		t.Errorf("a hidden message was received: %v, %v", o, err)
 	}
@@ -371,6 +372,9 @@ func TestSQSMessages(t *testing.T) {
 	}
 	if a := attrs.Attributes; a["ApproximateNumberOfMessagesNotVisible"] != "1" || a["QueueArn"] != "arn:aws:sqs:us-east-1:123456789012:work" || a["VisibilityTimeout"] != "60" {
 		t.Errorf("attributes %v", a)
+	}
+	if _, err := q.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: r.out.Messages[0].ReceiptHandle, VisibilityTimeout: 1}); err != nil {
+		t.Fatal(err)
 	}
 	again, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 10,
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount}})
