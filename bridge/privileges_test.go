@@ -48,7 +48,8 @@ type recipe struct {
 	env                           *enginetest.Env
 }
 
-func newRecipe(t *testing.T) *recipe {
+// opts change the sidecar's options.
+func newRecipe(t *testing.T, opts ...func(*enginetest.Options)) *recipe {
 	t.Helper()
 	dsn := srv.NewDB(t)
 	u, _ := url.Parse(dsn)
@@ -68,9 +69,13 @@ func newRecipe(t *testing.T) *recipe {
 		fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE iasql_writer`, r.appRole),
 		fmt.Sprintf(`CREATE ROLE %s_reader LOGIN IN ROLE iasql_reader`, p),
 		fmt.Sprintf(`CREATE ROLE %s LOGIN`, r.nothing))
-	r.env = enginetest.New(t, srv, enginetest.Options{DSN: asRole(t, dsn, r.sidecarRole),
+	opt := enginetest.Options{DSN: asRole(t, dsn, r.sidecarRole),
 		Modules: []module.Module{aws_s3.Module()},
-		Logger:  slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+		Logger:  slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	for _, o := range opts {
+		o(&opt)
+	}
+	r.env = enginetest.New(t, srv, opt)
 	r.admin = admin
 	r.app = pgtest.Connect(t, asRole(t, dsn, r.appRole))
 	r.reader = pgtest.Connect(t, asRole(t, dsn, p+"_reader"))
