@@ -448,7 +448,7 @@ CREATE TABLE public.iasql_audit_log (
   captured_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
   CONSTRAINT iasql_audit_log_position UNIQUE (lsn, seq)
 );
-CREATE INDEX iasql_audit_log_record ON public.iasql_audit_log (table_name, record_id, id);
+CREATE INDEX iasql_audit_log_record ON public.iasql_audit_log (table_name, record_id, id) INCLUDE (ts, change_type);
 COMMENT ON TABLE public.iasql_audit_log IS
   'Every captured change to a registered table, in commit order; written only by the iasql sidecar, readable by iasql_reader.';
 COMMENT ON SEQUENCE public.iasql_audit_log_id_seq IS 'Generates iasql_audit_log.id (an identity: the order changes were recorded in).';
@@ -467,7 +467,7 @@ COMMENT ON COLUMN public.iasql_audit_log.message IS 'Free text: for engine and c
 COMMENT ON COLUMN public.iasql_audit_log.actor IS 'Who made the change: for user and engine changes the role (current_user) that wrote the row; for cloud changes the AWS identity (an ARN) when AWS says, else NULL.';
 COMMENT ON COLUMN public.iasql_audit_log.attribution IS 'For cloud changes, what AWS says of the change when it says (CloudTrail): {"actor", "event", "at", "source"}; else NULL.';
 COMMENT ON COLUMN public.iasql_audit_log.captured_at IS 'When the sidecar wrote the row; captured_at - ts is the capture lag.';
-COMMENT ON INDEX public.iasql_audit_log_record IS 'Finds the changes to one record in order.';
+COMMENT ON INDEX public.iasql_audit_log_record IS 'Finds the changes to one record in order (iasql_history); with ts and change_type, iasql_as_of and the pruning pick versions from the index alone.';
 COMMENT ON CONSTRAINT iasql_audit_log_position ON public.iasql_audit_log IS 'A change is recorded at most once.';
 REVOKE ALL ON public.iasql_audit_log FROM PUBLIC;
 GRANT SELECT ON public.iasql_audit_log TO iasql_reader;
@@ -1842,6 +1842,7 @@ DECLARE
   t text := public.iasql_history_table(table_name, 'iasql_as_of');
   start timestamptz := public.iasql_history_start();
   truncated bigint;
+  wanted bigint[];
 BEGIN
   IF at IS NULL THEN
     RAISE EXCEPTION 'iasql_as_of: give a time, not NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -1854,15 +1855,20 @@ BEGIN
   SELECT pg_catalog.max(c.id) INTO truncated
     FROM public.iasql_changes c
    WHERE c.table_name = t AND c.record_id IS NULL AND c.change_type = 'TRUNCATE' AND c.ts <= at;
-  RETURN QUERY
-  SELECT l.new_row FROM (
-    SELECT DISTINCT ON (c.record_id) c.record_id, c.change_type, c.new_row
+  -- The versions wanted first, from the audit trail's index alone (it
+  -- includes ts and change_type), then their rows by primary key: the
+  -- table's older versions are never read from the heap.
+  SELECT pg_catalog.array_agg(l.id) INTO wanted FROM (
+    SELECT DISTINCT ON (c.record_id) c.id, c.change_type
       FROM public.iasql_changes c
      WHERE c.table_name = t AND c.record_id IS NOT NULL AND c.change_type IN ('INSERT', 'UPDATE', 'DELETE')
        AND c.ts <= at AND c.id > coalesce(truncated, 0)
      ORDER BY c.record_id, c.id DESC) l
-   WHERE l.change_type <> 'DELETE'
-   ORDER BY l.record_id;
+   WHERE l.change_type <> 'DELETE';
+  RETURN QUERY
+  SELECT c.new_row FROM public.iasql_changes c
+   WHERE c.id = ANY (wanted) AND c.table_name = t
+   ORDER BY c.record_id;
 END $$;
 COMMENT ON FUNCTION public.iasql_as_of(text, timestamptz) IS
   'The table''s rows (jsonb, by their id as text) as they stood at a moment: each record''s newest version committed at or before it, less the deleted ones; a TRUNCATE of the table at or before it leaves only rows written after. Changes not yet captured are not in it. Needs SELECT on the table. A time before iasql_history_start (the audit trail was pruned) is refused, naming that time.';

@@ -125,6 +125,7 @@ DECLARE
   t text := public.iasql_history_table(table_name, 'iasql_as_of');
   start timestamptz := public.iasql_history_start();
   truncated bigint;
+  wanted bigint[];
 BEGIN
   IF at IS NULL THEN
     RAISE EXCEPTION 'iasql_as_of: give a time, not NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -137,15 +138,20 @@ BEGIN
   SELECT pg_catalog.max(c.id) INTO truncated
     FROM public.iasql_changes c
    WHERE c.table_name = t AND c.record_id IS NULL AND c.change_type = 'TRUNCATE' AND c.ts <= at;
-  RETURN QUERY
-  SELECT l.new_row FROM (
-    SELECT DISTINCT ON (c.record_id) c.record_id, c.change_type, c.new_row
+  -- The versions wanted first, from the audit trail's index alone (it
+  -- includes ts and change_type), then their rows by primary key: the
+  -- table's older versions are never read from the heap.
+  SELECT pg_catalog.array_agg(l.id) INTO wanted FROM (
+    SELECT DISTINCT ON (c.record_id) c.id, c.change_type
       FROM public.iasql_changes c
      WHERE c.table_name = t AND c.record_id IS NOT NULL AND c.change_type IN ('INSERT', 'UPDATE', 'DELETE')
        AND c.ts <= at AND c.id > coalesce(truncated, 0)
      ORDER BY c.record_id, c.id DESC) l
-   WHERE l.change_type <> 'DELETE'
-   ORDER BY l.record_id;
+   WHERE l.change_type <> 'DELETE';
+  RETURN QUERY
+  SELECT c.new_row FROM public.iasql_changes c
+   WHERE c.id = ANY (wanted) AND c.table_name = t
+   ORDER BY c.record_id;
 END $$;
 COMMENT ON FUNCTION public.iasql_as_of(text, timestamptz) IS
   'The table''s rows (jsonb, by their id as text) as they stood at a moment: each record''s newest version committed at or before it, less the deleted ones; a TRUNCATE of the table at or before it leaves only rows written after. Changes not yet captured are not in it. Needs SELECT on the table. A time before iasql_history_start (the audit trail was pruned) is refused, naming that time.';
