@@ -13,12 +13,11 @@ import (
 	"github.com/iasql/iasql/internal/pgtest"
 	"github.com/iasql/iasql/modules/aws_s3"
 	"github.com/iasql/iasql/modules/module"
-	iasqlsql "github.com/iasql/iasql/sql"
 )
 
 // TestReadmeHistory runs the SQL blocks of the README's "History", in
-// order, on a database with aws_s3 (this build's SQL objects, a sidecar
-// and the emulator), and checks after each what the text says.
+// order, on a database with aws_s3 (a sidecar and the emulator), and
+// checks after each what the text says.
 func TestReadmeHistory(t *testing.T) {
 	t.Parallel()
 	blocks := readmeSQL(t, "## History")
@@ -28,11 +27,7 @@ func TestReadmeHistory(t *testing.T) {
 	// The role the README creates is the cluster's: dropped once the
 	// database (and its grants to it) is.
 	t.Cleanup(func() { pgtest.Exec(t, srv.AdminDSN(), `DROP ROLE IF EXISTS auditor`) })
-	dsn := srv.NewDB(t)
-	if _, err := iasqlsql.InstallPlain(t.Context(), pgtest.Connect(t, dsn)); err != nil {
-		t.Fatal(err)
-	}
-	e := enginetest.New(t, srv, enginetest.Options{DSN: dsn, Modules: []module.Module{aws_s3.Module()}, Install: []string{"aws_s3"}})
+	e := enginetest.New(t, srv, enginetest.Options{Modules: []module.Module{aws_s3.Module()}, Install: []string{"aws_s3"}})
 	ctx := context.Background()
 	one := func(q string) string {
 		t.Helper()
