@@ -19,7 +19,7 @@ CREATE TABLE public.iasql_audit_log (
   captured_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
   CONSTRAINT iasql_audit_log_position UNIQUE (lsn, seq)
 );
-CREATE INDEX iasql_audit_log_record ON public.iasql_audit_log (table_name, record_id, id);
+CREATE INDEX iasql_audit_log_record ON public.iasql_audit_log (table_name, record_id, id) INCLUDE (ts, change_type);
 COMMENT ON TABLE public.iasql_audit_log IS
   'Every captured change to a registered table, in commit order; written only by the iasql sidecar, readable by iasql_reader.';
 COMMENT ON SEQUENCE public.iasql_audit_log_id_seq IS 'Generates iasql_audit_log.id (an identity: the order changes were recorded in).';
@@ -38,7 +38,7 @@ COMMENT ON COLUMN public.iasql_audit_log.message IS 'Free text: for engine and c
 COMMENT ON COLUMN public.iasql_audit_log.actor IS 'Who made the change: for user and engine changes the role (current_user) that wrote the row; for cloud changes the AWS identity (an ARN) when AWS says, else NULL.';
 COMMENT ON COLUMN public.iasql_audit_log.attribution IS 'For cloud changes, what AWS says of the change when it says (CloudTrail): {"actor", "event", "at", "source"}; else NULL.';
 COMMENT ON COLUMN public.iasql_audit_log.captured_at IS 'When the sidecar wrote the row; captured_at - ts is the capture lag.';
-COMMENT ON INDEX public.iasql_audit_log_record IS 'Finds the changes to one record in order.';
+COMMENT ON INDEX public.iasql_audit_log_record IS 'Finds the changes to one record in order (iasql_history); with ts and change_type, iasql_as_of and the pruning pick versions from the index alone.';
 COMMENT ON CONSTRAINT iasql_audit_log_position ON public.iasql_audit_log IS 'A change is recorded at most once.';
 REVOKE ALL ON public.iasql_audit_log FROM PUBLIC;
 GRANT SELECT ON public.iasql_audit_log TO iasql_reader;

@@ -49,12 +49,14 @@ CREATE TABLE public.iasql_engine_state (
   singleton  boolean PRIMARY KEY DEFAULT true CONSTRAINT iasql_engine_state_one CHECK (singleton),
   intent_low pg_lsn NOT NULL,
   pruned_at  timestamptz,
+  history_from timestamptz,
   updated_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
 COMMENT ON TABLE public.iasql_engine_state IS 'What the engine keeps between runs (one row): where its search for pending user changes starts, and when it last pruned the audit trail.';
 COMMENT ON COLUMN public.iasql_engine_state.singleton IS 'Always true: the table holds at most one row.';
 COMMENT ON COLUMN public.iasql_engine_state.intent_low IS 'Every user change below this LSN is enacted or was decided otherwise: a restarted engine reads the audit trail from here, not from its start.';
 COMMENT ON COLUMN public.iasql_engine_state.pruned_at IS 'When the engine last deleted audit rows older than its retention (--audit-retention).';
+COMMENT ON COLUMN public.iasql_engine_state.history_from IS 'The cutoff of the last pruning: from then on the audit trail holds every version of every record (each live record''s newest older version is kept), so iasql_as_of answers for any time since; NULL when nothing was pruned.';
 COMMENT ON COLUMN public.iasql_engine_state.updated_at IS 'When this row last changed.';
 COMMENT ON CONSTRAINT iasql_engine_state_one ON public.iasql_engine_state IS 'One row at most.';
 REVOKE ALL ON public.iasql_engine_state FROM PUBLIC;

@@ -45,7 +45,8 @@ func (c *cycle) saveLow(ctx context.Context, low pglogrepl.LSN) error {
 	return nil
 }
 
-// prune deletes audit rows older than the retention and below low.
+// prune deletes audit rows older than the retention and below low,
+// keeping each live record's newest older version (store.PruneAudit).
 func (c *cycle) prune(ctx context.Context, low pglogrepl.LSN) error {
 	cutoff := time.Now().Add(-c.r.Retention)
 	total := int64(0)
@@ -63,7 +64,7 @@ func (c *cycle) prune(ctx context.Context, low pglogrepl.LSN) error {
 			break
 		}
 	}
-	if err := c.withConn(func() error { return store.MarkPruned(ctx, c.conn) }); err != nil {
+	if err := c.withConn(func() error { return store.MarkPruned(ctx, c.conn, cutoff) }); err != nil {
 		return err
 	}
 	if total > 0 {

@@ -337,10 +337,24 @@ func SaveLow(ctx context.Context, db Execer, low pglogrepl.LSN) error {
 }
 
 // PruneAudit deletes at most limit audit rows older than cutoff and below
-// low (so never a change still needed as intent), and says how many.
+// low (so never a change still needed as intent), and says how many. It
+// keeps what iasql_as_of needs to answer for any time from cutoff on: the
+// newest version older than cutoff of each record still alive then (not
+// deleted, not truncated after it), and the newest TRUNCATE older than
+// cutoff of each table (the versions before it stay gone).
 func PruneAudit(ctx context.Context, db Execer, cutoff time.Time, low pglogrepl.LSN, limit int) (int64, error) {
 	tag, err := db.Exec(ctx, `DELETE FROM public.iasql_audit_log WHERE id IN (
-		SELECT id FROM public.iasql_audit_log WHERE ts < $1 AND (lsn IS NULL OR lsn < $2::text::pg_lsn) LIMIT $3)`,
+		SELECT a.id FROM public.iasql_audit_log a
+		 WHERE a.ts < $1 AND (a.lsn IS NULL OR a.lsn < $2::text::pg_lsn)
+		   AND NOT (a.change_type IN ('INSERT', 'UPDATE')
+		        AND NOT EXISTS (SELECT 1 FROM public.iasql_audit_log b
+		                         WHERE b.table_name = a.table_name AND b.record_id = a.record_id AND b.id > a.id AND b.ts < $1)
+		        AND NOT EXISTS (SELECT 1 FROM public.iasql_audit_log b
+		                         WHERE b.table_name = a.table_name AND b.record_id IS NULL AND b.change_type = 'TRUNCATE' AND b.id > a.id AND b.ts < $1))
+		   AND NOT (a.change_type = 'TRUNCATE'
+		        AND NOT EXISTS (SELECT 1 FROM public.iasql_audit_log b
+		                         WHERE b.table_name = a.table_name AND b.record_id IS NULL AND b.change_type = 'TRUNCATE' AND b.id > a.id AND b.ts < $1))
+		 LIMIT $3)`,
 		cutoff, low, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune the audit trail: %w", err)
@@ -348,9 +362,12 @@ func PruneAudit(ctx context.Context, db Execer, cutoff time.Time, low pglogrepl.
 	return tag.RowsAffected(), nil
 }
 
-// MarkPruned records that the audit trail was pruned now.
-func MarkPruned(ctx context.Context, db Execer) error {
-	if _, err := db.Exec(ctx, `UPDATE public.iasql_engine_state SET pruned_at = pg_catalog.clock_timestamp()`); err != nil {
+// MarkPruned records that the audit trail was pruned now, of what was
+// older than cutoff: from cutoff on it holds every version
+// (iasql_history_start).
+func MarkPruned(ctx context.Context, db Execer, cutoff time.Time) error {
+	if _, err := db.Exec(ctx, `UPDATE public.iasql_engine_state
+		SET pruned_at = pg_catalog.clock_timestamp(), history_from = greatest(history_from, $1)`, cutoff); err != nil {
 		return fmt.Errorf("record the audit trail's pruning: %w", err)
 	}
 	return nil

@@ -564,7 +564,7 @@ func TestEngineState(t *testing.T) {
 		}
 	}
 	old, cutoff := now.Add(-2*time.Hour), now.Add(-time.Hour)
-	d.change("user", "thing", "1", "UPDATE", 0x10, 90, old) // pruned
+	d.change("user", "thing", "1", "DELETE", 0x10, 90, old) // pruned
 	d.change("user", "thing", "2", "UPDATE", 0x40, 91, old) // intent still needed
 	d.change("user", "thing", "3", "UPDATE", 0x11, 92, now) // recent
 	if err := store.CycleRecord(d.ctx, d.conn, "CYCLE_END", []byte(`{}`)); err != nil {
@@ -583,11 +583,14 @@ func TestEngineState(t *testing.T) {
 		t.Errorf("audit rows left: %s, want 2,3", got)
 	}
 	before := query[time.Time](d, `SELECT pg_catalog.clock_timestamp()`)
-	if err := store.MarkPruned(d.ctx, d.conn); err != nil {
+	if err := store.MarkPruned(d.ctx, d.conn, cutoff); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := store.LoadEngineState(d.ctx, d.conn); err != nil || s.Low != 0x30 || s.PrunedAt.Before(before) {
 		t.Errorf("after pruning: %+v, %v", s, err)
+	}
+	if from := query[time.Time](d, `SELECT history_from FROM public.iasql_engine_state`); !from.Equal(cutoff.Truncate(time.Microsecond)) {
+		t.Errorf("history kept from %v, want the cutoff %v", from, cutoff)
 	}
 }
 

@@ -54,7 +54,10 @@
 //     trials against an endpoint that does not honour RunInstances'
 //     ClientToken), the copies beyond one per row and the cloud resources
 //     no row stands for once a new sidecar has committed (goal: both 0;
-//     see crashPart).
+//     see crashPart);
+//   - history_ms_1m: iasql_history of one record among 1,000,000 audit
+//     rows (goal: under 50 ms), and as_of_ms_1m: iasql_as_of of one of
+//     their tables (see historyPart).
 //
 // It prints one "name: value" line per figure on stdout, progress on stderr,
 // and exits 1 with a one-line error when something fails. The goals are
@@ -193,7 +196,8 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 // cycle_nodiff_ms_100k, commit_overhead_ms_100k_scoped,
 // sidecar_rss_kb_per_resource_100k, preview_ms_100k), =slow (slow_creates_s_100 and
 // user_write_wait_ms_p99), =cc (cc_cycle_nodiff_ms_1k, cc_creates_s_100,
-// cc_cycle_calls_200_types and cc_stack_commit_s) or =crash (crash_duplicates and crash_orphans)
+// cc_cycle_calls_200_types and cc_stack_commit_s), =history (history_ms_1m and as_of_ms_1m)
+// or =crash (crash_duplicates and crash_orphans)
 // runs one part; =writers only the writer cost on the main workload, =rate
 // only the backlog rate (to try a change).
 func (b *bench) run(ctx context.Context) error {
@@ -225,6 +229,8 @@ func (b *bench) run(ctx context.Context) error {
 		return b.cloudControlStackPart(ctx)
 	case "rate":
 		return b.rate(ctx, b.work)
+	case "history":
+		return b.historyPart(ctx)
 	}
 	// A fresh cluster first creates its WAL segments and the OS caches are
 	// cold: run the workload once on a scratch database so the first
@@ -268,6 +274,9 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	if err := b.cloudControlStackPart(ctx); err != nil {
+		return err
+	}
+	if err := b.historyPart(ctx); err != nil {
 		return err
 	}
 	return b.crashPart(ctx)
