@@ -86,6 +86,11 @@ type cycle struct {
 	acted           map[snapshot.Key]bool
 	same            map[snapshot.Key]sameWork
 	stuck, involved []string
+
+	// looked: the resources this cycle looked up in CloudTrail (its
+	// budget: attribute); found: who changed them, where CloudTrail said.
+	looked map[snapshot.Key]bool
+	found  map[string]map[string]*snapshot.Attribution
 }
 
 // Outcome is how a cycle ended.
@@ -169,6 +174,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, err
 		}
 		c.logPlan(ctx, pass, p)
+		c.attribute(ctx, p.Actions)
 		if err := c.enact(ctx, p.Enact); err != nil {
 			return out, err
 		}
