@@ -63,6 +63,12 @@ type ccService struct {
 	// hooks: ccHooks (a field, so the hooks can call the service's
 	// lookup without an initialisation cycle).
 	hooks map[string]ccTypeHooks
+	// trail records the calls the handlers make for the caller; sqs and
+	// events keep AWS::SQS::Queue, AWS::SQS::QueuePolicy and
+	// AWS::Events::Rule (cloudcontrol_events.go).
+	trail  *cloudTrail
+	sqs    *sqsService
+	events *eventsService
 
 	mu        sync.Mutex
 	resources map[ccKey]map[string]map[string]any // region+type -> identifier -> model
@@ -87,6 +93,7 @@ type ccRequest struct {
 	errorCode, statusMessage string
 	failWith                 string // an injected handler error code
 	view                     map[string]any
+	key                      string // the caller's access key (CloudTrail)
 }
 
 func newCloudControl(opts Options, iam *iamService) (*ccService, error) {
@@ -119,12 +126,14 @@ func ccError(code, format string, args ...any) *ccErr {
 	return &ccErr{status: http.StatusBadRequest, code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// ccCall is one request: its region, body and injected handler failure.
+// ccCall is one request: its region, body, injected handler failure and
+// the caller's access key.
 type ccCall struct {
 	region   string
 	body     []byte
 	failWith string
 	now      time.Time
+	key      string
 }
 
 func (c ccCall) decode(v any) *ccErr {
@@ -172,7 +181,7 @@ func (s *ccService) serve(w http.ResponseWriter, r *http.Request, op string) {
 	s.mu.Lock()
 	now := time.Now()
 	s.advance(now)
-	out, e := handler(s, ccCall{region: region, body: body, failWith: failWith, now: now})
+	out, e := handler(s, ccCall{region: region, body: body, failWith: failWith, now: now, key: accessKeyID(r)})
 	s.mu.Unlock()
 	if e != nil {
 		s.answer(w, r, nil, e.status, e.code, e.msg)
@@ -313,6 +322,11 @@ func (s *ccService) complete(r *ccRequest) {
 		}
 	}
 	r.status = "SUCCESS"
+	model := r.model
+	if r.op == "DELETE" {
+		model = prev
+	}
+	s.recordHandler(r, sc, model)
 }
 
 // ccEvent is a ProgressEvent.
@@ -370,7 +384,7 @@ func (s *ccService) begin(c ccCall, clientToken, typeName, op, id, fingerprint s
 	r := &ccRequest{
 		seq: len(s.order), token: newRequestID(), region: c.region, typeName: typeName, identifier: id, op: op,
 		fingerprint: op + "\x00" + typeName + "\x00" + fingerprint, status: "IN_PROGRESS",
-		start: c.now, due: c.now.Add(s.delay), model: model, failWith: c.failWith,
+		start: c.now, due: c.now.Add(s.delay), model: model, failWith: c.failWith, key: c.key,
 	}
 	s.requests[r.token] = r
 	s.order = append(s.order, r)

@@ -29,6 +29,10 @@ type ccTypeHooks struct {
 	// backend keeps the type's resources elsewhere than Cloud Control's
 	// store (nil: the store).
 	backend ccBackend
+	// calls are the API calls the handler of op (CREATE, UPDATE, DELETE)
+	// makes for the caller, as CloudTrail records them (nil: one call
+	// named by the handler's permissions, see handlerCalls).
+	calls func(op string, m map[string]any) []handlerCall
 }
 
 // ccBackend keeps a type's resources in another service's state, so that
@@ -91,11 +95,33 @@ var ccHooks = map[string]ccTypeHooks{
 	// a unique physical ID and uses that ID for the queue name" (Update
 	// requires: Replacement):
 	// https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sqs-queue.html
-	"AWS::SQS::Queue": {generate: func(m map[string]any, region, account string) {
-		name := fifoName(m, "QueueName", "FifoQueue", "Queue")
-		m["QueueUrl"] = "https://sqs." + region + ".amazonaws.com/" + account + "/" + name
-		m["Arn"] = "arn:aws:sqs:" + region + ":" + account + ":" + name
-	}},
+	// The queues are SQS's (cloudcontrol_events.go).
+	"AWS::SQS::Queue": {
+		generate: func(m map[string]any, region, account string) {
+			name := fifoName(m, "QueueName", "FifoQueue", "Queue")
+			m["QueueUrl"] = sqsURL(region, account, name)
+			m["Arn"] = "arn:aws:sqs:" + region + ":" + account + ":" + name
+		},
+		backend: sqsQueues{},
+		calls:   queueCalls,
+	},
+	// A policy's Id is generated; the policy is each queue's Policy
+	// attribute (cloudcontrol_events.go).
+	"AWS::SQS::QueuePolicy": {
+		generate: func(m map[string]any, _, _ string) { m["Id"] = ccName("QueuePolicy") },
+		backend:  sqsQueuePolicies{},
+		calls:    queuePolicyCalls,
+	},
+	// A rule's ARN is arn:aws:events:<region>:<account>:rule/<name>; the
+	// rules are EventBridge's (cloudcontrol_events.go):
+	// https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-events-rule.html
+	"AWS::Events::Rule": {
+		generate: func(m map[string]any, region, account string) {
+			m["Arn"] = "arn:aws:events:" + region + ":" + account + ":rule/" + nameOr(m, "Name", "Rule")
+		},
+		backend: eventRules{},
+		calls:   ruleCalls,
+	},
 	"AWS::SNS::Topic": {generate: func(m map[string]any, region, account string) {
 		m["TopicArn"] = "arn:aws:sns:" + region + ":" + account + ":" + fifoName(m, "TopicName", "FifoTopic", "Topic")
 	}},

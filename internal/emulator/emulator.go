@@ -93,6 +93,22 @@ type Options struct {
 	// Control besides the embedded ones; one of a type the emulator embeds
 	// replaces the embedded one. "" for none.
 	SchemaDir string
+	// Identities maps access key ids to the IAM ARNs they play: the
+	// userIdentity.arn of the CloudTrail events of their calls and the Arn
+	// STS GetCallerIdentity answers them. A key not in the map is the IAM
+	// user named after it, arn:aws:iam::ACCOUNT:user/KEY. An ARN of a user
+	// (…:user/NAME) is an IAMUser identity, one of an assumed role
+	// (arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION) or a role an
+	// AssumedRole one.
+	Identities map[string]string
+	// EventDelay is how long after a call its CloudTrail event reaches
+	// EventBridge (and the SQS queues its rules target): 0 means
+	// DefaultEventDelay (1 s); a negative delay delivers it at once.
+	EventDelay time.Duration
+	// LookupEventsRate is how many CloudTrail LookupEvents requests a
+	// second each region answers before ThrottlingException: 0 means
+	// AWS's 2; a negative rate never throttles.
+	LookupEventsRate float64
 }
 
 // service emulates one AWS service behind the shared endpoint.
@@ -122,6 +138,9 @@ type Emulator struct {
 	// disabled: the regions the account has not enabled (Options).
 	disabled map[string]bool
 
+	// trail records the mutating calls served (CloudTrail).
+	trail *cloudTrail
+
 	mu     sync.Mutex
 	calls  map[string]int
 	faults []*Fault
@@ -145,13 +164,19 @@ func Open(opts Options) (*Emulator, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	iam := newIAM(opts)
+	sqs := newSQS(opts)
+	events := newEvents(opts, sqs, log)
+	sqs.bus = events
+	trail := newCloudTrail(opts, events)
 	cc, err := newCloudControl(opts, iam)
 	if err != nil {
 		return nil, err
 	}
+	cc.trail, cc.sqs, cc.events = trail, sqs, events
 	ec2 := newEC2(opts)
 	return &Emulator{
-		log: log,
+		log:   log,
+		trail: trail,
 		services: map[string]service{
 			"s3":  newS3(opts),
 			"iam": iam,
@@ -160,7 +185,10 @@ func Open(opts Options) (*Emulator, error) {
 			// ELBv2 signs as elasticloadbalancing, and reads EC2's subnets,
 			// groups and instances.
 			"elasticloadbalancing": newELBv2(opts, ec2),
-			"sts":                  newSTS(opts),
+			"sts":                  newSTS(opts, trail),
+			"sqs":                  sqs,
+			"events":               events,
+			"cloudtrail":           newCloudTrailAPI(opts, trail),
 			// Cloud Control signs as cloudcontrolapi.
 			"cloudcontrolapi": cc,
 			"cloudformation":  newCloudFormation(cc),
@@ -218,7 +246,26 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	svc.serve(rec, r, op)
+	if !recorded(name, op) {
+		svc.serve(rec, r, op)
+		return
+	}
+	// A mutating management call: keep what CloudTrail logs of it.
+	var body *teeBody
+	if r.Body != nil && r.Header.Get("X-Amz-Target") != "" {
+		body = &teeBody{r: r.Body, c: r.Body}
+		r.Body = body
+	}
+	cw := &captureWriter{statusRecorder: rec}
+	svc.serve(cw, r, op)
+	if rec.status >= 300 {
+		return
+	}
+	var raw []byte
+	if body != nil {
+		raw = body.buf.Bytes()
+	}
+	e.trail.record(e.trail.serviceCall(name, op, r, raw, cw))
 }
 
 // route picks the service for a request: by the signing name of its

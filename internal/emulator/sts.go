@@ -18,10 +18,17 @@ const (
 	stsNamespace = "https://sts.amazonaws.com/doc/2011-06-15/"
 )
 
-// stsService plays the caller's identity in the emulator's account.
-type stsService struct{ account string }
+// stsService plays the caller's identity in the emulator's account: the
+// ARN Options.Identities maps its access key to, the IAM user named after
+// the key by default (as its CloudTrail events say).
+type stsService struct {
+	account string
+	trail   *cloudTrail
+}
 
-func newSTS(opts Options) *stsService { return &stsService{account: opts.accountID()} }
+func newSTS(opts Options, trail *cloudTrail) *stsService {
+	return &stsService{account: opts.accountID(), trail: trail}
+}
 
 // operation is the form's Action, of a body of at most 1 MiB.
 func (s *stsService) operation(r *http.Request) string {
@@ -34,17 +41,15 @@ func (s *stsService) serve(w http.ResponseWriter, r *http.Request, op string) {
 		s.writeError(w, r, http.StatusBadRequest, "InvalidAction", fmt.Sprintf("Could not find operation %s for version %s", op, v))
 		return
 	}
-	// Any credentials are accepted: the caller is an IAM user named after
-	// its access key id, in the emulator's account.
-	key := accessKeyID(r)
-	if key == "" {
-		key = "anonymous"
-	}
+	// Any credentials are accepted: the caller is who its access key
+	// plays (Options.Identities), by default an IAM user named after the
+	// key, in the emulator's account.
+	arn, ui := s.trail.identity(accessKeyID(r))
 	var x iamXML
 	x.open("GetCallerIdentityResult").
-		elem("Arn", "arn:aws:iam::"+s.account+":user/"+key).
-		elem("UserId", "AIDA"+strings.ToUpper(key)).
-		elem("Account", s.account).
+		elem("Arn", arn).
+		elem("UserId", ui["principalId"].(string)).
+		elem("Account", ui["accountId"].(string)).
 		close("GetCallerIdentityResult")
 	id := newRequestID()
 	x.open("ResponseMetadata").elem("RequestId", id).close("ResponseMetadata")
