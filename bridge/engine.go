@@ -607,6 +607,12 @@ func (e *Engine) Lead(ctx context.Context, cov Coverage) {
 	lastFull := time.Now() // the last scheduled cycle (queue.fullReadDue)
 	var soon <-chan time.Time
 	var requeue time.Duration // operations run on in the cloud: a cycle asks about them after it
+	if e.queue != nil {
+		// A full read first: the events of changes made while no sidecar
+		// read the queue may be lost, and the tables' Noticers tell the
+		// resources of an event by what the last read found.
+		requeue, lastFull = e.automatic(ctx, reconcile.Schedule), time.Now()
+	}
 	for {
 		if requeue > 0 && soon == nil {
 			soon, requeue = time.After(requeue), 0

@@ -18,7 +18,7 @@ package bridge
 // read, every Interval when it cannot; how the queue is read is recorded
 // with each cycle's end, which iasql status shows.
 // https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ReceiveMessage.html
-// https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessageBatch.html
+// https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html
 
 import (
 	"context"
@@ -217,24 +217,12 @@ func (q *queue) status() string {
 	return fmt.Sprintf("%s %s since %s: %s; full reads at the normal interval", store.QueueUnreadable, q.url, q.since.UTC().Format(time.RFC3339), q.state)
 }
 
-// delete deletes handled messages, ten a request (DeleteMessageBatch's
-// most).
+// delete deletes handled messages, one request each (DeleteMessage).
 func (q *queue) delete(ctx context.Context, handles []string) error {
 	var errs []error
-	for len(handles) > 0 {
-		n := min(len(handles), 10)
-		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, n)
-		for i, h := range handles[:n] {
-			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h)}
-		}
-		handles = handles[n:]
-		out, err := q.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
-		if err != nil {
+	for _, h := range handles {
+		if _, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.url), ReceiptHandle: aws.String(h)}); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		for _, f := range out.Failed {
-			errs = append(errs, fmt.Errorf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message)))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -273,7 +261,7 @@ func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duratio
 		e.log.Warn("events left in the queue: cannot read the installed modules", "events", len(msgs), "err", err)
 		return 0
 	}
-	noticed, done, acting := e.notice(msgs, installed)
+	noticed, regions, done, acting := e.notice(msgs, installed)
 	var requeue time.Duration
 	if len(noticed) > 0 {
 		ok := true
@@ -287,7 +275,7 @@ func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duratio
 			e.log.Debug("event cycle held: an iasql transaction is open, or cannot be checked", "err", err)
 			ok = false
 		} else {
-			out, err := e.runCycle(ctx, reconcile.Request{Trigger: reconcile.Event, Tables: installed, Noticed: noticed}, false)
+			out, err := e.runCycle(ctx, reconcile.Request{Trigger: reconcile.Event, Tables: installed, Noticed: noticed, Regions: regions}, false)
 			var cycleErr *reconcile.CycleError
 			switch {
 			case err == nil:
@@ -328,10 +316,10 @@ func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duratio
 // drops, and counts, the sidecar's own events, those that change nothing
 // and those about no installed table. done: the messages to delete now;
 // acting: those the cycle is for.
-func (e *Engine) notice(msgs []message, installed []reconcile.Table) (noticed map[string]map[string]*snapshot.Attribution, done []string, acting []message) {
+func (e *Engine) notice(msgs []message, installed []reconcile.Table) (noticed map[string]map[string]*snapshot.Attribution, regions map[string]map[string]bool, done []string, acting []message) {
 	q := e.queue
 	own, key := e.ownARN(), e.accessKey(context.Background())
-	noticed = map[string]map[string]*snapshot.Attribution{}
+	noticed, regions = map[string]map[string]*snapshot.Attribution{}, map[string]map[string]bool{}
 	counts := map[string]int{}
 	for _, m := range msgs {
 		outcome := EventNoticed
@@ -358,6 +346,12 @@ func (e *Engine) notice(msgs []message, installed []reconcile.Table) (noticed ma
 					if was := noticed[t.Spec.Name][cid]; was == nil || was.At <= who.At {
 						noticed[t.Spec.Name][cid] = who
 					}
+					if regions[t.Spec.Name] == nil {
+						regions[t.Spec.Name] = map[string]bool{}
+					}
+					if ev.Region != "" {
+						regions[t.Spec.Name][ev.Region] = true
+					}
 					outcome = EventNoticed
 				}
 			}
@@ -373,7 +367,7 @@ func (e *Engine) notice(msgs []message, installed []reconcile.Table) (noticed ma
 	for outcome, n := range counts {
 		q.count(outcome, n)
 	}
-	return noticed, done, acting
+	return noticed, regions, done, acting
 }
 
 func oneLine(err error) string { return snapshot.OneLine(err.Error()) }

@@ -87,10 +87,17 @@ type cycle struct {
 	same            map[snapshot.Key]sameWork
 	stuck, involved []string
 
-	// looked: the resources this cycle looked up in CloudTrail (its
-	// budget: attribute); found: who changed them, where CloudTrail said.
-	looked map[snapshot.Key]bool
-	found  map[string]map[string]*snapshot.Attribution
+	// looked: the resources this cycle looked up in CloudTrail, with
+	// lookups requests (its budget: attribute); found: who changed them,
+	// where CloudTrail said.
+	looked  map[snapshot.Key]bool
+	lookups int
+	found   map[string]map[string]*snapshot.Attribution
+	// events: the records an Event cycle's events name (noticed); got:
+	// what its passes got of the tables read by record, by cloud id (nil:
+	// not found), until the cycle changes them in the cloud (reuse).
+	events *noticedRecords
+	got    map[string]map[string]module.Record
 }
 
 // Outcome is how a cycle ended.

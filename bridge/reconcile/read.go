@@ -128,10 +128,11 @@ func (c *cycle) read(ctx context.Context) error {
 	// regions in scope) comes from them, and a row a user deleted from one
 	// is restored from the cloud in this cycle, so it counts meanwhile.
 	for _, ts := range snap.Tables {
-		if ts.Spec.ReadOnly {
+		if ts.Spec.ReadOnly && !c.readOnlyKept(ts) {
 			if err := c.readCloud(ctx, module.Call{Fresh: c.freshness(snap, ts, fresh)}, ts); err != nil {
 				return err
 			}
+			c.st.keepReadOnly(ts)
 		}
 	}
 	snap.Prepare()
@@ -167,9 +168,11 @@ func (c *cycle) read(ctx context.Context) error {
 			c.markRecreated(ts.Spec.Name, id)
 		}
 		if byRecord {
-			if err := ts.GetCloud(ctx, snap.Call, reading, c.fresh[ts.Spec.Name]); err != nil {
+			got, err := ts.GetCloud(ctx, c.getCall(snap, ts), reading, c.reuse(ts.Spec.Name))
+			if err != nil {
 				return err
 			}
+			c.keepGot(ts.Spec.Name, got)
 			ts.Link(snap)
 		}
 		ts.MarkStrays()

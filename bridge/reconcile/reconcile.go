@@ -136,6 +136,9 @@ type Request struct {
 	// who changed each in AWS (the event's CloudTrail record; nil where it
 	// does not say).
 	Noticed map[string]map[string]*snapshot.Attribution
+	// Regions: an Event cycle's, by table: the regions of the events that
+	// named its resources (getCall).
+	Regions map[string]map[string]bool
 	// Events: how the events queue is read, recorded with the cycle's end
 	// ("" without a queue): iasql status shows it.
 	Events string
@@ -177,6 +180,9 @@ type State struct {
 	sizes        map[string]int      // resources the last whole read of each table found (scope.go)
 	reads        map[string]lastRead // budgeted tables' last reads (budget.go)
 	budgetCycles int                 // scheduled cycles the list budget applied to
+	// readOnly: the last whole read of each read-only table, for Event
+	// cycles (events.go: readOnlyKept).
+	readOnly map[string]map[string]module.Record
 }
 
 // Reconciler runs cycles for one engine.

@@ -107,6 +107,9 @@ var ccHooks = map[string]ccTypeHooks{
 	},
 	// A policy's Id is generated; the policy is each queue's Policy
 	// attribute (cloudcontrol_events.go).
+	// A queue's one policy, identified by the queue's URL: its Policy
+	// attribute (cloudcontrol_inlinepolicy.go).
+	"AWS::SQS::QueueInlinePolicy": {backend: sqsInlinePolicies{}, calls: inlinePolicyCalls},
 	"AWS::SQS::QueuePolicy": {
 		generate: func(m map[string]any, _, _ string) { m["Id"] = ccName("QueuePolicy") },
 		backend:  sqsQueuePolicies{},
