@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/testkit"
@@ -47,5 +49,32 @@ func TestEmulatorSchemas(t *testing.T) {
 	r := testkit.Run(t, 10*time.Second, "emulator", "--listen", "127.0.0.1:0", "--schemas", filepath.Join(dir, "missing"))
 	if r.Code == 0 || !strings.Contains(r.Stderr, "--schemas") || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
 		t.Errorf("a missing folder: exit %d, %q", r.Code, r.Stderr)
+	}
+}
+
+// iasql emulator --identity KEY=ARN maps an access key to the ARN STS
+// GetCallerIdentity answers (and CloudTrail's events carry); other keys
+// are the IAM user named after them; a pair that is not KEY=ARN stops it
+// with a one-line error.
+func TestEmulatorIdentity(t *testing.T) {
+	t.Parallel()
+	const bob = "arn:aws:sts::123456789012:assumed-role/ops/bob"
+	p := testkit.Start(t, "", []string{"IASQL_EMULATOR_IDENTITIES=CAROLKEY=arn:aws:iam::123456789012:user/carol"},
+		"emulator", "--listen", "127.0.0.1:0", "--identity", "BOBKEY="+bob, "--event-delay", "0s")
+	url := regexp.MustCompile(`AWS_ENDPOINT_URL=(\S+)`).FindStringSubmatch(p.WaitLog(10*time.Second, regexp.MustCompile(`AWS_ENDPOINT_URL=\S+`)))[1]
+	for _, tc := range []struct{ key, want string }{
+		{"BOBKEY", bob},
+		{"other", "arn:aws:iam::123456789012:user/other"},
+	} {
+		cfg := emulator.ClientConfig(url)
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(tc.key, "secret", "")
+		out, err := sts.NewFromConfig(cfg).GetCallerIdentity(t.Context(), &sts.GetCallerIdentityInput{})
+		if err != nil || aws.ToString(out.Arn) != tc.want {
+			t.Errorf("GetCallerIdentity as %s: %v, %v; want %s", tc.key, out, err, tc.want)
+		}
+	}
+	r := testkit.Run(t, 10*time.Second, "emulator", "--listen", "127.0.0.1:0", "--identity", "BOBKEY")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "--identity") || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+		t.Errorf("--identity BOBKEY: exit %d, %q", r.Code, r.Stderr)
 	}
 }

@@ -16,6 +16,9 @@ import (
 //   - AWS::SQS::QueuePolicy: the Policy attribute of each of its Queues
 //     (SetQueueAttributes); the type has no read or list handler, as AWS's:
 //     https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sqs-queuepolicy.html
+//   - AWS::SQS::QueueInlinePolicy: the Policy attribute of one queue,
+//     identified by the queue's URL (a read handler, unlike QueuePolicy):
+//     https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sqs-queueinlinepolicy.html
 //   - AWS::Events::Rule: EventBridge's rules of the default bus with their
 //     targets (PutRule, PutTargets), identified by ARN:
 //     https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-events-rule.html
@@ -281,6 +284,48 @@ func (b sqsQueuePolicies) remove(s *ccService, region, id string) {
 		b.clear(s, region, stringsOf(m["Queues"]))
 	}
 	delete(store, id)
+}
+
+// sqsInlinePolicies keeps AWS::SQS::QueueInlinePolicy resources as the
+// Policy of the queue their URL names: a queue with a policy has one.
+type sqsInlinePolicies struct{}
+
+func inlinePolicyModel(q *sqsQueue) map[string]any {
+	m := map[string]any{"Queue": q.url}
+	if doc, err := decodeJSONValue([]byte(q.policy)); err == nil {
+		m["PolicyDocument"] = doc
+	}
+	return m
+}
+
+func (sqsInlinePolicies) get(s *ccService, region, id string) (map[string]any, bool) {
+	s.sqs.mu.Lock()
+	defer s.sqs.mu.Unlock()
+	q, e := s.sqs.byURL(region, id)
+	if e != nil || q.policy == "" {
+		return nil, false
+	}
+	return inlinePolicyModel(q), true
+}
+
+func (sqsInlinePolicies) all(s *ccService, region string) map[string]map[string]any {
+	s.sqs.mu.Lock()
+	defer s.sqs.mu.Unlock()
+	out := map[string]map[string]any{}
+	for _, q := range s.sqs.queues[region] {
+		if q.policy != "" {
+			out[q.url] = inlinePolicyModel(q)
+		}
+	}
+	return out
+}
+
+func (sqsInlinePolicies) put(s *ccService, region, id string, m map[string]any) (string, string) {
+	return setPolicies(s, region, []string{id}, policyText(m["PolicyDocument"]))
+}
+
+func (sqsInlinePolicies) remove(s *ccService, region, id string) {
+	sqsQueuePolicies{}.clear(s, region, []string{id})
 }
 
 // eventRules keeps AWS::Events::Rule resources as EventBridge's rules of

@@ -107,13 +107,20 @@ var ccHooks = map[string]ccTypeHooks{
 	},
 	// A policy's Id is generated; the policy is each queue's Policy
 	// attribute (cloudcontrol_events.go).
-	// A queue's one policy, identified by the queue's URL: its Policy
-	// attribute (cloudcontrol_inlinepolicy.go).
-	"AWS::SQS::QueueInlinePolicy": {backend: sqsInlinePolicies{}, calls: inlinePolicyCalls},
 	"AWS::SQS::QueuePolicy": {
 		generate: func(m map[string]any, _, _ string) { m["Id"] = ccName("QueuePolicy") },
 		backend:  sqsQueuePolicies{},
 		calls:    queuePolicyCalls,
+	},
+	// The policy of one queue, identified by the queue's URL: the queue's
+	// Policy attribute (cloudcontrol_events.go):
+	// https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sqs-queueinlinepolicy.html
+	"AWS::SQS::QueueInlinePolicy": {
+		generate: func(map[string]any, string, string) {},
+		backend:  sqsInlinePolicies{},
+		calls: func(op string, m map[string]any) []handlerCall {
+			return queuePolicyCalls(op, map[string]any{"Queues": []any{m["Queue"]}, "PolicyDocument": m["PolicyDocument"]})
+		},
 	},
 	// A rule's ARN is arn:aws:events:<region>:<account>:rule/<name>; the
 	// rules are EventBridge's (cloudcontrol_events.go):

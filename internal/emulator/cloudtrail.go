@@ -12,8 +12,8 @@ import (
 )
 
 // CloudTrail's API: LookupEvents only, AWS JSON 1.1 (X-Amz-Target
-// com.amazonaws.cloudtrail.v20131101.CloudTrail_20131101.LookupEvents,
-// signed as "cloudtrail"), over the events the emulator recorded in the
+// CloudTrail_20131101.LookupEvents, or with the namespace
+// com.amazonaws.cloudtrail.v20131101., signed as "cloudtrail"), over the events the emulator recorded in the
 // request's region. AWS's reference:
 // https://docs.aws.amazon.com/awscloudtrail/latest/APIReference/API_LookupEvents.html
 // (at most one lookup attribute; MaxResults 1 to 50, 50 by default; newest
@@ -22,7 +22,7 @@ import (
 // occurs.": ThrottlingException, which Options.LookupEventsRate can
 // raise for tests and benchmarks).
 
-const ctTargetPrefix = "com.amazonaws.cloudtrail.v20131101.CloudTrail_20131101."
+const ctTargetPrefix = "CloudTrail_20131101."
 
 // ctService answers LookupEvents from the trail.
 type ctService struct {
@@ -52,7 +52,10 @@ func newCloudTrailAPI(opts Options, trail *cloudTrail) *ctService {
 }
 
 func (s *ctService) operation(r *http.Request) string {
-	if op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), ctTargetPrefix); ok && op != "" {
+	// The SDK sends the target without the namespace
+	// (CloudTrail_20131101.LookupEvents).
+	t := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "com.amazonaws.cloudtrail.v20131101.")
+	if op, ok := strings.CutPrefix(t, ctTargetPrefix); ok && op != "" {
 		return op
 	}
 	return "Unknown"

@@ -35,6 +35,9 @@ func TestTypeSQL(t *testing.T) {
 			t.Fatal(err)
 		}
 		ty, err := schema.Parse(doc)
+		if err != nil && strings.Contains(err.Error(), "no read handler") {
+			continue // AWS::SQS::QueuePolicy: no table, as on AWS (TestEmulatorSchemas)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
