@@ -177,7 +177,7 @@ func TestEventsReachRows(t *testing.T) {
 		`INSERT INTO security_group (group_name, description) VALUES ('ev-api', 'api servers')`,
 		`INSERT INTO instance (ami, instance_type, tags) VALUES ('ami-0123456789abcdef0', 't3.micro', '{"Name": "ev-1"}')`,
 		`CALL iasql_commit()`,
-	}, "--interval", "10m", "--log-level", "debug")
+	}, "--interval", "10m")
 	groupID := s.one(`SELECT group_id FROM security_group WHERE group_name = 'ev-api'`)
 	groupRow := s.one(`SELECT id::text FROM security_group WHERE group_name = 'ev-api'`)
 	first := s.mark()
