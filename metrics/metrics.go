@@ -45,8 +45,8 @@ type Metrics struct {
 	queue  *prometheus.GaugeVec
 	// queueURL is the events queue's (SetQueue, before the sidecar runs).
 	queueURL string
-	leader atomic.Bool
-	dbc    *dbCollector
+	leader   atomic.Bool
+	dbc      *dbCollector
 }
 
 // New connects a pool of at most two sessions to dsn and registers the
