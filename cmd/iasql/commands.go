@@ -30,7 +30,7 @@ const dsnHelp = "PostgreSQL connection string, e.g. postgres://user@host:5432/db
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("run", "Run the sidecar in the foreground: install or upgrade the SQL objects, then capture\nchanges to registered tables into iasql_audit_log. Several sidecars may run against one\ndatabase: one captures, the others wait and take over when it stops.",
-		"  iasql run --dsn postgres://iasql_sidecar@db:5432/app\n  IASQL_DSN=postgres://iasql_sidecar@db/app iasql run --log-format json", stderr)
+		"  iasql run --dsn postgres://iasql_sidecar@db:5432/app\n  IASQL_DSN=postgres://iasql_sidecar@db/app iasql run --log-format json\n  iasql run --events-queue https://sqs.us-east-1.amazonaws.com/123456789012/iasql-events", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
