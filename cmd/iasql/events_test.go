@@ -146,6 +146,18 @@ func (s *eventsStack) mark() int {
 	return s.count(`SELECT coalesce(max(id), 0)::int FROM iasql_audit_log`)
 }
 
+// queued is how many messages the queue holds that can be received, and
+// how many are received and not deleted yet (SQS's approximate counts).
+func (s *eventsStack) queued() (visible, taken string) {
+	s.t.Helper()
+	out, err := s.sqs.GetQueueAttributes(s.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(s.queue),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		s.t.Fatalf("read the queue's counts: %v", err)
+	}
+	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
+}
+
 // count is how many of the changes or cycles query counts.
 func (s *eventsStack) count(q string, args ...any) int {
 	s.t.Helper()
@@ -222,6 +234,7 @@ func TestEventsReachRows(t *testing.T) {
 		t.Errorf("the instance's audit row names %s, %s; want %s, StopInstances", actor, event, alice)
 	}
 	for what, c := range calls {
+		t.Logf("%s: the sidecar's calls beyond the queue's: %v", what, c)
 		if sum(c) > 2 {
 			t.Errorf("%s: the sidecar made %d calls beyond the queue's, want at most 2: %v", what, sum(c), c)
 		}
@@ -236,12 +249,8 @@ func TestEventsReachRows(t *testing.T) {
 	s.exec(`UPDATE security_group SET tags = tags || '{"own": "1"}' WHERE group_name = 'ev-api'`, `CALL iasql_commit()`)
 	mark = s.mark()
 	testkit.Until(t, 10*time.Second, "the sidecar to take and delete its own event", func() bool {
-		out, err := s.sqs.GetQueueAttributes(s.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(s.queue),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.sc.Log.Contains("reading the events queue") && out.Attributes["ApproximateNumberOfMessages"] == "0" && out.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0" &&
+		visible, taken := s.queued()
+		return visible == "0" && taken == "0" &&
 			s.cloud.Emu.Calls()["sqs:DeleteMessage"] >= 4 // the three changes', and the own one's
 	})
 	if n := s.count(`SELECT count(*)::int FROM iasql_audit_log WHERE id > $1`, mark); n > 0 {
@@ -264,9 +273,8 @@ func TestEventsLostFoundByLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Until(t, 10*time.Second, "the change's event to be in the queue", func() bool {
-		out, err := s.sqs.GetQueueAttributes(s.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(s.queue),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
-		return err == nil && out.Attributes["ApproximateNumberOfMessages"] != "0"
+		visible, _ := s.queued()
+		return visible != "0"
 	})
 	if _, err := s.sqs.PurgeQueue(s.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(s.queue)}); err != nil {
 		t.Fatal(err)
