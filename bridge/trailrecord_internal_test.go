@@ -107,7 +107,7 @@ func TestQueueRegion(t *testing.T) {
 	for url, want := range map[string]string{
 		"https://sqs.eu-west-1.amazonaws.com/123456789012/iasql-events": "eu-west-1",
 		"http://127.0.0.1:4566/123456789012/iasql-events":               "",
-		"not a url\x7f":                                                 "",
+		"not a url\x7f": "",
 	} {
 		if got := queueRegion(url); got != want {
 			t.Errorf("queueRegion(%q) = %q, want %q", url, got, want)
