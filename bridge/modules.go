@@ -83,7 +83,7 @@ func (e *Engine) registerModules(ctx context.Context, c *pgx.Conn) error {
 		return err
 	}
 	for _, m := range e.offered() {
-		if err := store.RegisterModule(ctx, c, m.Name, m.Version, m.DependsOn, tableNames(m), nil); err != nil {
+		if err := store.RegisterModule(ctx, c, &m, nil); err != nil {
 			return err
 		}
 	}
@@ -145,7 +145,7 @@ func (e *Engine) upgradeModules(ctx context.Context, c *pgx.Conn, defs map[strin
 		if err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			// The module row must say the new version before it is upgraded
 			// (RegisterModule runs after, for every module).
-			if err := store.RegisterModule(ctx, tx, m.Name, m.Version, m.DependsOn, tableNames(m), nil); err != nil {
+			if err := store.RegisterModule(ctx, tx, &m, nil); err != nil {
 				return err
 			}
 			return store.UpgradeModule(ctx, tx, m.Name, m.Version, sqls, tableNames(m))

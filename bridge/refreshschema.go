@@ -128,6 +128,9 @@ func (e *Engine) refreshSchemas(ctx context.Context, requestID string, names []s
 					if err := store.ReplaceDefinition(ctx, tx, n, nx.m.Version, nx.def); err != nil {
 						return err
 					}
+					if err := store.RegisterModule(ctx, tx, &nx.m, nil); err != nil { // its columns' kinds
+						return err
+					}
 					if len(notes) == 0 {
 						notes = []string{"no column changed"}
 					}

@@ -347,7 +347,7 @@ func (e *Engine) install(ctx context.Context, requestID string, raw json.RawMess
 			for _, n := range order {
 				m := modOf(n)
 				if f, ok := fresh[n]; ok {
-					if err := store.RegisterModule(ctx, tx, m.Name, m.Version, m.DependsOn, tableNames(m), f.def); err != nil {
+					if err := store.RegisterModule(ctx, tx, &m, f.def); err != nil {
 						return err
 					}
 				}

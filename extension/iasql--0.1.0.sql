@@ -552,7 +552,8 @@ CREATE TABLE public.iasql_modules (
   tables       text[] NOT NULL DEFAULT '{}',
   installed_at timestamptz,
   definition   jsonb,
-  installed_version text
+  installed_version text,
+  columns      jsonb NOT NULL DEFAULT '{}'
 );
 COMMENT ON TABLE public.iasql_modules IS 'Modules the sidecar offers (written by it at start), and when each was installed.';
 COMMENT ON COLUMN public.iasql_modules.name IS 'Module name, as iasql_install takes it.';
@@ -560,6 +561,7 @@ COMMENT ON COLUMN public.iasql_modules.version IS 'Module version.';
 COMMENT ON COLUMN public.iasql_modules.depends_on IS 'Modules installed before this one.';
 COMMENT ON COLUMN public.iasql_modules.tables IS 'Tables the module creates, in dependency order.';
 COMMENT ON COLUMN public.iasql_modules.installed_at IS 'When it was installed; NULL when it is not.';
+COMMENT ON COLUMN public.iasql_modules.columns IS 'Per table, each column''s kind: declarative (the user''s, which a mode rule may name), identity (the resource''s identity in the cloud), feedback (the cloud''s), initial (the database''s own) or read-only (a read-only table''s).';
 COMMENT ON COLUMN public.iasql_modules.installed_version IS 'The version whose SQL the module''s tables have: set at install, moved by the upgrades a newer sidecar applies at start; NULL when not installed.';
 COMMENT ON COLUMN public.iasql_modules.definition IS 'For a module made from a cloud resource type (AWS::Logs::LogGroup): the type''s schema as fetched at its first install (or its last iasql_refresh_schema); its table, previews, restarts and reinstalls use this one. NULL for the modules built into the sidecar.';
 REVOKE ALL ON public.iasql_modules FROM PUBLIC;
@@ -1412,8 +1414,10 @@ GRANT SELECT ON public.iasql_status TO iasql_reader;
 -- 060_mode.sql
 -- Modes: NORMAL (two-way), ENFORCE (the database is the truth), TRACK (the
 -- cloud is the truth), as rules for the whole database, a table or one
--- record. The most specific rule wins; a tie resolves TRACK > NORMAL >
--- ENFORCE (never break things); no rule means NORMAL.
+-- record, and for one column of a table or of a record. The most specific
+-- rule wins (column of a record, column of a table, record, table,
+-- database); a tie resolves TRACK > NORMAL > ENFORCE (never break things);
+-- no rule means NORMAL.
 
 CREATE TYPE public.iasql_mode_kind AS ENUM ('NORMAL', 'ENFORCE', 'TRACK');
 COMMENT ON TYPE public.iasql_mode_kind IS 'NORMAL: two-way sync; ENFORCE: the database is the truth; TRACK: the cloud is the truth.';
@@ -1422,18 +1426,22 @@ CREATE TABLE public.iasql_mode (
   id         serial PRIMARY KEY,
   table_name text REFERENCES public.iasql_tables (table_name) ON UPDATE CASCADE ON DELETE CASCADE,
   record_id  integer,
+  column_name text,
   mode       public.iasql_mode_kind NOT NULL,
-  CONSTRAINT iasql_mode_one_rule_per_level UNIQUE NULLS NOT DISTINCT (table_name, record_id),
-  CONSTRAINT iasql_mode_record_needs_table CHECK (record_id IS NULL OR table_name IS NOT NULL)
+  CONSTRAINT iasql_mode_one_rule_per_level UNIQUE NULLS NOT DISTINCT (table_name, record_id, column_name),
+  CONSTRAINT iasql_mode_record_needs_table CHECK (record_id IS NULL OR table_name IS NOT NULL),
+  CONSTRAINT iasql_mode_column_needs_table CHECK (column_name IS NULL OR table_name IS NOT NULL)
 );
 COMMENT ON TABLE public.iasql_mode IS
-  'Mode rules: table_name and record_id NULL for the whole database, record_id NULL for a table, both for one record. Most specific wins; no rule means NORMAL.';
+  'Mode rules: table_name and record_id NULL for the whole database, record_id NULL for a table, both for one record; column_name narrows a table''s or a record''s rule to one declarative column (TRACK: the cloud owns it: used at create, then refused to user updates and never reverted; ENFORCE: the database owns it: cloud changes to it are reverted). Most specific wins; no rule means NORMAL.';
 COMMENT ON COLUMN public.iasql_mode.id IS 'Rule id.';
 COMMENT ON COLUMN public.iasql_mode.table_name IS 'The module table the rule covers; NULL for every table.';
 COMMENT ON COLUMN public.iasql_mode.record_id IS 'The record (its id) the rule covers; NULL for every record of the table.';
+COMMENT ON COLUMN public.iasql_mode.column_name IS 'The declarative column the rule covers (as iasql_modules.columns lists them); NULL for whole records.';
 COMMENT ON COLUMN public.iasql_mode.mode IS 'NORMAL, ENFORCE or TRACK.';
-COMMENT ON CONSTRAINT iasql_mode_one_rule_per_level ON public.iasql_mode IS 'One rule per level: the database, each table, each record.';
+COMMENT ON CONSTRAINT iasql_mode_one_rule_per_level ON public.iasql_mode IS 'One rule per level: the database, each table, each record, each column of a table or of a record.';
 COMMENT ON CONSTRAINT iasql_mode_record_needs_table ON public.iasql_mode IS 'A record rule names its table.';
+COMMENT ON CONSTRAINT iasql_mode_column_needs_table ON public.iasql_mode IS 'A column rule names its table.';
 COMMENT ON CONSTRAINT iasql_mode_table_name_fkey ON public.iasql_mode IS 'Rules cover registered tables; unregistering (uninstalling) a table removes its rules.';
 COMMENT ON SEQUENCE public.iasql_mode_id_seq IS 'Rule ids.';
 GRANT SELECT ON public.iasql_mode TO iasql_reader;
@@ -1441,6 +1449,8 @@ GRANT SELECT ON public.iasql_mode TO iasql_reader;
 -- Clear messages for the mistakes the constraints would only name.
 CREATE FUNCTION public.iasql_mode_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+  kind text;
 BEGIN
   IF NEW.record_id IS NOT NULL AND NEW.table_name IS NULL THEN
     RAISE EXCEPTION 'a mode rule for record % needs its table_name: record ids are per table', NEW.record_id
@@ -1453,10 +1463,33 @@ BEGIN
       USING ERRCODE = 'foreign_key_violation',
             HINT = 'SELECT table_name FROM iasql_tables WHERE module IS NOT NULL lists them.';
   END IF;
+  IF NEW.column_name IS NOT NULL THEN
+    IF NEW.table_name IS NULL THEN
+      RAISE EXCEPTION 'a mode rule for column % needs its table_name: columns are per table', NEW.column_name
+        USING ERRCODE = 'check_violation',
+              HINT = 'INSERT INTO iasql_mode (table_name, column_name, mode) VALUES (''instance'', ''tags'', ''TRACK'').';
+    END IF;
+    SELECT m.columns -> NEW.table_name ->> NEW.column_name INTO kind
+      FROM public.iasql_tables t JOIN public.iasql_modules m ON m.name = t.module
+     WHERE t.table_name = NEW.table_name;
+    IF kind IS DISTINCT FROM 'declarative' THEN
+      RAISE EXCEPTION 'a mode rule cannot name column % of %: %', NEW.column_name, NEW.table_name, CASE kind
+          WHEN 'feedback' THEN 'it is a feedback column (the cloud''s, written by the engine): it is never pushed to the cloud, so it has no mode'
+          WHEN 'identity' THEN 'it is the resource''s identity in the cloud: a change of it is another resource, so it follows its record''s mode'
+          WHEN 'initial' THEN 'it is the database''s own (set from the cloud at import only), so it has no mode'
+          WHEN 'read-only' THEN 'the table is read-only (the cloud is always its truth)'
+          ELSE 'the table has no such column' END
+        USING ERRCODE = 'invalid_column_reference',
+              HINT = pg_catalog.format('Columns a rule may name: SELECT jsonb_object_keys(columns -> %L) FROM iasql_modules WHERE columns -> %L IS NOT NULL, those of kind declarative.', NEW.table_name, NEW.table_name);
+    END IF;
+  END IF;
   IF EXISTS (SELECT 1 FROM public.iasql_mode m
               WHERE m.table_name IS NOT DISTINCT FROM NEW.table_name AND m.record_id IS NOT DISTINCT FROM NEW.record_id
+                AND m.column_name IS NOT DISTINCT FROM NEW.column_name
                 AND m.id <> NEW.id) THEN
     RAISE EXCEPTION 'there is already a mode rule for %', CASE
+        WHEN NEW.column_name IS NOT NULL AND NEW.record_id IS NOT NULL THEN pg_catalog.format('column %s of record %s of %s', NEW.column_name, NEW.record_id, NEW.table_name)
+        WHEN NEW.column_name IS NOT NULL THEN pg_catalog.format('column %s of table %s', NEW.column_name, NEW.table_name)
         WHEN NEW.record_id IS NOT NULL THEN pg_catalog.format('record %s of %s', NEW.record_id, NEW.table_name)
         WHEN NEW.table_name IS NOT NULL THEN pg_catalog.format('table %s', NEW.table_name)
         ELSE 'the whole database' END
@@ -1465,33 +1498,39 @@ BEGIN
   END IF;
   RETURN NEW;
 END $$;
-COMMENT ON FUNCTION public.iasql_mode_check() IS 'Explains mode rules the constraints refuse: a record without its table, a table that is not a module''s, a second rule at one level.';
+COMMENT ON FUNCTION public.iasql_mode_check() IS 'Explains mode rules the constraints refuse: a record or column without its table, a table that is not a module''s, a column that is not declarative, a second rule at one level.';
 CREATE TRIGGER iasql_mode_check BEFORE INSERT OR UPDATE ON public.iasql_mode
   FOR EACH ROW EXECUTE FUNCTION public.iasql_mode_check();
 COMMENT ON TRIGGER iasql_mode_check ON public.iasql_mode IS 'Clear messages for refused mode rules.';
 
--- The mode a record gets, and which rule gave it.
-CREATE FUNCTION public.iasql_effective_mode(table_name text, record_id integer DEFAULT NULL)
+-- The mode a record (or one of its columns) gets, and which rule gave it.
+CREATE FUNCTION public.iasql_effective_mode(table_name text, record_id integer DEFAULT NULL, column_name text DEFAULT NULL)
 RETURNS TABLE (mode public.iasql_mode_kind, rule text)
 LANGUAGE sql STABLE AS $$
   SELECT r.mode, r.rule FROM (
     SELECT m.mode,
-           CASE WHEN m.record_id IS NOT NULL THEN pg_catalog.format('record rule %s (%s id %s)', m.id, m.table_name, m.record_id)
+           CASE WHEN m.column_name IS NOT NULL AND m.record_id IS NOT NULL
+                  THEN pg_catalog.format('column rule %s (%s.%s id %s)', m.id, m.table_name, m.column_name, m.record_id)
+                WHEN m.column_name IS NOT NULL THEN pg_catalog.format('column rule %s (%s.%s)', m.id, m.table_name, m.column_name)
+                WHEN m.record_id IS NOT NULL THEN pg_catalog.format('record rule %s (%s id %s)', m.id, m.table_name, m.record_id)
                 WHEN m.table_name IS NOT NULL THEN pg_catalog.format('table rule %s (%s)', m.id, m.table_name)
                 ELSE pg_catalog.format('database rule %s', m.id) END AS rule,
-           CASE WHEN m.record_id IS NOT NULL THEN 1 WHEN m.table_name IS NOT NULL THEN 2 ELSE 3 END AS level,
+           CASE WHEN m.column_name IS NOT NULL AND m.record_id IS NOT NULL THEN 0
+                WHEN m.column_name IS NOT NULL THEN 1
+                WHEN m.record_id IS NOT NULL THEN 2 WHEN m.table_name IS NOT NULL THEN 3 ELSE 4 END AS level,
            CASE m.mode WHEN 'TRACK' THEN 1 WHEN 'NORMAL' THEN 2 ELSE 3 END AS tie
       FROM public.iasql_mode m
      WHERE (m.table_name IS NULL OR m.table_name = $1)
        AND (m.record_id IS NULL OR m.record_id = $2)
+       AND (m.column_name IS NULL OR m.column_name = $3)
     UNION ALL
-    SELECT 'NORMAL', 'no rule', 4, 4
+    SELECT 'NORMAL', 'no rule', 5, 4
   ) r
   ORDER BY r.level, r.tie
   LIMIT 1
 $$;
-COMMENT ON FUNCTION public.iasql_effective_mode(text, integer) IS
-  'The mode of a record (or of a table, record_id NULL) and the rule that gives it: record rule, else table rule, else database rule, else NORMAL; ties resolve TRACK > NORMAL > ENFORCE.';
+COMMENT ON FUNCTION public.iasql_effective_mode(text, integer, text) IS
+  'The mode of a record (or of a table, record_id NULL; or of one column of either, column_name given) and the rule that gives it: column rule of the record, else column rule of the table, else record rule, else table rule, else database rule, else NORMAL; ties resolve TRACK > NORMAL > ENFORCE.';
 
 -- Changes to the rules are user changes like any other: captured in the
 -- audit trail (they take effect from the next cycle, which reads them).
@@ -1503,11 +1542,15 @@ INSERT INTO public.iasql_tables (table_name) VALUES ('iasql_mode');
 
 -- TRACK refuses user writes when they are written (the RFC's "blocking
 -- mutation"): a write to a record whose effective mode is TRACK fails,
--- naming the rule. The running cycle (the session holding the cycle lock,
--- role 2) writes what it pulls from the cloud and is let through. Undoing a
--- tracked change at the next cycle stays as the backstop for writes that
--- bypass this (session_replication_role = replica, a table registered by
--- hand), logged at WARNING.
+-- naming the rule; so does an UPDATE that changes a column whose effective
+-- mode is TRACK (a column rule: the cloud owns that column; its value at
+-- INSERT is used to create the resource), and an UPDATE of a TRACK record
+-- is let through when every column it changes has a column rule of another
+-- mode (the most specific rule wins). The running cycle (the session
+-- holding the cycle lock, role 2) writes what it pulls from the cloud and
+-- is let through. Undoing a tracked change at the next cycle stays as the
+-- backstop for writes that bypass this (session_replication_role =
+-- replica, a table registered by hand), logged at WARNING.
 CREATE FUNCTION public.iasql_track_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1515,12 +1558,34 @@ DECLARE
   tbl text;
   m public.iasql_mode_kind;
   why text;
+  col text;
+  n jsonb;
+  o jsonb;
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM public.iasql_mode r WHERE r.mode = 'TRACK') OR public.iasql_holds_lock(2) THEN
     RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
   END IF;
   rid := (pg_catalog.to_jsonb(CASE TG_OP WHEN 'INSERT' THEN NEW ELSE OLD END)->>'id')::integer;
   tbl := public.iasql_table_name(TG_RELID::regclass);
+  IF TG_OP = 'UPDATE' THEN
+    n := pg_catalog.to_jsonb(NEW);
+    o := pg_catalog.to_jsonb(OLD);
+    FOR col IN SELECT k.key FROM pg_catalog.jsonb_each(n) k WHERE k.value IS DISTINCT FROM o -> k.key ORDER BY k.key LOOP
+      SELECT e.mode, e.rule INTO m, why FROM public.iasql_effective_mode(tbl, rid, col) e;
+      IF m = 'TRACK' AND why LIKE 'column rule%' THEN
+        RAISE EXCEPTION 'update of %.% id % is refused: % puts the column in TRACK mode (the cloud owns it)',
+            tbl, col, coalesce(rid::text, '(none)'), why
+          USING ERRCODE = 'object_not_in_prerequisite_state',
+                HINT = 'Change it in the cloud (the next cycle pulls it in), or change that rule in iasql_mode (SELECT * FROM iasql_effective_mode(table, id, column) names it).';
+      ELSIF m = 'TRACK' THEN
+        RAISE EXCEPTION 'update % id % is refused: % puts it in TRACK mode (the cloud is its truth)',
+            tbl, coalesce(rid::text, '(none)'), why
+          USING ERRCODE = 'object_not_in_prerequisite_state',
+                HINT = 'Change it in the cloud (the next cycle pulls it in), or change that rule in iasql_mode (SELECT * FROM iasql_effective_mode(table, id) names it).';
+      END IF;
+    END LOOP;
+    RETURN NEW;
+  END IF;
   SELECT e.mode, e.rule INTO m, why FROM public.iasql_effective_mode(tbl, rid) e;
   IF m = 'TRACK' THEN
     RAISE EXCEPTION '% % id % is refused: % puts it in TRACK mode (the cloud is its truth)',
@@ -1531,7 +1596,7 @@ BEGIN
   RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
 END $$;
 COMMENT ON FUNCTION public.iasql_track_guard() IS
-  'Row trigger on module tables: refuses a user INSERT, UPDATE or DELETE of a record in TRACK mode, naming the rule; the running cycle''s writes pass.';
+  'Row trigger on module tables: refuses a user INSERT, UPDATE or DELETE of a record in TRACK mode, and an UPDATE of a column in TRACK mode (a column rule), naming the rule; the running cycle''s writes pass.';
 
 -- Each module table gets a guard trigger when it is registered (install):
 -- the trigger named by the arguments (name, events, FOR EACH level, the

@@ -14,7 +14,8 @@ CREATE TABLE public.iasql_modules (
   tables       text[] NOT NULL DEFAULT '{}',
   installed_at timestamptz,
   definition   jsonb,
-  installed_version text
+  installed_version text,
+  columns      jsonb NOT NULL DEFAULT '{}'
 );
 COMMENT ON TABLE public.iasql_modules IS 'Modules the sidecar offers (written by it at start), and when each was installed.';
 COMMENT ON COLUMN public.iasql_modules.name IS 'Module name, as iasql_install takes it.';
@@ -22,6 +23,7 @@ COMMENT ON COLUMN public.iasql_modules.version IS 'Module version.';
 COMMENT ON COLUMN public.iasql_modules.depends_on IS 'Modules installed before this one.';
 COMMENT ON COLUMN public.iasql_modules.tables IS 'Tables the module creates, in dependency order.';
 COMMENT ON COLUMN public.iasql_modules.installed_at IS 'When it was installed; NULL when it is not.';
+COMMENT ON COLUMN public.iasql_modules.columns IS 'Per table, each column''s kind: declarative (the user''s, which a mode rule may name), identity (the resource''s identity in the cloud), feedback (the cloud''s), initial (the database''s own) or read-only (a read-only table''s).';
 COMMENT ON COLUMN public.iasql_modules.installed_version IS 'The version whose SQL the module''s tables have: set at install, moved by the upgrades a newer sidecar applies at start; NULL when not installed.';
 COMMENT ON COLUMN public.iasql_modules.definition IS 'For a module made from a cloud resource type (AWS::Logs::LogGroup): the type''s schema as fetched at its first install (or its last iasql_refresh_schema); its table, previews, restarts and reinstalls use this one. NULL for the modules built into the sidecar.';
 REVOKE ALL ON public.iasql_modules FROM PUBLIC;

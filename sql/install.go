@@ -5,10 +5,14 @@ package sql
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -78,6 +82,13 @@ func ExtensionScript() string {
 // ExtensionFiles returns the files of extension/ generated from this folder:
 // the install script of Version and every upgrade script, by file name.
 func ExtensionFiles() map[string]string {
+	out := scripts()
+	out[ExtensionName+".control"] = control()
+	return out
+}
+
+// scripts are the install and upgrade scripts of extension/, by file name.
+func scripts() map[string]string {
 	out := map[string]string{"iasql--" + Version + ".sql": ExtensionScript()}
 	entries, _ := upgrades.ReadDir("upgrades")
 	for _, e := range entries {
@@ -88,6 +99,35 @@ func ExtensionFiles() map[string]string {
 		}
 	}
 	return out
+}
+
+// controlComment is the extension's comment (pg_available_extensions),
+// which ends with the fingerprint of the files it was made with (Build).
+const controlComment = "iasql: audit trail, capture registry and procedures for two-way sync of tables with the cloud"
+
+func control() string {
+	return "# iasql: infrastructure as SQL, continuously (generated from sql/ by 'make extension'; do not edit)\n" +
+		"comment = '" + controlComment + " (build " + Build() + ")'\n" +
+		"default_version = '" + Version + "'\n" +
+		"relocatable = false\n" +
+		"schema = public\n" +
+		"superuser = false\n"
+}
+
+// Build fingerprints this binary's SQL: the first 12 hex digits of the
+// SHA-256 of the install script and the upgrade scripts. The extension's
+// files carry it (control), so a server whose files of this Version were
+// made from other SQL (a development build) is not taken to have them:
+// the objects are installed as plain SQL instead.
+func Build() string {
+	h := sha256.New()
+	files := scripts()
+	names := slices.Sorted(maps.Keys(files))
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte(files[n]))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 const extensionGuard = "-- Generated from sql/ by 'make extension'; do not edit.\n" +
@@ -107,7 +147,7 @@ func Upgrade(from, to string) (string, bool) {
 type Installed struct {
 	Version   string // "" when nothing is installed
 	Extension bool   // installed with CREATE EXTENSION
-	Available bool   // the server has the extension files for Version
+	Available bool   // the server has the extension files for Version, made from this binary's SQL (Build)
 }
 
 // Detect reports which version of the objects a database holds and how.
@@ -115,8 +155,9 @@ func Detect(ctx context.Context, conn *pgx.Conn) (Installed, error) {
 	var in Installed
 	err := conn.QueryRow(ctx, `
 		SELECT coalesce((SELECT extversion FROM pg_catalog.pg_extension WHERE extname = $1), ''),
-		       EXISTS (SELECT 1 FROM pg_catalog.pg_available_extension_versions WHERE name = $1 AND version = $2)`,
-		ExtensionName, Version).Scan(&in.Version, &in.Available)
+		       EXISTS (SELECT 1 FROM pg_catalog.pg_available_extension_versions WHERE name = $1 AND version = $2
+		                 AND comment LIKE '%(build ' || $3 || ')')`,
+		ExtensionName, Version, Build()).Scan(&in.Version, &in.Available)
 	if err != nil {
 		return in, fmt.Errorf("detect installed iasql objects: %w", err)
 	}

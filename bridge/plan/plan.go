@@ -250,6 +250,18 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				continue
 			}
 			c, inCloud := ts.Cloud[r.CloudID]
+			// Column rules: the columns that go the other way than the
+			// record are taken from the cloud into the row's cloud form
+			// (Owned), so that what remains different goes the record's
+			// way, or, for ENFORCE columns of a record that follows the
+			// cloud, to the cloud (enforced).
+			var enforced []string
+			if rules := snap.Modes.ColumnRules(ts.Spec.Name, id); len(rules) > 0 && inCloud && !ts.Spec.ReadOnly {
+				var taken []string
+				toCloud, _, _, _ := push(id)
+				taken, enforced = Owned(ts.Spec, rules, toCloud, intent(id))
+				r = ts.Owned(snap, r, c, taken)
+			}
 			equal := inCloud && ts.Equal(r.Cloud, c)
 			if inCloud && ts.CreateCutShort(id, snap.LeaderSince) {
 				// A long create whose answer was never recorded (a crash
@@ -275,6 +287,12 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				continue
 			}
 			toCloud, _, label, note := push(id)
+			if !toCloud && !equal && len(enforced) > 0 {
+				// What still differs is in the columns the database owns.
+				rule := snap.Modes.ColumnRules(ts.Spec.Name, id)[enforced[0]].Rule
+				toCloud, label = true, snapshot.ModeEnforce+" by "+rule
+				note = " (ENFORCE by " + rule + ": reverting a change made in the cloud to " + strings.Join(enforced, ", ") + ")"
+			}
 			if toCloud && (!inCloud || !equal) && parentInFlight(snap, ts.Spec, r.DB) {
 				// What it references is still being made or changed in the
 				// cloud (an instance not yet running takes no target, AWS
@@ -312,6 +330,9 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 					a.Description += " (the user's change wins)"
 				}
 				a.Description += ": " + changes(ts, ts.Spec.Declarative, c, r.Cloud) + note
+				if len(r.Taken) > 0 {
+					a.Description += " (keeps the cloud's " + strings.Join(r.Taken, ", ") + " (" + columnLabel(snap, ts.Spec.Name, id, r.Taken, label) + "), written into the row next)"
+				}
 			case !equal:
 				a.Action, a.Direction, a.Kind = "update", "database", DBUpdate
 				a.Description = "update the row from the cloud: " + changes(ts, ts.Spec.Declarative, r.Cloud, c) + note
@@ -321,6 +342,11 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				// and is in sync only once it holds its identity.
 				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
 				a.Description = "adopt " + Describe(ts.Spec, c) + ", made for the row by an earlier create (same client token): write back " + strings.Join(ts.Spec.Feedback, ", ")
+			case len(r.Taken) > 0:
+				// Column rules give them to the cloud (snapshot.Owned).
+				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
+				a.Mode = columnLabel(snap, ts.Spec.Name, id, r.Taken, label)
+				a.Description = "take " + changes(ts, r.Taken, ts.Rows[id].Cloud, c) + " from the cloud (" + a.Mode + ")"
 			case len(r.Fill) > 0:
 				// The row left them NULL and the cloud chose (snapshot.TakeChoices).
 				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
@@ -703,6 +729,49 @@ func Describe(spec module.Table, r module.Record) string {
 // changes describes the columns of cols in which to differs from from
 // (one of them the row, the other the cloud's record), as the table's
 // mapper compares them.
+// Owned splits the columns that column rules cover (rules) by the way
+// they go when it is not the record's (toCloud, with intent or not, by
+// TowardsCloud): taken are the columns the row takes from the cloud, every
+// declarative column but the pushed ones when the record follows the
+// cloud, and enforced are the columns pushed to the cloud when the record
+// follows it. Identity columns follow their record (a rule may not name
+// them). Both sorted, as the table declares its columns.
+func Owned(spec module.Table, rules map[string]snapshot.Resolved, toCloud, intent bool) (taken, enforced []string) {
+	var pull []string
+	for _, col := range spec.Declarative {
+		rule, ok := rules[col]
+		if !ok || slices.Contains(spec.CloudID, col) || TowardsCloud[rule.Mode][intent] == toCloud {
+			continue
+		}
+		if toCloud {
+			pull = append(pull, col)
+		} else {
+			enforced = append(enforced, col)
+		}
+	}
+	if toCloud || len(enforced) == 0 {
+		return pull, nil
+	}
+	for _, col := range spec.Declarative {
+		if !slices.Contains(enforced, col) && !slices.Contains(spec.CloudID, col) {
+			taken = append(taken, col)
+		}
+	}
+	return taken, enforced
+}
+
+// columnLabel names the mode that takes cols from the cloud: the column
+// rule of the first of them that has one, else the record's (label).
+func columnLabel(snap *snapshot.Snapshot, table, id string, cols []string, label string) string {
+	rules := snap.Modes.ColumnRules(table, id)
+	for _, col := range cols {
+		if r, ok := rules[col]; ok && r.Mode == snapshot.ModeTrack {
+			return r.Mode + " by " + r.Rule
+		}
+	}
+	return label
+}
+
 func changes(ts *snapshot.Table, cols []string, from, to module.Record) string {
 	var out []string
 	for _, c := range ts.Differing(cols, from, to) {

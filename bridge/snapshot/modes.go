@@ -15,6 +15,33 @@ type Resolved struct{ Mode, Rule string }
 type Modes struct {
 	Tables  map[string]Resolved // module table -> its mode
 	Records map[Key]Resolved    // records (RowKey) with a rule of their own
+	// Columns: module table -> column -> the mode a column rule of the
+	// table gives it; RecordColumns: record (RowKey) -> column -> the mode
+	// a column rule of the record gives it. Both beat record and table
+	// rules; a record's beats the table's.
+	Columns       map[string]map[string]Resolved
+	RecordColumns map[Key]map[string]Resolved
+}
+
+// ColumnRules are the columns of a record that a column rule covers, with
+// the mode it gives each (a record's column rule before the table's); nil
+// when none does.
+func (m Modes) ColumnRules(table, id string) map[string]Resolved {
+	t, r := m.Columns[table], m.RecordColumns[RowKey(table, id)]
+	switch {
+	case len(r) == 0:
+		return t
+	case len(t) == 0:
+		return r
+	}
+	out := make(map[string]Resolved, len(t)+len(r))
+	for c, v := range t {
+		out[c] = v
+	}
+	for c, v := range r {
+		out[c] = v
+	}
+	return out
 }
 
 // Of returns a record's mode (or a table's, id "") and the rule that gives
@@ -37,6 +64,18 @@ func (m Modes) Drifty(table string) bool {
 	watch := func(r Resolved) bool { return r.Mode == ModeEnforce || r.Mode == ModeTrack }
 	if watch(m.Tables[table]) {
 		return true
+	}
+	for _, r := range m.Columns[table] {
+		if watch(r) {
+			return true
+		}
+	}
+	for k, cols := range m.RecordColumns {
+		for _, r := range cols {
+			if k.Table == table && watch(r) {
+				return true
+			}
+		}
 	}
 	for k, r := range m.Records {
 		if k.Table == table && watch(r) {

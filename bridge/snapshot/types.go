@@ -246,6 +246,10 @@ type Row struct {
 	// (TakeChoices; Cloud holds them already); Fill: those of them to be
 	// written into the row.
 	Chosen, Fill []string
+	// Taken: columns whose cloud values the row takes because a column
+	// rule gives them to the cloud (Owned; Cloud holds them, Fill writes
+	// them into the row).
+	Taken []string
 	// Adopted: the identity in Cloud is not the row's own but that of the
 	// resource its create's client token made (AdoptByToken,
 	// adoptReplacement): the row does not hold it yet, so the record is

@@ -111,21 +111,53 @@ func InstalledWithDeps(ctx context.Context, tx pgx.Tx) ([]InstalledModule, error
 // depends on and its tables), installed or not; definition, for a module
 // made from one (a resource type's schema), is stored at its first
 // registration and kept (nil for a built-in module).
-func RegisterModule(ctx context.Context, db Execer, name, version string, dependsOn, tables []string, definition []byte) error {
+func RegisterModule(ctx context.Context, db Execer, m *module.Module, definition []byte) error {
 	var def any
 	if definition != nil {
 		def = string(definition)
 	}
+	dependsOn := m.DependsOn
 	if dependsOn == nil {
 		dependsOn = []string{}
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO public.iasql_modules (name, version, depends_on, tables, definition) VALUES ($1, $2, $3, $4, $5::jsonb)
+	tables := make([]string, len(m.Tables))
+	kinds := map[string]map[string]string{}
+	for i, t := range m.Tables {
+		tables[i], kinds[t.Name] = t.Name, ColumnKinds(t)
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO public.iasql_modules (name, version, depends_on, tables, definition, columns) VALUES ($1, $2, $3, $4, $5::jsonb, $6)
 		ON CONFLICT (name) DO UPDATE SET version = excluded.version, depends_on = excluded.depends_on, tables = excluded.tables,
-		  definition = coalesce(public.iasql_modules.definition, excluded.definition)`,
-		name, version, dependsOn, tables, def); err != nil {
-		return fmt.Errorf("register module %s: %w", name, err)
+		  definition = coalesce(public.iasql_modules.definition, excluded.definition), columns = excluded.columns`,
+		m.Name, m.Version, dependsOn, tables, def, kinds); err != nil {
+		return fmt.Errorf("register module %s: %w", m.Name, err)
 	}
 	return nil
+}
+
+// ColumnKinds is each column of t by kind, as iasql_modules.columns lists
+// them for mode rules: declarative (a rule may name it), identity,
+// feedback, initial, or read-only (every column of a read-only table).
+func ColumnKinds(t module.Table) map[string]string {
+	out := map[string]string{}
+	for _, c := range t.Declarative {
+		out[c] = "declarative"
+		if t.ReadOnly {
+			out[c] = "read-only"
+		}
+	}
+	for _, c := range t.Feedback {
+		out[c] = "feedback"
+	}
+	for _, c := range t.Initial {
+		out[c] = "initial"
+	}
+	for _, c := range t.CloudID {
+		out[c] = "identity"
+	}
+	if t.Region != "" && out[t.Region] == "declarative" {
+		out[t.Region] = "identity" // where the resource lives: another region is another resource
+	}
+	return out
 }
 
 // ModuleDefinition is the stored definition of a module made from one

@@ -568,28 +568,41 @@ func SetHandle(ctx context.Context, tx pgx.Tx, table, key, handle string, pollAf
 // ReadModes asks iasql_effective_mode for every module table and for every
 // record that has a rule of its own.
 func ReadModes(ctx context.Context, conn *pgx.Conn) (snapshot.Modes, error) {
-	m := snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{}}
+	m := snapshot.Modes{Tables: map[string]snapshot.Resolved{}, Records: map[snapshot.Key]snapshot.Resolved{},
+		Columns: map[string]map[string]snapshot.Resolved{}, RecordColumns: map[snapshot.Key]map[string]snapshot.Resolved{}}
 	rows, err := conn.Query(ctx, `
-		SELECT t.table_name, '', e.mode::text, e.rule
+		SELECT t.table_name, '', '', e.mode::text, e.rule
 		  FROM public.iasql_tables t, public.iasql_effective_mode(t.table_name) e
 		 WHERE t.module IS NOT NULL
 		UNION ALL
-		SELECT r.table_name, r.record_id::text, e.mode::text, e.rule
-		  FROM public.iasql_mode r, public.iasql_effective_mode(r.table_name, r.record_id) e
-		 WHERE r.record_id IS NOT NULL`)
+		SELECT r.table_name, coalesce(r.record_id::text, ''), coalesce(r.column_name, ''), e.mode::text, e.rule
+		  FROM public.iasql_mode r, public.iasql_effective_mode(r.table_name, r.record_id, r.column_name) e
+		 WHERE r.record_id IS NOT NULL OR r.column_name IS NOT NULL`)
 	if err != nil {
 		return m, fmt.Errorf("read modes: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var table, id string
+		var table, id, col string
 		var r snapshot.Resolved
-		if err := rows.Scan(&table, &id, &r.Mode, &r.Rule); err != nil {
+		if err := rows.Scan(&table, &id, &col, &r.Mode, &r.Rule); err != nil {
 			return m, fmt.Errorf("read modes: %w", err)
 		}
-		if id == "" {
+		switch {
+		case col != "" && id != "":
+			k := snapshot.RowKey(table, id)
+			if m.RecordColumns[k] == nil {
+				m.RecordColumns[k] = map[string]snapshot.Resolved{}
+			}
+			m.RecordColumns[k][col] = r
+		case col != "":
+			if m.Columns[table] == nil {
+				m.Columns[table] = map[string]snapshot.Resolved{}
+			}
+			m.Columns[table][col] = r
+		case id == "":
 			m.Tables[table] = r
-		} else {
+		default:
 			m.Records[snapshot.RowKey(table, id)] = r
 		}
 	}

@@ -39,8 +39,8 @@ func readmeTier() webtier.Tier {
 func TestReadmeAfterMakeRun(t *testing.T) {
 	t.Parallel()
 	blocks := readmeSQL(t, "## Using it")
-	if len(blocks) != 5 {
-		t.Fatalf("README's Using it has %d sql blocks; the test knows 5 (buckets, groups and instances, a web tier, Cloud Control, references)", len(blocks))
+	if len(blocks) != 6 {
+		t.Fatalf("README's Using it has %d sql blocks; the test knows 6 (buckets, groups and instances, a web tier, Cloud Control, references, who owns a column)", len(blocks))
 	}
 	dsn, endpoint, try := startDemo(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
@@ -192,8 +192,55 @@ func TestReadmeAfterMakeRun(t *testing.T) {
 			}
 		}},
 	}
+	// Who owns a column: between the block's rules and its commit, another
+	// tool tags an instance and stops another in the cloud.
+	var shop1, shop2 string
+	steps = append(steps, struct {
+		what  string
+		sql   string
+		check func()
+	}{"who owns a column", blocks[5], func() {
+		if got := one(`SELECT (tags->>'cost-center')::text FROM instance WHERE instance_id = $1`, shop1); got != "42" {
+			t.Errorf("shop-1's row has cost-center %s; want the cloud's tag 42 (TRACK column)", got)
+		}
+		tagged := false
+		for _, tag := range instance("us-east-1", shop1).Tags {
+			tagged = tagged || aws.ToString(tag.Key) == "cost-center"
+		}
+		if !tagged {
+			t.Error("shop-1's cost-center tag was removed from the cloud; a TRACK column is never reverted")
+		}
+		// The stop may still be under way at the commit: the start follows
+		// once the instance is stopped (a later cycle polls it).
+		defer func() {
+			if t.Failed() {
+				t.Logf("status: %s", one(`SELECT coalesce(string_agg(s::text, E'\n'), '') FROM iasql_status s`))
+				t.Logf("cycles: %s", one(`SELECT string_agg(message, E'\n' ORDER BY id) FROM (SELECT id, message FROM iasql_audit_log WHERE change_type = 'CYCLE_END' ORDER BY id DESC LIMIT 4) x`))
+				t.Logf("row: %s", one(`SELECT row_to_json(i)::text FROM instance i WHERE instance_id = $1`, shop2))
+			}
+		}()
+		testkit.Until(t, time.Minute, "shop-2 started again (the ENFORCE table reverts the stop)", func() bool {
+			st := instance("us-east-1", shop2).State.Name
+			return st == ec2types.InstanceStateNameRunning || st == ec2types.InstanceStateNamePending
+		})
+		if _, err := conn.Exec(ctx, `UPDATE instance SET tags = tags || '{"owner": "me"}' WHERE instance_id = $1`, shop1); err == nil || !strings.Contains(err.Error(), "column rule") {
+			t.Errorf("a user update of a TRACK column: %v; want it refused naming the column rule", err)
+		}
+	}})
 	for _, s := range steps {
-		for _, q := range statements(s.sql) {
+		qs := statements(s.sql)
+		for n, q := range qs {
+			if s.what == "who owns a column" && n == len(qs)-1 {
+				// The rules in place, another tool tags one instance and
+				// stops another in the cloud; the commit comes next.
+				shop1, shop2 = one(`SELECT instance_id FROM instance WHERE tags->>'Name' = 'shop-1'`), one(`SELECT instance_id FROM instance WHERE tags->>'Name' = 'shop-2'`)
+				if _, err := ec2In("us-east-1").CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{shop1}, Tags: []ec2types.Tag{{Key: aws.String("cost-center"), Value: aws.String("42")}}}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ec2In("us-east-1").StopInstances(ctx, &ec2.StopInstancesInput{InstanceIds: []string{shop2}}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if _, err := conn.Exec(ctx, q); err != nil {
 				t.Fatalf("%s: %s: %v", s.what, q, err)
 			}

@@ -25,6 +25,7 @@ type groups struct {
 	mu    sync.Mutex
 	byID  map[string]groupRef // group id -> the group
 	byCID map[string]string   // group identity -> group id
+	rules map[string]Rule     // rule id -> the rule, as the last read of rules found it (for events that name rules by id)
 }
 
 type groupRef struct{ cid, region string }

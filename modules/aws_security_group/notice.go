@@ -64,30 +64,65 @@ func (g *groups) known(ids []string) []string {
 	return trail.Unique(cids)
 }
 
+// resetRules makes the rules known by id those of a read, but for the
+// regions whose read failed: their rules stay as last seen.
+func (g *groups) resetRules(found []Rule, failed map[string]error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.rules
+	g.rules = make(map[string]Rule, len(found))
+	for id, r := range old {
+		if _, kept := failed[r.Region]; kept {
+			g.rules[id] = r
+		}
+	}
+	for _, r := range found {
+		g.rules[r.ID] = r
+	}
+}
+
+// ruleByID is the rule of a rule id the last read of rules found.
+func (g *groups) ruleByID(id string) (Rule, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, ok := g.rules[id]
+	return r, ok
+}
+
 // Noticed names the rules an EC2 call added, removed or described, by
 // what they allow (the table's identity), of groups the last read found:
+//
 //   - AuthorizeSecurityGroupIngress and -Egress: the rules AWS made,
 //     responseElements.securityGroupRuleSet.items[]
 //     (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AuthorizeSecurityGroupIngress.html);
+//
 //   - RevokeSecurityGroupIngress and -Egress: the rules AWS removed,
 //     responseElements.revokedSecurityGroupRuleSet.items[]
 //     (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RevokeSecurityGroupIngress.html),
 //     else the request's groupId and ipPermissions;
+//
 //   - UpdateSecurityGroupRuleDescriptionsIngress and -Egress: the
 //     request's groupId and ipPermissions;
+//
 //   - CreateSecurityGroup: the egress rule AWS gives a new group (all
 //     traffic to 0.0.0.0/0), when the request names the VPC
 //     (https://docs.aws.amazon.com/vpc/latest/userguide/security-group-rules.html).
 //
-// Rules named by rule id alone (a revoke or a description's update by
-// SecurityGroupRuleIds, ModifySecurityGroupRules, whose request does not
-// say the direction) are left to the next read.
+//   - ModifySecurityGroupRules: the rules of the request's
+//     securityGroupRuleSet.items[].securityGroupRuleId as they were, and
+//     as its securityGroupRule makes them
+//     (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_ModifySecurityGroupRules.html).
+//
+// A rule named by rule id alone (a revoke or a description's update by
+// SecurityGroupRuleIds) is the one the last read of rules found; one it
+// did not find is left to the next read.
 func (m *ruleMapper) Noticed(ev module.Event) []string {
 	if ev.Source != trail.EC2 {
 		return nil
 	}
 	egress := strings.HasSuffix(ev.Name, "Egress")
 	var rules []types.SecurityGroupRule
+	var byID []string // rules named by rule id alone
 	switch ev.Name {
 	case "AuthorizeSecurityGroupIngress", "AuthorizeSecurityGroupEgress":
 		rules = loggedRules(trail.Values(ev.Response, "securityGroupRuleSet", "items"), egress)
@@ -95,12 +130,15 @@ func (m *ruleMapper) Noticed(ev module.Event) []string {
 		rules = loggedRules(trail.Values(ev.Response, "revokedSecurityGroupRuleSet", "items"), egress)
 		if len(rules) == 0 {
 			rules = permissionRules(trail.String(ev.Request, "groupId"), egress, trail.Values(ev.Request, "ipPermissions", "items"))
+			byID = trail.Find(ev.Request, "securityGroupRuleId")
 		}
 	case "UpdateSecurityGroupRuleDescriptionsIngress", "UpdateSecurityGroupRuleDescriptionsEgress":
 		rules = permissionRules(trail.String(ev.Request, "groupId"), egress, trail.Values(ev.Request, "ipPermissions", "items"))
+		byID = trail.Find(ev.Request, "securityGroupRuleId")
+	case "ModifySecurityGroupRules":
+		byID, rules = m.modified(ev)
 	case "CreateSecurityGroup":
-		group := trail.String(ev.Response, "groupId")
-		if cid := m.g.created(ev); cid != "" && group != "" {
+		if cid := m.g.created(ev); cid != "" && trail.String(ev.Response, "groupId") != "" {
 			// The group is not read yet: its identity is the request's.
 			r := Rule{Group: cid, Egress: true, Protocol: "-1", CidrIPv4: aws.String("0.0.0.0/0")}
 			if id, err := cloudID(r); err == nil {
@@ -110,6 +148,13 @@ func (m *ruleMapper) Noticed(ev module.Event) []string {
 		return nil
 	}
 	var ids []string
+	for _, id := range byID {
+		if r, ok := m.g.ruleByID(id); ok {
+			if cid, err := cloudID(r); err == nil {
+				ids = append(ids, cid)
+			}
+		}
+	}
 	for _, r := range rules {
 		if got := m.rule(ev.Region, r); got != nil {
 			if id, err := cloudID(*got); err == nil {
@@ -118,6 +163,29 @@ func (m *ruleMapper) Noticed(ev module.Event) []string {
 		}
 	}
 	return trail.Unique(ids)
+}
+
+// modified are a ModifySecurityGroupRules call's rules: the ids of
+// those it changed, and what it made of each (the rule as the last read
+// found it, with what the request's securityGroupRule says: a
+// SecurityGroupRuleRequest, which replaces the rule's protocol, ports and
+// target).
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_SecurityGroupRuleRequest.html
+func (m *ruleMapper) modified(ev module.Event) (ids []string, rules []types.SecurityGroupRule) {
+	group := trail.String(ev.Request, "groupId")
+	for _, it := range trail.Values(ev.Request, "securityGroupRuleSet", "items") {
+		id := trail.String(it, "securityGroupRuleId")
+		old, ok := m.g.ruleByID(id)
+		req := trail.Field(it, "securityGroupRule")
+		if !ok || req == nil || group == "" {
+			continue
+		}
+		ids = append(ids, id)
+		r := loggedRules([]any{req}, old.Egress)[0]
+		r.GroupId = aws.String(group)
+		rules = append(rules, r)
+	}
+	return ids, rules
 }
 
 // loggedRules reads the rules of a logged SecurityGroupRule or

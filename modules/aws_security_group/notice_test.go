@@ -45,19 +45,29 @@ const (
 	revokeByID = `{"eventSource":"ec2.amazonaws.com","eventName":"RevokeSecurityGroupIngress","awsRegion":"eu-west-1",
 		"requestParameters":{"groupId":"sg-0123456789abcdef0","securityGroupRuleIdSet":{"items":[{"securityGroupRuleId":"sgr-0a1b2c3d4e5f67890"}]}},
 		"responseElements":{"_return":true}}`
+	modifyRule = `{"eventSource":"ec2.amazonaws.com","eventName":"ModifySecurityGroupRules","awsRegion":"eu-west-1",
+		"requestParameters":{"groupId":"sg-0123456789abcdef0","securityGroupRuleSet":{"items":[{"securityGroupRuleId":"sgr-0a1b2c3d4e5f67890",
+			"securityGroupRule":{"ipProtocol":"tcp","fromPort":8443,"toPort":8443,"cidrIpv4":"10.0.0.0/8","description":"https"}}]}},
+		"responseElements":{"_return":true}}`
+	describeByID = `{"eventSource":"ec2.amazonaws.com","eventName":"UpdateSecurityGroupRuleDescriptionsIngress","awsRegion":"eu-west-1",
+		"requestParameters":{"groupId":"sg-0123456789abcdef0","securityGroupRuleDescriptionSet":{"items":[{"securityGroupRuleId":"sgr-0a1b2c3d4e5f67890","description":"https"}]}},
+		"responseElements":{"_return":true}}`
 	unknownGroupRule = `{"eventSource":"ec2.amazonaws.com","eventName":"AuthorizeSecurityGroupIngress","awsRegion":"eu-west-1",
 		"requestParameters":{"groupId":"sg-0000000000000000f"},
 		"responseElements":{"_return":true,"securityGroupRuleSet":{"items":[{"groupId":"sg-0000000000000000f","isEgress":false,"ipProtocol":"tcp","fromPort":80,"toPort":80,"cidrIpv4":"0.0.0.0/0"}]}}}`
 )
 
-// seen are groups as the last read found them: sg-0123… (web) and
-// sg-0fed… (api) in one VPC.
+// seen are groups as the last read found them, sg-0123… (web) and
+// sg-0fed… (api) in one VPC, and one rule of web's, sgr-0a1b… (https
+// from 10.0.0.0/8).
 func seen() *groups {
 	g := &groups{t: GroupTable(), byID: map[string]groupRef{}, byCID: map[string]string{}}
 	g.reset([]Group{
 		{Name: "web", VPC: "vpc-0a1b2c3d4e5f67890", Region: "eu-west-1", ID: "sg-0123456789abcdef0"},
 		{Name: "api", VPC: "vpc-0a1b2c3d4e5f67890", Region: "eu-west-1", ID: "sg-0fedcba9876543210"},
 	}, nil)
+	g.resetRules([]Rule{{ID: "sgr-0a1b2c3d4e5f67890", Group: ec2x.GroupCloudID(g.t, "vpc-0a1b2c3d4e5f67890", "web"), Protocol: "tcp",
+		FromPort: aws.Int32(443), ToPort: aws.Int32(443), CidrIPv4: aws.String("10.0.0.0/8"), Region: "eu-west-1"}}, nil)
 	return g
 }
 
@@ -76,9 +86,9 @@ func TestGroupNoticed(t *testing.T) {
 	})
 }
 
-// TestRuleNoticed: the rules a record names, by what they allow; rules of
-// groups the last read did not find, rules named by id alone, and other
-// resources are not named.
+// TestRuleNoticed: the rules a record names, by what they allow (named
+// by id, as the last read found them); rules of groups the last read did
+// not find, and other resources, are not named.
 func TestRuleNoticed(t *testing.T) {
 	g := seen()
 	web, api := ec2x.GroupCloudID(g.t, "vpc-0a1b2c3d4e5f67890", "web"), ec2x.GroupCloudID(g.t, "vpc-0a1b2c3d4e5f67890", "api")
@@ -94,13 +104,18 @@ func TestRuleNoticed(t *testing.T) {
 	allOut := id(Rule{Group: web, Egress: true, Protocol: "-1", CidrIPv4: aws.String("0.0.0.0/0")})
 	ssh4 := id(Rule{Group: web, Protocol: "tcp", FromPort: aws.Int32(22), ToPort: aws.Int32(22), CidrIPv4: aws.String("10.0.0.0/8")})
 	ssh6 := id(Rule{Group: web, Protocol: "tcp", FromPort: aws.Int32(22), ToPort: aws.Int32(22), CidrIPv6: aws.String("2001:db8::/32")})
+	https8443 := id(Rule{Group: web, Protocol: "tcp", FromPort: aws.Int32(8443), ToPort: aws.Int32(8443), CidrIPv4: aws.String("10.0.0.0/8")})
 	apiOut := id(Rule{Group: api, Egress: true, Protocol: "-1", CidrIPv4: aws.String("0.0.0.0/0")})
 	trailtest.Run(t, &ruleMapper{g: g}, []trailtest.Case{
 		{"AuthorizeSecurityGroupIngress", authorizeHTTPS, []string{https}},
 		{"AuthorizeSecurityGroupIngress from a group, values as strings", authorizeFromGroup, []string{fromAPI}},
 		{"RevokeSecurityGroupEgress", revoke, []string{allOut}},
 		{"RevokeSecurityGroupIngress without the revoked rules", revokeOlder, []string{ssh4, ssh6}},
-		{"RevokeSecurityGroupIngress by rule id", revokeByID, nil},
+		{"RevokeSecurityGroupIngress by rule id", revokeByID, []string{https}},
+		{"UpdateSecurityGroupRuleDescriptionsIngress by rule id", describeByID, []string{https}},
+		{"a rule id the last read did not find", `{"eventSource":"ec2.amazonaws.com","eventName":"RevokeSecurityGroupIngress","awsRegion":"eu-west-1",
+			"requestParameters":{"groupId":"sg-0123456789abcdef0","securityGroupRuleIdSet":{"items":[{"securityGroupRuleId":"sgr-0000000000000000f"}]}}}`, nil},
+		{"ModifySecurityGroupRules: the rule as it was and as it is", modifyRule, []string{https, https8443}},
 		{"a group the last read did not find", unknownGroupRule, nil},
 		{"CreateSecurityGroup: its default egress rule", createGroup, []string{apiOut}},
 		{"CreateSecurityGroup in the default VPC", createDefaultVPCGroup, nil},

@@ -67,6 +67,9 @@ func (m *ruleMapper) Read(ctx context.Context, call module.Call) ([]Rule, error)
 			out = append(out, *r)
 		}
 	}
+	if failed, partial := module.FailedRegions(err); err == nil || partial {
+		m.g.resetRules(out, failed)
+	}
 	return out, err
 }
 

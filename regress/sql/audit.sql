@@ -80,7 +80,7 @@ SELECT slot_name, end_lsn, commit_lsn, changes, updated_at IS NOT NULL AS has_up
 \set VERBOSITY terse
 INSERT INTO iasql_audit_log (ts, change_type, origin) VALUES (now(), 'UPSERT', 'user');
 INSERT INTO iasql_audit_log (ts, change_type, origin) VALUES (now(), 'insert', 'user');
-INSERT INTO iasql_audit_log (ts, change_type, origin) VALUES (now(), 'INSERT', 'cloud');
+INSERT INTO iasql_audit_log (ts, change_type, origin) VALUES (now(), 'INSERT', 'aws');
 INSERT INTO iasql_audit_log (ts, change_type, origin) VALUES (now(), 'INSERT', NULL);
 INSERT INTO iasql_audit_log (ts, change_type, origin) VALUES (now(), NULL, 'user');
 INSERT INTO iasql_audit_log (change_type, origin) VALUES ('INSERT', 'user');

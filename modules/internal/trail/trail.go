@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,4 +226,33 @@ func Parse(doc []byte) (module.Event, error) {
 		}
 	}
 	return ev, nil
+}
+
+// Find are the scalar values under key (regardless of case) anywhere
+// below v, as text, without empties and repeats, in the order of a walk
+// that takes an object's keys in sorted order.
+func Find(v any, key string) []string {
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				e := x[k]
+				if strings.EqualFold(k, key) {
+					if s, ok := Text(e); ok && s != "" && !slices.Contains(out, s) {
+						out = append(out, s)
+					}
+					continue
+				}
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
 }
