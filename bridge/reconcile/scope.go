@@ -22,6 +22,13 @@ package reconcile
 // The tables a table read whole references are read whole too, and so are
 // those a table with acting records references (a resource it imports or
 // gets names its parents by cloud identity).
+//
+// An Event cycle (events.go) reads the same way, with the records of the
+// resources its events name acting besides. A table whose acting records
+// only events name is read by record even when its identities are the
+// cloud's (there is nothing to create), and what it references is read
+// for reference only, but for named references; an event naming a
+// resource no record knows makes its table read whole.
 
 import (
 	"github.com/iasql/iasql/bridge/snapshot"
