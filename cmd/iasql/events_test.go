@@ -365,4 +365,9 @@ func TestEventsQueueDeleted(t *testing.T) {
 	if v, ok := metricValue(body, "iasql_events_queue_readable", `queue="`+s.queue+`"`); !ok || v != 0 {
 		t.Errorf("iasql_events_queue_readable = %v (found %v), want 0", v, ok)
 	}
+	// The pipeline's own calls (the README's INSERTs, made by the sidecar)
+	// waited in the queue for this sidecar, which dropped them as its own.
+	if v, ok := metricValue(body, "iasql_events_total", `outcome="own"`); !ok || v == 0 {
+		t.Errorf("iasql_events_total{outcome=\"own\"} = %v (found %v), want the pipeline's own calls", v, ok)
+	}
 }
