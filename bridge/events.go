@@ -261,7 +261,7 @@ func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duratio
 		e.log.Warn("events left in the queue: cannot read the installed modules", "events", len(msgs), "err", err)
 		return 0
 	}
-	noticed, regions, done, acting := e.notice(msgs, installed)
+	noticed, regions, done, acting := e.notice(ctx, msgs, installed)
 	var requeue time.Duration
 	if len(noticed) > 0 {
 		ok := true
@@ -316,9 +316,9 @@ func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duratio
 // drops, and counts, the sidecar's own events, those that change nothing
 // and those about no installed table. done: the messages to delete now;
 // acting: those the cycle is for.
-func (e *Engine) notice(msgs []message, installed []reconcile.Table) (noticed map[string]map[string]*snapshot.Attribution, regions map[string]map[string]bool, done []string, acting []message) {
+func (e *Engine) notice(ctx context.Context, msgs []message, installed []reconcile.Table) (noticed map[string]map[string]*snapshot.Attribution, regions map[string]map[string]bool, done []string, acting []message) {
 	q := e.queue
-	own, key := e.ownARN(), e.accessKey(context.Background())
+	own, key := e.ownARN(), e.accessKey(ctx)
 	noticed, regions = map[string]map[string]*snapshot.Attribution{}, map[string]map[string]bool{}
 	counts := map[string]int{}
 	for _, m := range msgs {
