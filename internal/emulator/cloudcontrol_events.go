@@ -55,6 +55,7 @@ func (s *ccService) recordHandler(r *ccRequest, sc *cfnSchema, m map[string]any)
 		s.trail.record(trailCall{
 			service: c.service, op: c.op, region: region, key: r.key, invokedBy: ccInvoker,
 			params: c.params, response: c.response, time: now,
+			named: []lookupResource{{ResourceType: r.typeName, ResourceName: r.identifier}},
 		})
 	}
 }

@@ -242,20 +242,27 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, f := range faults {
-		if !f.Kind.modifies() && e.applyFault(rec, r, svc, op, f) {
+		if !f.Kind.modifies() && e.applyFault(rec, r, svc, name, op, f) {
 			return
 		}
 	}
+	e.serveRecorded(rec, r, svc, name, op)
+}
+
+// serveRecorded serves a request and, when it is a mutating management
+// call that succeeded, records it in the trail (CloudTrail) with what it
+// logs of the request and response.
+func (e *Emulator) serveRecorded(w http.ResponseWriter, r *http.Request, svc service, name, op string) {
 	if !recorded(name, op) {
-		svc.serve(rec, r, op)
+		svc.serve(w, r, op)
 		return
 	}
-	// A mutating management call: keep what CloudTrail logs of it.
 	var body *teeBody
 	if r.Body != nil && r.Header.Get("X-Amz-Target") != "" {
 		body = &teeBody{r: r.Body, c: r.Body}
 		r.Body = body
 	}
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	cw := &captureWriter{statusRecorder: rec}
 	svc.serve(cw, r, op)
 	if rec.status >= 300 {

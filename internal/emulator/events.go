@@ -116,13 +116,22 @@ func (s *eventsService) cloudTrailEvent(ev *trailEvent) map[string]any {
 	return map[string]any{
 		"version": "0", "id": newRequestID(), "detail-type": "AWS API Call via CloudTrail",
 		"source": "aws." + strings.TrimSuffix(ev.source, ".amazonaws.com"), "account": s.account,
-		"time": ev.record.EventTime, "region": ev.region, "resources": []string{}, "detail": detail,
+		"time": ev.eventTime, "region": ev.region, "resources": []string{}, "detail": detail,
 	}
 }
 
 // publish puts a recorded event on its region's default bus, due after
-// the delay.
+// the delay, and delivers the events already due (so events do not pile
+// up when no one reads a queue). An event of a region without rules is
+// dropped at once: no rule would match it.
 func (s *eventsService) publish(ev *trailEvent) {
+	s.deliverDue(ev.time)
+	s.mu.Lock()
+	rules := len(s.rules[ev.region])
+	s.mu.Unlock()
+	if rules == 0 {
+		return
+	}
 	p := pendingEvent{due: ev.time.Add(s.delay), region: ev.region, event: s.cloudTrailEvent(ev)}
 	s.pmu.Lock()
 	s.pending = append(s.pending, p)
@@ -294,15 +303,7 @@ func validPattern(doc string) string {
 	return check(pattern, "")
 }
 
-// ebErr is an EventBridge error answer.
-type ebErr struct{ code, msg string }
-
-type ebCall struct {
-	region string
-	body   []byte
-}
-
-var ebOps = map[string]func(s *eventsService, c ebCall) (any, *ebErr){
+var ebOps = map[string]func(s *eventsService, c jsonCall) (any, *opErr){
 	"PutRule":           (*eventsService).putRule,
 	"DeleteRule":        (*eventsService).deleteRule,
 	"DescribeRule":      (*eventsService).describeRule,
@@ -313,45 +314,21 @@ var ebOps = map[string]func(s *eventsService, c ebCall) (any, *ebErr){
 }
 
 func (s *eventsService) serve(w http.ResponseWriter, r *http.Request, op string) {
-	h, ok := ebOps[op]
-	if !ok {
-		s.writeError(w, r, http.StatusBadRequest, "UnknownOperationException", fmt.Sprintf("The emulator does not implement EventBridge operation %q.", op))
-		return
-	}
-	body, region, ok := s.read(w, r)
-	if !ok {
-		return
-	}
-	out, e := h(s, ebCall{region: region, body: body})
-	if e != nil {
-		s.writeError(w, r, http.StatusBadRequest, e.code, e.msg)
-		return
-	}
-	s.answer(w, r, out, 0, "", "")
-}
-
-func (c ebCall) decode(v any) *ebErr {
-	if len(c.body) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(c.body, v); err != nil {
-		return &ebErr{"SerializationException", err.Error()}
-	}
-	return nil
+	serveOps(s, ebOps, w, r, op, "UnknownOperationException", "EventBridge")
 }
 
 var ruleNamePattern = regexp.MustCompile(`^[\.\-_A-Za-z0-9]{1,64}$`)
 
 // defaultBus checks a request's EventBusName: the default bus only.
-func (s *eventsService) defaultBus(region, bus string) *ebErr {
+func (s *eventsService) defaultBus(region, bus string) *opErr {
 	if bus == "" || bus == "default" || bus == "arn:aws:events:"+region+":"+s.account+":event-bus/default" {
 		return nil
 	}
-	return &ebErr{"ResourceNotFoundException", fmt.Sprintf("Event bus %s does not exist.", bus)}
+	return &opErr{"ResourceNotFoundException", fmt.Sprintf("Event bus %s does not exist.", bus)}
 }
 
-func ruleNotFound(name string) *ebErr {
-	return &ebErr{"ResourceNotFoundException", fmt.Sprintf("Rule %s does not exist on EventBus default.", name)}
+func ruleNotFound(name string) *opErr {
+	return &opErr{"ResourceNotFoundException", fmt.Sprintf("Rule %s does not exist on EventBus default.", name)}
 }
 
 // rule is a region's rule; the caller holds mu.
@@ -364,7 +341,7 @@ type ebRuleInput struct {
 
 // putRule creates or updates a rule:
 // https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutRule.html
-func (s *eventsService) putRule(c ebCall) (any, *ebErr) {
+func (s *eventsService) putRule(c jsonCall) (any, *opErr) {
 	var in ebRuleInput
 	if e := c.decode(&in); e != nil {
 		return nil, e
@@ -379,19 +356,19 @@ func (s *eventsService) putRule(c ebCall) (any, *ebErr) {
 }
 
 // put is PutRule; the caller holds mu.
-func (s *eventsService) put(region string, in ebRuleInput) (*ebRule, *ebErr) {
+func (s *eventsService) put(region string, in ebRuleInput) (*ebRule, *opErr) {
 	if e := s.defaultBus(region, in.EventBusName); e != nil {
 		return nil, e
 	}
 	if !ruleNamePattern.MatchString(in.Name) {
-		return nil, &ebErr{"ValidationException", fmt.Sprintf("1 validation error detected: Value '%s' at 'name' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\.\\-_A-Za-z0-9]+ (1 to 64 characters)", in.Name)}
+		return nil, &opErr{"ValidationException", fmt.Sprintf("1 validation error detected: Value '%s' at 'name' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\.\\-_A-Za-z0-9]+ (1 to 64 characters)", in.Name)}
 	}
 	if in.EventPattern == "" && in.ScheduleExpression == "" {
-		return nil, &ebErr{"ValidationException", "Parameter(s) EventPattern or ScheduleExpression must be specified."}
+		return nil, &opErr{"ValidationException", "Parameter(s) EventPattern or ScheduleExpression must be specified."}
 	}
 	if in.EventPattern != "" {
 		if why := validPattern(in.EventPattern); why != "" {
-			return nil, &ebErr{"InvalidEventPatternException", why}
+			return nil, &opErr{"InvalidEventPatternException", why}
 		}
 	}
 	switch in.State {
@@ -399,7 +376,7 @@ func (s *eventsService) put(region string, in ebRuleInput) (*ebRule, *ebErr) {
 		in.State = "ENABLED"
 	case "ENABLED", "DISABLED", "ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS":
 	default:
-		return nil, &ebErr{"ValidationException", fmt.Sprintf("1 validation error detected: Value '%s' at 'state' failed to satisfy constraint: Member must satisfy enum value set: [ENABLED, DISABLED, ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS]", in.State)}
+		return nil, &opErr{"ValidationException", fmt.Sprintf("1 validation error detected: Value '%s' at 'state' failed to satisfy constraint: Member must satisfy enum value set: [ENABLED, DISABLED, ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS]", in.State)}
 	}
 	if s.rules[region] == nil {
 		s.rules[region] = map[string]*ebRule{}
@@ -417,7 +394,7 @@ func (s *eventsService) put(region string, in ebRuleInput) (*ebRule, *ebErr) {
 // targets, using RemoveTargets":
 // https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_DeleteRule.html
 // A rule that does not exist is no error.
-func (s *eventsService) deleteRule(c ebCall) (any, *ebErr) {
+func (s *eventsService) deleteRule(c jsonCall) (any, *opErr) {
 	var in struct{ Name, EventBusName string }
 	if e := c.decode(&in); e != nil {
 		return nil, e
@@ -432,7 +409,7 @@ func (s *eventsService) deleteRule(c ebCall) (any, *ebErr) {
 		return map[string]any{}, nil
 	}
 	if len(r.targets) > 0 {
-		return nil, &ebErr{"ValidationException", "Rule can't be deleted since it has targets."}
+		return nil, &opErr{"ValidationException", "Rule can't be deleted since it has targets."}
 	}
 	delete(s.rules[c.region], in.Name)
 	return map[string]any{}, nil
@@ -449,28 +426,36 @@ func (r *ebRule) json() map[string]any {
 	return out
 }
 
-func (s *eventsService) describeRule(c ebCall) (any, *ebErr) {
+func (s *eventsService) describeRule(c jsonCall) (any, *opErr) {
 	var in struct{ Name, EventBusName string }
 	if e := c.decode(&in); e != nil {
 		return nil, e
 	}
-	if e := s.defaultBus(c.region, in.EventBusName); e != nil {
+	return s.onRule(c.region, in.EventBusName, in.Name, func(r *ebRule) (any, *opErr) {
+		out := r.json()
+		out["CreatedBy"] = s.account
+		return out, nil
+	})
+}
+
+// onRule runs f on a rule of the default bus, under mu;
+// ResourceNotFoundException when there is no such rule.
+func (s *eventsService) onRule(region, bus, name string, f func(r *ebRule) (any, *opErr)) (any, *opErr) {
+	if e := s.defaultBus(region, bus); e != nil {
 		return nil, e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.rule(c.region, in.Name)
+	r := s.rule(region, name)
 	if r == nil {
-		return nil, ruleNotFound(in.Name)
+		return nil, ruleNotFound(name)
 	}
-	out := r.json()
-	out["CreatedBy"] = s.account
-	return out, nil
+	return f(r)
 }
 
 // listRules: https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_ListRules.html
 // (Limit 1 to 100; names in order).
-func (s *eventsService) listRules(c ebCall) (any, *ebErr) {
+func (s *eventsService) listRules(c jsonCall) (any, *opErr) {
 	var in struct {
 		NamePrefix, NextToken, EventBusName string
 		Limit                               *int
@@ -484,7 +469,7 @@ func (s *eventsService) listRules(c ebCall) (any, *ebErr) {
 	limit := 100
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > 100 {
-			return nil, &ebErr{"ValidationException", "1 validation error detected: Value at 'limit' failed to satisfy constraint: Member must have value between 1 and 100"}
+			return nil, &opErr{"ValidationException", "1 validation error detected: Value at 'limit' failed to satisfy constraint: Member must have value between 1 and 100"}
 		}
 		limit = *in.Limit
 	}
@@ -493,7 +478,7 @@ func (s *eventsService) listRules(c ebCall) (any, *ebErr) {
 	if in.NextToken != "" {
 		var ok bool
 		if after, ok = pageAfter(tag, in.NextToken); !ok {
-			return nil, &ebErr{"ValidationException", "Invalid NextToken."}
+			return nil, &opErr{"ValidationException", "Invalid NextToken."}
 		}
 	}
 	s.mu.Lock()
@@ -519,7 +504,7 @@ func (s *eventsService) listRules(c ebCall) (any, *ebErr) {
 
 // putTargets adds or replaces targets by Id (at most 5 a rule):
 // https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutTargets.html
-func (s *eventsService) putTargets(c ebCall) (any, *ebErr) {
+func (s *eventsService) putTargets(c jsonCall) (any, *opErr) {
 	var in struct {
 		Rule, EventBusName string
 		Targets            []ebTarget
@@ -527,27 +512,20 @@ func (s *eventsService) putTargets(c ebCall) (any, *ebErr) {
 	if e := c.decode(&in); e != nil {
 		return nil, e
 	}
-	if e := s.defaultBus(c.region, in.EventBusName); e != nil {
-		return nil, e
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.rule(c.region, in.Rule)
-	if r == nil {
-		return nil, ruleNotFound(in.Rule)
-	}
-	if e := r.setTargets(in.Targets); e != nil {
-		return nil, e
-	}
-	return map[string]any{"FailedEntryCount": 0, "FailedEntries": []any{}}, nil
+	return s.onRule(c.region, in.EventBusName, in.Rule, func(r *ebRule) (any, *opErr) {
+		if e := r.setTargets(in.Targets); e != nil {
+			return nil, e
+		}
+		return map[string]any{"FailedEntryCount": 0, "FailedEntries": []any{}}, nil
+	})
 }
 
 // setTargets adds or replaces targets by Id.
-func (r *ebRule) setTargets(targets []ebTarget) *ebErr {
+func (r *ebRule) setTargets(targets []ebTarget) *opErr {
 	next := slices.Clone(r.targets)
 	for _, t := range targets {
 		if t.ID == "" || t.Arn == "" {
-			return &ebErr{"ValidationException", "A target needs an Id and an Arn."}
+			return &opErr{"ValidationException", "A target needs an Id and an Arn."}
 		}
 		if i := slices.IndexFunc(next, func(x ebTarget) bool { return x.ID == t.ID }); i >= 0 {
 			next[i] = t
@@ -556,13 +534,13 @@ func (r *ebRule) setTargets(targets []ebTarget) *ebErr {
 		next = append(next, t)
 	}
 	if len(next) > 5 {
-		return &ebErr{"LimitExceededException", fmt.Sprintf("The requested resource exceeds the maximum number allowed: rule %s can have at most 5 targets.", r.name)}
+		return &opErr{"LimitExceededException", fmt.Sprintf("The requested resource exceeds the maximum number allowed: rule %s can have at most 5 targets.", r.name)}
 	}
 	r.targets = next
 	return nil
 }
 
-func (s *eventsService) removeTargets(c ebCall) (any, *ebErr) {
+func (s *eventsService) removeTargets(c jsonCall) (any, *opErr) {
 	var in struct {
 		Rule, EventBusName string
 		Ids                []string
@@ -570,32 +548,18 @@ func (s *eventsService) removeTargets(c ebCall) (any, *ebErr) {
 	if e := c.decode(&in); e != nil {
 		return nil, e
 	}
-	if e := s.defaultBus(c.region, in.EventBusName); e != nil {
-		return nil, e
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.rule(c.region, in.Rule)
-	if r == nil {
-		return nil, ruleNotFound(in.Rule)
-	}
-	r.targets = slices.DeleteFunc(r.targets, func(t ebTarget) bool { return slices.Contains(in.Ids, t.ID) })
-	return map[string]any{"FailedEntryCount": 0, "FailedEntries": []any{}}, nil
+	return s.onRule(c.region, in.EventBusName, in.Rule, func(r *ebRule) (any, *opErr) {
+		r.targets = slices.DeleteFunc(r.targets, func(t ebTarget) bool { return slices.Contains(in.Ids, t.ID) })
+		return map[string]any{"FailedEntryCount": 0, "FailedEntries": []any{}}, nil
+	})
 }
 
-func (s *eventsService) listTargetsByRule(c ebCall) (any, *ebErr) {
+func (s *eventsService) listTargetsByRule(c jsonCall) (any, *opErr) {
 	var in struct{ Rule, EventBusName string }
 	if e := c.decode(&in); e != nil {
 		return nil, e
 	}
-	if e := s.defaultBus(c.region, in.EventBusName); e != nil {
-		return nil, e
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.rule(c.region, in.Rule)
-	if r == nil {
-		return nil, ruleNotFound(in.Rule)
-	}
-	return map[string]any{"Targets": slices.Clone(r.targets)}, nil
+	return s.onRule(c.region, in.EventBusName, in.Rule, func(r *ebRule) (any, *opErr) {
+		return map[string]any{"Targets": slices.Clone(r.targets)}, nil
+	})
 }

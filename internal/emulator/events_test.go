@@ -143,6 +143,9 @@ func TestCloudTrailRecordsMutatingCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	queue := aws.ToString(q.QueueUrl)
+	// Through Cloud Control: its call, and the call its handler makes for
+	// bob.
+	ccCreate(t, client(c.bob, cloudcontrol.NewFromConfig), "AWS::Logs::LogGroup", `{"LogGroupName":"app-logs"}`)
 	// Reads and data events: not recorded.
 	if _, err := myEC2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{}); err != nil {
 		t.Fatal(err)
@@ -166,6 +169,9 @@ func TestCloudTrailRecordsMutatingCalls(t *testing.T) {
 		{"CreateRole", "iam.amazonaws.com", bobARN, "BOBKEY", map[string]any{"requestParameters.roleName": "app", "responseElements.role.roleName": "app", "awsRegion": "us-east-1"}, "app"},
 		{"CreateRepository", "ecr.amazonaws.com", bobARN, "BOBKEY", map[string]any{"requestParameters.repositoryName": "api"}, "api"},
 		{"CreateQueue", "sqs.amazonaws.com", "arn:aws:iam::123456789012:user/test", "test", map[string]any{"requestParameters.queueName": "jobs", "responseElements.queueUrl": queue}, queue},
+		{"CreateResource", "cloudcontrolapi.amazonaws.com", bobARN, "BOBKEY", map[string]any{"requestParameters.typeName": "AWS::Logs::LogGroup", "responseElements.progressEvent.identifier": "app-logs"}, "app-logs"},
+		{"CreateLogGroup", "logs.amazonaws.com", bobARN, "BOBKEY", map[string]any{"requestParameters.logGroupName": "app-logs",
+			"userIdentity.invokedBy": "cloudcontrolapi.amazonaws.com", "sourceIPAddress": "cloudcontrolapi.amazonaws.com", "userAgent": "cloudcontrolapi.amazonaws.com"}, "app-logs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			evs := lookup(t, ct, cttypes.LookupAttributeKeyEventName, tc.name)
@@ -335,7 +341,7 @@ func TestSQSMessages(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		o, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 20, VisibilityTimeout: 1,
+		o, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 20,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
 		got <- result{o, err}
 	}()
@@ -355,7 +361,8 @@ func TestSQSMessages(t *testing.T) {
 	if n := r.out.Messages[0].Attributes["ApproximateReceiveCount"]; n != "1" {
 		t.Errorf("ApproximateReceiveCount %s, want 1", n)
 	}
-	// Hidden for 1 s, then received again.
+	// Hidden for the queue's 60 s, then, its visibility timeout changed
+	// to 1 s, received again.
 	if o, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url}); err != nil || len(o.Messages) != 0 {
 		t.Errorf("a hidden message was received: %v, %v", o, err)
 	}
@@ -365,6 +372,9 @@ func TestSQSMessages(t *testing.T) {
 	}
 	if a := attrs.Attributes; a["ApproximateNumberOfMessagesNotVisible"] != "1" || a["QueueArn"] != "arn:aws:sqs:us-east-1:123456789012:work" || a["VisibilityTimeout"] != "60" {
 		t.Errorf("attributes %v", a)
+	}
+	if _, err := q.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: r.out.Messages[0].ReceiptHandle, VisibilityTimeout: 1}); err != nil {
+		t.Fatal(err)
 	}
 	again, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 10,
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount}})
@@ -618,6 +628,7 @@ func TestEventsReachQueue(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := startEventCloud(t, emulator.Options{})
 			url := tc.setup(t, c)
 			ctx := t.Context()
@@ -691,5 +702,36 @@ func TestEventDelay(t *testing.T) {
 	q := client(c.AWS, sqs.NewFromConfig)
 	if got := drain(t, q, url); len(got) != 0 {
 		t.Errorf("delivered before the delay: %v", got)
+	}
+}
+
+// A call that was done though its client got an error (a connection lost
+// after AWS acted: the ServerErrorAfter fault) is recorded; one refused
+// before acting is not.
+func TestCloudTrailFaults(t *testing.T) {
+	c := startEventCloud(t, emulator.Options{LookupEventsRate: -1})
+	q := client(c.AWS, sqs.NewFromConfig)
+	ct := client(c.AWS, cloudtrail.NewFromConfig)
+	for _, tc := range []struct {
+		queue    string
+		kind     emulator.FaultKind
+		recorded int
+	}{
+		{"done", emulator.ServerErrorAfter, 1},
+		{"refused", emulator.ServerError, 0},
+	} {
+		c.Emu.Inject(emulator.Fault{Op: "sqs:CreateQueue", Kind: tc.kind, Times: 1})
+		if _, err := q.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(tc.queue)}); errCode(err) != "InternalError" {
+			t.Errorf("%s: CreateQueue %v, want InternalError", tc.queue, err)
+		}
+		n := 0
+		for _, ev := range lookup(t, ct, cttypes.LookupAttributeKeyEventName, "CreateQueue") {
+			if at(record(t, ev), "requestParameters.queueName") == tc.queue {
+				n++
+			}
+		}
+		if n != tc.recorded {
+			t.Errorf("%s: %d CreateQueue events, want %d", tc.queue, n, tc.recorded)
+		}
 	}
 }

@@ -134,7 +134,7 @@ func (e *Emulator) takeFaults(op, region string) []*Fault {
 
 // applyFault serves the request under fault f; it reports whether it
 // answered the request (false: serve it normally).
-func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request, svc service, op string, f *Fault) bool {
+func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request, svc service, name, op string, f *Fault) bool {
 	switch f.Kind {
 	case Latency:
 		select {
@@ -157,7 +157,8 @@ func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request, svc servic
 		svc.writeError(w, r, http.StatusBadRequest, f.ErrorCode, "Refused (injected by the emulator)")
 		return true
 	case ServerErrorAfter:
-		svc.serve(&discardWriter{h: http.Header{}}, r, op)
+		// The call happened: CloudTrail records it.
+		e.serveRecorded(&discardWriter{h: http.Header{}}, r, svc, name, op)
 		svc.writeError(w, r, http.StatusInternalServerError, "InternalError", "We encountered an internal error (injected by the emulator, after doing the request). Please try again.")
 		return true
 	}

@@ -1,7 +1,9 @@
 package emulator
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 )
@@ -64,4 +66,59 @@ func (p jsonProto) answer(w http.ResponseWriter, r *http.Request, out any, statu
 		return
 	}
 	p.write(w, http.StatusOK, resp)
+}
+
+// opErr is an error answer of a JSON service (SQS, EventBridge): its code
+// and message (HTTP 400).
+type opErr struct{ code, msg string }
+
+func opError(code, format string, args ...any) *opErr {
+	return &opErr{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// jsonCall is one request to a JSON service: its context, region and body.
+type jsonCall struct {
+	ctx    context.Context
+	region string
+	body   []byte
+}
+
+// decode reads the body into v (an empty body is no members).
+func (c jsonCall) decode(v any) *opErr {
+	if len(c.body) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(c.body, v); err != nil {
+		return opError("SerializationException", "The request body is not valid JSON for the operation: %v", err)
+	}
+	return nil
+}
+
+// jsonService is a service answering the JSON protocol (jsonProto and its
+// own writeError, if any).
+type jsonService interface {
+	read(w http.ResponseWriter, r *http.Request) ([]byte, string, bool)
+	answer(w http.ResponseWriter, r *http.Request, out any, status int, code, msg string)
+	writeError(w http.ResponseWriter, r *http.Request, status int, code, message string)
+}
+
+// serveOps answers a request with the handler of its operation; unknown
+// is the service's code for an operation it does not have, name its name
+// in the message.
+func serveOps[S jsonService](s S, ops map[string]func(S, jsonCall) (any, *opErr), w http.ResponseWriter, r *http.Request, op, unknown, name string) {
+	h, ok := ops[op]
+	if !ok {
+		s.writeError(w, r, http.StatusBadRequest, unknown, fmt.Sprintf("The emulator does not implement %s operation %q.", name, op))
+		return
+	}
+	body, region, ok := s.read(w, r)
+	if !ok {
+		return
+	}
+	out, e := h(s, jsonCall{ctx: r.Context(), region: region, body: body})
+	if e != nil {
+		s.writeError(w, r, http.StatusBadRequest, e.code, e.msg)
+		return
+	}
+	s.answer(w, r, out, 0, "", "")
 }

@@ -1,11 +1,9 @@
 package emulator
 
 import (
-	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -114,26 +112,11 @@ func (s *sqsService) writeError(w http.ResponseWriter, _ *http.Request, status i
 	s.write(w, status, body)
 }
 
-// sqsErr is an SQS error answer.
-type sqsErr struct{ code, msg string }
-
-func sqsError(code, format string, args ...any) *sqsErr {
-	return &sqsErr{code: code, msg: fmt.Sprintf(format, args...)}
+func noQueue() *opErr {
+	return opError("QueueDoesNotExist", "The specified queue does not exist.")
 }
 
-func noQueue() *sqsErr {
-	return sqsError("QueueDoesNotExist", "The specified queue does not exist.")
-}
-
-type sqsCall struct {
-	ctx    context.Context
-	region string
-	body   []byte
-}
-
-type sqsHandler func(s *sqsService, c sqsCall) (any, *sqsErr)
-
-var sqsOps = map[string]sqsHandler{
+var sqsOps = map[string]func(s *sqsService, c jsonCall) (any, *opErr){
 	"CreateQueue":             (*sqsService).createQueue,
 	"GetQueueUrl":             (*sqsService).getQueueURL,
 	"GetQueueAttributes":      (*sqsService).getQueueAttributes,
@@ -148,31 +131,7 @@ var sqsOps = map[string]sqsHandler{
 }
 
 func (s *sqsService) serve(w http.ResponseWriter, r *http.Request, op string) {
-	h, ok := sqsOps[op]
-	if !ok {
-		s.writeError(w, r, http.StatusBadRequest, "UnsupportedOperation", fmt.Sprintf("The emulator does not implement SQS operation %q.", op))
-		return
-	}
-	body, region, ok := s.read(w, r)
-	if !ok {
-		return
-	}
-	out, e := h(s, sqsCall{ctx: r.Context(), region: region, body: body})
-	if e != nil {
-		s.writeError(w, r, http.StatusBadRequest, e.code, e.msg)
-		return
-	}
-	s.answer(w, r, out, 0, "", "")
-}
-
-func (c sqsCall) decode(v any) *sqsErr {
-	if len(c.body) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(c.body, v); err != nil {
-		return sqsError("InvalidParameterValue", "The request body is not valid JSON for the operation: %v", err)
-	}
-	return nil
+	serveOps(s, sqsOps, w, r, op, "UnsupportedOperation", "SQS")
 }
 
 // sqsURL is a queue's URL.
@@ -181,17 +140,17 @@ func sqsURL(region, account, name string) string {
 }
 
 // byURL is the queue a URL names; the caller holds mu.
-func (s *sqsService) byURL(region, raw string) (*sqsQueue, *sqsErr) {
+func (s *sqsService) byURL(region, raw string) (*sqsQueue, *opErr) {
 	if raw == "" {
-		return nil, sqsError("MissingParameter", "The request must contain the parameter QueueUrl.")
+		return nil, opError("MissingParameter", "The request must contain the parameter QueueUrl.")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, sqsError("InvalidAddress", "The address %s is not valid for this endpoint.", raw)
+		return nil, opError("InvalidAddress", "The address %s is not valid for this endpoint.", raw)
 	}
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
 	if len(parts) != 2 {
-		return nil, sqsError("InvalidAddress", "The address %s is not valid for this endpoint.", raw)
+		return nil, opError("InvalidAddress", "The address %s is not valid for this endpoint.", raw)
 	}
 	if host := strings.Split(u.Host, "."); len(host) >= 4 && host[0] == "sqs" {
 		region = host[1]
@@ -240,29 +199,29 @@ var sqsDefaults = map[string]any{
 
 // setAttrs applies attributes to a queue's properties and policy; the
 // first bad one is the error, before anything is changed.
-func setAttrs(q *sqsQueue, attrs map[string]string, creating bool) *sqsErr {
+func setAttrs(q *sqsQueue, attrs map[string]string, creating bool) *opErr {
 	props := maps.Clone(q.props)
 	policy := q.policy
 	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		v := attrs[name]
 		a, ok := sqsAttrs[name]
 		if !ok {
-			return sqsError("InvalidAttributeName", "Unknown Attribute %s.", name)
+			return opError("InvalidAttributeName", "Unknown Attribute %s.", name)
 		}
 		if !creating && (name == "FifoQueue") {
-			return sqsError("InvalidAttributeName", "Unknown Attribute %s.", name)
+			return opError("InvalidAttributeName", "Unknown Attribute %s.", name)
 		}
 		switch a.kind {
 		case 'i':
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < a.min || n > a.max {
-				return sqsError("InvalidAttributeValue", "Invalid value for the parameter %s.", name)
+				return opError("InvalidAttributeValue", "Invalid value for the parameter %s.", name)
 			}
 			props[name] = json.Number(strconv.FormatInt(n, 10))
 		case 'b':
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return sqsError("InvalidAttributeValue", "Invalid value for the parameter %s.", name)
+				return opError("InvalidAttributeValue", "Invalid value for the parameter %s.", name)
 			}
 			props[name] = b
 		case 'j':
@@ -272,16 +231,16 @@ func setAttrs(q *sqsQueue, attrs map[string]string, creating bool) *sqsErr {
 			}
 			doc, err := decodeJSONValue([]byte(v))
 			if _, isObj := doc.(map[string]any); err != nil || !isObj {
-				return sqsError("InvalidAttributeValue", "Invalid value for the parameter %s.", name)
+				return opError("InvalidAttributeValue", "Invalid value for the parameter %s.", name)
 			}
 			props[name] = doc
 		default:
 			if name == "Policy" {
 				if v != "" {
 					if doc, err := decodeJSONValue([]byte(v)); err != nil {
-						return sqsError("InvalidAttributeValue", "Invalid value for the parameter Policy.")
+						return opError("InvalidAttributeValue", "Invalid value for the parameter Policy.")
 					} else if _, ok := doc.(map[string]any); !ok {
-						return sqsError("InvalidAttributeValue", "Invalid value for the parameter Policy.")
+						return opError("InvalidAttributeValue", "Invalid value for the parameter Policy.")
 					}
 				}
 				policy = v
@@ -335,7 +294,7 @@ func (s *sqsService) newQueue(region, name string, props map[string]any, now tim
 // createQueue: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html
 // (an existing queue of the name is answered when every attribute given
 // has the queue's value; else QueueNameExists).
-func (s *sqsService) createQueue(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) createQueue(c jsonCall) (any, *opErr) {
 	var in struct {
 		QueueName  string
 		Attributes map[string]string
@@ -346,10 +305,10 @@ func (s *sqsService) createQueue(c sqsCall) (any, *sqsErr) {
 	}
 	base, fifoName := strings.CutSuffix(in.QueueName, ".fifo")
 	if !sqsNamePattern.MatchString(base) || len(in.QueueName) > 80 {
-		return nil, sqsError("InvalidParameterValue", "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length")
+		return nil, opError("InvalidParameterValue", "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length")
 	}
 	if fifo := in.Attributes["FifoQueue"] == "true"; fifo != fifoName {
-		return nil, sqsError("InvalidParameterValue", "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length; FifoQueue must be true for it.")
+		return nil, opError("InvalidParameterValue", "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length; FifoQueue must be true for it.")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -360,7 +319,7 @@ func (s *sqsService) createQueue(c sqsCall) (any, *sqsErr) {
 		}
 		for name := range in.Attributes {
 			if name == "Policy" && probe.policy != q.policy || name != "Policy" && attrString(probe.props[name]) != attrString(q.props[name]) {
-				return nil, sqsError("QueueNameExists", "A queue already exists with the same name and a different value for attribute %s", name)
+				return nil, opError("QueueNameExists", "A queue already exists with the same name and a different value for attribute %s", name)
 			}
 		}
 		return map[string]string{"QueueUrl": q.url}, nil
@@ -381,7 +340,7 @@ func (s *sqsService) createQueue(c sqsCall) (any, *sqsErr) {
 	return map[string]string{"QueueUrl": q.url}, nil
 }
 
-func (s *sqsService) getQueueURL(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) getQueueURL(c jsonCall) (any, *opErr) {
 	var in struct{ QueueName, QueueOwnerAWSAccountId string }
 	if e := c.decode(&in); e != nil {
 		return nil, e
@@ -402,7 +361,7 @@ var sqsReadOnlyAttrs = []string{
 }
 
 // getQueueAttributes: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_GetQueueAttributes.html
-func (s *sqsService) getQueueAttributes(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) getQueueAttributes(c jsonCall) (any, *opErr) {
 	var in struct {
 		QueueUrl       string
 		AttributeNames []string
@@ -410,58 +369,66 @@ func (s *sqsService) getQueueAttributes(c sqsCall) (any, *sqsErr) {
 	if e := c.decode(&in); e != nil {
 		return nil, e
 	}
+	for _, name := range in.AttributeNames {
+		if name != "All" && !slices.Contains(sqsReadOnlyAttrs, name) && sqsAttrs[name].kind == 0 {
+			return nil, opError("InvalidAttributeName", "Unknown Attribute %s.", name)
+		}
+	}
+	return s.onQueue(c.region, in.QueueUrl, true, func(q *sqsQueue, now time.Time) (any, *opErr) {
+		q.expire(now)
+		all := slices.Contains(in.AttributeNames, "All")
+		want := func(name string) bool { return all || slices.Contains(in.AttributeNames, name) }
+		visible, inflight, delayed := q.counts(now)
+		out := map[string]string{}
+		for name, v := range map[string]string{
+			"QueueArn":                              q.arn,
+			"ApproximateNumberOfMessages":           strconv.Itoa(visible),
+			"ApproximateNumberOfMessagesNotVisible": strconv.Itoa(inflight),
+			"ApproximateNumberOfMessagesDelayed":    strconv.Itoa(delayed),
+			"CreatedTimestamp":                      strconv.FormatInt(q.created.Unix(), 10),
+			"LastModifiedTimestamp":                 strconv.FormatInt(q.modified.Unix(), 10),
+		} {
+			if want(name) {
+				out[name] = v
+			}
+		}
+		for name := range sqsAttrs {
+			switch {
+			case !want(name):
+			case name == "Policy":
+				if q.policy != "" {
+					out[name] = q.policy
+				}
+			default:
+				if v, ok := q.props[name]; ok {
+					out[name] = attrString(v)
+				}
+			}
+		}
+		if len(out) == 0 {
+			return map[string]any{}, nil
+		}
+		return map[string]any{"Attributes": out}, nil
+	})
+}
+
+// onQueue runs f on the queue a URL names, under mu, after delivering the
+// events due when deliver; QueueDoesNotExist when there is none.
+func (s *sqsService) onQueue(region, url string, deliver bool, f func(q *sqsQueue, now time.Time) (any, *opErr)) (any, *opErr) {
 	now := time.Now()
-	s.bus.deliverDue(now)
+	if deliver {
+		s.bus.deliverDue(now)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q, e := s.byURL(c.region, in.QueueUrl)
+	q, e := s.byURL(region, url)
 	if e != nil {
 		return nil, e
 	}
-	q.expire(now)
-	all := slices.Contains(in.AttributeNames, "All")
-	out := map[string]string{}
-	for _, name := range in.AttributeNames {
-		if name != "All" && !slices.Contains(sqsReadOnlyAttrs, name) && sqsAttrs[name].kind == 0 {
-			return nil, sqsError("InvalidAttributeName", "Unknown Attribute %s.", name)
-		}
-	}
-	want := func(name string) bool { return all || slices.Contains(in.AttributeNames, name) }
-	visible, inflight, delayed := q.counts(now)
-	computed := map[string]string{
-		"QueueArn":                              q.arn,
-		"ApproximateNumberOfMessages":           strconv.Itoa(visible),
-		"ApproximateNumberOfMessagesNotVisible": strconv.Itoa(inflight),
-		"ApproximateNumberOfMessagesDelayed":    strconv.Itoa(delayed),
-		"CreatedTimestamp":                      strconv.FormatInt(q.created.Unix(), 10),
-		"LastModifiedTimestamp":                 strconv.FormatInt(q.modified.Unix(), 10),
-	}
-	for name, v := range computed {
-		if want(name) {
-			out[name] = v
-		}
-	}
-	for name := range sqsAttrs {
-		if !want(name) {
-			continue
-		}
-		if name == "Policy" {
-			if q.policy != "" {
-				out[name] = q.policy
-			}
-			continue
-		}
-		if v, ok := q.props[name]; ok {
-			out[name] = attrString(v)
-		}
-	}
-	if len(out) == 0 {
-		return map[string]any{}, nil
-	}
-	return map[string]any{"Attributes": out}, nil
+	return f(q, now)
 }
 
-func (s *sqsService) setQueueAttributes(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) setQueueAttributes(c jsonCall) (any, *opErr) {
 	var in struct {
 		QueueUrl   string
 		Attributes map[string]string
@@ -469,66 +436,51 @@ func (s *sqsService) setQueueAttributes(c sqsCall) (any, *sqsErr) {
 	if e := c.decode(&in); e != nil {
 		return nil, e
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, e := s.byURL(c.region, in.QueueUrl)
-	if e != nil {
-		return nil, e
-	}
-	if e := setAttrs(q, in.Attributes, false); e != nil {
-		return nil, e
-	}
-	q.modified = time.Now()
-	return map[string]any{}, nil
+	return s.onQueue(c.region, in.QueueUrl, false, func(q *sqsQueue, now time.Time) (any, *opErr) {
+		if e := setAttrs(q, in.Attributes, false); e != nil {
+			return nil, e
+		}
+		q.modified = now
+		return map[string]any{}, nil
+	})
 }
 
 // remove deletes a queue and wakes its long polls; the caller holds mu.
 func (s *sqsService) remove(q *sqsQueue) {
 	delete(s.queues[q.region], q.name)
-	close(q.arrived)
-	q.arrived = make(chan struct{})
+	q.wake()
 }
 
-func (s *sqsService) deleteQueue(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) deleteQueue(c jsonCall) (any, *opErr) {
 	var in struct{ QueueUrl string }
 	if e := c.decode(&in); e != nil {
 		return nil, e
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, e := s.byURL(c.region, in.QueueUrl)
-	if e != nil {
-		return nil, e
-	}
-	s.remove(q)
-	return map[string]any{}, nil
+	return s.onQueue(c.region, in.QueueUrl, false, func(q *sqsQueue, _ time.Time) (any, *opErr) {
+		s.remove(q)
+		return map[string]any{}, nil
+	})
 }
 
 // purgeQueue: "The message deletion process takes up to 60 seconds...
 // you can't call PurgeQueue on it again" within 60 s
 // (PurgeQueueInProgress): https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_PurgeQueue.html
-func (s *sqsService) purgeQueue(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) purgeQueue(c jsonCall) (any, *opErr) {
 	var in struct{ QueueUrl string }
 	if e := c.decode(&in); e != nil {
 		return nil, e
 	}
-	now := time.Now()
-	s.bus.deliverDue(now)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, e := s.byURL(c.region, in.QueueUrl)
-	if e != nil {
-		return nil, e
-	}
-	if !q.purged.IsZero() && now.Sub(q.purged) < time.Minute {
-		return nil, sqsError("PurgeQueueInProgress", "Only one PurgeQueue operation on %s is allowed every 60 seconds.", q.name)
-	}
-	q.purged = now
-	q.messages = nil
-	return map[string]any{}, nil
+	return s.onQueue(c.region, in.QueueUrl, true, func(q *sqsQueue, now time.Time) (any, *opErr) {
+		if !q.purged.IsZero() && now.Sub(q.purged) < time.Minute {
+			return nil, opError("PurgeQueueInProgress", "Only one PurgeQueue operation on %s is allowed every 60 seconds.", q.name)
+		}
+		q.purged = now
+		q.messages = nil
+		return map[string]any{}, nil
+	})
 }
 
-func (s *sqsService) listQueues(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) listQueues(c jsonCall) (any, *opErr) {
 	var in struct {
 		QueueNamePrefix, NextToken string
 		MaxResults                 *int
@@ -539,7 +491,7 @@ func (s *sqsService) listQueues(c sqsCall) (any, *sqsErr) {
 	limit := 1000
 	if in.MaxResults != nil {
 		if *in.MaxResults < 1 || *in.MaxResults > 1000 {
-			return nil, sqsError("InvalidParameterValue", "Value %d for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.", *in.MaxResults)
+			return nil, opError("InvalidParameterValue", "Value %d for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.", *in.MaxResults)
 		}
 		limit = *in.MaxResults
 	}
@@ -548,7 +500,7 @@ func (s *sqsService) listQueues(c sqsCall) (any, *sqsErr) {
 	if in.NextToken != "" {
 		var ok bool
 		if after, ok = pageAfter(tag, in.NextToken); !ok {
-			return nil, sqsError("InvalidParameterValue", "Invalid NextToken value.")
+			return nil, opError("InvalidParameterValue", "Invalid NextToken value.")
 		}
 	}
 	s.mu.Lock()
@@ -608,13 +560,18 @@ func (q *sqsQueue) add(body string, delay time.Duration, now time.Time) *sqsMess
 	sum := md5.Sum([]byte(body))
 	m := &sqsMessage{id: newRequestID(), body: body, md5: hex.EncodeToString(sum[:]), sent: now, visibleAt: now.Add(delay)}
 	q.messages = append(q.messages, m)
-	close(q.arrived)
-	q.arrived = make(chan struct{})
+	q.wake()
 	return m
 }
 
+// wake wakes the queue's long polls; the caller holds mu.
+func (q *sqsQueue) wake() {
+	close(q.arrived)
+	q.arrived = make(chan struct{})
+}
+
 // sendMessage: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html
-func (s *sqsService) sendMessage(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) sendMessage(c jsonCall) (any, *opErr) {
 	var in struct {
 		QueueUrl, MessageBody string
 		DelaySeconds          *int64
@@ -623,26 +580,22 @@ func (s *sqsService) sendMessage(c sqsCall) (any, *sqsErr) {
 		return nil, e
 	}
 	if in.MessageBody == "" {
-		return nil, sqsError("MissingParameter", "The request must contain the parameter MessageBody.")
+		return nil, opError("MissingParameter", "The request must contain the parameter MessageBody.")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, e := s.byURL(c.region, in.QueueUrl)
-	if e != nil {
-		return nil, e
+	if in.DelaySeconds != nil && (*in.DelaySeconds < 0 || *in.DelaySeconds > 900) {
+		return nil, opError("InvalidParameterValue", "Value %d for parameter DelaySeconds is invalid. Reason: must be between 0 and 900, if provided.", *in.DelaySeconds)
 	}
-	if max := q.intProp("MaximumMessageSize"); max > 0 && int64(len(in.MessageBody)) > max {
-		return nil, sqsError("InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", max)
-	}
-	delay := q.intProp("DelaySeconds")
-	if in.DelaySeconds != nil {
-		if *in.DelaySeconds < 0 || *in.DelaySeconds > 900 {
-			return nil, sqsError("InvalidParameterValue", "Value %d for parameter DelaySeconds is invalid. Reason: must be between 0 and 900, if provided.", *in.DelaySeconds)
+	return s.onQueue(c.region, in.QueueUrl, false, func(q *sqsQueue, now time.Time) (any, *opErr) {
+		if max := q.intProp("MaximumMessageSize"); max > 0 && int64(len(in.MessageBody)) > max {
+			return nil, opError("InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", max)
 		}
-		delay = *in.DelaySeconds
-	}
-	m := q.add(in.MessageBody, time.Duration(delay)*time.Second, time.Now())
-	return map[string]string{"MessageId": m.id, "MD5OfMessageBody": m.md5}, nil
+		delay := q.intProp("DelaySeconds")
+		if in.DelaySeconds != nil {
+			delay = *in.DelaySeconds
+		}
+		m := q.add(in.MessageBody, time.Duration(delay)*time.Second, now)
+		return map[string]string{"MessageId": m.id, "MD5OfMessageBody": m.md5}, nil
+	})
 }
 
 type sqsMessageJSON struct {
@@ -657,7 +610,7 @@ type sqsMessageJSON struct {
 // Long polling waits up to WaitTimeSeconds for a message and answers as
 // soon as one is visible:
 // https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-short-and-long-polling.html
-func (s *sqsService) receiveMessage(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) receiveMessage(c jsonCall) (any, *opErr) {
 	var in struct {
 		QueueUrl                    string
 		MaxNumberOfMessages         *int
@@ -672,15 +625,15 @@ func (s *sqsService) receiveMessage(c sqsCall) (any, *sqsErr) {
 	max := 1
 	if in.MaxNumberOfMessages != nil {
 		if *in.MaxNumberOfMessages < 1 || *in.MaxNumberOfMessages > 10 {
-			return nil, sqsError("InvalidParameterValue", "Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", *in.MaxNumberOfMessages)
+			return nil, opError("InvalidParameterValue", "Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", *in.MaxNumberOfMessages)
 		}
 		max = *in.MaxNumberOfMessages
 	}
 	if in.WaitTimeSeconds != nil && (*in.WaitTimeSeconds < 0 || *in.WaitTimeSeconds > 20) {
-		return nil, sqsError("InvalidParameterValue", "Value %d for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.", *in.WaitTimeSeconds)
+		return nil, opError("InvalidParameterValue", "Value %d for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.", *in.WaitTimeSeconds)
 	}
 	if in.VisibilityTimeout != nil && (*in.VisibilityTimeout < 0 || *in.VisibilityTimeout > 43200) {
-		return nil, sqsError("InvalidParameterValue", "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be >= 0 and <= 43200, if provided.", *in.VisibilityTimeout)
+		return nil, opError("InvalidParameterValue", "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be >= 0 and <= 43200, if provided.", *in.VisibilityTimeout)
 	}
 	names := append(slices.Clone(in.AttributeNames), in.MessageSystemAttributeNames...)
 	start := time.Now()
@@ -775,10 +728,10 @@ func (q *sqsQueue) receive(now time.Time, max int, vt time.Duration, names []str
 
 // message is the message a receipt handle was given for: nil (and no
 // error) when it is gone or the handle is not its latest.
-func (q *sqsQueue) message(handle string) (*sqsMessage, *sqsErr) {
+func (q *sqsQueue) message(handle string) (*sqsMessage, *opErr) {
 	id, _, ok := strings.Cut(handle, "#")
 	if !ok || id == "" {
-		return nil, sqsError("ReceiptHandleIsInvalid", "The input receipt handle \"%s\" is not a valid receipt handle.", handle)
+		return nil, opError("ReceiptHandleIsInvalid", "The input receipt handle \"%s\" is not a valid receipt handle.", handle)
 	}
 	for _, m := range q.messages {
 		if m.id == id && m.handle == handle {
@@ -789,30 +742,26 @@ func (q *sqsQueue) message(handle string) (*sqsMessage, *sqsErr) {
 }
 
 // deleteMessage: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html
-func (s *sqsService) deleteMessage(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) deleteMessage(c jsonCall) (any, *opErr) {
 	var in struct{ QueueUrl, ReceiptHandle string }
 	if e := c.decode(&in); e != nil {
 		return nil, e
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, e := s.byURL(c.region, in.QueueUrl)
-	if e != nil {
-		return nil, e
-	}
-	m, e := q.message(in.ReceiptHandle)
-	if e != nil {
-		return nil, e
-	}
-	if m != nil {
-		q.messages = slices.DeleteFunc(q.messages, func(x *sqsMessage) bool { return x == m })
-	}
-	return map[string]any{}, nil
+	return s.onQueue(c.region, in.QueueUrl, false, func(q *sqsQueue, _ time.Time) (any, *opErr) {
+		m, e := q.message(in.ReceiptHandle)
+		if e != nil {
+			return nil, e
+		}
+		if m != nil {
+			q.messages = slices.DeleteFunc(q.messages, func(x *sqsMessage) bool { return x == m })
+		}
+		return map[string]any{}, nil
+	})
 }
 
 // changeMessageVisibility: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ChangeMessageVisibility.html
 // (MessageNotInflight for a message that is not in flight).
-func (s *sqsService) changeMessageVisibility(c sqsCall) (any, *sqsErr) {
+func (s *sqsService) changeMessageVisibility(c jsonCall) (any, *opErr) {
 	var in struct {
 		QueueUrl, ReceiptHandle string
 		VisibilityTimeout       int64
@@ -821,28 +770,22 @@ func (s *sqsService) changeMessageVisibility(c sqsCall) (any, *sqsErr) {
 		return nil, e
 	}
 	if in.VisibilityTimeout < 0 || in.VisibilityTimeout > 43200 {
-		return nil, sqsError("InvalidParameterValue", "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be >= 0 and <= 43200, if provided.", in.VisibilityTimeout)
+		return nil, opError("InvalidParameterValue", "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be >= 0 and <= 43200, if provided.", in.VisibilityTimeout)
 	}
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, e := s.byURL(c.region, in.QueueUrl)
-	if e != nil {
-		return nil, e
-	}
-	m, e := q.message(in.ReceiptHandle)
-	if e != nil {
-		return nil, e
-	}
-	if m == nil || !m.visibleAt.After(now) {
-		return nil, sqsError("MessageNotInflight", "The message referred to is not in flight.")
-	}
-	m.visibleAt = now.Add(time.Duration(in.VisibilityTimeout) * time.Second)
-	if in.VisibilityTimeout == 0 {
-		close(q.arrived)
-		q.arrived = make(chan struct{})
-	}
-	return map[string]any{}, nil
+	return s.onQueue(c.region, in.QueueUrl, false, func(q *sqsQueue, now time.Time) (any, *opErr) {
+		m, e := q.message(in.ReceiptHandle)
+		if e != nil {
+			return nil, e
+		}
+		if m == nil || !m.visibleAt.After(now) {
+			return nil, opError("MessageNotInflight", "The message referred to is not in flight.")
+		}
+		m.visibleAt = now.Add(time.Duration(in.VisibilityTimeout) * time.Second)
+		if in.VisibilityTimeout == 0 {
+			q.wake()
+		}
+		return map[string]any{}, nil
+	})
 }
 
 // deliver puts an EventBridge event on the queue of an ARN when the

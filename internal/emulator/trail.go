@@ -41,7 +41,7 @@ import (
 const (
 	trailEventVersion = "1.11"
 	// trailCap is how many records the emulator keeps (oldest dropped).
-	trailCap = 50000
+	trailCap = 20000
 	// ccInvoker is how calls Cloud Control makes for its caller are logged.
 	ccInvoker = "cloudcontrolapi.amazonaws.com"
 )
@@ -84,8 +84,8 @@ type trailEvent struct {
 	key, username            string
 	readOnly                 bool
 	resources                []lookupResource // type and name, as LookupEvents answers them
-	json                     []byte
-	record                   *trailRecord
+	json                     []byte           // the record
+	eventTime                string           // the record's
 }
 
 // lookupResource is a resource of a LookupEvents event.
@@ -180,7 +180,10 @@ type trailCall struct {
 	requestID           string
 	params, response    any
 	resources           []trailResource
-	time                time.Time
+	// named are resources LookupEvents finds the event by besides those
+	// its parameters identify (a Cloud Control handler's resource).
+	named []lookupResource
+	time  time.Time
 }
 
 // record keeps a call's event and hands it to EventBridge.
@@ -213,8 +216,8 @@ func (t *cloudTrail) record(c trailCall) {
 	}
 	ev := &trailEvent{
 		time: c.time, region: c.region, id: rec.EventID, name: c.op, source: rec.EventSource,
-		key: ui["accessKeyId"].(string), username: username(arn), json: b, record: rec,
-		resources: lookupResources(c.params, c.response, c.resources),
+		key: ui["accessKeyId"].(string), username: username(arn), json: b, eventTime: rec.EventTime,
+		resources: append(lookupResources(c.params, c.response, c.resources), c.named...),
 	}
 	t.mu.Lock()
 	t.seq++
