@@ -31,7 +31,8 @@ import (
 type accountCheck struct {
 	mu      sync.Mutex
 	checked bool
-	err     error // nil: bound to this sidecar's account
+	err     error    // nil: bound to this sidecar's account
+	me      identity // this sidecar's, as STS said (once checked)
 }
 
 // identity is an account and endpoint, as recorded or as found.
@@ -105,7 +106,7 @@ func (e *Engine) checkAccount(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.acct.checked = true
+	e.acct.checked, e.acct.me = true, me
 	if found && (bound.Account != me.Account || bound.Endpoint != me.Endpoint) {
 		e.acct.err = fmt.Errorf("this database is bound to %s, but this sidecar's credentials are for %s: it runs no cycle; check AWS_ENDPOINT_URL and the credentials, or to sync this database with %s from now on, an administrator runs SELECT iasql_rebind_account()",
 			bound, me, me)
@@ -149,4 +150,12 @@ func (e *Engine) rebindAccount(ctx context.Context, role string) (any, error) {
 	}
 	e.log.Warn("account rebound by "+role, "account", me.Account, "endpoint", me.Endpoint, "previous_account", was.Account, "previous_endpoint", was.Endpoint)
 	return map[string]string{"message": msg}, nil
+}
+
+// ownARN is the sidecar's identity (STS GetCallerIdentity's Arn), as the
+// leadership's account check found it ("" before).
+func (e *Engine) ownARN() string {
+	e.acct.mu.Lock()
+	defer e.acct.mu.Unlock()
+	return e.acct.me.Arn
 }

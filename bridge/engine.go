@@ -70,6 +70,8 @@ type Engine struct {
 
 	acct accountCheck // the database's account binding, checked once per leadership (account.go)
 
+	queue *queue // the events queue (events.go); nil without one
+
 	guard      requestGuard    // per-role request rates, expiry of answered requests (privileges.go)
 	deprecated deprecatedCalls // calls of deprecated functions not written yet (flushDeprecated)
 	inbox      inbox           // request messages not taken yet (takeRequests)
@@ -97,7 +99,21 @@ type EngineConfig struct {
 	// LeaderTimeout bounds the engine's sessions as capture's are
 	// (logical.Config.LeaderTimeout); default logical.DefaultLeaderTimeout.
 	LeaderTimeout time.Duration
+	// EventsQueue is the URL of the SQS queue EventBridge delivers
+	// CloudTrail's events to ("" none: events.go); while it can be read,
+	// scheduled full reads run every EventsInterval (default
+	// DefaultEventsInterval) instead of every Interval, if that is longer.
+	EventsQueue    string
+	EventsInterval time.Duration
+	EventsMeter    EventsMeter
+	// TrailLookups: how many changes a cycle found with no event it looks
+	// up in CloudTrail at most, to record who made them (0: none).
+	TrailLookups int
 }
+
+// DefaultEventsInterval is how often scheduled full reads run while
+// events flow.
+const DefaultEventsInterval = 10 * time.Minute
 
 // Coverage is capture as the engine needs it: how far it has recorded.
 type Coverage interface {
@@ -123,6 +139,14 @@ func NewEngine(cfg EngineConfig) *Engine {
 		timeout = 45 * time.Minute
 	}
 	e.rec = &reconcile.Reconciler{Log: e.log, Manager: manager{e}, Exec: execute.New(cfg.CloudConcurrency), Retention: cfg.AuditRetention, Timeout: timeout}
+	if cfg.TrailLookups > 0 {
+		e.rec.Trail, e.rec.LookupBudget = &trail{e: e}, cfg.TrailLookups
+	}
+	every := cfg.EventsInterval
+	if every <= 0 {
+		every = DefaultEventsInterval
+	}
+	e.queue = newQueue(cfg.EventsQueue, cfg.AWS, max(every, e.interval), cfg.EventsMeter)
 	if e.txTimeout <= 0 {
 		e.txTimeout = DefaultTransactionTimeout
 	}
@@ -577,8 +601,18 @@ func (e *Engine) Lead(ctx context.Context, cov Coverage) {
 			}
 		}
 	})
+	if e.queue != nil {
+		side.Go(func() { e.queue.consume(sideCtx, e.log.Info) })
+	}
+	lastFull := time.Now() // the last scheduled cycle (queue.fullReadDue)
 	var soon <-chan time.Time
 	var requeue time.Duration // operations run on in the cloud: a cycle asks about them after it
+	if e.queue != nil {
+		// A full read first: the events of changes made while no sidecar
+		// read the queue may be lost, and the tables' Noticers tell the
+		// resources of an event by what the last read found.
+		requeue, lastFull = e.automatic(ctx, reconcile.Schedule), time.Now()
+	}
 	for {
 		if requeue > 0 && soon == nil {
 			soon, requeue = time.After(requeue), 0
@@ -595,11 +629,17 @@ func (e *Engine) Lead(ctx context.Context, cov Coverage) {
 		case <-soon:
 			soon = nil
 			requeue = e.automatic(ctx, reconcile.Intent)
+		case msgs := <-e.queue.received():
+			requeue = e.handleEvents(ctx, msgs)
 		case <-timer.C:
-			requeue = e.automatic(ctx, reconcile.Schedule)
+			if e.queue.fullReadDue(lastFull) {
+				requeue, lastFull = e.automatic(ctx, reconcile.Schedule), time.Now()
+			}
 			timer.Reset(e.interval)
 		case <-e.tick:
-			requeue = e.automatic(ctx, reconcile.Schedule)
+			if e.queue.fullReadDue(lastFull) {
+				requeue, lastFull = e.automatic(ctx, reconcile.Schedule), time.Now()
+			}
 		case err := <-lost:
 			e.log.Warn("engine lost its session; starting again", "err", err)
 			return
@@ -917,6 +957,7 @@ func (e *Engine) runCycle(ctx context.Context, req reconcile.Request, wait bool)
 		return nil, err
 	}
 	defer e.releaseWork(conn)
+	req.Events = e.queue.status()
 	out, err := e.rec.Reconcile(ctx, e.state, conn, &e.workMu, req)
 	returnMemory()
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -54,6 +55,18 @@ type Cycle struct {
 	Outcome  string        `json:"outcome"` // done, failed, timeout, interrupted (the sidecar stopped)
 	Summary  string        `json:"summary"`
 	Error    string        `json:"error,omitempty"`
+	// Events: how the sidecar that ran it read the events queue (absent
+	// without one).
+	Events string `json:"events,omitempty"`
+}
+
+// EventsProblem is the cycle's events queue that cannot be read, as
+// its sidecar said, or "".
+func (c *Cycle) EventsProblem() string {
+	if c == nil || !strings.HasPrefix(c.Events, store.QueueUnreadable) {
+		return ""
+	}
+	return c.Events
 }
 
 // Failed reports whether the cycle failed or timed out (a cycle cut short
@@ -159,6 +172,9 @@ func (h *Health) Warnings() []string {
 	if h.UncapturedError != "" {
 		out = append(out, "cannot count the changes the slot holds that are not captured yet ("+h.UncapturedError+"): pending leaves them out; run status as the sidecar's role (it needs REPLICATION)")
 	}
+	if p := h.LastCycle.EventsProblem(); p != "" {
+		out = append(out, p+": changes made in AWS reach the rows at the next full read only; check the queue and the sidecar's rights on it (sqs:ReceiveMessage, sqs:DeleteMessage)")
+	}
 	if h.CycleError != "" {
 		out = append(out, "cannot read the last cycle (iasql_audit_log: "+h.CycleError+"): the role running status needs iasql_reader (GRANT iasql_reader TO it)")
 	}
@@ -259,7 +275,7 @@ func ReadHealth(ctx context.Context, q Querier, slot string) (*Health, error) {
 	case err != nil:
 		return nil, err
 	case c != nil:
-		h.LastCycle = &Cycle{Cycle: c.Cycle, Reason: c.Reason, Ended: c.Ended, Duration: c.Duration, Outcome: c.Outcome, Summary: c.Summary, Error: c.Error}
+		h.LastCycle = &Cycle{Cycle: c.Cycle, Reason: c.Reason, Ended: c.Ended, Duration: c.Duration, Outcome: c.Outcome, Summary: c.Summary, Error: c.Error, Events: c.Events}
 	}
 	if h.Records, err = store.RecordStates(ctx, q); err != nil {
 		if !errors.As(err, &pe) || pe.Code != "42501" {

@@ -41,8 +41,12 @@ type Metrics struct {
 	pool   *pgxpool.Pool
 	slot   string
 	calls  *prometheus.CounterVec
-	leader atomic.Bool
-	dbc    *dbCollector
+	events *prometheus.CounterVec
+	queue  *prometheus.GaugeVec
+	// queueURL is the events queue's (SetQueue, before the sidecar runs).
+	queueURL string
+	leader   atomic.Bool
+	dbc      *dbCollector
 }
 
 // New connects a pool of at most two sessions to dsn and registers the
@@ -73,9 +77,17 @@ func New(ctx context.Context, dsn, slot string) (*Metrics, error) {
 			Name: "iasql_cloud_calls_total",
 			Help: "Cloud API calls made by this sidecar (SDK retries included in one call), by service, operation and outcome (ok, throttled, client_error, server_error, canceled, error).",
 		}, []string{"service", "operation", "outcome"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "iasql_events_total",
+			Help: "AWS change events read from the events queue (--events-queue), by outcome: noticed (about resources of installed tables: read by an event cycle), dropped (about none, or changing nothing), own (the sidecar's own calls), invalid (not a CloudTrail record), failed (given up after repeated deliveries).",
+		}, []string{"outcome"}),
+		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "iasql_events_queue_readable",
+			Help: "1 when the last receive from the events queue worked, 0 when it failed (deleted, denied): full reads then run at the normal interval. Absent without a queue.",
+		}, []string{"queue"}),
 	}
 	m.dbc = &dbCollector{ctx: ctx, m: m, since: time.Now(), outcomes: map[string]float64{}, buckets: make([]uint64, len(CycleBuckets))}
-	m.reg.MustRegister(m.calls, m.dbc,
+	m.reg.MustRegister(m.calls, m.events, m.queue, m.dbc,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m, nil
@@ -90,6 +102,19 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // SetLeader records that this sidecar took leadership (sidecar.Config.OnReady).
 func (m *Metrics) SetLeader() { m.leader.Store(true) }
+
+// Events counts n events read from the events queue by outcome
+// (bridge.EventsMeter).
+func (m *Metrics) Events(outcome string, n int) { m.events.WithLabelValues(outcome).Add(float64(n)) }
+
+// QueueReadable records whether the last receive from the events queue
+// worked (bridge.EventsMeter); the queue is named once known (SetQueue).
+func (m *Metrics) QueueReadable(ok bool) {
+	m.queue.WithLabelValues(m.queueURL).Set(b2f(ok))
+}
+
+// SetQueue names the events queue the sidecar reads.
+func (m *Metrics) SetQueue(url string) { m.queueURL = url }
 
 // Instrument adds to cfg the middleware that counts every cloud call made
 // with it (and with the clients made from it).

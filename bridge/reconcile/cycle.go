@@ -86,6 +86,18 @@ type cycle struct {
 	acted           map[snapshot.Key]bool
 	same            map[snapshot.Key]sameWork
 	stuck, involved []string
+
+	// looked: the resources this cycle looked up in CloudTrail, with
+	// lookups requests (its budget: attribute); found: who changed them,
+	// where CloudTrail said.
+	looked  map[snapshot.Key]bool
+	lookups int
+	found   map[string]map[string]*snapshot.Attribution
+	// events: the records an Event cycle's events name (noticed); got:
+	// what its passes got of the tables read by record, by cloud id (nil:
+	// not found), until the cycle changes them in the cloud (reuse).
+	events *noticedRecords
+	got    map[string]map[string]module.Record
 }
 
 // Outcome is how a cycle ended.
@@ -169,6 +181,7 @@ func (c *cycle) run(ctx context.Context) (*Outcome, error) {
 			return out, err
 		}
 		c.logPlan(ctx, pass, p)
+		c.attribute(ctx, p.Actions)
 		if err := c.enact(ctx, p.Enact); err != nil {
 			return out, err
 		}

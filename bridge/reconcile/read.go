@@ -28,7 +28,7 @@ func (c *cycle) read(ctx context.Context) error {
 	var rows map[string]map[string]*snapshot.Row
 	var modes snapshot.Modes
 	var reading *snapshot.Scope
-	if c.req.Trigger.Scoped() {
+	if c.req.Trigger.byRecord() {
 		// What to read by record is known from the engine's state once
 		// every change committed before now is in the audit trail.
 		if err := c.withConn(func() (err error) {
@@ -48,7 +48,11 @@ func (c *cycle) read(ctx context.Context) error {
 			if modes, err = store.ReadModes(ctx, c.conn); err != nil {
 				return err
 			}
-			reading = c.scopeFor(acting, modes)
+			ev, err := c.noticed(ctx, &acting)
+			if err != nil {
+				return err
+			}
+			reading = c.scopeFor(acting, modes, ev)
 			return nil
 		}); err != nil {
 			return err
@@ -96,7 +100,7 @@ func (c *cycle) read(ctx context.Context) error {
 		ts := &snapshot.Table{Spec: t.Spec, Mapper: t.Mapper, Module: t.Module, Rows: rows[t.Spec.Name], ByCloud: map[string]*snapshot.Row{},
 			Records: recs[t.Spec.Name], RecBy: map[string]string{}, Intent: intent[t.Spec.Name], Seen: seen[t.Spec.Name],
 			Cloud: map[string]module.Record{}, Repl: repls[t.Spec.Name], Retired: map[string]*replace.Replacement{}, Forced: forcedBy(c.recreated[t.Spec.Name]),
-			Ops: ops[t.Spec.Name], ByToken: map[string][]string{}, Strays: map[string]snapshot.Stray{}}
+			Ops: ops[t.Spec.Name], ByToken: map[string][]string{}, Strays: map[string]snapshot.Stray{}, Causes: c.causesOf(t.Spec.Name)}
 		if ts.Records == nil {
 			ts.Records = map[string]snapshot.RecordState{}
 		}
@@ -112,17 +116,23 @@ func (c *cycle) read(ctx context.Context) error {
 		snap.ByName[t.Spec.Name] = ts
 	}
 	var fresh map[string]bool
-	if c.req.Trigger.Scoped() {
+	if c.req.Trigger.byRecord() {
 		fresh = snapshot.FreshNames(snap)
+		for _, ids := range c.req.Noticed {
+			for cid := range ids {
+				fresh[cid] = true
+			}
+		}
 	}
 	// Read-only tables first: what modules derive from their tables (the
 	// regions in scope) comes from them, and a row a user deleted from one
 	// is restored from the cloud in this cycle, so it counts meanwhile.
 	for _, ts := range snap.Tables {
-		if ts.Spec.ReadOnly {
+		if ts.Spec.ReadOnly && !c.readOnlyKept(ts) {
 			if err := c.readCloud(ctx, module.Call{Fresh: c.freshness(snap, ts, fresh)}, ts); err != nil {
 				return err
 			}
+			c.st.keepReadOnly(ts)
 		}
 	}
 	snap.Prepare()
@@ -158,9 +168,11 @@ func (c *cycle) read(ctx context.Context) error {
 			c.markRecreated(ts.Spec.Name, id)
 		}
 		if byRecord {
-			if err := ts.GetCloud(ctx, snap.Call, reading, c.fresh[ts.Spec.Name]); err != nil {
+			got, err := ts.GetCloud(ctx, c.getCall(snap, ts), reading, c.reuse(ts.Spec.Name))
+			if err != nil {
 				return err
 			}
+			c.keepGot(ts.Spec.Name, got)
 			ts.Link(snap)
 		}
 		ts.MarkStrays()
@@ -194,9 +206,9 @@ func (c *cycle) readCloud(ctx context.Context, call module.Call, ts *snapshot.Ta
 // as the cloud has it now); automatic cycles may reuse recent reads.
 func (c *cycle) freshness(snap *snapshot.Snapshot, ts *snapshot.Table, names map[string]bool) module.Fresh {
 	switch {
-	case c.req.Trigger.FullRead() || (c.req.Trigger.Scoped() && snap.Modes.Drifty(ts.Spec.Name)):
+	case c.req.Trigger.FullRead() || (c.req.Trigger.byRecord() && snap.Modes.Drifty(ts.Spec.Name)):
 		return module.Fresh{All: true}
-	case c.req.Trigger.Scoped():
+	case c.req.Trigger.byRecord():
 		return module.Fresh{Names: names}
 	}
 	return module.Fresh{}

@@ -66,10 +66,15 @@ const (
 	// Preview: iasql_preview, which reads as a commit does and executes
 	// nothing.
 	Preview
+	// Event: AWS reported changes (CloudTrail events from the events
+	// queue): the cycle reads the resources they name (Request.Noticed)
+	// by record, beside what a commit would act on, and plans them by the
+	// same rules.
+	Event
 )
 
 var triggerNames = [...]string{Schedule: "schedule", Intent: "intent", Asked: "request", Refresh: "refresh",
-	Commit: "commit", Rollback: "rollback", Expiry: "transaction expired", Install: "install", Preview: "preview"}
+	Commit: "commit", Rollback: "rollback", Expiry: "transaction expired", Install: "install", Preview: "preview", Event: "event"}
 
 func (t Trigger) String() string {
 	if t > 0 && int(t) < len(triggerNames) {
@@ -81,7 +86,7 @@ func (t Trigger) String() string {
 // Waited reports whether someone waits for the cycle (iasql_commit,
 // iasql_rollback, install, ...): it then returns only once the operations
 // it started have settled, and retries failed operations at once.
-func (t Trigger) Waited() bool { return t != Schedule && t != Intent }
+func (t Trigger) Waited() bool { return t != Schedule && t != Intent && t != Event }
 
 // FullRead reports whether the cycle reads the whole cloud as it is now:
 // install (importing what exists) and iasql_refresh.
@@ -92,6 +97,20 @@ func (t Trigger) FullRead() bool { return t == Install || t == Refresh }
 // parents: FreshNames) and may reuse recent reads of the rest: the cycles
 // someone waits for (commit, rollback, preview) but full reads.
 func (t Trigger) Scoped() bool { return t.Waited() && !t.FullRead() }
+
+// byRecord reports whether the cycle reads by record what it acts on
+// (scope.go): the scoped cycles, and those AWS's events start (what they
+// name, beside what a commit would act on).
+func (t Trigger) byRecord() bool { return t.Scoped() || t == Event }
+
+// attributes reports whether the changes a cycle pulls from the cloud
+// without an event are looked up in CloudTrail (Reconciler.Trail): not at
+// install (every resource is imported, none changed), nor by a rollback
+// (it restores the database's own state), nor by an event's cycle (the
+// event says who).
+func (t Trigger) attributes() bool {
+	return t != Install && t != Rollback && t != Preview && t != Event
+}
 
 // Table is an installed table as a cycle sees it: its declaration, its
 // mapper and its module.
@@ -113,6 +132,16 @@ type Request struct {
 	// RequestID: the SQL API request the cycle serves, told what the cycle
 	// waits for (Progress); "" for none.
 	RequestID string
+	// Noticed: an Event cycle's resources, by table and cloud id, with
+	// who changed each in AWS (the event's CloudTrail record; nil where it
+	// does not say).
+	Noticed map[string]map[string]*snapshot.Attribution
+	// Regions: an Event cycle's, by table: the regions of the events that
+	// named its resources (getCall).
+	Regions map[string]map[string]bool
+	// Events: how the events queue is read, recorded with the cycle's end
+	// ("" without a queue): iasql status shows it.
+	Events string
 }
 
 // reason is what the audit trail's cycle records say started it.
@@ -151,6 +180,9 @@ type State struct {
 	sizes        map[string]int      // resources the last whole read of each table found (scope.go)
 	reads        map[string]lastRead // budgeted tables' last reads (budget.go)
 	budgetCycles int                 // scheduled cycles the list budget applied to
+	// readOnly: the last whole read of each read-only table, for Event
+	// cycles (events.go: readOnlyKept).
+	readOnly map[string]map[string]module.Record
 }
 
 // Reconciler runs cycles for one engine.
@@ -162,6 +194,19 @@ type Reconciler struct {
 	Retention time.Duration
 	// Timeout bounds a cycle.
 	Timeout time.Duration
+	// Trail finds who made a change a cycle pulls from the cloud with no
+	// event to say (CloudTrail's LookupEvents); nil: nobody is looked up.
+	// At most LookupBudget lookups a cycle (default 10).
+	Trail        Trail
+	LookupBudget int
+}
+
+// Trail finds, in CloudTrail, who made a change in AWS.
+type Trail interface {
+	// Lookup returns what the newest mutating event about the resource
+	// named name (its cloud id) in region, before before, says; nil when
+	// CloudTrail has none.
+	Lookup(ctx context.Context, region, name string, before time.Time) (*snapshot.Attribution, error)
 }
 
 // Reconcile runs the cycle req on conn, which holds the cycle lock for the
@@ -211,6 +256,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, st *State, conn *pgx.Conn, d
 	}
 	if len(out.Unread) > 0 {
 		end["unread"] = out.Unread // left for later cycles by their list budget
+	}
+	if req.Events != "" {
+		end["events"] = req.Events
 	}
 	if err := c.record(context.WithoutCancel(ctx), "CYCLE_END", end); err != nil && ctx.Err() == nil {
 		r.Log.Warn("cannot record the end of a cycle", "err", err)

@@ -22,6 +22,13 @@ package reconcile
 // The tables a table read whole references are read whole too, and so are
 // those a table with acting records references (a resource it imports or
 // gets names its parents by cloud identity).
+//
+// An Event cycle (events.go) reads the same way, with the records of the
+// resources its events name acting besides. A table whose acting records
+// only events name is read by record even when its identities are the
+// cloud's (there is nothing to create), and what it references is read
+// for reference only, but for named references; an event naming a
+// resource no record knows makes its table read whole.
 
 import (
 	"github.com/iasql/iasql/bridge/snapshot"
@@ -29,7 +36,7 @@ import (
 )
 
 // scopeFor decides how each table is read (see the comment at the top).
-func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snapshot.Scope {
+func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes, ev *eventScope) *snapshot.Scope {
 	s := &snapshot.Scope{Whole: map[string]bool{}, Acting: acting.IDs, Context: map[string]map[string]bool{}}
 	// below: tables under one this cycle changed in the cloud, or under a
 	// replacement in progress or one made by deleting first (the cloud
@@ -44,9 +51,11 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 			}
 		}
 		gets := module.PartsOf(t.Mapper).Getter != nil
-		byRecord := gets && !snapshot.Generated(t.Spec) && !c.st.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
+		// A table whose acting records only events name has nothing to
+		// create: a generated identity is known, and got.
+		byRecord := gets && (ev.only(name) || !snapshot.Generated(t.Spec)) && !c.st.listsCheaper(t, len(acting.IDs[name])-acting.InFlight[name]-len(c.fresh[name]))
 		if t.Spec.ReadOnly || modes.Drifty(name) || acting.Truncated[name] || acting.NoRow[name] || acting.Replacing[name] || acting.Unverified[name] ||
-			below[name] || (len(acting.IDs[name]) > 0 && !byRecord) {
+			below[name] || ev.unknownIn(name) || (len(acting.IDs[name]) > 0 && !byRecord) {
 			s.Whole[name] = true
 		}
 	}
@@ -55,7 +64,15 @@ func (c *cycle) scopeFor(acting snapshot.ActingSet, modes snapshot.Modes) *snaps
 	// identity: the tables it references are read whole too (children
 	// before parents: one sweep backwards).
 	for i := len(c.req.Tables) - 1; i >= 0; i-- {
-		if t := c.req.Tables[i]; s.Whole[t.Spec.Name] || len(acting.IDs[t.Spec.Name]) > 0 {
+		t := c.req.Tables[i]
+		if !s.Whole[t.Spec.Name] && ev.only(t.Spec.Name) && !named(t.Spec) {
+			// Only events name its records, which have rows: what they
+			// reference is read for reference (store.ReadScoped), and a
+			// parent the cloud now names that no such row holds is left
+			// for the next whole read (snapshot.ToDB: ErrNoParent).
+			continue
+		}
+		if s.Whole[t.Spec.Name] || len(acting.IDs[t.Spec.Name]) > 0 {
 			for _, ref := range module.RefsOf(t.Spec) {
 				s.Whole[ref.Table] = true
 			}
@@ -86,4 +103,16 @@ func (s *State) noteSize(table string, n int) {
 		s.sizes = map[string]int{}
 	}
 	s.sizes[table] = n
+}
+
+// named reports whether a table has a named reference (module.Naming):
+// its records' references are found from the referenced table's resources
+// (snapshot.Table.Link), which only a whole read has.
+func named(spec module.Table) bool {
+	for _, ref := range module.RefsOf(spec) {
+		if ref.Named.Column != "" {
+			return true
+		}
+	}
+	return false
 }

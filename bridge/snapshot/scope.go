@@ -69,10 +69,13 @@ func (s *Scope) IsContext(table, id string) bool {
 // the identities their rows have now and those their records last knew.
 //
 // fresh holds resources the cycle read fresh since its last read (the
-// read-back of an operation that ended): they are taken as they are, not
-// read again. A record whose operation still runs in the cloud is not
-// read: nothing is planned for it meanwhile.
-func (ts *Table) GetCloud(ctx context.Context, call module.Call, s *Scope, fresh map[string]module.Record) error {
+// read-back of an operation that ended), and resources an earlier pass
+// got that the cycle has not changed since, nil for one not found: they
+// are taken as they are, not read again. A record whose operation still
+// runs in the cloud is not read: nothing is planned for it meanwhile.
+// It returns what it asked the mapper for, by cloud id (nil: not found),
+// none when the read failed (unverified).
+func (ts *Table) GetCloud(ctx context.Context, call module.Call, s *Scope, fresh map[string]module.Record) (map[string]module.Record, error) {
 	var ids []string
 	seen := map[string]bool{}
 	add := func(cid string) {
@@ -81,7 +84,9 @@ func (ts *Table) GetCloud(ctx context.Context, call module.Call, s *Scope, fresh
 		}
 		seen[cid] = true
 		if r, ok := fresh[cid]; ok {
-			ts.AddCloud([]module.Record{r})
+			if r != nil {
+				ts.AddCloud([]module.Record{r})
+			}
 			return
 		}
 		ids = append(ids, cid)
@@ -96,18 +101,26 @@ func (ts *Table) GetCloud(ctx context.Context, call module.Call, s *Scope, fresh
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	recs, err := module.PartsOf(ts.Mapper).Getter.Get(ctx, call.AllFresh(), ids)
-	if err != nil {
+	failed := err != nil
+	if failed {
 		if recs, err = ts.readFailed(ctx, nil, err); err != nil {
-			return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
+			return nil, fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 		}
 	}
 	recs, err = ts.canonicalAll(recs)
 	if err != nil {
-		return fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
+		return nil, fmt.Errorf("read %s from the cloud: %w", ts.Spec.Name, err)
 	}
 	ts.AddCloud(recs)
-	return nil
+	if failed {
+		return nil, nil
+	}
+	got := make(map[string]module.Record, len(ids))
+	for _, cid := range ids {
+		got[cid] = ts.Cloud[cid]
+	}
+	return got, nil
 }

@@ -118,11 +118,19 @@ type CycleEnd struct {
 	Cycle, Reason           string
 	Ended                   time.Time
 	Outcome, Summary, Error string
+	// Events: how the sidecar that ran it read the events queue ("" for
+	// no queue: reconcile.Request.Events); QueueUnreadable begins it when
+	// the queue could not be read.
+	Events string
 	// Duration: from its start record to its end (zero when the start
 	// record is gone: retention).
 	Duration time.Duration
 	Started  bool // the start record was found
 }
+
+// QueueUnreadable begins a cycle's Events when its sidecar could not read
+// the events queue.
+const QueueUnreadable = "cannot read events queue"
 
 // cycleEnds selects the cycle end records that rest (more conditions,
 // an order and a limit on the audit trail's rows) picks, with their start,
@@ -131,7 +139,7 @@ type CycleEnd struct {
 func cycleEnds(rest string) string {
 	return `
 	SELECT e.id, coalesce(e.m->>'cycle', ''), coalesce(e.m->>'reason', ''), e.ts,
-	       coalesce(e.m->>'outcome', ''), coalesce(e.m->>'summary', ''), coalesce(e.m->>'error', ''),
+	       coalesce(e.m->>'outcome', ''), coalesce(e.m->>'summary', ''), coalesce(e.m->>'error', ''), coalesce(e.m->>'events', ''),
 	       (SELECT s.ts FROM public.iasql_audit_log s
 	         WHERE s.table_name IS NULL AND s.record_id IS NULL AND s.id < e.id
 	           AND s.change_type = 'CYCLE_START' AND s.message::jsonb->>'cycle' = e.m->>'cycle'
@@ -144,7 +152,7 @@ func cycleEnds(rest string) string {
 func scanCycleEnd(row pgx.CollectableRow) (CycleEnd, error) {
 	var c CycleEnd
 	var started *time.Time
-	if err := row.Scan(&c.ID, &c.Cycle, &c.Reason, &c.Ended, &c.Outcome, &c.Summary, &c.Error, &started); err != nil {
+	if err := row.Scan(&c.ID, &c.Cycle, &c.Reason, &c.Ended, &c.Outcome, &c.Summary, &c.Error, &c.Events, &started); err != nil {
 		return c, err
 	}
 	if started != nil {

@@ -390,6 +390,37 @@ func ReadActing(ctx context.Context, conn *pgx.Conn, tables []string, low pglogr
 	return s, rows.Err()
 }
 
+// RecordsByCloud finds the records of resources by cloud id: table ->
+// cloud id -> record id, for those a record knows (an Event cycle's
+// resources, by the index on (table_name, cloud_id)).
+func RecordsByCloud[A any](ctx context.Context, db Reader, cloud map[string]map[string]A) (map[string]map[string]string, error) {
+	var ts, cs []string
+	for t, ids := range cloud {
+		for cid := range ids {
+			ts, cs = append(ts, t), append(cs, cid)
+		}
+	}
+	out := map[string]map[string]string{}
+	rows, err := db.Query(ctx, `
+		SELECT r.table_name, r.cloud_id, r.record_id
+		  FROM unnest($1::text[], $2::text[]) k(table_name, cloud_id)
+		  JOIN public.iasql_records r ON r.table_name = k.table_name AND r.cloud_id = k.cloud_id`, ts, cs)
+	if err != nil {
+		return nil, fmt.Errorf("find the records of resources AWS reported: %w", err)
+	}
+	var t, cid, rid string
+	if _, err := pgx.ForEachRow(rows, []any{&t, &cid, &rid}, func() error {
+		if out[t] == nil {
+			out[t] = map[string]string{}
+		}
+		out[t][cid] = rid
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("find the records of resources AWS reported: %w", err)
+	}
+	return out, nil
+}
+
 // ReadScoped reads, in the snapshot's transaction, the rows of a table the
 // scope reads by record: the acting rows, the rows that reference them
 // (what a replacement would move, for preview) and then, as the caller

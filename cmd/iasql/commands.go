@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +30,7 @@ const dsnHelp = "PostgreSQL connection string, e.g. postgres://user@host:5432/db
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags("run", "Run the sidecar in the foreground: install or upgrade the SQL objects, then capture\nchanges to registered tables into iasql_audit_log. Several sidecars may run against one\ndatabase: one captures, the others wait and take over when it stops.",
-		"  iasql run --dsn postgres://iasql_sidecar@db:5432/app\n  IASQL_DSN=postgres://iasql_sidecar@db/app iasql run --log-format json", stderr)
+		"  iasql run --dsn postgres://iasql_sidecar@db:5432/app\n  IASQL_DSN=postgres://iasql_sidecar@db/app iasql run --log-format json\n  iasql run --events-queue https://sqs.us-east-1.amazonaws.com/123456789012/iasql-events", stderr)
 	dsnOf := dsnFlags(f, stderr)
 	slot := f.String("slot", "IASQL_SLOT", "", "logical replication slot (default iasql_<database>)")
 	interval := f.String("interval", "IASQL_INTERVAL", "2m", "time between automatic cycles")
@@ -38,6 +39,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	txTimeout := f.String("transaction-timeout", "IASQL_TRANSACTION_TIMEOUT", bridge.DefaultTransactionTimeout.String(), "an iasql transaction (iasql_begin) whose session ends, or stays idle this long, is rolled back")
 	retention := f.String("audit-retention", "IASQL_AUDIT_RETENTION", bridge.DefaultAuditRetention.String(), "how long iasql_audit_log keeps history: older rows, once enacted, are deleted hourly (0 keeps everything)")
 	leader := f.String("leader-timeout", "IASQL_LEADER_TIMEOUT", logical.DefaultLeaderTimeout.String(), "a sidecar silent this long (frozen, cut off) loses leadership to a standby; its sessions are ended by PostgreSQL")
+	eventsQueue := f.String("events-queue", "IASQL_EVENTS_QUEUE", "", "URL of the SQS queue an EventBridge rule delivers CloudTrail's events to (\"AWS API Call via CloudTrail\"): changes made in AWS reach the rows within seconds, with who made them (README: Events); default: none")
+	eventsInterval := f.String("events-interval", "IASQL_EVENTS_INTERVAL", bridge.DefaultEventsInterval.String(), "time between scheduled full reads while the events queue can be read (at least --interval); when it cannot, --interval applies")
+	trailLookups := f.String("trail-lookups", "IASQL_TRAIL_LOOKUPS", "", "changes a cycle finds with no event that it looks up in CloudTrail (LookupEvents, 2 a second per region) to record who made them, at most per cycle (default: 10 with --events-queue, else 0)")
 	metricsListen := f.String("metrics-listen", "IASQL_METRICS_LISTEN", "", "serve Prometheus metrics (/metrics) and /healthz on this host:port, e.g. 127.0.0.1:9187 (default: off)")
 	logger := logFlags(f, stderr)
 	f.environment = envPostgres + envAWS + envModules + envProfile
@@ -79,6 +83,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	ei, err := positiveDuration("--events-interval", *eventsInterval)
+	if err != nil {
+		return err
+	}
+	lookups := 0
+	if *eventsQueue != "" {
+		lookups = 10
+	}
+	if *trailLookups != "" {
+		if lookups, err = strconv.Atoi(*trailLookups); err != nil || lookups < 0 {
+			return fmt.Errorf("--trail-lookups %q: give a whole number of 0 or more", *trailLookups)
+		}
+	}
+	if *eventsQueue != "" {
+		if u, err := url.Parse(*eventsQueue); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("--events-queue %q: give the queue's URL, e.g. https://sqs.us-east-1.amazonaws.com/123456789012/iasql-events", *eventsQueue)
+		}
+	}
 	var listener net.Listener
 	if *metricsListen != "" {
 		if listener, err = metrics.Listen(*metricsListen); err != nil {
@@ -94,7 +116,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	metrics.LogCalls(&awsCfg, log)
 	cfg := sidecar.Config{DSN: dsn, Slot: *slot, Logger: log, Interval: iv, CycleTimeout: to, CloudConcurrency: cc, LeaderTimeout: lt, AuditRetention: ret,
-		TransactionTimeout: tt, Modules: modules.All(), Catalogs: modules.Catalogs(), AWS: &awsCfg}
+		TransactionTimeout: tt, Modules: modules.All(), Catalogs: modules.Catalogs(), AWS: &awsCfg,
+		EventsQueue: *eventsQueue, EventsInterval: ei, TrailLookups: lookups}
 	// A signal (SIGTERM, Ctrl-C) is logged when it arrives, before what
 	// stopping takes, and the end once everything has stopped.
 	logged := make(chan struct{})
@@ -136,6 +159,10 @@ func runWithMetrics(ctx context.Context, cfg sidecar.Config, l net.Listener) err
 	defer m.Close()
 	m.Instrument(cfg.AWS)
 	cfg.OnReady = m.SetLeader
+	if cfg.EventsQueue != "" {
+		m.SetQueue(cfg.EventsQueue)
+		cfg.EventsMeter = m
+	}
 	served := make(chan error, 1)
 	go func() {
 		err := metrics.Serve(ctx, l, m.Handler(cfg.Logger))
@@ -394,6 +421,9 @@ func printStatus(w io.Writer, h *metrics.Health, in iasqlsql.Installed, engine *
 			}
 		}
 		line("last cycle", "%s", cycle)
+		if c := h.LastCycle; c != nil && c.Events != "" {
+			line("events", "%s", c.Events)
+		}
 		if h.Records == nil {
 			line("records", "unknown (see the warning)")
 		} else {

@@ -131,6 +131,8 @@ func TestRunRefusesBadInput(t *testing.T) {
 		}, []string{"run"}, []string{"max_replication_slots (1) are in use", "raise max_replication_slots"}},
 		{"bad log format", func(t *testing.T) (string, string) { return srv.AdminDSN(), "" }, []string{"run", "--log-format", "xml"}, []string{"invalid --log-format"}},
 		{"bad metrics address", func(t *testing.T) (string, string) { return srv.AdminDSN(), "" }, []string{"run", "--metrics-listen", "localhost"}, []string{"invalid --metrics-listen", "host:port"}},
+		{"bad events queue", func(t *testing.T) (string, string) { return srv.AdminDSN(), "" }, []string{"run", "--events-queue", "iasql-events"}, []string{"--events-queue \"iasql-events\": give the queue's URL"}},
+		{"bad trail lookups", func(t *testing.T) (string, string) { return srv.AdminDSN(), "" }, []string{"run", "--trail-lookups", "-1"}, []string{"--trail-lookups \"-1\": give a whole number of 0 or more"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

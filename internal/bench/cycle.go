@@ -173,6 +173,12 @@ func (b *bench) runEngine(ctx context.Context, conn *pgx.Conn, db string, cfg aw
 
 // runEngineWith is runEngine with catalogs of modules made on demand too.
 func (b *bench) runEngineWith(ctx context.Context, conn *pgx.Conn, db string, cfg aws.Config, interval time.Duration, mods []module.Module, cats []module.Catalog) (stop func(), err error) {
+	return b.runEngineConfig(ctx, conn, db, cfg, interval, mods, cats, nil)
+}
+
+// runEngineConfig is runEngineWith with set, when not nil, completing the
+// sidecar's configuration (the events queue).
+func (b *bench) runEngineConfig(ctx context.Context, conn *pgx.Conn, db string, cfg aws.Config, interval time.Duration, mods []module.Module, cats []module.Catalog, set func(*iasqlsidecar.Config)) (stop func(), err error) {
 	sctx, cancel := context.WithCancel(ctx)
 	ready := make(chan struct{})
 	done := make(chan error, 1)
@@ -183,9 +189,13 @@ func (b *bench) runEngineWith(ctx context.Context, conn *pgx.Conn, db string, cf
 			// The in-process sidecar's debug log, for finding where a figure's time goes.
 			log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		}
-		done <- iasqlsidecar.Run(sctx, iasqlsidecar.Config{DSN: b.cluster.DSN(db), Logger: log,
+		sc := iasqlsidecar.Config{DSN: b.cluster.DSN(db), Logger: log,
 			Interval: interval, AWS: &cfg, Modules: mods, Catalogs: cats,
-			OnReady: func() { once.Do(func() { close(ready) }) }})
+			OnReady: func() { once.Do(func() { close(ready) }) }}
+		if set != nil {
+			set(&sc)
+		}
+		done <- iasqlsidecar.Run(sctx, sc)
 	}()
 	stop = func() { cancel(); <-done }
 	select {

@@ -47,6 +47,12 @@
 //     1,000 log groups (goal: list pages only), and one commit creating 100
 //     with 1 s per request in the emulator (goal: under 15 s; see
 //     cloudControlPart);
+//   - event_to_row_ms_p50, event_to_row_ms_p99 and calls_per_event: 100
+//     changes another access key makes to a bucket (its versioning), each
+//     brought into its row by the events queue (the emulator delivers
+//     CloudTrail's events 1 s after the call): from the change to the row,
+//     and the sidecar's cloud calls per change beyond the queue's (goal:
+//     p99 under 5 s, at most 2 calls; see eventsPart);
 //   - crash_duplicates and crash_orphans: over 50 SIGKILLs of a sidecar
 //     (a child process) while its commit creates buckets, VPCs, subnets,
 //     security groups, IAM roles, instances, a load balancer with a target
@@ -196,7 +202,8 @@ func run(ctx context.Context, stdout, stderr io.Writer) error {
 // cycle_nodiff_ms_100k, commit_overhead_ms_100k_scoped,
 // sidecar_rss_kb_per_resource_100k, preview_ms_100k), =slow (slow_creates_s_100 and
 // user_write_wait_ms_p99), =cc (cc_cycle_nodiff_ms_1k, cc_creates_s_100,
-// cc_cycle_calls_200_types and cc_stack_commit_s), =history (history_ms_1m and as_of_ms_1m)
+// cc_cycle_calls_200_types and cc_stack_commit_s), =history (history_ms_1m and as_of_ms_1m),
+// =events (event_to_row_ms_p50, event_to_row_ms_p99, calls_per_event)
 // or =crash (crash_duplicates and crash_orphans)
 // runs one part; =writers only the writer cost on the main workload, =rate
 // only the backlog rate (to try a change).
@@ -227,6 +234,8 @@ func (b *bench) run(ctx context.Context) error {
 			return err
 		}
 		return b.cloudControlStackPart(ctx)
+	case "events":
+		return b.eventsPart(ctx)
 	case "rate":
 		return b.rate(ctx, b.work)
 	case "history":
@@ -277,6 +286,9 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	if err := b.historyPart(ctx); err != nil {
+		return err
+	}
+	if err := b.eventsPart(ctx); err != nil {
 		return err
 	}
 	return b.crashPart(ctx)

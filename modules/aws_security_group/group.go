@@ -3,6 +3,7 @@ package aws_security_group
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -111,6 +112,45 @@ func (m *groupMapper) Read(ctx context.Context, call module.Call) ([]Group, erro
 	}
 	m.g.reset(found, failed)
 	return found, err
+}
+
+// Get reads the groups of ids (identities: VPC and name), fresh, as Read
+// would: by vpc-id and group-name filters in each region of the scope (a
+// filter, unlike GroupIds, answers a missing group with nothing instead of
+// an error), keeping the pairs asked for; it remembers them for the rules.
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeSecurityGroups.html
+func (m *groupMapper) Get(ctx context.Context, call module.Call, ids []string) ([]Group, error) {
+	want := map[string]bool{}
+	var vpcs, names []string
+	for _, cid := range ids {
+		id, ok := module.IdentityOf(m.g.t, cid)
+		if !ok {
+			continue
+		}
+		want[cid] = true
+		vpcs, names = append(vpcs, id.String("vpc_id")), append(names, id.String("group_name"))
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	filters := []types.Filter{{Name: aws.String("vpc-id"), Values: slices.Compact(slices.Sorted(slices.Values(vpcs)))},
+		{Name: aws.String("group-name"), Values: slices.Compact(slices.Sorted(slices.Values(names)))}}
+	found, err := regional.ListOf(ctx, m.g.c.Clients, call.Scope, ec2x.Terminal, "describe security groups",
+		func(cl *ec2.Client) *ec2.DescribeSecurityGroupsPaginator {
+			return ec2.NewDescribeSecurityGroupsPaginator(cl, &ec2.DescribeSecurityGroupsInput{Filters: filters, MaxResults: aws.Int32(ec2x.PageSize)})
+		},
+		func(page *ec2.DescribeSecurityGroupsOutput) []types.SecurityGroup { return page.SecurityGroups }, group)
+	if err != nil {
+		return nil, err
+	}
+	out := found[:0]
+	for _, sg := range found {
+		if want[m.g.cid(sg)] {
+			m.g.remember(sg)
+			out = append(out, sg)
+		}
+	}
+	return out, nil
 }
 
 // Create creates the group. AWS gives a new group an egress rule allowing

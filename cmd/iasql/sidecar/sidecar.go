@@ -57,6 +57,12 @@ type Config struct {
 	AWS *aws.Config
 	// OnReady is called once the sidecar captures (it holds leadership).
 	OnReady func()
+	// EventsQueue, EventsInterval, EventsMeter, TrailLookups: AWS's
+	// change events and who made changes (bridge.EngineConfig's).
+	EventsQueue    string
+	EventsInterval time.Duration
+	EventsMeter    bridge.EventsMeter
+	TrailLookups   int
 }
 
 // Run runs the sidecar in the foreground until ctx ends. Errors are one
@@ -95,7 +101,8 @@ func Run(ctx context.Context, cfg Config) error {
 	// capture delivers; capture is handed to it as each leadership starts.
 	engine := bridge.NewEngine(bridge.EngineConfig{DSN: cfg.DSN, Logger: cfg.Logger, Modules: cfg.Modules, Catalogs: cfg.Catalogs, AWS: awsCfg,
 		Interval: cfg.Interval, CycleTimeout: cfg.CycleTimeout, CloudConcurrency: cfg.CloudConcurrency, AuditRetention: cfg.AuditRetention,
-		TransactionTimeout: cfg.TransactionTimeout, LeaderTimeout: leaderTimeout})
+		TransactionTimeout: cfg.TransactionTimeout, LeaderTimeout: leaderTimeout,
+		EventsQueue: cfg.EventsQueue, EventsInterval: cfg.EventsInterval, EventsMeter: cfg.EventsMeter, TrailLookups: cfg.TrailLookups})
 	capture := logical.New(logical.Config{DSN: cfg.DSN, Slot: slot, Logger: cfg.Logger, LeaderTimeout: leaderTimeout,
 		OnLeader: func(ctx context.Context, c *logical.Capture) {
 			if cfg.OnReady != nil {
