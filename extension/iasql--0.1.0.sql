@@ -1868,7 +1868,7 @@ BEGIN
   RETURN QUERY
   SELECT c.new_row FROM public.iasql_changes c
    WHERE c.id = ANY (wanted) AND c.table_name = t
-   ORDER BY c.record_id;
+   ORDER BY pg_catalog.length(c.record_id), c.record_id;  -- ids in numeric order (9 before 10)
 END $$;
 COMMENT ON FUNCTION public.iasql_as_of(text, timestamptz) IS
   'The table''s rows (jsonb, by their id as text) as they stood at a moment: each record''s newest version committed at or before it, less the deleted ones; a TRUNCATE of the table at or before it leaves only rows written after. Changes not yet captured are not in it. Needs SELECT on the table. A time before iasql_history_start (the audit trail was pruned) is refused, naming that time.';
