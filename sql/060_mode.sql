@@ -147,6 +147,7 @@ DECLARE
   col text;
   n jsonb;
   o jsonb;
+  changed boolean;
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM public.iasql_mode r WHERE r.mode = 'TRACK') OR public.iasql_holds_lock(2) THEN
     RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
@@ -156,7 +157,9 @@ BEGIN
   IF TG_OP = 'UPDATE' THEN
     n := pg_catalog.to_jsonb(NEW);
     o := pg_catalog.to_jsonb(OLD);
+    changed := false;
     FOR col IN SELECT k.key FROM pg_catalog.jsonb_each(n) k WHERE k.value IS DISTINCT FROM o -> k.key ORDER BY k.key LOOP
+      changed := true;
       SELECT e.mode, e.rule INTO m, why FROM public.iasql_effective_mode(tbl, rid, col) e;
       IF m = 'TRACK' AND why LIKE 'column rule%' THEN
         RAISE EXCEPTION 'update of %.% id % is refused: % puts the column in TRACK mode (the cloud owns it)',
@@ -170,7 +173,10 @@ BEGIN
                 HINT = 'Change it in the cloud (the next cycle pulls it in), or change that rule in iasql_mode (SELECT * FROM iasql_effective_mode(table, id) names it).';
       END IF;
     END LOOP;
-    RETURN NEW;
+    IF changed THEN
+      RETURN NEW;
+    END IF;
+    -- An UPDATE that changes nothing is the record's, as a DELETE is.
   END IF;
   SELECT e.mode, e.rule INTO m, why FROM public.iasql_effective_mode(tbl, rid) e;
   IF m = 'TRACK' THEN

@@ -1,8 +1,8 @@
 -- Who made each user change: capture cannot see the role that wrote a row
 -- (the replication stream does not carry it), so a statement trigger on
--- every module table names it in the stream, once per transaction and
--- role, with a transactional logical-decoding message that precedes the
--- statement's changes (logical.ActorMessagePrefix). The message carries
+-- every module table names it in the stream, at each statement, with a
+-- transactional logical-decoding message that precedes the statement's
+-- changes (logical.ActorMessagePrefix). The message carries
 -- the engine marker's key, which only this function may read, so no role
 -- can emit one naming another: iasql_emit_actor names the calling role
 -- only when the session's login role may act as it (it is a member), and
@@ -24,21 +24,16 @@ END $$;
 COMMENT ON FUNCTION public.iasql_emit_actor(name) IS
   'Names, in the replication stream, the role making the changes that follow in this transaction (the audit trail''s actor): the role given when the session''s login role is a member of it, else the login role.';
 
+-- Every statement names its role: a cache of what was named (a setting)
+-- would be a setting any role may change, and so a way to write unnamed.
 CREATE FUNCTION public.iasql_note_actor() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-  t text := pg_catalog.pg_current_xact_id()::text || ':' || current_user;
 BEGIN
-  IF pg_catalog.current_setting('iasql.actor', true) IS DISTINCT FROM t THEN
-    PERFORM public.iasql_emit_actor(current_user);
-    -- Local: gone at the transaction's end, and with a savepoint rolled
-    -- back (as the message is).
-    PERFORM pg_catalog.set_config('iasql.actor', t, true);
-  END IF;
+  PERFORM public.iasql_emit_actor(current_user);
   RETURN NULL;
 END $$;
 COMMENT ON FUNCTION public.iasql_note_actor() IS
-  'Statement trigger on module tables: names the writing role in the replication stream (iasql_emit_actor) at its first statement in a transaction, and again when the role changes.';
+  'Statement trigger on module tables: names the writing role in the replication stream (iasql_emit_actor) before each statement''s changes.';
 
 CREATE TRIGGER iasql_tables_note_actor AFTER INSERT OR UPDATE ON public.iasql_tables
   FOR EACH ROW EXECUTE FUNCTION public.iasql_tables_add_guard('iasql_note_actor', 'INSERT OR UPDATE OR DELETE OR TRUNCATE', 'STATEMENT',

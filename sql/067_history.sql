@@ -3,35 +3,17 @@
 --
 -- Caller's rights. A role that may SELECT a module table may read who
 -- changed it and how, without SELECT on iasql_audit_log (which also holds
--- the cycles' records and every other table's rows). The functions are
--- SECURITY INVOKER, so current_user is the caller (SET ROLE included), and
--- read the audit trail through iasql_changes: a security-barrier view,
--- granted to PUBLIC, whose owner reads iasql_audit_log and which shows the
--- row changes of the registered tables the querying role may SELECT (a
--- view's has_table_privilege checks the querying role, not the owner).
--- Column privileges: the audit rows hold whole rows, so a table's history
--- needs SELECT on the table; SELECT on some of its columns is not enough.
-
-CREATE VIEW public.iasql_changes WITH (security_barrier) AS
-  SELECT a.id, a.ts, a.table_name, a.record_id, a.change_type, a.old_row, a.new_row, a.origin, a.actor, a.attribution
-    FROM public.iasql_audit_log a
-   WHERE a.change_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')
-     AND a.table_name IN (SELECT t.table_name FROM public.iasql_tables t
-                           WHERE pg_catalog.has_table_privilege(public.iasql_table_regclass(t.table_name), 'SELECT'));
-COMMENT ON VIEW public.iasql_changes IS
-  'The audit trail''s row changes (INSERT, UPDATE, DELETE, TRUNCATE) of the registered tables the querying role may SELECT (table-level SELECT); readable by every role. iasql_history and iasql_as_of read it.';
-COMMENT ON COLUMN public.iasql_changes.id IS 'As iasql_audit_log.id: the order changes were recorded in.';
-COMMENT ON COLUMN public.iasql_changes.ts IS 'Commit time of the change.';
-COMMENT ON COLUMN public.iasql_changes.table_name IS 'The table changed (as in iasql_tables).';
-COMMENT ON COLUMN public.iasql_changes.record_id IS 'Primary key of the row as text; NULL for TRUNCATE.';
-COMMENT ON COLUMN public.iasql_changes.change_type IS 'INSERT, UPDATE, DELETE or TRUNCATE.';
-COMMENT ON COLUMN public.iasql_changes.old_row IS 'The row before an UPDATE or DELETE.';
-COMMENT ON COLUMN public.iasql_changes.new_row IS 'The row after an INSERT or UPDATE.';
-COMMENT ON COLUMN public.iasql_changes.origin IS 'user, cloud or engine (see iasql_audit_log.origin).';
-COMMENT ON COLUMN public.iasql_changes.actor IS 'Who made the change (see iasql_audit_log.actor).';
-COMMENT ON COLUMN public.iasql_changes.attribution IS 'What AWS says of a cloud change (see iasql_audit_log.attribution).';
-REVOKE ALL ON public.iasql_changes FROM PUBLIC;
-GRANT SELECT ON public.iasql_changes TO PUBLIC;
+-- the cycles' records and every other table's rows). The functions run as
+-- their owner (SECURITY DEFINER), who reads the audit trail, for the role
+-- named by their last argument, `reader`, whose default (current_user,
+-- evaluated where the call is written, so the caller's role, SET ROLE
+-- included) is what a caller normally leaves it: they check that the
+-- session's login role may act as that role (it is a member of it, as SET
+-- ROLE requires), and that it may SELECT the whole table (a version holds
+-- the whole row: SELECT on some columns is not enough) with no row-level
+-- security hiding rows from it (the audit trail holds every row). Nothing
+-- of the audit trail is a relation other roles may query, so no planner
+-- detail (EXPLAIN ANALYZE's row counts) tells anything past these checks.
 
 -- From when the audit trail holds complete history: the engine's last
 -- pruning's cutoff (NULL when it never pruned). SECURITY DEFINER: only
@@ -43,14 +25,22 @@ $$;
 COMMENT ON FUNCTION public.iasql_history_start() IS
   'The oldest time iasql_as_of can answer for: the engine pruned the audit trail''s older rows (its --audit-retention), keeping each live record''s newest version before it. NULL when nothing was pruned.';
 
--- The canonical name of a table the caller asks the history of, once the
--- caller may read it: a missing table and a missing SELECT are one line
+-- The canonical name of a table whose history reader asks for (through
+-- caller), once reader may read it: a missing table, a role the session
+-- may not act as, a missing SELECT and row-level security are one line
 -- each, naming the table.
-CREATE FUNCTION public.iasql_history_table(table_name text, caller text) RETURNS text
+CREATE FUNCTION public.iasql_history_table(table_name text, caller text, reader name) RETURNS text
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   rel regclass;
+  c pg_catalog.pg_class;
+  r pg_catalog.pg_roles;
 BEGIN
+  SELECT * INTO r FROM pg_catalog.pg_roles WHERE rolname = reader;
+  IF NOT FOUND OR NOT pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER') THEN
+    RAISE EXCEPTION '%: role % may not read as %: it is not a member of it', caller, session_user, coalesce(reader::text, 'NULL')
+      USING ERRCODE = 'insufficient_privilege', HINT = 'Leave the reader argument out: it is the role you are.';
+  END IF;
   BEGIN
     rel := coalesce(pg_catalog.to_regclass(table_name), public.iasql_table_regclass(table_name));
   EXCEPTION WHEN invalid_name OR invalid_parameter_value OR syntax_error THEN
@@ -60,14 +50,25 @@ BEGIN
     RAISE EXCEPTION '%: table "%" does not exist', caller, table_name
       USING ERRCODE = 'undefined_table', HINT = 'Give the table''s name as in FROM: bucket, or schema.table.';
   END IF;
-  IF NOT pg_catalog.has_table_privilege(rel, 'SELECT') THEN
+  IF NOT EXISTS (SELECT 1 FROM public.iasql_tables t WHERE t.table_name = public.iasql_table_name(rel)) THEN
+    RAISE EXCEPTION '%: table % is not registered in iasql_tables, so the audit trail holds no history of it', caller, public.iasql_table_name(rel)
+      USING ERRCODE = 'undefined_table', HINT = 'SELECT table_name FROM iasql_tables lists the tables with history.';
+  END IF;
+  IF NOT pg_catalog.has_table_privilege(r.oid, rel, 'SELECT') THEN
     RAISE EXCEPTION 'permission denied for table %: % needs SELECT on it', public.iasql_table_name(rel), caller
       USING ERRCODE = 'insufficient_privilege';
   END IF;
+  SELECT * INTO c FROM pg_catalog.pg_class WHERE oid = rel;
+  IF c.relrowsecurity AND NOT r.rolsuper AND NOT r.rolbypassrls
+     AND (c.relforcerowsecurity OR NOT pg_catalog.pg_has_role(r.oid, c.relowner, 'USAGE')) THEN
+    RAISE EXCEPTION 'permission denied for the history of table %: row-level security limits which of its rows % sees, and the audit trail holds them all', public.iasql_table_name(rel), reader
+      USING ERRCODE = 'insufficient_privilege', HINT = 'Read it as a role row-level security does not limit (the table''s owner, or one with BYPASSRLS).';
+  END IF;
   RETURN public.iasql_table_name(rel);
 END $$;
-COMMENT ON FUNCTION public.iasql_history_table(text, text) IS
-  'Resolves a table named to iasql_history or iasql_as_of (caller) to its canonical name, refusing in one line a missing table and a role without SELECT on it (42501).';
+COMMENT ON FUNCTION public.iasql_history_table(text, text, name) IS
+  'Resolves a table named to iasql_history or iasql_as_of (caller) to its canonical name, once the reader may read its history: refuses in one line a reader the session may not act as, a missing table, a reader without SELECT on it, and a table whose rows row-level security limits for the reader (42501).';
+REVOKE ALL ON FUNCTION public.iasql_history_table(text, text, name) FROM PUBLIC;
 
 -- The columns of a row (jsonb) in the table's column order, then any the
 -- table no longer has, by name.
@@ -81,21 +82,21 @@ $$;
 COMMENT ON FUNCTION public.iasql_row_columns(text, jsonb) IS
   'The keys of an audit row (jsonb) in the table''s column order; columns the table no longer has come last, by name.';
 
-CREATE FUNCTION public.iasql_history(table_name text, id bigint)
+CREATE FUNCTION public.iasql_history(table_name text, id bigint, reader name DEFAULT current_user)
 RETURNS TABLE (at timestamptz, origin text, actor text, changed text[], "row" jsonb)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-  t text := public.iasql_history_table(table_name, 'iasql_history');
+  t text := public.iasql_history_table(table_name, 'iasql_history', reader);
   rid text := id::text;
 BEGIN
   RETURN QUERY
   WITH v AS (
     SELECT c.id, c.ts, c.change_type, c.origin, c.actor, c.old_row, c.new_row
-      FROM public.iasql_changes c
+      FROM public.iasql_audit_log c
      WHERE c.table_name = t AND c.record_id = rid AND c.change_type IN ('INSERT', 'UPDATE', 'DELETE')
     UNION ALL
     SELECT c.id, c.ts, c.change_type, c.origin, c.actor, NULL, NULL
-      FROM public.iasql_changes c
+      FROM public.iasql_audit_log c
      WHERE c.table_name = t AND c.record_id IS NULL AND c.change_type = 'TRUNCATE'
   ), w AS (
     SELECT v.*, pg_catalog.lag(v.new_row) OVER (ORDER BY v.id) AS before,
@@ -116,13 +117,13 @@ BEGIN
    WHERE w.change_type <> 'TRUNCATE' OR w.before_type IN ('INSERT', 'UPDATE')
    ORDER BY w.id;
 END $$;
-COMMENT ON FUNCTION public.iasql_history(text, bigint) IS
-  'Every version of one record of a table (by its id), oldest first, records since deleted included: when (commit time), origin (user, cloud, engine), actor (the role for user and engine changes; the AWS identity for cloud ones when known), changed (the columns whose value differs from the version before: every column for an INSERT, a DELETE or a TRUNCATE) and row (the row then; NULL once deleted or truncated). Needs SELECT on the table, not on the audit trail. Once the audit trail was pruned (iasql_history_start), the first version shown may be the oldest kept: the record''s newest version before the pruning''s cutoff, an UPDATE whose changed compares with the version it replaced.';
+COMMENT ON FUNCTION public.iasql_history(text, bigint, name) IS
+  'Every version of one record of a table (by its id), oldest first, records since deleted included: when (commit time), origin (user, cloud, engine), actor (the role for user and engine changes; the AWS identity for cloud ones when known), changed (the columns whose value differs from the version before: every column for an INSERT, a DELETE or a TRUNCATE) and row (the row then; NULL once deleted or truncated). Needs SELECT on the whole table (and no row-level security limiting it), not on the audit trail; reader, left out, is the caller''s role. Once the audit trail was pruned (iasql_history_start), the first version shown may be the oldest kept: the record''s newest version before the pruning''s cutoff, an UPDATE whose changed compares with the version it replaced.';
 
-CREATE FUNCTION public.iasql_as_of(table_name text, at timestamptz) RETURNS SETOF jsonb
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+CREATE FUNCTION public.iasql_as_of(table_name text, at timestamptz, reader name DEFAULT current_user) RETURNS SETOF jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-  t text := public.iasql_history_table(table_name, 'iasql_as_of');
+  t text := public.iasql_history_table(table_name, 'iasql_as_of', reader);
   start timestamptz := public.iasql_history_start();
   truncated bigint;
   wanted bigint[];
@@ -136,22 +137,22 @@ BEGIN
             HINT = 'Ask for a later time. The sidecar prunes older history (iasql run --audit-retention; 0 keeps everything).';
   END IF;
   SELECT pg_catalog.max(c.id) INTO truncated
-    FROM public.iasql_changes c
+    FROM public.iasql_audit_log c
    WHERE c.table_name = t AND c.record_id IS NULL AND c.change_type = 'TRUNCATE' AND c.ts <= at;
   -- The versions wanted first, from the audit trail's index alone (it
   -- includes ts and change_type), then their rows by primary key: the
   -- table's older versions are never read from the heap.
   SELECT pg_catalog.array_agg(l.id) INTO wanted FROM (
     SELECT DISTINCT ON (c.record_id) c.id, c.change_type
-      FROM public.iasql_changes c
+      FROM public.iasql_audit_log c
      WHERE c.table_name = t AND c.record_id IS NOT NULL AND c.change_type IN ('INSERT', 'UPDATE', 'DELETE')
        AND c.ts <= at AND c.id > coalesce(truncated, 0)
      ORDER BY c.record_id, c.id DESC) l
    WHERE l.change_type <> 'DELETE';
   RETURN QUERY
-  SELECT c.new_row FROM public.iasql_changes c
+  SELECT c.new_row FROM public.iasql_audit_log c
    WHERE c.id = ANY (wanted) AND c.table_name = t
    ORDER BY pg_catalog.length(c.record_id), c.record_id;  -- ids in numeric order (9 before 10)
 END $$;
-COMMENT ON FUNCTION public.iasql_as_of(text, timestamptz) IS
-  'The table''s rows (jsonb, by their id as text) as they stood at a moment: each record''s newest version committed at or before it, less the deleted ones; a TRUNCATE of the table at or before it leaves only rows written after. Changes not yet captured are not in it. Needs SELECT on the table. A time before iasql_history_start (the audit trail was pruned) is refused, naming that time.';
+COMMENT ON FUNCTION public.iasql_as_of(text, timestamptz, name) IS
+  'The table''s rows (jsonb, by their id as text) as they stood at a moment: each record''s newest version committed at or before it, less the deleted ones; a TRUNCATE of the table at or before it leaves only rows written after. Changes not yet captured are not in it. Needs SELECT on the whole table (and no row-level security limiting it), not on the audit trail; reader, left out, is the caller''s role. A time before iasql_history_start (the audit trail was pruned) is refused, naming that time.';

@@ -156,3 +156,30 @@ func TestColumnRuleRefused(t *testing.T) {
 		t.Errorf("a second rule for one column: %v", err)
 	}
 }
+
+// TestTrackColumnAtInsert: a column the cloud owns (TRACK) still takes its
+// value from the INSERT that creates the resource.
+func TestTrackColumnAtInsert(t *testing.T) {
+	t.Parallel()
+	e := enginetest.New(t, srv, enginetest.Options{
+		Modules: []module.Module{aws_account.Module(), aws_vpc.Module(), aws_security_group.Module(), aws_ec2.Module()},
+		Install: []string{"aws_ec2"},
+	})
+	e.Exec(`INSERT INTO iasql_mode (table_name, mode) VALUES ('instance', 'ENFORCE')`,
+		`INSERT INTO iasql_mode (table_name, column_name, mode) VALUES ('instance', 'tags', 'TRACK')`,
+		`INSERT INTO instance (ami, instance_type, tags) VALUES ('ami-0123456789abcdef0', 't3.micro', '{"team": "web"}')`)
+	e.Commit()
+	out, err := ec2.NewFromConfig(e.AWS).DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{e.String(`SELECT instance_id FROM instance`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team := ""
+	for _, tag := range out.Reservations[0].Instances[0].Tags {
+		if aws.ToString(tag.Key) == "team" {
+			team = aws.ToString(tag.Value)
+		}
+	}
+	if team != "web" {
+		t.Errorf("the instance was launched with team %q; want the INSERT's web (a TRACK column is used at create)", team)
+	}
+}

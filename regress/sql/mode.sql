@@ -64,6 +64,8 @@ DELETE FROM iasql_mode;
 INSERT INTO bucket (name) VALUES ('logs'), ('tracked');
 INSERT INTO iasql_mode (table_name, record_id, mode) SELECT 'bucket', id, 'TRACK' FROM bucket WHERE name = 'tracked';
 UPDATE bucket SET name = 'renamed' WHERE name = 'tracked';
+-- An UPDATE that changes nothing is refused too
+UPDATE bucket SET name = name WHERE name = 'tracked';
 DELETE FROM bucket WHERE name = 'tracked';
 UPDATE bucket SET name = 'logs-2' WHERE name = 'logs';
 INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket_object', 'TRACK');
