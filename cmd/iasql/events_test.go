@@ -258,6 +258,51 @@ func TestEventsReachRows(t *testing.T) {
 	}
 }
 
+// TestEventsFailedCallChangesNothing: calls that failed (a bucket not
+// empty, a bucket that does not exist) are recorded by CloudTrail with an
+// errorCode; they changed nothing, so the README's rule does not send them
+// and the sidecar takes them for no change: no event cycle reads for them
+// (a bucket no row knows would have its table read whole), and nobody is
+// recorded as having deleted the bucket. A change alice makes after them
+// is pulled, named after her.
+// https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-record-contents.html
+func TestEventsFailedCallChangesNothing(t *testing.T) {
+	t.Parallel()
+	s := startEventsStack(t, []string{`INSERT INTO bucket (name) VALUES ('ev-full'), ('ev-ok')`, `CALL iasql_commit()`}, "--interval", "10m")
+	if _, err := s.s3.PutObject(s.ctx, &s3.PutObjectInput{Bucket: aws.String("ev-full"), Key: aws.String("k"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	okRow := s.one(`SELECT id::text FROM bucket WHERE name = 'ev-ok'`)
+	mark := s.mark()
+	for _, b := range []string{"ev-full", "ev-not-a-row"} {
+		if _, err := s.s3.DeleteBucket(s.ctx, &s3.DeleteBucketInput{Bucket: aws.String(b)}); err == nil {
+			t.Fatalf("alice deleted bucket %s; the test wants the call to fail", b)
+		}
+	}
+	if _, err := s.s3.PutBucketVersioning(s.ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("ev-ok"),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	calls := s.within("the sidecar to pull alice's change after her failed calls", func() bool {
+		return s.one(`SELECT versioning::text FROM bucket WHERE name = 'ev-ok'`) == "true"
+	})
+	if actor, event := s.pulled("bucket", okRow, mark); actor != alice || event != "PutBucketVersioning" {
+		t.Errorf("the bucket's audit row names %s, %s; want %s, PutBucketVersioning", actor, event, alice)
+	}
+	if sum(calls) > 2 {
+		// One bucket's read is a ListBuckets by prefix and its
+		// GetBucketVersioning; the table read whole, for a bucket no row
+		// knows, is more.
+		t.Errorf("the sidecar made %d calls beyond the queue's, want at most 2 (ev-ok's read): %v", sum(calls), calls)
+	}
+	if n := s.count(`SELECT count(*)::int FROM bucket WHERE name = 'ev-full'`); n != 1 {
+		t.Errorf("%d rows of the bucket alice failed to delete, want 1", n)
+	}
+	if n := s.count(`SELECT count(*)::int FROM iasql_audit_log WHERE id > $1 AND attribution->>'event' = 'DeleteBucket'`, mark); n > 0 {
+		t.Errorf("%d audit rows name a DeleteBucket that failed", n)
+	}
+}
+
 // TestEventsLostFoundByLookup: events lost (the queue purged while no
 // sidecar reads it), the next full read brings the change, with its actor
 // found by CloudTrail's LookupEvents.
