@@ -305,35 +305,51 @@ func TestEventsFailedCallChangesNothing(t *testing.T) {
 
 // TestEventsLostFoundByLookup: events lost (the queue purged while no
 // sidecar reads it), the next full read brings the change, with its actor
-// found by CloudTrail's LookupEvents.
+// found by CloudTrail's LookupEvents: a change pulled from the cloud, and
+// a TRACK column's value taken from the cloud in an ENFORCE table (the
+// rest of the row is the database's).
 func TestEventsLostFoundByLookup(t *testing.T) {
 	t.Parallel()
-	s := startEventsStack(t, []string{`INSERT INTO bucket (name) VALUES ('ev-lost')`, `CALL iasql_commit()`})
-	row := s.one(`SELECT id::text FROM bucket WHERE name = 'ev-lost'`)
-	if err := s.sc.Stop(30 * time.Second); err != nil {
-		t.Fatalf("stop the sidecar: %v", err)
-	}
-	if _, err := s.s3.PutBucketVersioning(s.ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("ev-lost"),
-		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Until(t, 10*time.Second, "the change's event to be in the queue", func() bool {
-		visible, _ := s.queued()
-		return visible != "0"
-	})
-	if _, err := s.sqs.PurgeQueue(s.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(s.queue)}); err != nil {
-		t.Fatal(err)
-	}
-	s.start("--interval", "10m")
-	s.exec(`CALL iasql_refresh()`)
-	if v := s.one(`SELECT versioning::text FROM bucket WHERE name = 'ev-lost'`); v != "true" {
-		t.Fatalf("after the refresh the bucket's versioning is %s, want true", v)
-	}
-	if actor, event := s.pulled("bucket", row, 0); actor != alice || event != "PutBucketVersioning" {
-		t.Errorf("the bucket's audit row names %s, %s; want %s, PutBucketVersioning (LookupEvents)", actor, event, alice)
-	}
-	if s.cloud.Emu.Calls()["cloudtrail:LookupEvents"] == 0 {
-		t.Errorf("no LookupEvents call: %v", s.cloud.Emu.Calls())
+	for _, tc := range []struct {
+		name  string
+		rules []string
+	}{
+		{name: "pulled"},
+		{name: "a TRACK column taken", rules: []string{
+			`INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'ENFORCE')`,
+			`INSERT INTO iasql_mode (table_name, column_name, mode) VALUES ('bucket', 'versioning', 'TRACK')`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := startEventsStack(t, append([]string{`INSERT INTO bucket (name) VALUES ('ev-lost')`, `CALL iasql_commit()`}, tc.rules...))
+			row := s.one(`SELECT id::text FROM bucket WHERE name = 'ev-lost'`)
+			if err := s.sc.Stop(30 * time.Second); err != nil {
+				t.Fatalf("stop the sidecar: %v", err)
+			}
+			if _, err := s.s3.PutBucketVersioning(s.ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("ev-lost"),
+				VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+				t.Fatal(err)
+			}
+			testkit.Until(t, 10*time.Second, "the change's event to be in the queue", func() bool {
+				visible, _ := s.queued()
+				return visible != "0"
+			})
+			if _, err := s.sqs.PurgeQueue(s.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(s.queue)}); err != nil {
+				t.Fatal(err)
+			}
+			s.start("--interval", "10m")
+			s.exec(`CALL iasql_refresh()`)
+			if v := s.one(`SELECT versioning::text FROM bucket WHERE name = 'ev-lost'`); v != "true" {
+				t.Fatalf("after the refresh the bucket's versioning is %s, want true", v)
+			}
+			if actor, event := s.pulled("bucket", row, 0); actor != alice || event != "PutBucketVersioning" {
+				t.Errorf("the bucket's audit row names %s, %s; want %s, PutBucketVersioning (LookupEvents)", actor, event, alice)
+			}
+			if s.cloud.Emu.Calls()["cloudtrail:LookupEvents"] == 0 {
+				t.Errorf("no LookupEvents call: %v", s.cloud.Emu.Calls())
+			}
+		})
 	}
 }
 
