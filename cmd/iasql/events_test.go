@@ -303,6 +303,68 @@ func TestEventsFailedCallChangesNothing(t *testing.T) {
 	}
 }
 
+// TestEventsDueWorkNotHeld: while events flow, the scheduled full read is
+// held to --events-interval, but not what is due: a part of the cloud an
+// event cycle could not read (its event may be lost with it), and a
+// failed record whose retry is due, are taken up at the next --interval.
+func TestEventsDueWorkNotHeld(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// do makes work due; it returns what the test waits for.
+		do func(t *testing.T, s *eventsStack) (string, func() bool)
+	}{{
+		name: "a part unverified",
+		do: func(t *testing.T, s *eventsStack) (string, func() bool) {
+			// A bucket no row knows: its event cycle reads the buckets
+			// whole, which fails once.
+			s.cloud.Emu.Inject(emulator.Fault{Op: "s3:ListBuckets", Kind: emulator.Denied, Times: 1})
+			if _, err := s.s3.CreateBucket(s.ctx, &s3.CreateBucketInput{Bucket: aws.String("ev-new")}); err != nil {
+				t.Fatal(err)
+			}
+			return "the bucket its event cycle could not read imported", func() bool {
+				return s.count(`SELECT count(*)::int FROM bucket WHERE name = 'ev-new'`) == 1
+			}
+		},
+	}, {
+		name: "a retry due",
+		do: func(t *testing.T, s *eventsStack) (string, func() bool) {
+			s.cloud.Emu.Inject(emulator.Fault{Op: "s3:PutBucketVersioning", Kind: emulator.Denied, Times: 1})
+			s.exec(`UPDATE bucket SET versioning = true WHERE name = 'ev-due'`)
+			_, _ = s.conn.Exec(s.ctx, `CALL iasql_commit()`) // fails: denied once
+			return "the bucket's versioning, whose push failed once, in the cloud", func() bool {
+				out, err := s.s3.GetBucketVersioning(s.ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("ev-due")})
+				return err == nil && out.Status == s3types.BucketVersioningStatusEnabled
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := startEventsStack(t, []string{`INSERT INTO bucket (name) VALUES ('ev-flow'), ('ev-due')`, `CALL iasql_commit()`}, "--interval", "2s")
+			// Events flow: one arrived.
+			versioning(t, s.s3, "ev-flow")
+			s.within("the event's change in its row", func() bool {
+				return s.one(`SELECT versioning::text FROM bucket WHERE name = 'ev-flow'`) == "true"
+			})
+			mark := s.mark()
+			what, done := tc.do(t, s)
+			testkit.Until(t, 30*time.Second, what, done)
+			if n := s.count(`SELECT count(*)::int FROM iasql_audit_log WHERE change_type = 'CYCLE_START' AND message::jsonb->>'reason' = 'schedule' AND id > $1`, mark); n == 0 {
+				t.Errorf("no scheduled cycle ran meanwhile")
+			}
+		})
+	}
+}
+
+// versioning enables a bucket's versioning.
+func versioning(t *testing.T, c *s3.Client, bucket string) {
+	t.Helper()
+	if _, err := c.PutBucketVersioning(t.Context(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestEventsLostFoundByLookup: events lost (the queue purged while no
 // sidecar reads it), the next full read brings the change, with its actor
 // found by CloudTrail's LookupEvents: a change pulled from the cloud, and
