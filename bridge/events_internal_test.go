@@ -1,10 +1,23 @@
 package bridge
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/iasql/iasql/internal/emulator"
+	"github.com/iasql/iasql/internal/testkit"
 )
 
 // TestFailedCallIsNoChange: CloudTrail records calls that failed
@@ -138,5 +151,101 @@ func TestRecordFieldsBounded(t *testing.T) {
 	}
 	if who.At != "2026-11-27T07:00:00Z" {
 		t.Errorf("a field within its bound is changed: at %q", who.At)
+	}
+}
+
+// meter counts the events consumer's outcomes (EventsMeter).
+type meter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (m *meter) Events(outcome string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counts == nil {
+		m.counts = map[string]int{}
+	}
+	m.counts[outcome] += n
+}
+
+func (m *meter) QueueReadable(bool) {}
+
+// TestNoticeOutcomes: what the events consumer does with each message
+// before any cloud call: drops (and counts) what AWS did not put
+// (invalid), what is of another account than the database's (foreign),
+// the sidecar's own calls (own), and calls that changed nothing (a read,
+// a call that failed: dropped); all are deleted at once, none acted on.
+func TestNoticeOutcomes(t *testing.T) {
+	t.Parallel()
+	const sidecar = "arn:aws:iam::123456789012:user/iasql"
+	msg := func(handle, source, account, arn, extra string) message {
+		rec, err := parseEnvelope([]byte(`{"detail-type": "AWS API Call via CloudTrail", "source": "` + source + `", "account": "` + account + `", "detail": {
+			"userIdentity": {"arn": "` + arn + `"}, "eventSource": "s3.amazonaws.com", "eventName": "DeleteBucket",
+			"requestParameters": {"bucketName": "b"}` + extra + `}}`))
+		return message{handle: handle, receives: 1, record: rec, err: err}
+	}
+	const alice = "arn:aws:iam::123456789012:user/alice"
+	m := &meter{}
+	e := &Engine{log: slog.New(slog.DiscardHandler), queue: &queue{meter: m}}
+	e.acct.checked, e.acct.me = true, identity{Account: "123456789012", Arn: sidecar}
+	_, _, done, acting := e.notice(t.Context(), []message{
+		msg("forged", "my.app", "123456789012", alice, ""),
+		msg("foreign", "aws.s3", "999999999999", alice, ""),
+		msg("own", "aws.s3", "123456789012", sidecar, ""),
+		msg("failed", "aws.s3", "123456789012", alice, `, "errorCode": "AccessDenied"`),
+		msg("read", "aws.s3", "123456789012", alice, `, "readOnly": true`),
+	}, nil)
+	want := map[string]int{EventInvalid: 1, EventForeign: 1, EventOwn: 1, EventDropped: 2}
+	if !maps.Equal(m.counts, want) || len(done) != 5 || len(acting) != 0 {
+		t.Errorf("outcomes %v, want %v; %d deleted, %d acted on, want 5, 0", m.counts, want, len(done), len(acting))
+	}
+}
+
+// TestReaderWaitsForTheLoop: the queue's reader receives a batch only when
+// the engine's loop waits for one, so that no message it received waits,
+// hidden, behind other batches until its visibility timeout has passed
+// and it is delivered again (each delivery counts toward the fifth, at
+// which it is given up).
+// https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-visibility-timeout.html
+func TestReaderWaitsForTheLoop(t *testing.T) {
+	t.Parallel()
+	cl := testkit.StartCloud(t, emulator.Options{})
+	ctx := t.Context()
+	client := sqs.NewFromConfig(cl.AWS)
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("iasql-events")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sent = 25
+	for i := range sent {
+		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: out.QueueUrl, MessageBody: aws.String(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := newQueue(aws.ToString(out.QueueUrl), cl.AWS, time.Minute, nil)
+	readerCtx, stop := context.WithCancel(ctx)
+	var reader sync.WaitGroup
+	reader.Go(func() { q.consume(readerCtx, func(string, ...any) {}) })
+	t.Cleanup(func() { stop(); reader.Wait() })
+	hidden := func() int {
+		t.Helper()
+		a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(a.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+		return n
+	}
+	got := 0
+	for range 2 { // the loop waits for work twice
+		q.readyFor() <- struct{}{}
+		batch := <-q.received()
+		got += len(batch)
+		// Busy with the batch: the reader holds no other.
+		if n := hidden(); n != got {
+			t.Errorf("the loop took %d messages; %d are received (hidden), want %d", got, n, got)
+		}
 	}
 }
