@@ -71,8 +71,8 @@ type Engine struct {
 	acct accountCheck // the database's account binding, checked once per leadership (account.go)
 
 	queue *queue // the events queue (events.go); nil without one
-	// unsettled: the last cycle left parts of the cloud unverified or
-	// unread (catchUp); guarded by mu.
+	// unsettled: the last cycle left parts of the cloud unverified, its
+	// reads failed (catchUp); guarded by mu.
 	unsettled bool
 
 	guard      requestGuard    // per-role request rates, expiry of answered requests (privileges.go)
@@ -973,7 +973,7 @@ func (e *Engine) runCycle(ctx context.Context, req reconcile.Request, wait bool)
 	}
 	if out != nil {
 		e.mu.Lock()
-		e.unsettled = len(out.Unverified) > 0 || len(out.Unread) > 0
+		e.unsettled = len(out.Unverified) > 0 // not Unread: the list budget's rotation, not a failure
 		e.mu.Unlock()
 	}
 	return out, err

@@ -459,7 +459,7 @@ func (e *Engine) boundAccount() string {
 
 // catchUp reports whether a scheduled cycle runs at the normal interval
 // even while events flow: the last cycle left parts of the cloud
-// unverified or unread, or a failed record's retry is due. Events stretch
+// unverified (their reads failed), or a failed record's retry is due. Events stretch
 // only the full read of what is in sync.
 func (e *Engine) catchUp(ctx context.Context) bool {
 	if e.queue == nil {
