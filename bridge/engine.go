@@ -71,6 +71,9 @@ type Engine struct {
 	acct accountCheck // the database's account binding, checked once per leadership (account.go)
 
 	queue *queue // the events queue (events.go); nil without one
+	// unsettled: the last cycle left parts of the cloud unverified, its
+	// reads failed (catchUp); guarded by mu.
+	unsettled bool
 
 	guard      requestGuard    // per-role request rates, expiry of answered requests (privileges.go)
 	deprecated deprecatedCalls // calls of deprecated functions not written yet (flushDeprecated)
@@ -629,15 +632,20 @@ func (e *Engine) Lead(ctx context.Context, cov Coverage) {
 		case <-soon:
 			soon = nil
 			requeue = e.automatic(ctx, reconcile.Intent)
+		case e.queue.readyFor() <- struct{}{}:
+			// The reader receives a batch now that the loop waits for one.
 		case msgs := <-e.queue.received():
-			requeue = e.handleEvents(ctx, msgs)
+			var fullNow bool
+			if requeue, fullNow = e.handleEvents(ctx, msgs); fullNow {
+				lastFull = time.Time{}
+			}
 		case <-timer.C:
-			if e.queue.fullReadDue(lastFull) {
+			if e.queue.fullReadDue(lastFull) || e.catchUp(ctx) {
 				requeue, lastFull = e.automatic(ctx, reconcile.Schedule), time.Now()
 			}
 			timer.Reset(e.interval)
 		case <-e.tick:
-			if e.queue.fullReadDue(lastFull) {
+			if e.queue.fullReadDue(lastFull) || e.catchUp(ctx) {
 				requeue, lastFull = e.automatic(ctx, reconcile.Schedule), time.Now()
 			}
 		case err := <-lost:
@@ -962,6 +970,11 @@ func (e *Engine) runCycle(ctx context.Context, req reconcile.Request, wait bool)
 	returnMemory()
 	if err == nil {
 		e.setLow(out.Low)
+	}
+	if out != nil {
+		e.mu.Lock()
+		e.unsettled = len(out.Unverified) > 0 // not Unread: the list budget's rotation, not a failure
+		e.mu.Unlock()
 	}
 	return out, err
 }

@@ -8,15 +8,22 @@ package bridge
 // together make one cycle (reconcile.Event) that reads those resources
 // alone, by record, and plans them by the cycle's rules, recording who
 // made each change (the event's userIdentity). Events the sidecar caused
-// itself (its own ARN, as STS GetCallerIdentity says, or its access key)
-// and events about no installed table are dropped and counted, at no
-// cloud call. A message is deleted once handled (or dropped); a cycle that
-// cannot run leaves it to come back after the queue's visibility timeout.
+// itself (its own ARN, as STS GetCallerIdentity says, or its access key),
+// events about no installed table, calls that failed (errorCode), events
+// not put by AWS (source not aws.*) and events of another account than the
+// database's are dropped and counted, at no cloud call. A message is
+// deleted once handled (or dropped); a cycle that cannot run leaves it to
+// come back after the queue's visibility timeout. A message is received
+// only when the engine's loop is ready to handle it (queue.ready), so that
+// it is not held past its visibility timeout behind other batches.
 //
-// Delivery is best-effort (AWS says so of CloudTrail and EventBridge):
-// scheduled full reads go on, every EventsInterval while the queue can be
-// read, every Interval when it cannot; how the queue is read is recorded
-// with each cycle's end, which iasql status shows.
+// Delivery is best-effort, with no bound on its delay (AWS says so of
+// CloudTrail and EventBridge): scheduled full reads go on, every
+// EventsInterval while events flow (a message arrived within the last
+// EventsInterval), every Interval otherwise; an event cycle that fails or
+// leaves a table it was for unverified, and a message given up on, bring
+// the next full read forward. How the queue is read is recorded with each
+// cycle's end, which iasql status shows.
 // https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ReceiveMessage.html
 // https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html
 
@@ -45,9 +52,10 @@ import (
 // EventsMeter counts what the events consumer does (package metrics).
 type EventsMeter interface {
 	// Events counts n events by outcome: noticed (about resources of
-	// installed tables), dropped (about none), own (the sidecar's own
-	// calls), invalid (not a CloudTrail record), failed (given up after
-	// maxReceives deliveries).
+	// installed tables), dropped (about none, or a call that failed),
+	// own (the sidecar's own calls), invalid (not a CloudTrail record, or
+	// not put by AWS), foreign (of another account than the database's),
+	// failed (given up after maxReceives deliveries).
 	Events(outcome string, n int)
 	// QueueReadable says whether the last receive from the queue worked.
 	QueueReadable(ok bool)
@@ -59,6 +67,7 @@ const (
 	EventDropped = "dropped"
 	EventOwn     = "own"
 	EventInvalid = "invalid"
+	EventForeign = "foreign"
 	EventFailed  = "failed"
 )
 
@@ -86,11 +95,18 @@ type queue struct {
 	client *sqs.Client
 	every  time.Duration // full reads while the queue can be read
 	meter  EventsMeter
-	in     chan []message // received, for the engine's loop
+	// ready: the engine's loop sends on it when it waits for work; the
+	// reader receives from the queue only then, and hands what it
+	// received on in (unbuffered), so that a batch waits for at most the
+	// cycle the loop may have begun meanwhile.
+	ready chan struct{}
+	in    chan []message // received, for the engine's loop
 
-	mu    sync.Mutex
-	state string    // "": not read yet; "ok"; else why it cannot be read
-	since time.Time // the state's
+	mu      sync.Mutex
+	state   string    // "": not read yet; "ok"; else why it cannot be read
+	since   time.Time // the state's
+	started time.Time // when the reader began
+	last    time.Time // when a message last arrived (zero: none yet)
 }
 
 // newQueue makes the reader of the queue at u ("" none: nil).
@@ -99,7 +115,7 @@ func newQueue(u string, cfg aws.Config, every time.Duration, meter EventsMeter) 
 		return nil
 	}
 	region := queueRegion(u)
-	q := &queue{url: u, every: every, meter: meter, in: make(chan []message, 16),
+	q := &queue{url: u, every: every, meter: meter, ready: make(chan struct{}), in: make(chan []message), started: time.Now(),
 		client: sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 			if region != "" {
 				o.Region = region
@@ -128,6 +144,11 @@ func queueRegion(u string) string {
 func (q *queue) consume(ctx context.Context, log func(msg string, args ...any)) {
 	backoff := time.Second
 	for ctx.Err() == nil {
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return
+		}
 		out, err := q.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(q.url),
 			MaxNumberOfMessages:         10,
@@ -156,6 +177,7 @@ func (q *queue) consume(ctx context.Context, log func(msg string, args ...any)) 
 		if len(out.Messages) == 0 {
 			continue
 		}
+		q.arrived(time.Now())
 		batch := make([]message, 0, len(out.Messages))
 		for _, m := range out.Messages {
 			n, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
@@ -190,14 +212,29 @@ func (q *queue) setState(err error) bool {
 	return true
 }
 
-// flowing reports whether events flow: the last receive worked.
+// arrived notes that a message arrived at t.
+func (q *queue) arrived(t time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.last = t
+}
+
+// flowing reports whether events flow: the last receive worked and a
+// message (the sidecar's own included) arrived within the last
+// EventsInterval. A queue that can be read but receives nothing (no trail
+// of management events, the rule disabled or mistargeted, the queue
+// policy wrong) is no sign that nothing changed.
 func (q *queue) flowing() bool {
 	if q == nil {
 		return false
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.state == "ok"
+	return q.flowingLocked()
+}
+
+func (q *queue) flowingLocked() bool {
+	return q.state == "ok" && !q.last.IsZero() && time.Since(q.last) < q.every
 }
 
 // status is how the queue is read, as a cycle's end records it ("" for no
@@ -212,7 +249,14 @@ func (q *queue) status() string {
 	case "":
 		return "starting to read events queue " + q.url
 	case "ok":
-		return fmt.Sprintf("reading events queue %s since %s; full reads every %s", q.url, q.since.UTC().Format(time.RFC3339), q.every)
+		if !q.flowingLocked() {
+			none := q.last
+			if none.IsZero() {
+				none = q.started
+			}
+			return fmt.Sprintf("reading events queue %s since %s; no events since %s: full reads at the normal interval", q.url, q.since.UTC().Format(time.RFC3339), none.UTC().Format(time.RFC3339))
+		}
+		return fmt.Sprintf("reading events queue %s since %s; last event at %s; full reads every %s", q.url, q.since.UTC().Format(time.RFC3339), q.last.UTC().Format(time.RFC3339), q.every)
 	}
 	return fmt.Sprintf("%s %s since %s: %s; full reads at the normal interval", store.QueueUnreadable, q.url, q.since.UTC().Format(time.RFC3339), q.state)
 }
@@ -237,32 +281,24 @@ func (q *queue) count(outcome string, n int) {
 	}
 }
 
-// handleEvents runs one cycle for the messages received together (first,
-// and whatever else is waiting: coalesced), then deletes those handled. It
-// returns after how long to run a cycle again, for operations the cycle
-// left running in the cloud (zero: no need).
-func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duration {
+// handleEvents runs one cycle for the messages received together, then
+// deletes those handled. It returns after how long to run a cycle again,
+// for operations the cycle left running in the cloud (zero: no need), and
+// whether the next full read is to come now: what the events named may be
+// lost (the cycle failed, or could not read a part of the cloud; a message
+// was given up on).
+func (e *Engine) handleEvents(ctx context.Context, msgs []message) (requeue time.Duration, fullNow bool) {
 	q := e.queue
-	msgs := first
-	for more := true; more; {
-		select {
-		case b := <-q.in:
-			msgs = append(msgs, b...)
-		default:
-			more = false
-		}
-	}
 	if err := e.checkAccount(ctx); err != nil {
 		e.log.Warn("events left in the queue: the sidecar runs no cycle", "events", len(msgs), "err", err)
-		return 0
+		return 0, false
 	}
 	installed, err := e.installedTables(ctx)
 	if err != nil {
 		e.log.Warn("events left in the queue: cannot read the installed modules", "events", len(msgs), "err", err)
-		return 0
+		return 0, false
 	}
 	noticed, regions, done, acting := e.notice(ctx, msgs, installed)
-	var requeue time.Duration
 	if len(noticed) > 0 {
 		ok := true
 		var open bool
@@ -280,17 +316,23 @@ func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duratio
 			switch {
 			case err == nil:
 			case errors.As(err, &cycleErr):
-				// It read what the events named; what failed is in
-				// iasql_status, and later cycles retry it.
-				e.log.Warn("event cycle failed", "err", err)
+				// What failed is in iasql_status, and later cycles retry
+				// it; what the events named may not have been read: the
+				// next full read comes now.
+				e.log.Warn("event cycle failed; the next full read comes now", "err", err)
+				fullNow = true
 			case ctx.Err() != nil:
-				return 0 // the messages come back to the next leader
+				return 0, false // the messages come back to the next leader
 			default:
 				e.log.Warn("event cycle could not run; its events come back from the queue", "err", err)
 				ok = false
 			}
 			if out != nil {
 				requeue = out.RequeueAfter
+				if len(out.Unverified) > 0 {
+					e.log.Info("event cycle could not read all it was for; the next full read comes now", "unverified", len(out.Unverified))
+					fullNow = true
+				}
 			}
 		}
 		for _, m := range acting {
@@ -300,6 +342,7 @@ func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duratio
 			case m.receives >= maxReceives:
 				q.count(EventFailed, 1)
 				done = append(done, m.handle)
+				fullNow = true // the full read brings what it was about
 			}
 		}
 	}
@@ -308,7 +351,7 @@ func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duratio
 			e.log.Warn("events handled but left in the queue: they come back, and change nothing twice", "err", err)
 		}
 	}
-	return requeue
+	return requeue, fullNow
 }
 
 // notice maps events to the resources of installed tables they name (by
@@ -318,7 +361,7 @@ func (e *Engine) handleEvents(ctx context.Context, first []message) time.Duratio
 // acting: those the cycle is for.
 func (e *Engine) notice(ctx context.Context, msgs []message, installed []reconcile.Table) (noticed map[string]map[string]*snapshot.Attribution, regions map[string]map[string]bool, done []string, acting []message) {
 	q := e.queue
-	own, key := e.ownARN(), e.accessKey(ctx)
+	own, key, account := e.ownARN(), e.accessKey(ctx), e.boundAccount()
 	noticed, regions = map[string]map[string]*snapshot.Attribution{}, map[string]map[string]bool{}
 	counts := map[string]int{}
 	for _, m := range msgs {
@@ -327,6 +370,9 @@ func (e *Engine) notice(ctx context.Context, msgs []message, installed []reconci
 		case m.err != nil:
 			outcome = EventInvalid
 			e.log.Debug("events queue: message dropped", "err", m.err)
+		case m.record.foreignTo(account) != "":
+			outcome = EventForeign
+			e.log.Warn("events queue: message dropped: not of the database's account; check who may send to the queue", "why", m.record.foreignTo(account))
 		case m.record.byIdentity(own, key):
 			outcome = EventOwn // its change is in the rows already: the sidecar made it
 		case !m.record.mutating():
@@ -388,4 +434,50 @@ func (q *queue) received() <-chan []message {
 // not passed since.
 func (q *queue) fullReadDue(last time.Time) bool {
 	return !q.flowing() || time.Since(last) >= q.every
+}
+
+// readyFor is the channel the loop tells the reader it waits for work on
+// (nil, which never takes, without a queue).
+func (q *queue) readyFor() chan<- struct{} {
+	if q == nil {
+		return nil
+	}
+	return q.ready
+}
+
+// boundAccount is the account the database is bound to, once the
+// leadership's account check found the sidecar's credentials are for it
+// ("" before, or when they are not: no cycle runs then).
+func (e *Engine) boundAccount() string {
+	e.acct.mu.Lock()
+	defer e.acct.mu.Unlock()
+	if !e.acct.checked || e.acct.err != nil {
+		return ""
+	}
+	return e.acct.me.Account
+}
+
+// catchUp reports whether a scheduled cycle runs at the normal interval
+// even while events flow: the last cycle left parts of the cloud
+// unverified (their reads failed), or a failed record's retry is due. Events stretch
+// only the full read of what is in sync.
+func (e *Engine) catchUp(ctx context.Context) bool {
+	if e.queue == nil {
+		return false // every scheduled cycle runs
+	}
+	e.mu.Lock()
+	unsettled := e.unsettled
+	e.mu.Unlock()
+	if unsettled {
+		return true
+	}
+	var due bool
+	if err := e.service(ctx, func(c *pgx.Conn) (err error) {
+		due, err = store.RetriesDue(ctx, c)
+		return err
+	}); err != nil {
+		e.log.Warn("cannot tell whether failed records are due for retry; the scheduled cycle runs", "err", err)
+		return true
+	}
+	return due
 }

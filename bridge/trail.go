@@ -1,8 +1,12 @@
 package bridge
 
 // Who made a change a cycle found with no event: CloudTrail's
-// LookupEvents, by ResourceName (the resource's cloud id), newest first;
-// the newest mutating event not made by the sidecar itself is taken.
+// LookupEvents, by ResourceName (the resource's cloud id), newest first,
+// from when the resource was last seen in sync (StartTime) to now; the
+// newest mutating event that succeeded (no errorCode) is taken, unless it
+// is the sidecar's own: then the change found came after it (CloudTrail
+// delivers events minutes after the call, with no bound; or the change was
+// no logged call), and nobody is named rather than an older caller.
 // LookupEvents allows 2 requests a second per account and region (AWS
 // says so, and throttles past it): lookups wait their turn per region.
 // https://docs.aws.amazon.com/awscloudtrail/latest/APIReference/API_LookupEvents.html
@@ -72,12 +76,13 @@ func (t *trail) turn(ctx context.Context, region string) error {
 }
 
 // Lookup is reconcile.Trail's: one LookupEvents request.
-func (t *trail) Lookup(ctx context.Context, region, name string, before time.Time) (*snapshot.Attribution, error) {
+func (t *trail) Lookup(ctx context.Context, region, name string, after, before time.Time) (*snapshot.Attribution, error) {
 	if err := t.turn(ctx, region); err != nil {
 		return nil, err
 	}
 	out, err := t.client(region).LookupEvents(ctx, &cloudtrail.LookupEventsInput{
 		LookupAttributes: []cttypes.LookupAttribute{{AttributeKey: cttypes.LookupAttributeKeyResourceName, AttributeValue: aws.String(name)}},
+		StartTime:        aws.Time(after),
 		EndTime:          aws.Time(before),
 		MaxResults:       aws.Int32(50),
 	})
@@ -90,8 +95,11 @@ func (t *trail) Lookup(ctx context.Context, region, name string, before time.Tim
 			continue
 		}
 		r, err := parseRecord([]byte(aws.ToString(ev.CloudTrailEvent)))
-		if err != nil || !r.mutating() || r.byIdentity(own, key) {
+		if err != nil || !r.mutating() {
 			continue
+		}
+		if r.byIdentity(own, key) {
+			return nil, nil // the newest change CloudTrail has is the sidecar's own
 		}
 		return r.attribution(), nil
 	}

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/iasql/iasql/modules/module"
@@ -19,20 +21,26 @@ import (
 
 // trailRecord is the part of a CloudTrail record the engine reads.
 type trailRecord struct {
-	EventID      string `json:"eventID"`
-	EventName    string `json:"eventName"`
-	EventSource  string `json:"eventSource"`
-	EventTime    string `json:"eventTime"`
-	AWSRegion    string `json:"awsRegion"`
-	SourceIP     string `json:"sourceIPAddress"`
-	ReadOnly     *bool  `json:"readOnly"`
-	UserIdentity struct {
+	EventID string `json:"eventID"`
+	// ErrorCode: the call failed (AccessDenied and the like): it changed
+	// nothing. CloudTrail records failed calls with errorCode and
+	// errorMessage, and EventBridge delivers them.
+	ErrorCode          string `json:"errorCode"`
+	RecipientAccountID string `json:"recipientAccountId"`
+	EventName          string `json:"eventName"`
+	EventSource        string `json:"eventSource"`
+	EventTime          string `json:"eventTime"`
+	AWSRegion          string `json:"awsRegion"`
+	SourceIP           string `json:"sourceIPAddress"`
+	ReadOnly           *bool  `json:"readOnly"`
+	UserIdentity       struct {
 		Type        string `json:"type"`
 		ARN         string `json:"arn"`
 		AccessKeyID string `json:"accessKeyId"`
 		InvokedBy   string `json:"invokedBy"`
 	} `json:"userIdentity"`
 	RequestParameters map[string]any `json:"requestParameters"`
+	account           string         // the EventBridge envelope's (parseEnvelope)
 	ResponseElements  map[string]any `json:"responseElements"`
 	Resources         []struct {
 		ARN string `json:"ARN"`
@@ -48,10 +56,19 @@ const cloudTrailDetailType = "AWS API Call via CloudTrail"
 var errNotCloudTrail = errors.New("not an EventBridge event of a CloudTrail record (detail-type " + cloudTrailDetailType + ")")
 
 // parseEnvelope reads an EventBridge event (an SQS message's body) whose
-// detail is a CloudTrail record.
+// detail is a CloudTrail record. Only AWS's services put events whose
+// source starts with "aws." (any principal allowed events:PutEvents can
+// put any other source, and any detail-type): an event of another source
+// is refused, whatever its detail-type says. Its account (the envelope's,
+// and the record's recipientAccountId) is kept for the engine to compare
+// with the database's (trailRecord.Account).
+// https://docs.aws.amazon.com/eventbridge/latest/ref/events-structure.html
+// https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-service-event-cloudtrail.html
 func parseEnvelope(body []byte) (trailRecord, error) {
 	var env struct {
 		DetailType string          `json:"detail-type"`
+		Source     string          `json:"source"`
+		Account    string          `json:"account"`
 		Detail     json.RawMessage `json:"detail"`
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
@@ -60,10 +77,60 @@ func parseEnvelope(body []byte) (trailRecord, error) {
 	if env.DetailType != cloudTrailDetailType || len(env.Detail) == 0 {
 		return trailRecord{}, errNotCloudTrail
 	}
-	return parseRecord(env.Detail)
+	if !strings.HasPrefix(env.Source, "aws.") {
+		return trailRecord{}, fmt.Errorf("%w: source %.64q is not an AWS service's (aws.*): put by someone, not by CloudTrail", errNotCloudTrail, env.Source)
+	}
+	r, err := parseRecord(env.Detail)
+	if err != nil {
+		return r, err
+	}
+	r.account = env.Account
+	return r, nil
 }
 
-// parseRecord reads a CloudTrail record.
+// foreignTo reports why the event is not of the account account ("" when
+// it is): the envelope's account, and the record's recipientAccountId
+// when it has one, must be it.
+func (r trailRecord) foreignTo(account string) string {
+	switch {
+	case account == "":
+		return ""
+	case r.account != account:
+		return fmt.Sprintf("event of account %.16q, not the database's %s", r.account, account)
+	case r.RecipientAccountID != "" && r.RecipientAccountID != account:
+		return fmt.Sprintf("record of account %.16q, not the database's %s", r.RecipientAccountID, account)
+	}
+	return ""
+}
+
+// Bounds on what a record gives the audit trail (bytes): a field longer is
+// cut to its bound, ending with cutMark. ARNs are at most 2048 characters
+// (IAM's limit on a principal's ARN); the others are bounded well above
+// what AWS sends: an event name, a source address or service, an event id.
+const (
+	maxARN       = 2048
+	maxEventName = 128
+	maxSource    = 256
+	maxEventID   = 64
+	maxEventTime = 64
+	cutMark      = "…"
+)
+
+// bound is s cut to at most n bytes (on a rune boundary), ending with
+// cutMark when cut.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len(cutMark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + cutMark
+}
+
+// parseRecord reads a CloudTrail record, each field it attributes with
+// bounded (bound).
 func parseRecord(js []byte) (trailRecord, error) {
 	var r trailRecord
 	if err := json.Unmarshal(js, &r); err != nil {
@@ -72,6 +139,14 @@ func parseRecord(js []byte) (trailRecord, error) {
 	if r.EventName == "" || r.EventSource == "" {
 		return r, fmt.Errorf("%w: no eventName or eventSource", errNotCloudTrail)
 	}
+	r.UserIdentity.ARN = bound(r.UserIdentity.ARN, maxARN)
+	r.UserIdentity.InvokedBy = bound(r.UserIdentity.InvokedBy, maxSource)
+	r.UserIdentity.AccessKeyID = bound(r.UserIdentity.AccessKeyID, maxEventID)
+	r.EventName = bound(r.EventName, maxEventName)
+	r.EventSource = bound(r.EventSource, maxSource)
+	r.SourceIP = bound(r.SourceIP, maxSource)
+	r.EventID = bound(r.EventID, maxEventID)
+	r.EventTime = bound(r.EventTime, maxEventTime)
 	return r, nil
 }
 
@@ -104,9 +179,13 @@ func (r trailRecord) attribution() *snapshot.Attribution {
 	return &snapshot.Attribution{Actor: actor, Event: r.EventName, At: r.EventTime, Source: source, EventID: r.EventID}
 }
 
-// mutating reports whether the call may have changed something (CloudTrail
-// says readOnly false, or does not say).
-func (r trailRecord) mutating() bool { return r.ReadOnly == nil || !*r.ReadOnly }
+// mutating reports whether the call may have changed something: CloudTrail
+// says readOnly false, or does not say, and the call did not fail (no
+// errorCode: a failed call changed nothing).
+// https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-record-contents.html
+func (r trailRecord) mutating() bool {
+	return (r.ReadOnly == nil || !*r.ReadOnly) && r.ErrorCode == ""
+}
 
 // byIdentity reports whether the call was made with the identity arn or
 // the access key key (the sidecar's own calls).

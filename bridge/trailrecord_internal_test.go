@@ -39,7 +39,7 @@ func TestParseEnvelope(t *testing.T) {
 		mutating: true,
 	}, {
 		name: "a call AWS made itself",
-		body: `{"detail-type": "AWS API Call via CloudTrail", "detail": {"userIdentity": {"type": "AWSService", "invokedBy": "autoscaling.amazonaws.com"},
+		body: `{"detail-type": "AWS API Call via CloudTrail", "source": "aws.ec2", "detail": {"userIdentity": {"type": "AWSService", "invokedBy": "autoscaling.amazonaws.com"},
 			"eventTime": "2026-11-27T07:00:01Z", "eventSource": "ec2.amazonaws.com", "eventName": "TerminateInstances",
 			"sourceIPAddress": "autoscaling.amazonaws.com", "eventID": "e-2"}}`,
 		event:    module.Event{Source: "ec2.amazonaws.com", Name: "TerminateInstances"},
@@ -47,7 +47,7 @@ func TestParseEnvelope(t *testing.T) {
 		mutating: true,
 	}, {
 		name: "the sidecar's own call, by its access key",
-		body: `{"detail-type": "AWS API Call via CloudTrail", "detail": {"userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::123456789012:assumed-role/iasql/s1", "accessKeyId": "ASIASIDECAR"},
+		body: `{"detail-type": "AWS API Call via CloudTrail", "source": "aws.s3", "detail": {"userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::123456789012:assumed-role/iasql/s1", "accessKeyId": "ASIASIDECAR"},
 			"eventSource": "s3.amazonaws.com", "eventName": "PutBucketTagging", "readOnly": false}}`,
 		event:    module.Event{Source: "s3.amazonaws.com", Name: "PutBucketTagging"},
 		who:      &snapshot.Attribution{Actor: "arn:aws:sts::123456789012:assumed-role/iasql/s1", Event: "PutBucketTagging"},
@@ -55,7 +55,7 @@ func TestParseEnvelope(t *testing.T) {
 		own:      true,
 	}, {
 		name: "a read",
-		body: `{"detail-type": "AWS API Call via CloudTrail", "detail": {"userIdentity": {"arn": "arn:aws:iam::123456789012:user/bob"},
+		body: `{"detail-type": "AWS API Call via CloudTrail", "source": "aws.s3", "detail": {"userIdentity": {"arn": "arn:aws:iam::123456789012:user/bob"},
 			"eventSource": "s3.amazonaws.com", "eventName": "GetBucketTagging", "readOnly": true}}`,
 		event: module.Event{Source: "s3.amazonaws.com", Name: "GetBucketTagging"},
 		who:   &snapshot.Attribution{Actor: "arn:aws:iam::123456789012:user/bob", Event: "GetBucketTagging"},

@@ -93,6 +93,14 @@ type cycle struct {
 	looked  map[snapshot.Key]bool
 	lookups int
 	found   map[string]map[string]*snapshot.Attribution
+	// readStart: when the cycle's first read began; prevReads: State's
+	// readAt then; prevCycle: when the cycle before began (the audit
+	// trail's), once asked (prevAsked). What lookups start from
+	// (lookupSince).
+	readStart time.Time
+	prevReads map[string]time.Time
+	prevCycle time.Time
+	prevAsked bool
 	// events: the records an Event cycle's events name (noticed); got:
 	// what its passes got of the tables read by record, by cloud id (nil:
 	// not found), until the cycle changes them in the cloud (reuse).

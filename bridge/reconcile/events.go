@@ -220,8 +220,13 @@ func (c *cycle) attribute(ctx context.Context, actions []*plan.Action) {
 	budget := cmp.Or(c.r.LookupBudget, defaultLookupBudget)
 	for _, a := range actions {
 		key := snapshot.CloudKey(a.Table, a.CloudID)
-		if a.Direction != "database" || a.Kind == plan.DBFeedback || a.CloudID == "" || a.Tab.Causes[a.CloudID] != nil || c.looked[key] {
-			continue // not pulled from the cloud, known, or looked up in an earlier pass
+		if a.Direction != "database" || (a.Kind == plan.DBFeedback && (a.Row == nil || len(a.Row.Taken) == 0)) ||
+			a.CloudID == "" || a.Tab.Causes[a.CloudID] != nil || c.looked[key] {
+			continue // not pulled from the cloud (feedback is, when it takes a column the rules give the cloud), known, or looked up in an earlier pass
+		}
+		since := c.lookupSince(ctx, a.Table)
+		if since.IsZero() {
+			continue // no time it was seen in sync: nobody can be named
 		}
 		if c.looked == nil {
 			c.looked = map[snapshot.Key]bool{}
@@ -233,7 +238,7 @@ func (c *cycle) attribute(ctx context.Context, actions []*plan.Action) {
 				return
 			}
 			c.lookups++
-			found, err := c.r.Trail.Lookup(ctx, c.regionOf(a), name, time.Now())
+			found, err := c.r.Trail.Lookup(ctx, c.regionOf(a), name, since, time.Now())
 			if err != nil {
 				c.log().Warn("cannot look up who changed a resource in CloudTrail; the change is recorded without", "table", a.Table, "cloud_id", a.CloudID, "err", err)
 				break
@@ -244,6 +249,50 @@ func (c *cycle) attribute(ctx context.Context, actions []*plan.Action) {
 			}
 		}
 	}
+}
+
+// lookupSince is when the resources of a table were last seen in sync, as
+// far as the cycle knows, for a lookup to start from: the start of this
+// leadership's last whole read of the table that verified it, else the
+// start of the cycle before this one (the audit trail's newest cycle end,
+// of any leadership), else zero (none: no lookup). A change found now
+// was made after it: an event before it is an older caller's, never
+// named.
+func (c *cycle) lookupSince(ctx context.Context, table string) time.Time {
+	if t := c.prevReads[table]; !t.IsZero() {
+		return t
+	}
+	if !c.prevAsked {
+		c.prevAsked = true
+		var last *store.CycleEnd
+		if err := c.withConn(func() (err error) {
+			last, err = store.LastCycle(ctx, c.conn)
+			return err
+		}); err != nil {
+			c.log().Warn("cannot read when the last cycle ran; changes found with no event are recorded without who made them", "err", err)
+		} else if last != nil {
+			c.prevCycle = last.Ended.Add(-last.Duration)
+		}
+	}
+	return c.prevCycle
+}
+
+// noteRead notes that a whole read of table, which verified all of it,
+// began at t (lookupSince).
+func (s *State) noteRead(table string, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.readAt == nil {
+		s.readAt = map[string]time.Time{}
+	}
+	s.readAt[table] = t
+}
+
+// readTimes is a copy of readAt.
+func (s *State) readTimes() map[string]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.readAt)
 }
 
 // noteCause records who made the change a pulls (attribute): for its

@@ -5,6 +5,7 @@ package reconcile
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 
@@ -93,6 +94,9 @@ func (c *cycle) read(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if c.readStart.IsZero() {
+		c.readStart, c.prevReads = time.Now(), c.st.readTimes()
 	}
 	leadSince := c.r.Manager.LeadSince()
 	snap := &snapshot.Snapshot{LeaderSince: leadSince, LSN: lsn, Vis: vis, Low: next, Modes: modes, Reading: reading, ByName: map[string]*snapshot.Table{}}
@@ -196,6 +200,7 @@ func (c *cycle) readCloud(ctx context.Context, call module.Call, ts *snapshot.Ta
 	}
 	if len(ts.Unverified) == 0 {
 		c.st.noteSize(ts.Spec.Name, len(ts.Cloud))
+		c.st.noteRead(ts.Spec.Name, c.readStart)
 	}
 	return nil
 }

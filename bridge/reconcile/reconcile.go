@@ -183,6 +183,9 @@ type State struct {
 	// readOnly: the last whole read of each read-only table, for Event
 	// cycles (events.go: readOnlyKept).
 	readOnly map[string]map[string]module.Record
+	// readAt: when the last whole read of each table that verified all of
+	// it began (events.go: lookupSince).
+	readAt map[string]time.Time
 }
 
 // Reconciler runs cycles for one engine.
@@ -204,9 +207,11 @@ type Reconciler struct {
 // Trail finds, in CloudTrail, who made a change in AWS.
 type Trail interface {
 	// Lookup returns what the newest mutating event about the resource
-	// named name (its cloud id) in region, before before, says; nil when
-	// CloudTrail has none.
-	Lookup(ctx context.Context, region, name string, before time.Time) (*snapshot.Attribution, error)
+	// named name (its cloud id) in region, between after and before,
+	// says; nil when CloudTrail has none, or when that event is the
+	// sidecar's own (the change found came after it: not in CloudTrail
+	// yet, or not a call CloudTrail logs).
+	Lookup(ctx context.Context, region, name string, after, before time.Time) (*snapshot.Attribution, error)
 }
 
 // Reconcile runs the cycle req on conn, which holds the cycle lock for the

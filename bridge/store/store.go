@@ -505,6 +505,17 @@ func ReadReplacements(ctx context.Context, conn *pgx.Conn, tables []string) (map
 	return out, rows.Err()
 }
 
+// RetriesDue reports whether a failed operation's retry is due
+// (iasql_operations.next_retry passed).
+func RetriesDue(ctx context.Context, db Querier) (bool, error) {
+	var due bool
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM public.iasql_operations
+		WHERE state = 'failed' AND next_retry <= pg_catalog.clock_timestamp())`).Scan(&due); err != nil {
+		return false, fmt.Errorf("read failed operations due for retry: %w", err)
+	}
+	return due, nil
+}
+
 // ReadOps reads iasql_operations for the tables: table -> record key -> op.
 func ReadOps(ctx context.Context, conn *pgx.Conn, tables []string) (map[string]map[string]snapshot.Op, error) {
 	// changed: a user changed the record since the operation last changed

@@ -258,37 +258,160 @@ func TestEventsReachRows(t *testing.T) {
 	}
 }
 
-// TestEventsLostFoundByLookup: events lost (the queue purged while no
-// sidecar reads it), the next full read brings the change, with its actor
-// found by CloudTrail's LookupEvents.
-func TestEventsLostFoundByLookup(t *testing.T) {
+// TestEventsFailedCallChangesNothing: calls that failed (a bucket not
+// empty, a bucket that does not exist) are recorded by CloudTrail with an
+// errorCode; they changed nothing, so the README's rule does not send them
+// and the sidecar takes them for no change: no event cycle reads for them
+// (a bucket no row knows would have its table read whole), and nobody is
+// recorded as having deleted the bucket. A change alice makes after them
+// is pulled, named after her.
+// https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-record-contents.html
+func TestEventsFailedCallChangesNothing(t *testing.T) {
 	t.Parallel()
-	s := startEventsStack(t, []string{`INSERT INTO bucket (name) VALUES ('ev-lost')`, `CALL iasql_commit()`})
-	row := s.one(`SELECT id::text FROM bucket WHERE name = 'ev-lost'`)
-	if err := s.sc.Stop(30 * time.Second); err != nil {
-		t.Fatalf("stop the sidecar: %v", err)
+	s := startEventsStack(t, []string{`INSERT INTO bucket (name) VALUES ('ev-full'), ('ev-ok')`, `CALL iasql_commit()`}, "--interval", "10m")
+	if _, err := s.s3.PutObject(s.ctx, &s3.PutObjectInput{Bucket: aws.String("ev-full"), Key: aws.String("k"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := s.s3.PutBucketVersioning(s.ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("ev-lost"),
+	okRow := s.one(`SELECT id::text FROM bucket WHERE name = 'ev-ok'`)
+	mark := s.mark()
+	for _, b := range []string{"ev-full", "ev-not-a-row"} {
+		if _, err := s.s3.DeleteBucket(s.ctx, &s3.DeleteBucketInput{Bucket: aws.String(b)}); err == nil {
+			t.Fatalf("alice deleted bucket %s; the test wants the call to fail", b)
+		}
+	}
+	if _, err := s.s3.PutBucketVersioning(s.ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("ev-ok"),
 		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Until(t, 10*time.Second, "the change's event to be in the queue", func() bool {
-		visible, _ := s.queued()
-		return visible != "0"
+	calls := s.within("the sidecar to pull alice's change after her failed calls", func() bool {
+		return s.one(`SELECT versioning::text FROM bucket WHERE name = 'ev-ok'`) == "true"
 	})
-	if _, err := s.sqs.PurgeQueue(s.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(s.queue)}); err != nil {
+	if actor, event := s.pulled("bucket", okRow, mark); actor != alice || event != "PutBucketVersioning" {
+		t.Errorf("the bucket's audit row names %s, %s; want %s, PutBucketVersioning", actor, event, alice)
+	}
+	if sum(calls) > 2 {
+		// One bucket's read is a ListBuckets by prefix and its
+		// GetBucketVersioning; the table read whole, for a bucket no row
+		// knows, is more.
+		t.Errorf("the sidecar made %d calls beyond the queue's, want at most 2 (ev-ok's read): %v", sum(calls), calls)
+	}
+	if n := s.count(`SELECT count(*)::int FROM bucket WHERE name = 'ev-full'`); n != 1 {
+		t.Errorf("%d rows of the bucket alice failed to delete, want 1", n)
+	}
+	if n := s.count(`SELECT count(*)::int FROM iasql_audit_log WHERE id > $1 AND attribution->>'event' = 'DeleteBucket'`, mark); n > 0 {
+		t.Errorf("%d audit rows name a DeleteBucket that failed", n)
+	}
+}
+
+// TestEventsDueWorkNotHeld: while events flow, the scheduled full read is
+// held to --events-interval, but not what is due: a part of the cloud an
+// event cycle could not read (its event may be lost with it), and a
+// failed record whose retry is due, are taken up at the next --interval.
+func TestEventsDueWorkNotHeld(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// do makes work due; it returns what the test waits for.
+		do func(t *testing.T, s *eventsStack) (string, func() bool)
+	}{{
+		name: "a part unverified",
+		do: func(t *testing.T, s *eventsStack) (string, func() bool) {
+			// A bucket no row knows: its event cycle reads the buckets
+			// whole, which fails once.
+			s.cloud.Emu.Inject(emulator.Fault{Op: "s3:ListBuckets", Kind: emulator.Denied, Times: 1})
+			if _, err := s.s3.CreateBucket(s.ctx, &s3.CreateBucketInput{Bucket: aws.String("ev-new")}); err != nil {
+				t.Fatal(err)
+			}
+			return "the bucket its event cycle could not read imported", func() bool {
+				return s.count(`SELECT count(*)::int FROM bucket WHERE name = 'ev-new'`) == 1
+			}
+		},
+	}, {
+		name: "a retry due",
+		do: func(t *testing.T, s *eventsStack) (string, func() bool) {
+			s.cloud.Emu.Inject(emulator.Fault{Op: "s3:PutBucketVersioning", Kind: emulator.Denied, Times: 1})
+			s.exec(`UPDATE bucket SET versioning = true WHERE name = 'ev-due'`)
+			_, _ = s.conn.Exec(s.ctx, `CALL iasql_commit()`) // fails: denied once
+			return "the bucket's versioning, whose push failed once, in the cloud", func() bool {
+				out, err := s.s3.GetBucketVersioning(s.ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("ev-due")})
+				return err == nil && out.Status == s3types.BucketVersioningStatusEnabled
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := startEventsStack(t, []string{`INSERT INTO bucket (name) VALUES ('ev-flow'), ('ev-due')`, `CALL iasql_commit()`}, "--interval", "2s")
+			// Events flow: one arrived.
+			versioning(t, s.s3, "ev-flow")
+			s.within("the event's change in its row", func() bool {
+				return s.one(`SELECT versioning::text FROM bucket WHERE name = 'ev-flow'`) == "true"
+			})
+			mark := s.mark()
+			what, done := tc.do(t, s)
+			testkit.Until(t, 30*time.Second, what, done)
+			if n := s.count(`SELECT count(*)::int FROM iasql_audit_log WHERE change_type = 'CYCLE_START' AND message::jsonb->>'reason' = 'schedule' AND id > $1`, mark); n == 0 {
+				t.Errorf("no scheduled cycle ran meanwhile")
+			}
+		})
+	}
+}
+
+// versioning enables a bucket's versioning.
+func versioning(t *testing.T, c *s3.Client, bucket string) {
+	t.Helper()
+	if _, err := c.PutBucketVersioning(t.Context(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
 		t.Fatal(err)
 	}
-	s.start("--interval", "10m")
-	s.exec(`CALL iasql_refresh()`)
-	if v := s.one(`SELECT versioning::text FROM bucket WHERE name = 'ev-lost'`); v != "true" {
-		t.Fatalf("after the refresh the bucket's versioning is %s, want true", v)
-	}
-	if actor, event := s.pulled("bucket", row, 0); actor != alice || event != "PutBucketVersioning" {
-		t.Errorf("the bucket's audit row names %s, %s; want %s, PutBucketVersioning (LookupEvents)", actor, event, alice)
-	}
-	if s.cloud.Emu.Calls()["cloudtrail:LookupEvents"] == 0 {
-		t.Errorf("no LookupEvents call: %v", s.cloud.Emu.Calls())
+}
+
+// TestEventsLostFoundByLookup: events lost (the queue purged while no
+// sidecar reads it), the next full read brings the change, with its actor
+// found by CloudTrail's LookupEvents: a change pulled from the cloud, and
+// a TRACK column's value taken from the cloud in an ENFORCE table (the
+// rest of the row is the database's).
+func TestEventsLostFoundByLookup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		rules []string
+	}{
+		{name: "pulled"},
+		{name: "a TRACK column taken", rules: []string{
+			`INSERT INTO iasql_mode (table_name, mode) VALUES ('bucket', 'ENFORCE')`,
+			`INSERT INTO iasql_mode (table_name, column_name, mode) VALUES ('bucket', 'versioning', 'TRACK')`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := startEventsStack(t, append([]string{`INSERT INTO bucket (name) VALUES ('ev-lost')`, `CALL iasql_commit()`}, tc.rules...))
+			row := s.one(`SELECT id::text FROM bucket WHERE name = 'ev-lost'`)
+			if err := s.sc.Stop(30 * time.Second); err != nil {
+				t.Fatalf("stop the sidecar: %v", err)
+			}
+			if _, err := s.s3.PutBucketVersioning(s.ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("ev-lost"),
+				VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+				t.Fatal(err)
+			}
+			testkit.Until(t, 10*time.Second, "the change's event to be in the queue", func() bool {
+				visible, _ := s.queued()
+				return visible != "0"
+			})
+			if _, err := s.sqs.PurgeQueue(s.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(s.queue)}); err != nil {
+				t.Fatal(err)
+			}
+			s.start("--interval", "10m")
+			s.exec(`CALL iasql_refresh()`)
+			if v := s.one(`SELECT versioning::text FROM bucket WHERE name = 'ev-lost'`); v != "true" {
+				t.Fatalf("after the refresh the bucket's versioning is %s, want true", v)
+			}
+			if actor, event := s.pulled("bucket", row, 0); actor != alice || event != "PutBucketVersioning" {
+				t.Errorf("the bucket's audit row names %s, %s; want %s, PutBucketVersioning (LookupEvents)", actor, event, alice)
+			}
+			if s.cloud.Emu.Calls()["cloudtrail:LookupEvents"] == 0 {
+				t.Errorf("no LookupEvents call: %v", s.cloud.Emu.Calls())
+			}
+		})
 	}
 }
 

@@ -50,7 +50,7 @@ func (b *bench) eventsPart(ctx context.Context) error {
 		}
 		defer stopEmu()
 		// The pipeline, made with the sidecar's own key (as the README's
-		// INSERTs would).
+		// INSERTs would), with the README's rule pattern.
 		q := sqs.NewFromConfig(cfg)
 		made, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("bench-events")})
 		if err != nil {
@@ -68,7 +68,7 @@ func (b *bench) eventsPart(ctx context.Context) error {
 		}
 		eb := eventbridge.NewFromConfig(cfg)
 		if _, err := eb.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("bench-events"), State: ebtypes.RuleStateEnabled,
-			EventPattern: aws.String(`{"detail-type": ["AWS API Call via CloudTrail"]}`)}); err != nil {
+			EventPattern: aws.String(`{"detail-type": ["AWS API Call via CloudTrail"], "source": [{"prefix": "aws."}], "account": ["123456789012"], "detail": {"errorCode": [{"exists": false}]}}`)}); err != nil {
 			return fmt.Errorf("put the events rule: %w", err)
 		}
 		if _, err := eb.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("bench-events"), Targets: []ebtypes.Target{{Id: aws.String("iasql"), Arn: aws.String(arn)}}}); err != nil {

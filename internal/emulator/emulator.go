@@ -250,8 +250,8 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveRecorded serves a request and, when it is a mutating management
-// call that succeeded, records it in the trail (CloudTrail) with what it
-// logs of the request and response.
+// call, records it in the trail (CloudTrail) with what it logs of the
+// request and response, or of the error when it failed.
 func (e *Emulator) serveRecorded(w http.ResponseWriter, r *http.Request, svc service, name, op string) {
 	if !recorded(name, op) {
 		svc.serve(w, r, op)
@@ -265,14 +265,19 @@ func (e *Emulator) serveRecorded(w http.ResponseWriter, r *http.Request, svc ser
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	cw := &captureWriter{statusRecorder: rec}
 	svc.serve(cw, r, op)
-	if rec.status >= 300 {
-		return
+	if rec.status >= 300 && rec.status < 400 {
+		return // not an answer (a redirect)
 	}
 	var raw []byte
 	if body != nil {
 		raw = body.buf.Bytes()
 	}
-	e.trail.record(e.trail.serviceCall(name, op, r, raw, cw))
+	call := e.trail.serviceCall(name, op, r, raw, cw)
+	if rec.status >= 400 {
+		call.errCode, call.errMessage = errorOf(rec.status, cw.Header(), cw.buf.Bytes())
+		call.response = nil
+	}
+	e.trail.record(call)
 }
 
 // route picks the service for a request: by the signing name of its

@@ -75,6 +75,13 @@ type ebRule struct {
 	targets                                                   []ebTarget // by Id, in the order put
 }
 
+// ruleTarget is a target with the ARN of its rule (a delivery's
+// aws:SourceArn).
+type ruleTarget struct {
+	ebTarget
+	rule string
+}
+
 type ebTarget struct {
 	ID        string `json:"Id"`
 	Arn       string `json:"Arn"`
@@ -164,7 +171,7 @@ func (s *eventsService) deliverDue(now time.Time) (next time.Time, wake <-chan s
 			if !strings.HasPrefix(t.Arn, "arn:aws:sqs:") {
 				continue
 			}
-			if ok, why := s.sqs.deliver(t.Arn, body, now); !ok {
+			if ok, why := s.sqs.deliver(t.Arn, t.rule, body, now); !ok {
 				s.log.Info("emulator: EventBridge could not deliver an event to its target", "target", t.Arn, "reason", why)
 			}
 		}
@@ -174,10 +181,10 @@ func (s *eventsService) deliverDue(now time.Time) (next time.Time, wake <-chan s
 
 // targets are the targets of the enabled rules of a region an event
 // matches.
-func (s *eventsService) targets(region string, event map[string]any) []ebTarget {
+func (s *eventsService) targets(region string, event map[string]any) []ruleTarget {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []ebTarget
+	var out []ruleTarget
 	for _, name := range slices.Sorted(maps.Keys(s.rules[region])) {
 		r := s.rules[region][name]
 		if r.state == "DISABLED" || r.pattern == "" {
@@ -187,7 +194,9 @@ func (s *eventsService) targets(region string, event map[string]any) []ebTarget 
 		if json.Unmarshal([]byte(r.pattern), &pattern) != nil || !matchPattern(pattern, event) {
 			continue
 		}
-		out = append(out, r.targets...)
+		for _, t := range r.targets {
+			out = append(out, ruleTarget{ebTarget: t, rule: r.arn})
+		}
 	}
 	return out
 }

@@ -735,3 +735,47 @@ func TestCloudTrailFaults(t *testing.T) {
 		}
 	}
 }
+
+// A mutating call that fails is recorded as CloudTrail records it: with
+// errorCode and errorMessage, and no responseElements (S3's XML errors,
+// EC2's query errors, JSON protocols' __type).
+// https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-record-contents.html
+func TestCloudTrailRecordsFailedCalls(t *testing.T) {
+	c := startEventCloud(t, emulator.Options{LookupEventsRate: -1})
+	ctx := t.Context()
+	bobS3 := client(c.bob, s3.NewFromConfig, testkit.PathStyle)
+	if _, err := bobS3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("full-bucket")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bobS3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("full-bucket"), Key: aws.String("k"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bobS3.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String("full-bucket")}); err == nil {
+		t.Fatal("a bucket holding an object was deleted")
+	}
+	if _, err := client(c.bob, ec2.NewFromConfig).DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String("sg-0123456789abcdef0")}); err == nil {
+		t.Fatal("a group that does not exist was deleted")
+	}
+	if _, err := client(c.bob, ecr.NewFromConfig).DeleteRepository(ctx, &ecr.DeleteRepositoryInput{RepositoryName: aws.String("none")}); err == nil {
+		t.Fatal("a repository that does not exist was deleted")
+	}
+	ct := client(c.AWS, cloudtrail.NewFromConfig)
+	for _, tc := range []struct{ name, code, resource string }{
+		{"DeleteBucket", "BucketNotEmpty", "full-bucket"},
+		{"DeleteSecurityGroup", "InvalidGroup.NotFound", "sg-0123456789abcdef0"},
+		{"DeleteRepository", "RepositoryNotFoundException", "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			evs := lookup(t, ct, cttypes.LookupAttributeKeyEventName, tc.name)
+			if len(evs) != 1 {
+				t.Fatalf("%d %s events, want 1", len(evs), tc.name)
+			}
+			rec := record(t, evs[0])
+			if rec["errorCode"] != tc.code || rec["errorMessage"] == "" || rec["errorMessage"] == nil || rec["responseElements"] != nil ||
+				at(rec, "userIdentity.arn") != bobARN || rec["readOnly"] != false {
+				t.Errorf("errorCode %v, errorMessage %v, responseElements %v, caller %v, readOnly %v; want %s, a message, none, bob, false",
+					rec["errorCode"], rec["errorMessage"], rec["responseElements"], at(rec, "userIdentity.arn"), rec["readOnly"], tc.code)
+			}
+		})
+	}
+}

@@ -788,10 +788,10 @@ func (s *sqsService) changeMessageVisibility(c jsonCall) (any, *opErr) {
 	})
 }
 
-// deliver puts an EventBridge event on the queue of an ARN when the
-// queue's policy lets events.amazonaws.com send to it; false when it
-// cannot.
-func (s *sqsService) deliver(queueARN string, body []byte, now time.Time) (bool, string) {
+// deliver puts an EventBridge event of the rule ruleARN on the queue of
+// an ARN when the queue's policy lets events.amazonaws.com send to it for
+// that rule; false when it cannot.
+func (s *sqsService) deliver(queueARN, ruleARN string, body []byte, now time.Time) (bool, string) {
 	parts := strings.Split(queueARN, ":")
 	if len(parts) != 6 || parts[2] != "sqs" {
 		return false, "not an SQS queue ARN"
@@ -802,7 +802,7 @@ func (s *sqsService) deliver(queueARN string, body []byte, now time.Time) (bool,
 	if q == nil || parts[4] != s.account {
 		return false, "the queue does not exist"
 	}
-	if !allowsEvents(q.policy, q.arn) {
+	if !allowsEvents(q.policy, q.arn, ruleARN, s.account) {
 		return false, "the queue's policy does not allow events.amazonaws.com to sqs:SendMessage"
 	}
 	q.add(string(body), time.Duration(q.intProp("DelaySeconds"))*time.Second, now)
@@ -813,9 +813,12 @@ func (s *sqsService) deliver(queueARN string, body []byte, now time.Time) (bool,
 // (principal service events.amazonaws.com) sqs:SendMessage on the queue,
 // as AWS requires of an SQS target:
 // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html#eb-sqs-permissions
-// Conditions (aws:SourceArn) are not evaluated: a statement with them
-// allows.
-func allowsEvents(policy, queueARN string) bool {
+// A statement's conditions on aws:SourceArn (the rule's ARN) and
+// aws:SourceAccount are evaluated (ArnEquals, ArnLike, StringEquals,
+// StringLike and their Not forms; a negated operator holds when no value
+// matches); others are not: they hold.
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_multi-value-conditions.html
+func allowsEvents(policy, queueARN, sourceARN, sourceAccount string) bool {
 	if policy == "" {
 		return false
 	}
@@ -847,7 +850,7 @@ func allowsEvents(policy, queueARN string) bool {
 			return a == "*" || strings.EqualFold(a, "sqs:*") || strings.EqualFold(a, "sqs:SendMessage")
 		})
 		resource := st["Resource"] == nil || slices.ContainsFunc(stringsOf(st["Resource"]), func(r string) bool { return r == "*" || r == queueARN })
-		if principal && action && resource {
+		if principal && action && resource && conditionHolds(st["Condition"], map[string]string{"aws:sourcearn": sourceARN, "aws:sourceaccount": sourceAccount}) {
 			if st["Effect"] == "Deny" {
 				return false
 			}
@@ -855,6 +858,46 @@ func allowsEvents(policy, queueARN string) bool {
 		}
 	}
 	return allowed
+}
+
+// conditionHolds reports whether a statement's Condition holds for the
+// request context ctx (condition keys in lower case; keys are not case
+// sensitive): every operator, every key of it (AND); any value of a key
+// (OR), none for a negated operator (NOR). Operators and keys the
+// emulator does not know hold.
+func conditionHolds(cond any, ctx map[string]string) bool {
+	ops, _ := cond.(map[string]any)
+	for op, keys := range ops {
+		negated := strings.Contains(op, "Not")
+		var match func(want, got string) bool
+		switch strings.Replace(op, "Not", "", 1) {
+		case "ArnEquals", "StringEquals":
+			match = func(want, got string) bool { return want == got }
+		case "ArnLike", "StringLike":
+			match = globMatch
+		default:
+			continue
+		}
+		km, _ := keys.(map[string]any)
+		for key, values := range km {
+			got, known := ctx[strings.ToLower(key)]
+			if !known {
+				continue
+			}
+			matched := slices.ContainsFunc(stringsOf(values), func(w string) bool { return match(w, got) })
+			if matched == negated {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// globMatch matches a policy value with * and ? wildcards.
+func globMatch(pattern, s string) bool {
+	re := "^" + strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(pattern)) + "$"
+	ok, _ := regexp.MatchString(re, s)
+	return ok
 }
 
 // stringsOf is a policy element that is a string or a list of strings.

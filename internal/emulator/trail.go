@@ -3,6 +3,7 @@ package emulator
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"maps"
 	"net"
 	"net/http"
@@ -30,7 +31,12 @@ import (
 //     object-level operations and SQS's message operations (SendMessage,
 //     ReceiveMessage, DeleteMessage, ChangeMessageVisibility and their
 //     batches): https://docs.aws.amazon.com/awscloudtrail/latest/userguide/logging-data-events-with-cloudtrail.html
-//   - Failed calls are not recorded (AWS records them with errorCode).
+//   - Failed calls (a 4xx or 5xx answer) are recorded as AWS records them:
+//     with errorCode and errorMessage (the error's code and message, as the
+//     answer carried them) and no responseElements. AWS records most failed
+//     calls, AccessDenied among them; the emulator records every one that
+//     reached the service (not the faults it injects before it).
+//     https://docs.aws.amazon.com/awscloudtrail/latest/userguide/cloudtrail-event-reference-record-contents.html
 //   - A call Cloud Control makes on the caller's behalf (its resource
 //     handlers' calls to SQS, EventBridge, IAM...) is recorded when the
 //     request completes, with the caller's identity, userIdentity.invokedBy,
@@ -62,6 +68,8 @@ type trailRecord struct {
 	EventID            string          `json:"eventID"`
 	ReadOnly           bool            `json:"readOnly"`
 	Resources          []trailResource `json:"resources,omitempty"`
+	ErrorCode          string          `json:"errorCode,omitempty"`
+	ErrorMessage       string          `json:"errorMessage,omitempty"`
 	EventType          string          `json:"eventType"`
 	ManagementEvent    bool            `json:"managementEvent"`
 	RecipientAccountID string          `json:"recipientAccountId"`
@@ -179,6 +187,7 @@ type trailCall struct {
 	invokedBy           string // the AWS service that made the call for the caller
 	requestID           string
 	params, response    any
+	errCode, errMessage string // the call failed (responseElements null)
 	resources           []trailResource
 	// named are resources LookupEvents finds the event by besides those
 	// its parameters identify (a Cloud Control handler's resource).
@@ -207,7 +216,7 @@ func (t *cloudTrail) record(c trailCall) {
 		EventSource: c.service + ".amazonaws.com", EventName: c.op, AWSRegion: c.region,
 		SourceIPAddress: c.sourceIP, UserAgent: c.userAgent,
 		RequestParameters: c.params, ResponseElements: c.response,
-		RequestID: c.requestID, EventID: newRequestID(), Resources: c.resources,
+		RequestID: c.requestID, EventID: newRequestID(), Resources: c.resources, ErrorCode: c.errCode, ErrorMessage: c.errMessage,
 		EventType: "AwsApiCall", ManagementEvent: true, RecipientAccountID: t.account, EventCategory: "Management",
 	}
 	b, err := json.Marshal(rec)
@@ -299,6 +308,36 @@ func (t *teeBody) Read(p []byte) (int, error) {
 }
 
 func (t *teeBody) Close() error { return t.c.Close() }
+
+// errorOf is the code and message of a failed call's answer: a JSON
+// protocol's __type (after its '#') and message, or the Code and Message
+// elements of an XML error (query protocols, S3); the HTTP status's text
+// when neither is there.
+func errorOf(status int, header http.Header, body []byte) (code, message string) {
+	var js struct {
+		Type    string `json:"__type"`
+		Message string `json:"message"`
+		Upper   string `json:"Message"`
+	}
+	if json.Unmarshal(body, &js) == nil && js.Type != "" {
+		return js.Type[strings.LastIndexByte(js.Type, '#')+1:], cmpOr(js.Message, js.Upper)
+	}
+	if t := header.Get("X-Amzn-ErrorType"); t != "" {
+		return strings.SplitN(t, ":", 2)[0], ""
+	}
+	element := func(name string) string {
+		_, after, ok := bytes.Cut(body, []byte("<"+name+">"))
+		if !ok {
+			return ""
+		}
+		v, _, _ := bytes.Cut(after, []byte("</"+name+">"))
+		return html.UnescapeString(string(v))
+	}
+	if c := element("Code"); c != "" {
+		return c, element("Message")
+	}
+	return strings.ReplaceAll(http.StatusText(status), " ", ""), http.StatusText(status)
+}
 
 // clientIP is a request's source address, without the port.
 func clientIP(r *http.Request) string {
