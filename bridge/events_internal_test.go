@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/iasql/iasql/internal/emulator"
 	"github.com/iasql/iasql/internal/testkit"
 )
@@ -141,8 +142,8 @@ func TestRecordFieldsBounded(t *testing.T) {
 	for _, f := range []struct {
 		name, v string
 		max     int
-	}{{"actor", who.Actor, maxARN}, {"event", who.Event, maxEventName}, {"source", who.Source, maxSource}, {"event id", who.EventID, maxEventID}} {
-		if len(f.v) > f.max || !strings.HasSuffix(f.v, cutMark) || !strings.Contains(f.v, "é") {
+	}{{"actor", who.Actor, snapshot.MaxARN}, {"event", who.Event, snapshot.MaxEventName}, {"source", who.Source, snapshot.MaxSource}, {"event id", who.EventID, snapshot.MaxEventID}} {
+		if len(f.v) > f.max || !strings.HasSuffix(f.v, snapshot.CutMark) || !strings.Contains(f.v, "é") {
 			t.Errorf("%s is %d bytes (bound %d), ends %q", f.name, len(f.v), f.max, f.v[max(0, len(f.v)-8):])
 		}
 		if !utf8.ValidString(f.v) {

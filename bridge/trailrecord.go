@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/iasql/iasql/bridge/snapshot"
 	"github.com/iasql/iasql/modules/module"
@@ -103,34 +102,8 @@ func (r trailRecord) foreignTo(account string) string {
 	return ""
 }
 
-// Bounds on what a record gives the audit trail (bytes): a field longer is
-// cut to its bound, ending with cutMark. ARNs are at most 2048 characters
-// (IAM's limit on a principal's ARN); the others are bounded well above
-// what AWS sends: an event name, a source address or service, an event id.
-const (
-	maxARN       = 2048
-	maxEventName = 128
-	maxSource    = 256
-	maxEventID   = 64
-	maxEventTime = 64
-	cutMark      = "…"
-)
-
-// bound is s cut to at most n bytes (on a rune boundary), ending with
-// cutMark when cut.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len(cutMark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + cutMark
-}
-
 // parseRecord reads a CloudTrail record, each field it attributes with
-// bounded (bound).
+// bounded (snapshot.Bound).
 func parseRecord(js []byte) (trailRecord, error) {
 	var r trailRecord
 	if err := json.Unmarshal(js, &r); err != nil {
@@ -139,14 +112,14 @@ func parseRecord(js []byte) (trailRecord, error) {
 	if r.EventName == "" || r.EventSource == "" {
 		return r, fmt.Errorf("%w: no eventName or eventSource", errNotCloudTrail)
 	}
-	r.UserIdentity.ARN = bound(r.UserIdentity.ARN, maxARN)
-	r.UserIdentity.InvokedBy = bound(r.UserIdentity.InvokedBy, maxSource)
-	r.UserIdentity.AccessKeyID = bound(r.UserIdentity.AccessKeyID, maxEventID)
-	r.EventName = bound(r.EventName, maxEventName)
-	r.EventSource = bound(r.EventSource, maxSource)
-	r.SourceIP = bound(r.SourceIP, maxSource)
-	r.EventID = bound(r.EventID, maxEventID)
-	r.EventTime = bound(r.EventTime, maxEventTime)
+	r.UserIdentity.ARN = snapshot.Bound(r.UserIdentity.ARN, snapshot.MaxARN)
+	r.UserIdentity.InvokedBy = snapshot.Bound(r.UserIdentity.InvokedBy, snapshot.MaxSource)
+	r.UserIdentity.AccessKeyID = snapshot.Bound(r.UserIdentity.AccessKeyID, snapshot.MaxEventID)
+	r.EventName = snapshot.Bound(r.EventName, snapshot.MaxEventName)
+	r.EventSource = snapshot.Bound(r.EventSource, snapshot.MaxSource)
+	r.SourceIP = snapshot.Bound(r.SourceIP, snapshot.MaxSource)
+	r.EventID = snapshot.Bound(r.EventID, snapshot.MaxEventID)
+	r.EventTime = snapshot.Bound(r.EventTime, snapshot.MaxEventTime)
 	return r, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/iasql/iasql/bridge/snapshot"
@@ -41,10 +40,10 @@ func MarkEngine(ctx context.Context, tx pgx.Tx, label string) error {
 // known (logical.parseMark reads it).
 func CloudMarker(label string, a *snapshot.Attribution) string {
 	if a != nil {
-		// What AWS says is bounded (an event is anyone's text): each field
-		// to what AWS's own values fit in, so that the marker stays far
-		// below what capture reads of a message (logical.MaxMessageBytes).
-		a = &snapshot.Attribution{Actor: cut(a.Actor, 2048), Event: cut(a.Event, 128), At: cut(a.At, 64), Source: cut(a.Source, 256), EventID: cut(a.EventID, 64)}
+		// What AWS says is bounded (an event is anyone's text), so that
+		// the marker stays far below what capture reads of a message
+		// (logical.MaxMessageBytes).
+		a = a.Bounded()
 	}
 	b, err := json.Marshal(struct {
 		Origin      string                `json:"origin"`
@@ -55,15 +54,6 @@ func CloudMarker(label string, a *snapshot.Attribution) string {
 		panic(err)
 	}
 	return string(b)
-}
-
-// cut is s to at most n bytes, whole UTF-8 characters, marked when cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = strings.ToValidUTF8(s[:n-3], "")
-	return s + "..."
 }
 
 // WALInsertLSN is the server's current WAL insert position.
