@@ -378,7 +378,7 @@ func (e *Engine) notice(ctx context.Context, msgs []message, installed []reconci
 		case !m.record.mutating():
 			outcome = EventDropped
 		default:
-			ev, who := m.record.event(), m.record.attribution()
+			ev, who := m.record.Event(), m.record.attribution()
 			outcome = EventDropped
 			for _, t := range installed {
 				n := module.PartsOf(t.Mapper).Noticer

@@ -26,10 +26,7 @@ type trailRecord struct {
 	// errorMessage, and EventBridge delivers them.
 	ErrorCode          string `json:"errorCode"`
 	RecipientAccountID string `json:"recipientAccountId"`
-	EventName          string `json:"eventName"`
-	EventSource        string `json:"eventSource"`
 	EventTime          string `json:"eventTime"`
-	AWSRegion          string `json:"awsRegion"`
 	SourceIP           string `json:"sourceIPAddress"`
 	ReadOnly           *bool  `json:"readOnly"`
 	UserIdentity       struct {
@@ -38,12 +35,8 @@ type trailRecord struct {
 		AccessKeyID string `json:"accessKeyId"`
 		InvokedBy   string `json:"invokedBy"`
 	} `json:"userIdentity"`
-	RequestParameters map[string]any `json:"requestParameters"`
-	account           string         // the EventBridge envelope's (parseEnvelope)
-	ResponseElements  map[string]any `json:"responseElements"`
-	Resources         []struct {
-		ARN string `json:"ARN"`
-	} `json:"resources"`
+	module.EventRecord        // what the tables' Noticers read (Event)
+	account            string // the EventBridge envelope's (parseEnvelope)
 }
 
 // cloudTrailDetailType is the detail-type of the EventBridge events that
@@ -121,17 +114,6 @@ func parseRecord(js []byte) (trailRecord, error) {
 	r.EventID = snapshot.Bound(r.EventID, snapshot.MaxEventID)
 	r.EventTime = snapshot.Bound(r.EventTime, snapshot.MaxEventTime)
 	return r, nil
-}
-
-// event is the record as the tables' Noticers read it.
-func (r trailRecord) event() module.Event {
-	ev := module.Event{Source: r.EventSource, Name: r.EventName, Region: r.AWSRegion, Request: r.RequestParameters, Response: r.ResponseElements}
-	for _, res := range r.Resources {
-		if res.ARN != "" {
-			ev.Resources = append(ev.Resources, res.ARN)
-		}
-	}
-	return ev
 }
 
 // attribution is who made the call, as the audit trail records it: the

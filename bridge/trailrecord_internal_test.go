@@ -84,7 +84,7 @@ func TestParseEnvelope(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := r.event(); !reflect.DeepEqual(got, tc.event) {
+			if got := r.Event(); !reflect.DeepEqual(got, tc.event) {
 				t.Errorf("event:\n got %#v\nwant %#v", got, tc.event)
 			}
 			if got := r.attribution(); !reflect.DeepEqual(got, tc.who) {

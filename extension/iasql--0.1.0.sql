@@ -326,6 +326,19 @@ $$;
 COMMENT ON FUNCTION public.iasql_table_regclass(text) IS
   'Resolves a canonical iasql table name (see iasql_table_name) to the table, independent of search_path; NULL when it does not exist.';
 
+-- The table a name given to a function denotes: as in FROM (the caller's
+-- search_path), else as a canonical name; NULL when there is none, or the
+-- name is not a table name at all.
+CREATE FUNCTION public.iasql_resolve_table(table_name text) RETURNS regclass
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN coalesce(pg_catalog.to_regclass(table_name), public.iasql_table_regclass(table_name));
+EXCEPTION WHEN invalid_name OR invalid_parameter_value OR syntax_error THEN
+  RETURN NULL;
+END $$;
+COMMENT ON FUNCTION public.iasql_resolve_table(text) IS
+  'The table a name denotes: as in FROM (search_path), else as a canonical iasql name; NULL when none (or not a table name).';
+
 -- Validate and normalise a registration; make UPDATE and DELETE carry the
 -- whole old row (and with it unchanged TOASTed values).
 CREATE FUNCTION public.iasql_tables_check() RETURNS trigger
@@ -1188,11 +1201,7 @@ BEGIN
     RAISE EXCEPTION 'iasql_wait_for: timeout_s must be zero or more seconds, not %', timeout_s
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  BEGIN
-    rel := coalesce(pg_catalog.to_regclass(table_name), public.iasql_table_regclass(table_name));
-  EXCEPTION WHEN invalid_name OR invalid_parameter_value OR syntax_error THEN
-    rel := NULL;
-  END;
+  rel := public.iasql_resolve_table(table_name);
   IF rel IS NULL THEN
     RAISE EXCEPTION 'iasql_wait_for: table "%" does not exist', table_name
       USING ERRCODE = 'undefined_table', HINT = 'Give a table name as in FROM, e.g. bucket or schema.table.';
@@ -1759,11 +1768,7 @@ BEGIN
     RAISE EXCEPTION '%: role % may not read as %: it is not a member of it', caller, session_user, coalesce(reader::text, 'NULL')
       USING ERRCODE = 'insufficient_privilege', HINT = 'Leave the reader argument out: it is the role you are.';
   END IF;
-  BEGIN
-    rel := coalesce(pg_catalog.to_regclass(table_name), public.iasql_table_regclass(table_name));
-  EXCEPTION WHEN invalid_name OR invalid_parameter_value OR syntax_error THEN
-    rel := NULL;
-  END;
+  rel := public.iasql_resolve_table(table_name);
   IF rel IS NULL THEN
     RAISE EXCEPTION '%: table "%" does not exist', caller, table_name
       USING ERRCODE = 'undefined_table', HINT = 'Give the table''s name as in FROM: bucket, or schema.table.';

@@ -38,6 +38,19 @@ $$;
 COMMENT ON FUNCTION public.iasql_table_regclass(text) IS
   'Resolves a canonical iasql table name (see iasql_table_name) to the table, independent of search_path; NULL when it does not exist.';
 
+-- The table a name given to a function denotes: as in FROM (the caller's
+-- search_path), else as a canonical name; NULL when there is none, or the
+-- name is not a table name at all.
+CREATE FUNCTION public.iasql_resolve_table(table_name text) RETURNS regclass
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN coalesce(pg_catalog.to_regclass(table_name), public.iasql_table_regclass(table_name));
+EXCEPTION WHEN invalid_name OR invalid_parameter_value OR syntax_error THEN
+  RETURN NULL;
+END $$;
+COMMENT ON FUNCTION public.iasql_resolve_table(text) IS
+  'The table a name denotes: as in FROM (search_path), else as a canonical iasql name; NULL when none (or not a table name).';
+
 -- Validate and normalise a registration; make UPDATE and DELETE carry the
 -- whole old row (and with it unchanged TOASTed values).
 CREATE FUNCTION public.iasql_tables_check() RETURNS trigger

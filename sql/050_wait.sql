@@ -20,11 +20,7 @@ BEGIN
     RAISE EXCEPTION 'iasql_wait_for: timeout_s must be zero or more seconds, not %', timeout_s
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  BEGIN
-    rel := coalesce(pg_catalog.to_regclass(table_name), public.iasql_table_regclass(table_name));
-  EXCEPTION WHEN invalid_name OR invalid_parameter_value OR syntax_error THEN
-    rel := NULL;
-  END;
+  rel := public.iasql_resolve_table(table_name);
   IF rel IS NULL THEN
     RAISE EXCEPTION 'iasql_wait_for: table "%" does not exist', table_name
       USING ERRCODE = 'undefined_table', HINT = 'Give a table name as in FROM, e.g. bucket or schema.table.';

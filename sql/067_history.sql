@@ -41,11 +41,7 @@ BEGIN
     RAISE EXCEPTION '%: role % may not read as %: it is not a member of it', caller, session_user, coalesce(reader::text, 'NULL')
       USING ERRCODE = 'insufficient_privilege', HINT = 'Leave the reader argument out: it is the role you are.';
   END IF;
-  BEGIN
-    rel := coalesce(pg_catalog.to_regclass(table_name), public.iasql_table_regclass(table_name));
-  EXCEPTION WHEN invalid_name OR invalid_parameter_value OR syntax_error THEN
-    rel := NULL;
-  END;
+  rel := public.iasql_resolve_table(table_name);
   IF rel IS NULL THEN
     RAISE EXCEPTION '%: table "%" does not exist', caller, table_name
       USING ERRCODE = 'undefined_table', HINT = 'Give the table''s name as in FROM: bucket, or schema.table.';

@@ -256,7 +256,8 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			// way, or, for ENFORCE columns of a record that follows the
 			// cloud, to the cloud (enforced).
 			var enforced []string
-			if rules := snap.Modes.ColumnRules(ts.Spec.Name, id); len(rules) > 0 && inCloud && !ts.Spec.ReadOnly {
+			rules := snap.Modes.ColumnRules(ts.Spec.Name, id)
+			if len(rules) > 0 && inCloud && !ts.Spec.ReadOnly {
 				var taken []string
 				toCloud, _, _, _ := push(id)
 				taken, enforced = Owned(ts.Spec, rules, toCloud, intent(id))
@@ -289,7 +290,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			toCloud, _, label, note := push(id)
 			if !toCloud && !equal && len(enforced) > 0 {
 				// What still differs is in the columns the database owns.
-				rule := snap.Modes.ColumnRules(ts.Spec.Name, id)[enforced[0]].Rule
+				rule := rules[enforced[0]].Rule
 				toCloud, label = true, snapshot.ModeEnforce+" by "+rule
 				note = " (ENFORCE by " + rule + ": reverting a change made in the cloud to " + strings.Join(enforced, ", ") + ")"
 			}
@@ -331,7 +332,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 				}
 				a.Description += ": " + changes(ts, ts.Spec.Declarative, c, r.Cloud) + note
 				if len(r.Taken) > 0 {
-					a.Description += " (keeps the cloud's " + strings.Join(r.Taken, ", ") + " (" + columnLabel(snap, ts.Spec.Name, id, r.Taken, label) + "), written into the row next)"
+					a.Description += " (keeps the cloud's " + strings.Join(r.Taken, ", ") + " (" + columnLabel(rules, r.Taken, label) + "), written into the row next)"
 				}
 			case !equal:
 				a.Action, a.Direction, a.Kind = "update", "database", DBUpdate
@@ -345,7 +346,7 @@ func Diff(snap *snapshot.Snapshot, opt Options) (*Plan, error) {
 			case len(r.Taken) > 0:
 				// Column rules give them to the cloud (snapshot.Owned).
 				a.Action, a.Direction, a.Kind = "update", "database", DBFeedback
-				a.Mode = columnLabel(snap, ts.Spec.Name, id, r.Taken, label)
+				a.Mode = columnLabel(rules, r.Taken, label)
 				a.Description = "take " + changes(ts, r.Taken, ts.Rows[id].Cloud, c) + " from the cloud (" + a.Mode + ")"
 			case len(r.Fill) > 0:
 				// The row left them NULL and the cloud chose (snapshot.TakeChoices).
@@ -761,9 +762,9 @@ func Owned(spec module.Table, rules map[string]snapshot.Resolved, toCloud, inten
 }
 
 // columnLabel names the mode that takes cols from the cloud: the column
-// rule of the first of them that has one, else the record's (label).
-func columnLabel(snap *snapshot.Snapshot, table, id string, cols []string, label string) string {
-	rules := snap.Modes.ColumnRules(table, id)
+// rule (of rules, the record's) of the first of them that has one, else
+// the record's mode (label).
+func columnLabel(rules map[string]snapshot.Resolved, cols []string, label string) string {
 	for _, col := range cols {
 		if r, ok := rules[col]; ok && r.Mode == snapshot.ModeTrack {
 			return r.Mode + " by " + r.Rule

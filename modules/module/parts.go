@@ -68,6 +68,30 @@ type Event struct {
 	Resources []string       // the ARNs of resources[], where AWS fills it
 }
 
+// EventRecord is the part of a CloudTrail record an Event holds (the
+// record's JSON decodes into it; the engine's reader of records embeds it).
+type EventRecord struct {
+	EventSource       string         `json:"eventSource"`
+	EventName         string         `json:"eventName"`
+	AWSRegion         string         `json:"awsRegion"`
+	RequestParameters map[string]any `json:"requestParameters"`
+	ResponseElements  map[string]any `json:"responseElements"`
+	Resources         []struct {
+		ARN string `json:"ARN"`
+	} `json:"resources"`
+}
+
+// Event is the record as a table's Noticer reads it.
+func (r EventRecord) Event() Event {
+	ev := Event{Source: r.EventSource, Name: r.EventName, Region: r.AWSRegion, Request: r.RequestParameters, Response: r.ResponseElements}
+	for _, res := range r.Resources {
+		if res.ARN != "" {
+			ev.Resources = append(ev.Resources, res.ARN)
+		}
+	}
+	return ev
+}
+
 // Noticer is implemented by a mapper that can tell which resources of its
 // table an AWS event names: the engine then reads those alone (Getter),
 // instead of the whole table, to bring the change into the rows.

@@ -195,18 +195,6 @@ func EC2Tagged(ev module.Event, prefix string) []string {
 	return ids
 }
 
-// record is the part of a CloudTrail record an Event holds.
-type record struct {
-	EventSource       string         `json:"eventSource"`
-	EventName         string         `json:"eventName"`
-	AWSRegion         string         `json:"awsRegion"`
-	RequestParameters map[string]any `json:"requestParameters"`
-	ResponseElements  map[string]any `json:"responseElements"`
-	Resources         []struct {
-		ARN string `json:"ARN"`
-	} `json:"resources"`
-}
-
 // Parse reads a CloudTrail record (the JSON of one event, as a log file's
 // Records hold it, LookupEvents' CloudTrailEvent gives it, or EventBridge
 // delivers it as "AWS API Call via CloudTrail"'s detail) into an Event.
@@ -215,17 +203,11 @@ type record struct {
 func Parse(doc []byte) (module.Event, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
-	var r record
+	var r module.EventRecord
 	if err := dec.Decode(&r); err != nil {
 		return module.Event{}, fmt.Errorf("read a CloudTrail record: %w", err)
 	}
-	ev := module.Event{Source: r.EventSource, Name: r.EventName, Region: r.AWSRegion, Request: r.RequestParameters, Response: r.ResponseElements}
-	for _, res := range r.Resources {
-		if res.ARN != "" {
-			ev.Resources = append(ev.Resources, res.ARN)
-		}
-	}
-	return ev, nil
+	return r.Event(), nil
 }
 
 // Find are the scalar values under key (regardless of case) anywhere
