@@ -189,17 +189,8 @@ func (e *Engine) completeMade(ctx context.Context, c *pgx.Conn, defs map[string]
 			continue
 		}
 		if err := pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			for _, t := range m.Tables {
-				if _, err := store.MigrateTable(ctx, tx, t, func(_, comment string) string { return comment }); err != nil {
-					return err
-				}
-			}
-			if m.Checks != "" {
-				if _, err := tx.Exec(ctx, m.Checks); err != nil {
-					return fmt.Errorf("checks of %s's new columns: %w", name, err)
-				}
-			}
-			return nil
+			_, err := migrateModule(ctx, tx, m, func(_, comment string) string { return comment })
+			return err
 		}); err != nil {
 			return fmt.Errorf("add the columns %v this sidecar declares to %s's table: %w", missing, name, err)
 		}

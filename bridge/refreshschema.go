@@ -107,23 +107,14 @@ func (e *Engine) refreshSchemas(ctx context.Context, requestID string, names []s
 					if !ok {
 						continue
 					}
-					var notes []string
-					for _, t := range nx.m.Tables {
-						mig, err := store.MigrateTable(ctx, tx, t, func(col, comment string) string {
-							if strings.HasPrefix(comment, goneMark) {
-								return comment
-							}
-							return fmt.Sprintf("%s (since %s): column %s is kept with its values and no longer synced. It was: %s", goneMark, nx.m.Version, col, comment)
-						})
-						if err != nil {
-							return err
+					notes, err := migrateModule(ctx, tx, nx.m, func(col, comment string) string {
+						if strings.HasPrefix(comment, goneMark) {
+							return comment
 						}
-						notes = append(notes, migrationNote(t.Name, mig)...)
-					}
-					if nx.m.Checks != "" {
-						if _, err := tx.Exec(ctx, nx.m.Checks); err != nil {
-							return fmt.Errorf("checks of %s's new columns: %w", n, err)
-						}
+						return fmt.Sprintf("%s (since %s): column %s is kept with its values and no longer synced. It was: %s", goneMark, nx.m.Version, col, comment)
+					})
+					if err != nil {
+						return err
 					}
 					if err := store.ReplaceDefinition(ctx, tx, n, nx.m.Version, nx.def); err != nil {
 						return err
@@ -169,6 +160,27 @@ func sameIdentity(old, m module.Module) error {
 		}
 	}
 	return nil
+}
+
+// migrateModule brings m's tables to its declaration (store.MigrateTable;
+// gone says what the comment of a column the declaration lost becomes),
+// then runs its idempotent checks for the columns added (Module.Checks),
+// and returns what changed, table by table (migrationNote).
+func migrateModule(ctx context.Context, tx pgx.Tx, m module.Module, gone func(col, comment string) string) ([]string, error) {
+	var notes []string
+	for _, t := range m.Tables {
+		mig, err := store.MigrateTable(ctx, tx, t, gone)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, migrationNote(t.Name, mig)...)
+	}
+	if m.Checks != "" {
+		if _, err := tx.Exec(ctx, m.Checks); err != nil {
+			return nil, fmt.Errorf("checks of %s's new columns: %w", m.Name, err)
+		}
+	}
+	return notes, nil
 }
 
 func migrationNote(table string, m store.Migration) []string {

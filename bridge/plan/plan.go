@@ -59,7 +59,8 @@ type Action struct {
 	// row by its cloud id), as the executor orders actions by it;
 	// RecordKey: the row as user intent goes (snapshot.RowKey of Table and
 	// ID); OpKey: its record_key in iasql_operations; IsCloud: it calls
-	// the cloud; Push: what a cloud create or update pushes; Lane: the
+	// the cloud; Push: what a cloud create or update pushes; Lane (of an
+	// action that calls the cloud): the
 	// lane of its cloud calls, its module and region (AWS's request quotas
 	// are per service, account and region); StandIn: the row stands for
 	// its replacement's temporary stand-in, whose create writes back the
@@ -100,6 +101,9 @@ func (a *Action) Fix(snap *snapshot.Snapshot) *Action {
 		}
 	}
 	a.StandIn = a.Row != nil && a.Tab.StandingIn(a.ID)
+	if !a.IsCloud {
+		return a // no cloud call: no lane (database actions are most of a cycle's)
+	}
 	name, region := a.Table, ""
 	if a.Tab.Module != nil {
 		name = a.Tab.Module.Name

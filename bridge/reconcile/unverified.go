@@ -35,21 +35,24 @@ import (
 // iasql_status). It returns failures with those of the records it holds
 // (held) added.
 func (c *cycle) noteUnverified(ctx context.Context, out *Outcome, failures []string) ([]string, error) {
-	lines := c.snap.UnverifiedLines()
-	for _, l := range lines {
-		part, _, _ := strings.Cut(l, ": ")
-		if table, ok := strings.CutSuffix(part, " (every region)"); ok && c.unread[table] != nil {
-			if !slices.Contains(out.Unread, table) {
-				out.Unread = append(out.Unread, table)
+	for _, ts := range c.snap.Tables {
+		for _, region := range slices.Sorted(maps.Keys(ts.Unverified)) {
+			table := ts.Spec.Name
+			if region == snapshot.WholeTable && c.unread[table] != nil {
+				if !slices.Contains(out.Unread, table) {
+					out.Unread = append(out.Unread, table)
+				}
+				continue // left for a later cycle, not failed
 			}
-			continue // left for a later cycle, not failed
-		}
-		i := slices.IndexFunc(out.Unverified, func(o string) bool { return strings.HasPrefix(o, part+": ") })
-		if i < 0 {
-			out.Unverified = append(out.Unverified, l)
-			c.log().Warn("unverified: reads failed; nothing is done there this cycle", "cycle", c.id, "part", l)
-		} else {
-			out.Unverified[i] = l
+			part := snapshot.UnverifiedPart(table, region)
+			l := part + ": " + snapshot.OneLine(ts.Unverified[region].Error())
+			i := slices.IndexFunc(out.Unverified, func(o string) bool { return strings.HasPrefix(o, part+": ") })
+			if i < 0 {
+				out.Unverified = append(out.Unverified, l)
+				c.log().Warn("unverified: reads failed; nothing is done there this cycle", "cycle", c.id, "part", l)
+			} else {
+				out.Unverified[i] = l
+			}
 		}
 	}
 	var parts []store.Unverified

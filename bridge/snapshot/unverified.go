@@ -169,21 +169,9 @@ func (f *UnverifiedFilter) Record(id string) bool {
 	return f.s.unverifiedIn(f.ts, "") != nil
 }
 
-// UnverifiedLines are the snapshot's unverified parts, one line each
-// ("vpc in eu-central-1: <why>", "iam_role: <why>" for a whole table), in
-// table order then region order.
-func (s *Snapshot) UnverifiedLines() []string {
-	var out []string
-	for _, ts := range s.Tables {
-		for _, region := range slices.Sorted(maps.Keys(ts.Unverified)) {
-			out = append(out, unverifiedPart(ts.Spec.Name, region)+": "+OneLine(ts.Unverified[region].Error()))
-		}
-	}
-	return out
-}
-
-// unverifiedPart names a table's unverified part.
-func unverifiedPart(table, region string) string {
+// UnverifiedPart names a table's unverified part (region, or WholeTable
+// for every region).
+func UnverifiedPart(table, region string) string {
 	if region == WholeTable {
 		return table + " (every region)"
 	}

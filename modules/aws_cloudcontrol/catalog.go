@@ -286,10 +286,11 @@ func identitiesOf(t *schema.Type, rows []module.Record) []map[string]any {
 	seen := map[string]bool{}
 	for _, r := range rows {
 		id := t.IdentifierOf(r)
-		if id == "" || seen[r.String(schema.RegionColumn)+"\x00"+id] {
+		key := r.String(schema.RegionColumn) + "\x00" + id
+		if id == "" || seen[key] {
 			continue
 		}
-		seen[r.String(schema.RegionColumn)+"\x00"+id] = true
+		seen[key] = true
 		p := map[string]any{schema.RegionColumn: r[schema.RegionColumn]}
 		for _, col := range t.IdentifierColumns() {
 			p[col] = r[col]

@@ -31,10 +31,8 @@ func (t *Type) RegionUpgradeSQL(region string) string {
 	}
 	exec(fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s text DEFAULT %s", tbl, RegionColumn, lit(region)))
 	exec(fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT", tbl, RegionColumn))
-	for _, c := range spec.Columns {
-		if c.Name == RegionColumn {
-			exec(fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", tbl, RegionColumn, lit(c.Comment)))
-		}
+	if c, ok := spec.Column(RegionColumn); ok {
+		exec(fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", tbl, RegionColumn, lit(c.Comment)))
 	}
 	exec(fmt.Sprintf("COMMENT ON TABLE %s IS %s", tbl, lit(spec.Comment)))
 	constraint := quoteIdent(t.IdentityConstraint())
@@ -45,6 +43,9 @@ func (t *Type) RegionUpgradeSQL(region string) string {
 	exec(t.RegionSQL(region))
 	// The engine's state: identities as CloudIDOf renders them, now with
 	// the region last (a JSON array of strings).
+	if !t.RegionInIdentity() {
+		return t.wrapRegionUpgrade(stmts)
+	}
 	var newID func(col string) string
 	if len(t.IdentifierColumns()) == 1 {
 		newID = func(col string) string {
@@ -54,9 +55,6 @@ func (t *Type) RegionUpgradeSQL(region string) string {
 		newID = func(col string) string {
 			return fmt.Sprintf("pg_catalog.left(%s, -1) || ',' || pg_catalog.to_json(%s::text)::text || ']'", col, lit(region))
 		}
-	}
-	if !t.RegionInIdentity() {
-		return t.wrapRegionUpgrade(stmts)
 	}
 	for _, st := range []struct{ table, col string }{
 		{"iasql_records", "cloud_id"}, {"iasql_replacements", "old_cloud_id"}, {"iasql_replacements", "temp_cloud_id"}, {"iasql_operations", "cloud_id"},
